@@ -1,0 +1,55 @@
+// swift-tools-version:6.0
+// Roost: a multi-tenant neighbourhood-watch group messaging server.
+// No Swift package dependencies: the toolchain plus libpq and libcrypto only.
+import PackageDescription
+
+let package = Package(
+    name: "Roost",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "roost", targets: ["roost"]),
+    ],
+    targets: [
+        // System C libraries, each a thin module map over the Debian -dev headers.
+        .systemLibrary(
+            name: "CLibPQ",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]
+        ),
+        .systemLibrary(
+            name: "CCrypto",
+            pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"])]
+        ),
+        // Header-only shim: epoll, eventfd and timerfd are not exported by Glibc's overlay.
+        .systemLibrary(name: "CLinuxEvents"),
+
+        // The stack: roost -> RoostServer -> RoostFanout -> RoostPersistence -> RoostProtocol.
+        .target(
+            name: "RoostProtocol",
+            dependencies: ["CCrypto"]
+        ),
+        .target(
+            name: "RoostPersistence",
+            dependencies: ["RoostProtocol", "CLibPQ", "CCrypto"]
+        ),
+        .target(
+            name: "RoostFanout",
+            dependencies: ["RoostPersistence", "RoostProtocol"]
+        ),
+        .target(
+            name: "RoostServer",
+            dependencies: ["RoostFanout", "RoostPersistence", "RoostProtocol", "CLinuxEvents"]
+        ),
+        .executableTarget(
+            name: "roost",
+            dependencies: ["RoostServer"]
+        ),
+
+        .testTarget(name: "RoostProtocolTests", dependencies: ["RoostProtocol"]),
+        .testTarget(name: "RoostPersistenceTests", dependencies: ["RoostPersistence"]),
+        .testTarget(name: "RoostServerTests", dependencies: ["RoostServer"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["RoostServer"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

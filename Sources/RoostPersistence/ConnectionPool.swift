@@ -1,0 +1,206 @@
+import Dispatch
+import Foundation
+import Synchronization
+
+/// A bounded pool of PostgreSQL connections.
+///
+/// - At most `maxConnections` are open; a caller that finds none free waits in line until
+///   its deadline, then gets `DatabaseError.unavailable` (the API's 503), never an unbounded queue.
+/// - A connection that broke while lent out is discarded on return and its slot reopened
+///   lazily; an idle one is checked before it is lent, so a terminated backend or a restarted
+///   server costs a reconnect, not a failed request.
+/// - libpq calls block, so every use runs on a dedicated dispatch queue, leaving Swift's
+///   cooperative threads (and the reactor) free; at most `maxConnections` such jobs exist.
+public final class ConnectionPool: Sendable {
+    public struct Options: Sendable {
+        public var maxConnections: Int
+        public var acquireTimeout: Duration
+        public init(maxConnections: Int = 10, acquireTimeout: Duration = .seconds(5)) {
+            precondition(maxConnections > 0, "a pool needs at least one connection")
+            self.maxConnections = maxConnections
+            self.acquireTimeout = acquireTimeout
+        }
+    }
+
+    /// What a waiter is handed: a connection, or the right to open one in a free slot.
+    private enum Grant: Sendable {
+        case connection(PostgresConnection)
+        case openSlot
+    }
+
+    private struct Waiter {
+        let id: UInt64
+        let continuation: CheckedContinuation<Grant, any Error>
+    }
+
+    private struct State {
+        var idle: [PostgresConnection] = []
+        var open = 0
+        var waiters: [Waiter] = []
+        var nextWaiterID: UInt64 = 0
+        var isClosed = false
+    }
+
+    public let configuration: ConnectionConfiguration
+    public let options: Options
+    private let state = Mutex(State())
+    private let blockingQueue = DispatchQueue(label: "roost.postgres", attributes: .concurrent)
+
+    public init(configuration: ConnectionConfiguration, options: Options = Options()) {
+        self.configuration = configuration
+        self.options = options
+    }
+
+    /// Lends a connection to `body`, run on the blocking queue, and takes it back afterwards.
+    public func withConnection<Value: Sendable>(
+        _ body: @escaping @Sendable (PostgresConnection) throws -> Value
+    ) async throws -> Value {
+        let connection = try await acquire()
+        defer { release(connection) }
+        return try await onBlockingQueue { try body(connection) }
+    }
+
+    /// One transaction on a pooled connection (see `PostgresConnection.withTransaction`).
+    public func transaction<Value: Sendable>(
+        isolation: IsolationLevel = .readCommitted,
+        retries: Int = 0,
+        _ body: @escaping @Sendable (PostgresConnection) throws -> Value
+    ) async throws -> Value {
+        try await withConnection { try $0.withTransaction(isolation: isolation, retries: retries, body) }
+    }
+
+    /// One transaction scoped to `tenant` by row-level security.
+    public func tenantTransaction<Value: Sendable>(
+        _ tenant: UUID,
+        isolation: IsolationLevel = .readCommitted,
+        retries: Int = 0,
+        _ body: @escaping @Sendable (PostgresConnection) throws -> Value
+    ) async throws -> Value {
+        try await withConnection {
+            try $0.withTenantTransaction(tenant, isolation: isolation, retries: retries, body)
+        }
+    }
+
+    /// One statement outside an explicit transaction.
+    @discardableResult
+    public func query(_ query: SQLQuery) async throws -> PostgresResult {
+        try await withConnection { try $0.query(query) }
+    }
+
+    /// Connections open and lent out, and callers waiting: for metrics and tests.
+    public var statistics: (open: Int, inUse: Int, waiting: Int) {
+        state.withLock { ($0.open, $0.open - $0.idle.count, $0.waiters.count) }
+    }
+
+    /// Closes idle connections and fails every waiter; lent connections close on return.
+    public func close() {
+        let waiters = state.withLock { state -> [Waiter] in
+            state.isClosed = true
+            state.open -= state.idle.count
+            state.idle.removeAll()
+            defer { state.waiters.removeAll() }
+            return state.waiters
+        }
+        for waiter in waiters {
+            waiter.continuation.resume(throwing: DatabaseError(.unavailable, "the connection pool is closed"))
+        }
+    }
+
+    // MARK: - Lending
+
+    private func acquire() async throws -> PostgresConnection {
+        switch try await grant() {
+        case .connection(let connection):
+            if connection.isUsableWhenIdle { return connection }
+            // Stale (backend terminated, server restarted): keep the slot, open afresh.
+            return try await openConnection()
+        case .openSlot:
+            return try await openConnection()
+        }
+    }
+
+    private func grant() async throws -> Grant {
+        try await withCheckedThrowingContinuation { continuation in
+            let immediate = state.withLock { state -> Result<Grant, DatabaseError>? in
+                if state.isClosed { return .failure(DatabaseError(.unavailable, "the connection pool is closed")) }
+                if let connection = state.idle.popLast() { return .success(.connection(connection)) }
+                if state.open < options.maxConnections {
+                    state.open += 1
+                    return .success(.openSlot)
+                }
+                let id = state.nextWaiterID
+                state.nextWaiterID += 1
+                state.waiters.append(Waiter(id: id, continuation: continuation))
+                scheduleTimeout(waiter: id)
+                return nil
+            }
+            if let immediate { continuation.resume(with: immediate) }
+        }
+    }
+
+    private func scheduleTimeout(waiter id: UInt64) {
+        let timeout = options.acquireTimeout
+        blockingQueue.asyncAfter(deadline: .now() + timeout.timeInterval) { [weak self] in
+            guard let self else { return }
+            let expired = self.state.withLock { state -> Waiter? in
+                guard let index = state.waiters.firstIndex(where: { $0.id == id }) else { return nil }
+                return state.waiters.remove(at: index)
+            }
+            expired?.continuation.resume(
+                throwing: DatabaseError(
+                    .unavailable,
+                    "no database connection became free within \(timeout) (pool of \(self.options.maxConnections))"))
+        }
+    }
+
+    /// Opens a connection in a slot already counted in `open`; gives the slot back on failure.
+    private func openConnection() async throws -> PostgresConnection {
+        let configuration = self.configuration
+        do {
+            return try await onBlockingQueue { try PostgresConnection.connect(configuration) }
+        } catch {
+            releaseSlot()
+            throw error
+        }
+    }
+
+    private func release(_ connection: PostgresConnection) {
+        let (waiter, grant) = state.withLock { state -> (Waiter?, Grant?) in
+            if connection.isBroken || state.isClosed {
+                if !state.waiters.isEmpty, !state.isClosed {
+                    return (state.waiters.removeFirst(), .openSlot)
+                }
+                state.open -= 1
+                return (nil, nil)
+            }
+            if !state.waiters.isEmpty { return (state.waiters.removeFirst(), .connection(connection)) }
+            state.idle.append(connection)
+            return (nil, nil)
+        }
+        if let waiter, let grant { waiter.continuation.resume(returning: grant) }
+    }
+
+    private func releaseSlot() {
+        let waiter = state.withLock { state -> Waiter? in
+            if !state.waiters.isEmpty, !state.isClosed { return state.waiters.removeFirst() }
+            state.open -= 1
+            return nil
+        }
+        waiter?.continuation.resume(returning: .openSlot)
+    }
+
+    private func onBlockingQueue<Value: Sendable>(
+        _ work: @escaping @Sendable () throws -> Value
+    ) async throws -> Value {
+        try await withCheckedThrowingContinuation { continuation in
+            blockingQueue.async { continuation.resume(with: Result<Value, any Error> { try work() }) }
+        }
+    }
+}
+
+extension Duration {
+    var timeInterval: Double {
+        let (seconds, attoseconds) = components
+        return Double(seconds) + Double(attoseconds) / 1e18
+    }
+}

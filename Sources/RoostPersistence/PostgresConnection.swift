@@ -1,0 +1,164 @@
+import CLibPQ
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One libpq connection. Calls block the calling thread, so they run on the pool's blocking
+/// executor, never on a reactor thread or a cooperative task thread.
+///
+/// `@unchecked Sendable`: the pool lends a connection to exactly one holder at a time, and
+/// libpq's handle is used only by that holder; nothing else touches `handle` or `isBroken`.
+public final class PostgresConnection: @unchecked Sendable {
+    private let handle: OpaquePointer
+    /// Set once a call finds the connection unusable; the pool then discards it.
+    public private(set) var isBroken = false
+
+    private init(handle: OpaquePointer) {
+        self.handle = handle
+    }
+
+    deinit {
+        PQfinish(handle)
+    }
+
+    /// Opens a connection (blocking, bounded by the connect timeout) and fixes the session
+    /// settings the decoders rely on.
+    public static func connect(_ configuration: ConnectionConfiguration) throws -> PostgresConnection {
+        try configuration.validate()
+        let pairs = configuration.keywordsAndValues
+        let keywords = pairs.map { strdup($0.0) }
+        let values = pairs.map { strdup($0.1) }
+        defer {
+            keywords.forEach { free($0) }
+            values.forEach { free($0) }
+        }
+        var keywordPointers = keywords.map { UnsafePointer<CChar>($0) } + [nil]
+        var valuePointers = values.map { UnsafePointer<CChar>($0) } + [nil]
+        guard let handle = PQconnectdbParams(&keywordPointers, &valuePointers, 1) else {
+            throw DatabaseError(.unreachable, "libpq could not allocate a connection")
+        }
+        let connection = PostgresConnection(handle: handle)
+        guard PQstatus(handle) == CONNECTION_OK else {
+            throw DatabaseError(
+                .unreachable,
+                "cannot connect to PostgreSQL: \(connection.lastErrorMessage)",
+                hint: "check that PostgreSQL is running and that DATABASE_URL names the right host, port, user and database")
+        }
+        // The notice processor would otherwise print every NOTICE to stderr.
+        PQsetNoticeProcessor(handle, { _, _ in }, nil)
+        // Timestamps are parsed as ISO text in UTC; see PostgresTimestamp.
+        try connection.run(script: "SET TimeZone = 'UTC'; SET DateStyle = 'ISO, YMD'; SET IntervalStyle = 'iso_8601'")
+        return connection
+    }
+
+    /// Runs one parameterised statement and copies its rows out.
+    @discardableResult
+    public func query(_ query: SQLQuery) throws -> PostgresResult {
+        if let failure = query.encodingFailure {
+            throw DatabaseError(.client, "a query parameter could not be encoded: \(failure)")
+        }
+        let binds = query.binds
+        let types = binds.map { $0.type.oid }
+        let texts = binds.map { $0.text.map { strdup($0) } ?? nil }
+        defer { texts.forEach { free($0) } }
+        let values = texts.map { UnsafePointer<CChar>($0) }
+        let result = PQexecParams(handle, query.sql, Int32(binds.count), types, values, nil, nil, 0)
+        return try consume(result)
+    }
+
+    /// Runs trusted SQL text with the simple query protocol: several statements, no parameters.
+    /// Only for migration files and fixed session commands, never for anything holding a value.
+    public func run(script: String) throws {
+        _ = try consume(PQexec(handle, script))
+    }
+
+    /// Whether an idle connection can be lent again: a terminated backend or a restarted
+    /// server leaves the socket readable (an error message, then EOF), which is checked
+    /// without blocking before the connection is handed out.
+    var isUsableWhenIdle: Bool {
+        guard !isBroken, PQstatus(handle) == CONNECTION_OK else { return false }
+        let socket = PQsocket(handle)
+        guard socket >= 0 else { return false }
+        var descriptor = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
+        if poll(&descriptor, 1, 0) > 0 {
+            // Unexpected input while idle: let libpq read it and judge the state.
+            if PQconsumeInput(handle) == 0 || PQstatus(handle) != CONNECTION_OK { return false }
+            while let notification = PQnotifies(handle) { PQfreemem(notification) }
+        }
+        return PQtransactionStatus(handle) == PQTRANS_IDLE
+    }
+
+    /// Marks the connection unusable, e.g. when a transaction's rollback itself failed.
+    func markBroken() {
+        isBroken = true
+    }
+
+    /// The server's process ID for this connection (`pg_backend_pid()`).
+    public var backendPID: Int32 { PQbackendPID(handle) }
+
+    private var lastErrorMessage: String {
+        String(cString: PQerrorMessage(handle)).trimmingWhitespace()
+    }
+
+    private func consume(_ result: OpaquePointer?) throws -> PostgresResult {
+        guard let result else {
+            isBroken = PQstatus(handle) != CONNECTION_OK
+            throw DatabaseError(isBroken ? .connectionLost : .client, lastErrorMessage)
+        }
+        defer { PQclear(result) }
+        switch PQresultStatus(result) {
+        case PGRES_TUPLES_OK, PGRES_COMMAND_OK, PGRES_EMPTY_QUERY:
+            return copyRows(result)
+        default:
+            throw error(from: result)
+        }
+    }
+
+    private func copyRows(_ result: OpaquePointer) -> PostgresResult {
+        let rowCount = Int(PQntuples(result))
+        let columnCount = Int(PQnfields(result))
+        let columns = PostgresColumns(names: (0..<columnCount).map { String(cString: PQfname(result, Int32($0))) })
+        var rows: [PostgresRow] = []
+        rows.reserveCapacity(rowCount)
+        for row in 0..<Int32(rowCount) {
+            var values: [String?] = []
+            values.reserveCapacity(columnCount)
+            for column in 0..<Int32(columnCount) {
+                if PQgetisnull(result, row, column) == 1 {
+                    values.append(nil)
+                } else {
+                    let length = Int(PQgetlength(result, row, column))
+                    let bytes = UnsafeRawPointer(PQgetvalue(result, row, column)!)
+                    values.append(String(decoding: UnsafeRawBufferPointer(start: bytes, count: length), as: UTF8.self))
+                }
+            }
+            rows.append(PostgresRow(columns: columns, values: values))
+        }
+        let affected = Int(String(cString: PQcmdTuples(result))) ?? 0
+        return PostgresResult(rows: rows, affectedRows: affected)
+    }
+
+    private func error(from result: OpaquePointer) -> DatabaseError {
+        func field(_ code: Character) -> String? {
+            guard let value = PQresultErrorField(result, Int32(code.asciiValue!)) else { return nil }
+            return String(cString: value)
+        }
+        let sqlState = field("C")
+        let message = field("M") ?? String(cString: PQresultErrorMessage(result)).trimmingWhitespace()
+        if PQstatus(handle) != CONNECTION_OK {
+            isBroken = true
+            return DatabaseError(.connectionLost, "the database connection was lost: \(message)", sqlState: sqlState)
+        }
+        return DatabaseError(
+            sqlState.map(DatabaseError.Code.init) ?? .client,
+            message,
+            detail: field("D"),
+            hint: field("H"),
+            constraint: field("n"),
+            table: field("t"),
+            column: field("c"),
+            sqlState: sqlState)
+    }
+}

@@ -1,0 +1,238 @@
+import Foundation
+
+/// A PostgreSQL type OID, as sent with each parameter so the server never has to guess.
+public struct PostgresType: Hashable, Sendable {
+    public let oid: UInt32
+    public init(oid: UInt32) { self.oid = oid }
+
+    public static let bool = PostgresType(oid: 16)
+    public static let bytea = PostgresType(oid: 17)
+    public static let int8 = PostgresType(oid: 20)
+    public static let int4 = PostgresType(oid: 23)
+    public static let text = PostgresType(oid: 25)
+    public static let float8 = PostgresType(oid: 701)
+    public static let textArray = PostgresType(oid: 1009)
+    public static let timestamptz = PostgresType(oid: 1184)
+    public static let uuid = PostgresType(oid: 2950)
+    public static let uuidArray = PostgresType(oid: 2951)
+    public static let jsonb = PostgresType(oid: 3802)
+}
+
+/// One bound parameter: its type and its text-format value (nil is SQL NULL).
+public struct PostgresBind: Sendable, Equatable {
+    public var type: PostgresType
+    public var text: String?
+    public init(type: PostgresType, text: String?) {
+        self.type = type
+        self.text = text
+    }
+}
+
+/// A Swift value that can travel to PostgreSQL as a parameter (text format).
+public protocol PostgresEncodable: Sendable {
+    static var postgresType: PostgresType { get }
+    /// The value in PostgreSQL's text input format; nil for NULL.
+    func postgresText() throws -> String?
+}
+
+/// A Swift value that can be read from a column in PostgreSQL's text output format.
+public protocol PostgresDecodable {
+    init(postgresText text: String) throws(PostgresDecodingFailure)
+}
+
+/// Why a text value could not become the requested type; the row adds the column's name.
+public struct PostgresDecodingFailure: Error, Sendable {
+    public var reason: String
+    public init(_ reason: String) { self.reason = reason }
+}
+
+public typealias PostgresCodable = PostgresEncodable & PostgresDecodable
+
+extension PostgresEncodable {
+    var bind: PostgresBind {
+        get throws { PostgresBind(type: Self.postgresType, text: try postgresText()) }
+    }
+}
+
+extension Optional: PostgresEncodable where Wrapped: PostgresEncodable {
+    public static var postgresType: PostgresType { Wrapped.postgresType }
+    public func postgresText() throws -> String? {
+        switch self {
+        case .none: return nil
+        case .some(let value): return try value.postgresText()
+        }
+    }
+}
+
+extension String: PostgresCodable {
+    public static var postgresType: PostgresType { .text }
+    public func postgresText() -> String? { self }
+    public init(postgresText text: String) { self = text }
+}
+
+extension Int64: PostgresCodable {
+    public static var postgresType: PostgresType { .int8 }
+    public func postgresText() -> String? { String(self) }
+    public init(postgresText text: String) throws(PostgresDecodingFailure) {
+        guard let value = Int64(text) else { throw PostgresDecodingFailure("'\(text)' is not an integer") }
+        self = value
+    }
+}
+
+extension Int: PostgresCodable {
+    public static var postgresType: PostgresType { .int8 }
+    public func postgresText() -> String? { String(self) }
+    public init(postgresText text: String) throws(PostgresDecodingFailure) {
+        guard let value = Int(text) else { throw PostgresDecodingFailure("'\(text)' is not an integer") }
+        self = value
+    }
+}
+
+extension Int32: PostgresCodable {
+    public static var postgresType: PostgresType { .int4 }
+    public func postgresText() -> String? { String(self) }
+    public init(postgresText text: String) throws(PostgresDecodingFailure) {
+        guard let value = Int32(text) else { throw PostgresDecodingFailure("'\(text)' is not a 32-bit integer") }
+        self = value
+    }
+}
+
+extension Bool: PostgresCodable {
+    public static var postgresType: PostgresType { .bool }
+    public func postgresText() -> String? { self ? "t" : "f" }
+    public init(postgresText text: String) throws(PostgresDecodingFailure) {
+        switch text {
+        case "t", "true": self = true
+        case "f", "false": self = false
+        default: throw PostgresDecodingFailure("'\(text)' is not a boolean")
+        }
+    }
+}
+
+extension Double: PostgresCodable {
+    public static var postgresType: PostgresType { .float8 }
+    public func postgresText() -> String? {
+        if isNaN { return "NaN" }
+        if isInfinite { return self > 0 ? "Infinity" : "-Infinity" }
+        return "\(self)"
+    }
+    public init(postgresText text: String) throws(PostgresDecodingFailure) {
+        switch text {
+        case "NaN": self = .nan
+        case "Infinity": self = .infinity
+        case "-Infinity": self = -.infinity
+        default:
+            guard let value = Double(text) else { throw PostgresDecodingFailure("'\(text)' is not a number") }
+            self = value
+        }
+    }
+}
+
+extension UUID: PostgresCodable {
+    public static var postgresType: PostgresType { .uuid }
+    public func postgresText() -> String? { uuidString.lowercased() }
+    public init(postgresText text: String) throws(PostgresDecodingFailure) {
+        guard let value = UUID(uuidString: text) else { throw PostgresDecodingFailure("'\(text)' is not a UUID") }
+        self = value
+    }
+}
+
+extension Data: PostgresCodable {
+    public static var postgresType: PostgresType { .bytea }
+    /// bytea's hex input format: `\x` then two hex digits a byte.
+    public func postgresText() -> String? {
+        let digits: [UInt8] = Array("0123456789abcdef".utf8)
+        var out = [UInt8]()
+        out.reserveCapacity(2 + count * 2)
+        out.append(UInt8(ascii: "\\"))
+        out.append(UInt8(ascii: "x"))
+        for byte in self {
+            out.append(digits[Int(byte >> 4)])
+            out.append(digits[Int(byte & 0x0F)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+    public init(postgresText text: String) throws(PostgresDecodingFailure) {
+        let utf8 = Array(text.utf8)
+        guard utf8.count >= 2, utf8[0] == UInt8(ascii: "\\"), utf8[1] == UInt8(ascii: "x"), utf8.count % 2 == 0 else {
+            throw PostgresDecodingFailure("bytea is not in hex format")
+        }
+        func nibble(_ c: UInt8) throws(PostgresDecodingFailure) -> UInt8 {
+            switch c {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): return c - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): return c - UInt8(ascii: "A") + 10
+            default: throw PostgresDecodingFailure("bytea has a non-hex digit")
+            }
+        }
+        var bytes = [UInt8]()
+        bytes.reserveCapacity((utf8.count - 2) / 2)
+        var index = 2
+        while index < utf8.count {
+            bytes.append(try nibble(utf8[index]) << 4 | nibble(utf8[index + 1]))
+            index += 2
+        }
+        self = Data(bytes)
+    }
+}
+
+extension Date: PostgresCodable {
+    public static var postgresType: PostgresType { .timestamptz }
+    public func postgresText() -> String? { PostgresTimestamp.format(self) }
+    public init(postgresText text: String) throws(PostgresDecodingFailure) {
+        self = try PostgresTimestamp.parse(text)
+    }
+}
+
+/// A JSON document stored as `jsonb`, encoded and decoded with Foundation's Codable.
+public struct JSONB<Value: Codable & Sendable>: PostgresCodable, Sendable {
+    public var value: Value
+    public init(_ value: Value) { self.value = value }
+
+    public static var postgresType: PostgresType { .jsonb }
+    public func postgresText() throws -> String? {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return String(decoding: try encoder.encode(value), as: UTF8.self)
+    }
+    public init(postgresText text: String) throws(PostgresDecodingFailure) {
+        do {
+            value = try JSONDecoder().decode(Value.self, from: Data(text.utf8))
+        } catch {
+            throw PostgresDecodingFailure("JSON does not decode as \(Value.self): \(error)")
+        }
+    }
+}
+
+extension Array: PostgresEncodable where Element: PostgresArrayElement {
+    public static var postgresType: PostgresType { Element.postgresArrayType }
+    public func postgresText() throws -> String? {
+        try PostgresArrayLiteral.format(map { try $0.postgresText() })
+    }
+}
+
+extension Array: PostgresDecodable where Element: PostgresArrayElement {
+    public init(postgresText text: String) throws(PostgresDecodingFailure) {
+        let elements = try PostgresArrayLiteral.parse(text)
+        var values: [Element] = []
+        values.reserveCapacity(elements.count)
+        for element in elements {
+            guard let element else { throw PostgresDecodingFailure("array has a NULL element") }
+            values.append(try Element(postgresText: element))
+        }
+        self = values
+    }
+}
+
+/// An element type that has a one-dimensional array type in PostgreSQL.
+public protocol PostgresArrayElement: PostgresCodable {
+    static var postgresArrayType: PostgresType { get }
+}
+
+extension String: PostgresArrayElement {
+    public static var postgresArrayType: PostgresType { .textArray }
+}
+
+extension UUID: PostgresArrayElement {
+    public static var postgresArrayType: PostgresType { .uuidArray }
+}

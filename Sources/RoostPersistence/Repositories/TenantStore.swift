@@ -1,0 +1,53 @@
+import Foundation
+
+/// A tenant: a town, housing association or security company sharing the deployment.
+public struct Tenant: Sendable, Equatable, Codable {
+    public enum Registration: String, Sendable, Codable, CaseIterable {
+        case open
+        case inviteOnly = "invite_only"
+    }
+
+    public let id: UUID
+    public let slug: String
+    public let name: String
+    public let registration: Registration
+    public let createdAt: Date
+}
+
+/// The operator's registry of tenants (no row-level security: it holds no personal data and
+/// is read before a tenant is known).
+public struct TenantStore: Sendable {
+    public init() {}
+
+    /// Creates a tenant; a taken slug surfaces as `DatabaseError.Code.uniqueViolation`.
+    public func create(slug: String, name: String, registration: Tenant.Registration, on connection: PostgresConnection) throws -> Tenant {
+        let row = try connection.query("""
+            INSERT INTO tenants (slug, name, registration) VALUES (\(slug), \(name), \(registration.rawValue))
+            RETURNING id, slug, name, registration, created_at
+            """).rows[0]
+        return try decode(row)
+    }
+
+    public func find(slug: String, on connection: PostgresConnection) throws -> Tenant? {
+        try connection.query("""
+            SELECT id, slug, name, registration, created_at FROM tenants WHERE slug = \(slug)
+            """).first.map(decode)
+    }
+
+    public func list(on connection: PostgresConnection) throws -> [Tenant] {
+        try connection.query("SELECT id, slug, name, registration, created_at FROM tenants ORDER BY slug").rows.map(decode)
+    }
+
+    private func decode(_ row: PostgresRow) throws -> Tenant {
+        let registration = try row.decode(String.self, "registration")
+        guard let parsed = Tenant.Registration(rawValue: registration) else {
+            throw DatabaseError(.decoding, "tenant registration '\(registration)' is unknown", column: "registration")
+        }
+        return Tenant(
+            id: try row.decode(UUID.self, "id"),
+            slug: try row.decode(String.self, "slug"),
+            name: try row.decode(String.self, "name"),
+            registration: parsed,
+            createdAt: try row.decode(Date.self, "created_at"))
+    }
+}

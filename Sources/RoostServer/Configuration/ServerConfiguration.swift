@@ -1,0 +1,82 @@
+import Foundation
+
+/// Everything `roost serve` reads: each setting from a `ROOST_*` variable (or `DATABASE_URL`),
+/// overridden by its flag. `roost serve --help` prints this table.
+public struct ServerConfiguration: Sendable {
+    public var databaseURL: String?
+    public var listen = "127.0.0.1:8080"
+    public var adminToken: String?
+    public var delivery = "log"
+    public var deliveryWebhookURL: String?
+    public var deliveryWebhookSecret: String?
+    public var logLevel = LogLevel.info
+    public var checkinMinSeconds = 60
+    public var databasePoolSize = 10
+    public var databaseAcquireTimeoutMilliseconds = 5000
+    public var databaseConnectTimeoutSeconds = 5
+    public var migrationsDirectory: String?
+    public var migrate = true
+    public var allowSuperuser = false
+
+    public init() {}
+
+    /// Reads the environment, then the flags; throws `ConfigurationError` with one clear line.
+    public static func load(environment: [String: String], arguments: [String]) throws -> ServerConfiguration {
+        var configuration = ServerConfiguration()
+        for setting in ServerSetting.all {
+            if let value = environment[setting.environment], !value.isEmpty {
+                try setting.apply(&configuration, value, "\(setting.environment)")
+            }
+        }
+        var index = 0
+        while index < arguments.count {
+            let argument = arguments[index]
+            let (flag, inlineValue) = split(argument)
+            guard let setting = ServerSetting.all.first(where: { $0.flag == flag }) else {
+                throw ConfigurationError("unknown option \(argument); see roost serve --help")
+            }
+            if setting.isSwitch {
+                guard inlineValue == nil else { throw ConfigurationError("\(flag) takes no value") }
+                try setting.apply(&configuration, "true", flag)
+            } else if let inlineValue {
+                try setting.apply(&configuration, inlineValue, flag)
+            } else {
+                index += 1
+                guard index < arguments.count else { throw ConfigurationError("\(flag) needs a value") }
+                try setting.apply(&configuration, arguments[index], flag)
+            }
+            index += 1
+        }
+        return configuration
+    }
+
+    private static func split(_ argument: String) -> (String, String?) {
+        guard argument.hasPrefix("--"), let equals = argument.firstIndex(of: "=") else { return (argument, nil) }
+        return (String(argument[..<equals]), String(argument[argument.index(after: equals)...]))
+    }
+
+    /// The settings as `roost serve --help` shows them.
+    public static var helpText: String {
+        var lines = ["Usage: roost serve [options]", "", "Options (each also read from its environment variable):"]
+        for setting in ServerSetting.all {
+            let flag = setting.isSwitch ? setting.flag : "\(setting.flag) \(setting.placeholder)"
+            lines.append("  \(flag.padding(toLength: 34, withPad: " ", startingAt: 0))\(setting.environment)")
+            lines.append("      \(setting.help) (default: \(setting.defaultDescription))")
+        }
+        return lines.joined(separator: "\n")
+    }
+}
+
+/// A bad setting: the message names the flag or variable and what it accepts.
+public struct ConfigurationError: Error, CustomStringConvertible, Sendable {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}
+
+public enum LogLevel: String, Sendable, Comparable, CaseIterable {
+    case debug, info, warning, error
+
+    public static func < (lhs: LogLevel, rhs: LogLevel) -> Bool {
+        allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!
+    }
+}

@@ -1,0 +1,99 @@
+/// One configurable setting: its flag, its variable, its default and how a value is applied.
+struct ServerSetting: Sendable {
+    let flag: String
+    let environment: String
+    let placeholder: String
+    let defaultDescription: String
+    let help: String
+    let isSwitch: Bool
+    let apply: @Sendable (inout ServerConfiguration, String, String) throws -> Void
+
+    static let all: [ServerSetting] = [
+        text("--database-url", "DATABASE_URL", "URL", "none (scripts/run starts an embedded cluster)",
+             "PostgreSQL connection URI (libpq syntax)") { $0.databaseURL = $1 },
+        text("--listen", "ROOST_LISTEN", "HOST:PORT", "127.0.0.1:8080",
+             "where the HTTP and WebSocket server listens") { $0.listen = $1 },
+        text("--admin-token", "ROOST_ADMIN_TOKEN", "TOKEN", "unset: operator API off",
+             "bearer token for /v1/admin") { $0.adminToken = $1 },
+        choice("--delivery", "ROOST_DELIVERY", ["log", "webhook"], "log",
+               "how the outbox delivers invitations, codes and notifications") { $0.delivery = $1 },
+        text("--delivery-webhook-url", "ROOST_DELIVERY_WEBHOOK_URL", "URL", "none",
+             "where webhook delivery POSTs") { $0.deliveryWebhookURL = $1 },
+        text("--delivery-webhook-secret", "ROOST_DELIVERY_WEBHOOK_SECRET", "SECRET", "none",
+             "HMAC secret that signs webhook deliveries") { $0.deliveryWebhookSecret = $1 },
+        choice("--log-level", "ROOST_LOG_LEVEL", LogLevel.allCases.map(\.rawValue), "info",
+               "least severe log level written") { $0.logLevel = LogLevel(rawValue: $1)! },
+        integer("--checkin-min-s", "ROOST_CHECKIN_MIN_S", 1...86_400, 60,
+                "shortest check-in deadline, seconds") { $0.checkinMinSeconds = $1 },
+        integer("--db-pool-size", "ROOST_DB_POOL_SIZE", 1...500, 10,
+                "PostgreSQL connections this node may open") { $0.databasePoolSize = $1 },
+        integer("--db-acquire-timeout-ms", "ROOST_DB_ACQUIRE_TIMEOUT_MS", 1...600_000, 5000,
+                "how long a request waits for a free connection before 503") {
+            $0.databaseAcquireTimeoutMilliseconds = $1
+        },
+        integer("--db-connect-timeout-s", "ROOST_DB_CONNECT_TIMEOUT_S", 1...300, 5,
+                "how long opening a PostgreSQL connection may take") { $0.databaseConnectTimeoutSeconds = $1 },
+        text("--migrations-dir", "ROOST_MIGRATIONS_DIR", "PATH", "sql/ beside the checkout or ./sql",
+             "folder of NNNN_name.sql migrations") { $0.migrationsDirectory = $1 },
+        flag("--no-migrate", "ROOST_NO_MIGRATE", "do not apply migrations at start") { $0.migrate = !$1 },
+        flag("--allow-superuser", "ROOST_ALLOW_SUPERUSER",
+             "run even as a PostgreSQL superuser (which bypasses row-level security)") { $0.allowSuperuser = $1 },
+    ]
+
+    private static func text(
+        _ flag: String, _ environment: String, _ placeholder: String, _ defaultDescription: String, _ help: String,
+        _ set: @escaping @Sendable (inout ServerConfiguration, String) -> Void
+    ) -> ServerSetting {
+        ServerSetting(
+            flag: flag, environment: environment, placeholder: placeholder, defaultDescription: defaultDescription,
+            help: help, isSwitch: false
+        ) { configuration, value, _ in set(&configuration, value) }
+    }
+
+    private static func choice(
+        _ flag: String, _ environment: String, _ choices: [String], _ defaultValue: String, _ help: String,
+        _ set: @escaping @Sendable (inout ServerConfiguration, String) -> Void
+    ) -> ServerSetting {
+        ServerSetting(
+            flag: flag, environment: environment, placeholder: choices.joined(separator: "|"),
+            defaultDescription: defaultValue, help: help, isSwitch: false
+        ) { configuration, value, source in
+            guard choices.contains(value) else {
+                throw ConfigurationError("\(source) must be one of \(choices.joined(separator: ", ")), not '\(value)'")
+            }
+            set(&configuration, value)
+        }
+    }
+
+    private static func integer(
+        _ flag: String, _ environment: String, _ range: ClosedRange<Int>, _ defaultValue: Int, _ help: String,
+        _ set: @escaping @Sendable (inout ServerConfiguration, Int) -> Void
+    ) -> ServerSetting {
+        ServerSetting(
+            flag: flag, environment: environment, placeholder: "N", defaultDescription: String(defaultValue),
+            help: help, isSwitch: false
+        ) { configuration, value, source in
+            guard let number = Int(value), range.contains(number) else {
+                throw ConfigurationError(
+                    "\(source) must be a whole number from \(range.lowerBound) to \(range.upperBound), not '\(value)'")
+            }
+            set(&configuration, number)
+        }
+    }
+
+    private static func flag(
+        _ flag: String, _ environment: String, _ help: String,
+        _ set: @escaping @Sendable (inout ServerConfiguration, Bool) -> Void
+    ) -> ServerSetting {
+        ServerSetting(
+            flag: flag, environment: environment, placeholder: "", defaultDescription: "off", help: help,
+            isSwitch: true
+        ) { configuration, value, source in
+            switch value.lowercased() {
+            case "1", "true", "yes", "on": set(&configuration, true)
+            case "0", "false", "no", "off": set(&configuration, false)
+            default: throw ConfigurationError("\(source) must be true or false, not '\(value)'")
+            }
+        }
+    }
+}

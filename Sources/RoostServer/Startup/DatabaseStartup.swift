@@ -1,0 +1,90 @@
+import Foundation
+import RoostPersistence
+
+/// A reason `roost` cannot start, written as the one line an operator acts on.
+public struct StartupError: Error, CustomStringConvertible, Sendable {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+
+    init(_ error: DatabaseError) {
+        var line = error.message
+        if let hint = error.hint { line += " (\(hint))" }
+        description = line
+    }
+}
+
+/// Opening the database at start: parse the URL, connect, refuse a superuser, migrate.
+public enum DatabaseStartup {
+    /// The pool for `roost serve` and the CLI, ready to use, and the migrations this start applied.
+    public static func open(
+        _ configuration: ServerConfiguration, log: Log, migrate: Bool
+    ) async throws -> (pool: ConnectionPool, applied: [Migration]) {
+        guard let url = configuration.databaseURL, !url.isEmpty else {
+            throw StartupError(
+                "DATABASE_URL is not set: set it to a PostgreSQL URI (postgres://user:password@host:5432/db), or use scripts/run, which starts an embedded PostgreSQL")
+        }
+        let connection = ConnectionConfiguration(
+            connectionString: url, connectTimeoutSeconds: configuration.databaseConnectTimeoutSeconds)
+        do {
+            try connection.validate()
+        } catch let error as DatabaseError {
+            throw StartupError(error)
+        }
+        let pool = ConnectionPool(
+            configuration: connection,
+            options: .init(
+                maxConnections: configuration.databasePoolSize,
+                acquireTimeout: .milliseconds(configuration.databaseAcquireTimeoutMilliseconds)))
+        let migrations = migrate ? try loadMigrations(configuration) : []
+        let allowSuperuser = configuration.allowSuperuser
+        do {
+            let (role, applied) = try await pool.withConnection { connection in
+                let role = try connection.currentRole()
+                guard migrate, !role.escapesRowSecurity || allowSuperuser else { return (role, [Migration]()) }
+                return (role, try Migrator(migrations: migrations).run(on: connection))
+            }
+            if role.escapesRowSecurity {
+                guard allowSuperuser else {
+                    pool.close()
+                    throw StartupError(
+                        "refusing to run as PostgreSQL role \(role.name): it is a superuser or has BYPASSRLS, which bypasses row-level security between tenants; connect as an ordinary role, or pass --allow-superuser")
+                }
+                log.warning("running as a role that bypasses row-level security", ["role": role.name])
+            }
+            log.info("database ready", [
+                "database": connection.redacted, "role": role.name,
+                "migrations_applied": applied.map(\.fileName).joined(separator: ","),
+            ])
+            return (pool, applied)
+        } catch let error as DatabaseError {
+            pool.close()
+            throw StartupError(error)
+        }
+    }
+
+    /// The migrations folder: ROOST_MIGRATIONS_DIR, else `sql/` in the working directory or
+    /// above the executable (a checkout's .build/…/roost), else /usr/share/roost/sql.
+    static func loadMigrations(_ configuration: ServerConfiguration) throws -> [Migration] {
+        let directory = try configuration.migrationsDirectory.map { URL(fileURLWithPath: $0) } ?? findMigrations()
+        do {
+            return try Migration.load(from: directory)
+        } catch let error as DatabaseError {
+            throw StartupError(error)
+        }
+    }
+
+    private static func findMigrations() throws -> URL {
+        let fileManager = FileManager.default
+        var candidates = [URL(fileURLWithPath: fileManager.currentDirectoryPath).appendingPathComponent("sql")]
+        var directory = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+        for _ in 0..<5 {
+            candidates.append(directory.appendingPathComponent("sql"))
+            directory.deleteLastPathComponent()
+        }
+        candidates.append(URL(fileURLWithPath: "/usr/share/roost/sql"))
+        for candidate in candidates where fileManager.fileExists(atPath: candidate.appendingPathComponent("0001_initial_schema.sql").path) {
+            return candidate
+        }
+        throw StartupError("cannot find the migrations folder (sql/); set ROOST_MIGRATIONS_DIR to it")
+    }
+}

@@ -1,0 +1,104 @@
+import Foundation
+import RoostServer
+
+/// The `roost` command line: parses arguments and calls RoostServer; nothing else lives here.
+@main
+struct Roost {
+    static let usage = """
+        Usage: roost <command> [options]
+
+        Commands:
+          serve                      run the server (roost serve --help lists every option)
+          migrate                    apply database migrations and exit
+          tenant create SLUG --name NAME [--registration open|invite_only]
+          tenant list
+          help                       this text
+
+        Every command takes the serve options that concern the database (--database-url, ...).
+        """
+
+    static func main() async {
+        var arguments = Array(CommandLine.arguments.dropFirst())
+        guard let command = arguments.first else { exitUsage(usage) }
+        arguments.removeFirst()
+        do {
+            switch command {
+            case "serve":
+                if arguments.contains("--help") || arguments.contains("-h") { exitHelp(ServerConfiguration.helpText) }
+                try await RoostCommands.serve(load(arguments))
+            case "migrate":
+                if arguments.contains("--help") || arguments.contains("-h") { exitHelp(ServerConfiguration.helpText) }
+                let applied = try await RoostCommands.migrate(load(arguments))
+                print(applied.isEmpty ? "database is up to date" : "applied \(applied.joined(separator: ", "))")
+            case "tenant":
+                try await tenant(arguments)
+            case "help", "--help", "-h":
+                exitHelp(usage)
+            default:
+                exitUsage("roost: unknown command '\(command)'; run roost help")
+            }
+        } catch let error as ConfigurationError {
+            exitUsage("roost: \(error.description)")
+        } catch let error as StartupError {
+            fail(error.description)
+        } catch {
+            fail("\(error)")
+        }
+    }
+
+    private static func tenant(_ arguments: [String]) async throws {
+        var arguments = arguments
+        guard let action = arguments.first else { exitUsage("roost: tenant needs create or list; run roost help") }
+        arguments.removeFirst()
+        switch action {
+        case "create":
+            guard let slug = arguments.first, !slug.hasPrefix("-") else {
+                exitUsage("roost: tenant create needs a SLUG; run roost help")
+            }
+            arguments.removeFirst()
+            let name = try take("--name", from: &arguments)
+            let registration = try take("--registration", from: &arguments) ?? "open"
+            guard let name else { exitUsage("roost: tenant create needs --name NAME") }
+            let tenant = try await RoostCommands.createTenant(
+                load(arguments), slug: slug, name: name, registration: registration)
+            print("created tenant \(tenant.slug) (\(tenant.id.uuidString.lowercased())), registration \(tenant.registration.rawValue)")
+        case "list":
+            for tenant in try await RoostCommands.listTenants(load(arguments)) {
+                print("\(tenant.slug)\t\(tenant.id.uuidString.lowercased())\t\(tenant.registration.rawValue)\t\(tenant.name)")
+            }
+        default:
+            exitUsage("roost: unknown tenant action '\(action)'; run roost help")
+        }
+    }
+
+    /// Removes `--flag VALUE` or `--flag=VALUE` from the arguments and returns the value.
+    private static func take(_ flag: String, from arguments: inout [String]) throws -> String? {
+        if let index = arguments.firstIndex(where: { $0.hasPrefix(flag + "=") }) {
+            defer { arguments.remove(at: index) }
+            return String(arguments[index].dropFirst(flag.count + 1))
+        }
+        guard let index = arguments.firstIndex(of: flag) else { return nil }
+        guard index + 1 < arguments.count else { throw ConfigurationError("\(flag) needs a value") }
+        defer { arguments.removeSubrange(index...(index + 1)) }
+        return arguments[index + 1]
+    }
+
+    private static func load(_ arguments: [String]) throws -> ServerConfiguration {
+        try ServerConfiguration.load(environment: ProcessInfo.processInfo.environment, arguments: arguments)
+    }
+
+    private static func exitHelp(_ text: String) -> Never {
+        print(text)
+        exit(0)
+    }
+
+    private static func exitUsage(_ text: String) -> Never {
+        FileHandle.standardError.write(Data((text + "\n").utf8))
+        exit(2)
+    }
+
+    private static func fail(_ text: String) -> Never {
+        FileHandle.standardError.write(Data(("roost: error: " + text + "\n").utf8))
+        exit(1)
+    }
+}
