@@ -46,10 +46,12 @@ let package = Package(
             dependencies: ["RoostServer"]
         ),
 
+        // Helpers the database-backed tests share: the throwaway database, scratch clusters, subprocesses.
+        .target(name: "RoostTestSupport", dependencies: ["RoostPersistence"], path: "Tests/RoostTestSupport"),
         .testTarget(name: "RoostProtocolTests", dependencies: ["RoostProtocol"]),
-        .testTarget(name: "RoostPersistenceTests", dependencies: ["RoostPersistence"]),
+        .testTarget(name: "RoostPersistenceTests", dependencies: ["RoostPersistence", "RoostTestSupport"]),
         .testTarget(name: "RoostServerTests", dependencies: ["RoostServer"]),
-        .testTarget(name: "EndToEndTests", dependencies: ["RoostServer"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["RoostServer", "RoostTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

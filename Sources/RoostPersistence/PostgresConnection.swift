@@ -60,6 +60,11 @@ public final class PostgresConnection: @unchecked Sendable {
             throw DatabaseError(.client, "a query parameter could not be encoded: \(failure)")
         }
         let binds = query.binds
+        // libpq takes C strings: a NUL would silently cut the value short, so refuse it.
+        if let index = binds.firstIndex(where: { $0.text?.utf8.contains(0) == true }) {
+            throw DatabaseError(
+                .characterNotInRepertoire, "parameter $\(index + 1) contains a NUL character, which PostgreSQL text cannot hold")
+        }
         let types = binds.map { $0.type.oid }
         let texts = binds.map { $0.text.map { strdup($0) } ?? nil }
         defer { texts.forEach { free($0) } }
@@ -74,20 +79,17 @@ public final class PostgresConnection: @unchecked Sendable {
         _ = try consume(PQexec(handle, script))
     }
 
-    /// Whether an idle connection can be lent again: a terminated backend or a restarted
-    /// server leaves the socket readable (an error message, then EOF), which is checked
-    /// without blocking before the connection is handed out.
+    /// Whether an idle connection can be lent again. A terminated backend or a restarted
+    /// server leaves the socket readable (a FATAL message, then EOF). Pooled connections never
+    /// LISTEN, so any input while idle means trouble: the check, which does not block, refuses it.
     var isUsableWhenIdle: Bool {
-        guard !isBroken, PQstatus(handle) == CONNECTION_OK else { return false }
+        guard !isBroken, PQstatus(handle) == CONNECTION_OK, PQtransactionStatus(handle) == PQTRANS_IDLE else {
+            return false
+        }
         let socket = PQsocket(handle)
         guard socket >= 0 else { return false }
         var descriptor = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
-        if poll(&descriptor, 1, 0) > 0 {
-            // Unexpected input while idle: let libpq read it and judge the state.
-            if PQconsumeInput(handle) == 0 || PQstatus(handle) != CONNECTION_OK { return false }
-            while let notification = PQnotifies(handle) { PQfreemem(notification) }
-        }
-        return PQtransactionStatus(handle) == PQTRANS_IDLE
+        return poll(&descriptor, 1, 0) == 0
     }
 
     /// Marks the connection unusable, e.g. when a transaction's rollback itself failed.

@@ -1,0 +1,160 @@
+import Foundation
+import RoostPersistence
+import RoostTestSupport
+import Testing
+
+@Suite(.enabled(if: TestDatabase.isConfigured, "needs TEST_DATABASE_URL (scripts/test sets it)"))
+struct ConnectionPoolTests {
+    private func makePool(size: Int, timeout: Duration, name: String = "roost-pool-\(UUID().uuidString.prefix(8))")
+        -> ConnectionPool
+    {
+        ConnectionPool(
+            configuration: TestDatabase.configuration(applicationName: name),
+            options: .init(maxConnections: size, acquireTimeout: timeout))
+    }
+
+    /// Lends the pool's connection to a holder that keeps it until `release` is signalled.
+    private func hold(_ pool: ConnectionPool, until release: DispatchSemaphore) async -> Task<Void, any Error> {
+        let holder = Task { try await pool.withConnection { _ in release.wait() } }
+        while pool.statistics.inUse < 1 { await Task.yield() }
+        return holder
+    }
+
+    @Test func anExhaustedPoolFailsWithUnavailableAtTheDeadline() async throws {
+        let pool = makePool(size: 1, timeout: .milliseconds(300))
+        defer { pool.close() }
+        let release = DispatchSemaphore(value: 0)
+        let holder = await hold(pool, until: release)
+        let started = ContinuousClock.now
+        await #expect {
+            try await pool.query("SELECT 1")
+        } throws: { error in
+            (error as? DatabaseError)?.code == .unavailable
+        }
+        #expect(ContinuousClock.now - started >= .milliseconds(250))
+        #expect(pool.statistics.waiting == 0)
+        release.signal()
+        try await holder.value
+        // The pool is whole again.
+        #expect(try await pool.query("SELECT 1 AS n").rows[0].decode(Int.self, "n") == 1)
+    }
+
+    @Test func aWaiterGetsTheConnectionWhenItIsReturned() async throws {
+        let pool = makePool(size: 1, timeout: .seconds(30))
+        defer { pool.close() }
+        let release = DispatchSemaphore(value: 0)
+        let holder = await hold(pool, until: release)
+        let waiter = Task { try await pool.query("SELECT 7 AS n").rows[0].decode(Int.self, "n") }
+        while pool.statistics.waiting < 1 { await Task.yield() }
+        release.signal()
+        #expect(try await waiter.value == 7)
+        try await holder.value
+        #expect(pool.statistics.open == 1)
+    }
+
+    @Test func thePoolNeverOpensMoreThanItsBound() async throws {
+        let pool = makePool(size: 3, timeout: .seconds(20))
+        defer { pool.close() }
+        let pids = try await withThrowingTaskGroup(of: Int32.self) { group in
+            for _ in 0..<30 {
+                group.addTask {
+                    try await pool.withConnection { connection in
+                        try connection.query("SELECT pg_sleep(0.02)")
+                        return connection.backendPID
+                    }
+                }
+            }
+            return try await group.reduce(into: Set<Int32>()) { $0.insert($1) }
+        }
+        #expect(pids.count <= 3)
+        #expect(pool.statistics.open <= 3)
+    }
+
+    @Test func terminatingEveryBackendDoesNotBreakTheNextQuery() async throws {
+        let name = "roost-kill-\(UUID().uuidString.prefix(8))"
+        let pool = makePool(size: 2, timeout: .seconds(10), name: name)
+        defer { pool.close() }
+        // Open both connections.
+        async let a = pool.query("SELECT pg_sleep(0.1)")
+        async let b = pool.query("SELECT pg_sleep(0.1)")
+        _ = try await (a, b)
+        #expect(pool.statistics.open == 2)
+
+        let admin = try TestDatabase.connect()
+        // The timeout form waits until each backend has really exited.
+        let killed = try admin.query("""
+            SELECT count(*) FILTER (WHERE pg_terminate_backend(pid, 5000)) AS n
+            FROM pg_stat_activity WHERE application_name = \(name)
+            """).rows[0].decode(Int.self, "n")
+        #expect(killed == 2)
+
+        for _ in 0..<4 {
+            let one = try await pool.query("SELECT 1 AS one").rows[0].decode(Int.self, "one")
+            #expect(one == 1)
+        }
+    }
+
+    @Test func aConnectionLostInUseIsReportedAndReplaced() async throws {
+        let name = "roost-lost-\(UUID().uuidString.prefix(8))"
+        let pool = makePool(size: 1, timeout: .seconds(10), name: name)
+        defer { pool.close() }
+        await #expect {
+            try await pool.withConnection { connection in
+                // The backend terminates itself mid-query.
+                try connection.query("SELECT pg_terminate_backend(pg_backend_pid())")
+            }
+        } throws: { error in
+            (error as? DatabaseError)?.code == .connectionLost
+        }
+        #expect(try await pool.query("SELECT 2 AS n").rows[0].decode(Int.self, "n") == 2)
+        #expect(pool.statistics.open == 1)
+    }
+
+    @Test func anUnreachableServerIsItsOwnError() async throws {
+        let pool = ConnectionPool(
+            configuration: .init(connectionString: "postgresql:///roost?host=/nonexistent-roost-socket&port=1"),
+            options: .init(maxConnections: 1, acquireTimeout: .seconds(1)))
+        defer { pool.close() }
+        await #expect {
+            try await pool.query("SELECT 1")
+        } throws: { error in
+            let error = error as? DatabaseError
+            return error?.code == .unreachable && error!.isConnectionFailure
+        }
+        // The failed attempt gave its slot back.
+        #expect(pool.statistics.open == 0)
+    }
+
+    @Test func aMalformedConnectionStringIsRefusedBeforeConnecting() throws {
+        #expect {
+            try ConnectionConfiguration(connectionString: "postgres://[::1:bad").validate()
+        } throws: { error in
+            (error as? DatabaseError)?.code == .invalidConnectionString
+        }
+        #expect {
+            try ConnectionConfiguration(connectionString: "host=x nonsense_option=1").validate()
+        } throws: { error in
+            (error as? DatabaseError)?.code == .invalidConnectionString
+        }
+    }
+
+    @Test(.enabled(if: ScratchCluster.binDirectory != nil, "needs PostgreSQL's server binaries"))
+    func thePoolRecoversAfterPostgreSQLRestarts() async throws {
+        let cluster = try ScratchCluster()
+        let pool = ConnectionPool(configuration: cluster.configuration, options: .init(maxConnections: 2, acquireTimeout: .seconds(5)))
+        defer { pool.close() }
+        let before = try await pool.withConnection { $0.backendPID }
+
+        try cluster.stop()
+        await #expect {
+            try await pool.query("SELECT 1")
+        } throws: { error in
+            (error as? DatabaseError)?.isConnectionFailure == true
+        }
+
+        try cluster.start()
+        let after = try await pool.withConnection { $0.backendPID }
+        #expect(after != before)
+        #expect(try await pool.query("SELECT 3 AS n").rows[0].decode(Int.self, "n") == 3)
+    }
+}

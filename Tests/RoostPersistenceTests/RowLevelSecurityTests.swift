@@ -1,0 +1,100 @@
+import Foundation
+import RoostPersistence
+import RoostTestSupport
+import Testing
+
+@Suite(.enabled(if: TestDatabase.isConfigured, "needs TEST_DATABASE_URL (scripts/test sets it)"))
+struct RowLevelSecurityTests {
+    let connection: PostgresConnection
+    let tenantA: Tenant
+    let tenantB: Tenant
+    let userB: UUID
+
+    init() throws {
+        connection = try TestDatabase.migratedConnection()
+        let suffix = UUID().uuidString.prefix(8).lowercased()
+        tenantA = try TenantStore().create(slug: "rls-a-\(suffix)", name: "Elm Street", registration: .open, on: connection)
+        tenantB = try TenantStore().create(slug: "rls-b-\(suffix)", name: "Oak Lane", registration: .open, on: connection)
+        for tenant in [tenantA, tenantB] {
+            try connection.withTenantTransaction(tenant.id) {
+                try $0.query("""
+                    INSERT INTO users (tenant_id, email, display_name, password_hash)
+                    VALUES (\(tenant.id), \("same@example.org"), \(tenant.name + " neighbour"), \("x"))
+                    """)
+            }
+        }
+        let idB = tenantB.id
+        userB = try connection.withTenantTransaction(idB) {
+            try $0.query("SELECT id FROM users WHERE tenant_id = \(idB)").rows[0].decode(UUID.self, "id")
+        }
+    }
+
+    @Test func theTestRoleDoesNotEscapeRowSecurity() throws {
+        #expect(!(try connection.currentRole().escapesRowSecurity))
+    }
+
+    @Test func withTenantASetTenantBsRowsAreInvisible() throws {
+        let names = try connection.withTenantTransaction(tenantA.id) {
+            try $0.query("SELECT display_name FROM users WHERE email = \("same@example.org")").rows
+                .map { try $0.decode(String.self, "display_name") }
+        }
+        #expect(names == ["Elm Street neighbour"])
+        let found = try connection.withTenantTransaction(tenantA.id) {
+            try $0.query("SELECT count(*) AS n FROM users WHERE id = \(userB)").rows[0].decode(Int.self, "n")
+        }
+        #expect(found == 0)
+    }
+
+    @Test func withTenantASetTenantBsRowsCannotBeChanged() throws {
+        let updated = try connection.withTenantTransaction(tenantA.id) {
+            try $0.query("UPDATE users SET display_name = \("hijacked") WHERE id = \(userB)").affectedRows
+        }
+        #expect(updated == 0)
+        let deleted = try connection.withTenantTransaction(tenantA.id) {
+            try $0.query("DELETE FROM users WHERE id = \(userB)").affectedRows
+        }
+        #expect(deleted == 0)
+        #expect {
+            try connection.withTenantTransaction(tenantA.id) {
+                try $0.query("""
+                    INSERT INTO users (tenant_id, email, display_name) VALUES (\(tenantB.id), \("x@example.org"), \("intruder"))
+                    """)
+            }
+        } throws: { error in
+            (error as? DatabaseError)?.code == .insufficientPrivilege
+        }
+        let name = try connection.withTenantTransaction(tenantB.id) {
+            try $0.query("SELECT display_name FROM users WHERE id = \(userB)").rows[0].decode(String.self, "display_name")
+        }
+        #expect(name == "Oak Lane neighbour")
+    }
+
+    @Test func withNoTenantSetNoTenantRowIsVisible() throws {
+        let count = try connection.query("SELECT count(*) AS n FROM users").rows[0].decode(Int.self, "n")
+        #expect(count == 0)
+        #expect {
+            try connection.query("""
+                INSERT INTO users (tenant_id, email, display_name) VALUES (\(tenantA.id), \("y@example.org"), \("nobody"))
+                """)
+        } throws: { error in
+            (error as? DatabaseError)?.code == .insufficientPrivilege
+        }
+    }
+
+    @Test func everyTenantOwnedTableForcesRowSecurity() throws {
+        let rows = try connection.query("""
+            SELECT c.relname, c.relrowsecurity, c.relforcerowsecurity,
+                   (SELECT count(*) FROM pg_policy p WHERE p.polrelid = c.oid) AS policies
+            FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+            WHERE c.relkind = 'r' AND n.nspname = 'public'
+              AND EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attname = 'tenant_id')
+            """).rows
+        #expect(rows.count >= 13)
+        for row in rows {
+            let table = try row.decode(String.self, "relname")
+            #expect(try row.decode(Bool.self, "relrowsecurity"), "\(table) has row security off")
+            #expect(try row.decode(Bool.self, "relforcerowsecurity"), "\(table) does not force row security")
+            #expect(try row.decode(Int.self, "policies") >= 1, "\(table) has no policy")
+        }
+    }
+}

@@ -1,0 +1,100 @@
+import Foundation
+import RoostPersistence
+import RoostTestSupport
+import Testing
+
+private struct Deliberate: Error {}
+
+@Suite(.enabled(if: TestDatabase.isConfigured, "needs TEST_DATABASE_URL (scripts/test sets it)"))
+struct TransactionTests {
+    @Test func aUniqueViolationHasItsOwnCodeAndNamesTheConstraint() throws {
+        let connection = try TestDatabase.connect()
+        try connection.withTransaction { connection in
+            try connection.run(script: "CREATE TEMP TABLE street (name text CONSTRAINT street_name_key UNIQUE) ON COMMIT DROP")
+            try connection.query("INSERT INTO street (name) VALUES (\("Elm"))")
+            try connection.run(script: "SAVEPOINT again")
+            #expect {
+                try connection.query("INSERT INTO street (name) VALUES (\("Elm"))")
+            } throws: { error in
+                let error = error as? DatabaseError
+                return error?.code == .uniqueViolation && error?.constraint == "street_name_key" && error?.sqlState == "23505"
+            }
+            try connection.run(script: "ROLLBACK TO SAVEPOINT again")
+        }
+    }
+
+    @Test func aThrowingTransactionLeavesNoTrace() throws {
+        let connection = try TestDatabase.connect()
+        let table = "roost_tx_\(UUID().uuidString.prefix(8).lowercased())"
+        try connection.run(script: "CREATE TABLE \(table) (v int)")
+        defer { _ = try? connection.run(script: "DROP TABLE \(table)") }
+
+        #expect(throws: Deliberate.self) {
+            try connection.withTransaction { connection in
+                try connection.query("INSERT INTO \(unsafeRaw: table) VALUES (\(1))")
+                throw Deliberate()
+            }
+        }
+        let count = try connection.query("SELECT count(*) AS n FROM \(unsafeRaw: table)").rows[0].decode(Int.self, "n")
+        #expect(count == 0)
+        // The connection is clean afterwards: a committed transaction sticks.
+        try connection.withTransaction { try $0.query("INSERT INTO \(unsafeRaw: table) VALUES (\(2))") }
+        #expect(try connection.query("SELECT count(*) AS n FROM \(unsafeRaw: table)").rows[0].decode(Int.self, "n") == 1)
+    }
+
+    @Test func aSerializationFailureIsRetriedWhenAsked() throws {
+        let first = try TestDatabase.connect()
+        let second = try TestDatabase.connect()
+        let table = "roost_skew_\(UUID().uuidString.prefix(8).lowercased())"
+        try first.run(script: "CREATE TABLE \(table) (v int)")
+        defer { _ = try? first.run(script: "DROP TABLE \(table)") }
+
+        // Write skew: both read the sum, both insert; SERIALIZABLE must fail one of them.
+        var attempts = 0
+        try first.withTransaction(isolation: .serializable, retries: 2) { connection in
+            attempts += 1
+            let sum = try connection.query("SELECT coalesce(sum(v), 0) AS s FROM \(unsafeRaw: table)").rows[0].decode(Int.self, "s")
+            if attempts == 1 {
+                try second.withTransaction(isolation: .serializable) { other in
+                    _ = try other.query("SELECT coalesce(sum(v), 0) AS s FROM \(unsafeRaw: table)")
+                    try other.query("INSERT INTO \(unsafeRaw: table) VALUES (\(10))")
+                }
+            }
+            try connection.query("INSERT INTO \(unsafeRaw: table) VALUES (\(sum + 1))")
+        }
+        #expect(attempts == 2)
+        let values = try first.query("SELECT v FROM \(unsafeRaw: table) ORDER BY v").rows.map { try $0.decode(Int.self, "v") }
+        #expect(values == [10, 11])
+    }
+
+    @Test func withoutRetriesASerializationFailureSurfaces() throws {
+        let first = try TestDatabase.connect()
+        let second = try TestDatabase.connect()
+        let table = "roost_skew_\(UUID().uuidString.prefix(8).lowercased())"
+        try first.run(script: "CREATE TABLE \(table) (v int)")
+        defer { _ = try? first.run(script: "DROP TABLE \(table)") }
+        #expect {
+            try first.withTransaction(isolation: .serializable) { connection in
+                _ = try connection.query("SELECT count(*) FROM \(unsafeRaw: table)")
+                try second.withTransaction(isolation: .serializable) { other in
+                    _ = try other.query("SELECT count(*) FROM \(unsafeRaw: table)")
+                    try other.query("INSERT INTO \(unsafeRaw: table) VALUES (\(1))")
+                }
+                try connection.query("INSERT INTO \(unsafeRaw: table) VALUES (\(2))")
+            }
+        } throws: { error in
+            (error as? DatabaseError)?.isRetryableTransactionFailure == true
+        }
+    }
+
+    @Test func theTenantSettingLastsOnlyForItsTransaction() throws {
+        let connection = try TestDatabase.connect()
+        let tenant = UUID()
+        let inside = try connection.withTenantTransaction(tenant) {
+            try $0.query("SELECT current_setting('roost.tenant_id', true) AS t").rows[0].decode(String.self, "t")
+        }
+        #expect(inside == tenant.uuidString.lowercased())
+        let after = try connection.query("SELECT coalesce(current_setting('roost.tenant_id', true), '') AS t").rows[0]
+        #expect(try after.decode(String.self, "t") == "")
+    }
+}

@@ -1,0 +1,63 @@
+import Foundation
+import RoostPersistence
+
+/// A PostgreSQL cluster of the test's own, for tests that stop or restart the server without
+/// disturbing the shared test database. Runs as `postgres` when the tests run as root.
+public final class ScratchCluster {
+    public static let binDirectory: String? = {
+        if let dir = ProcessInfo.processInfo.environment["ROOST_TEST_PG_BINDIR"] { return dir }
+        let root = "/usr/lib/postgresql"
+        let versions = (try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []
+        return versions.compactMap { Int($0) }.max().map { "\(root)/\($0)/bin" }
+    }()
+
+    public let directory: String
+    public let port: Int
+
+    public init() throws {
+        guard let bin = Self.binDirectory else { throw ScratchClusterError("no PostgreSQL server binaries found") }
+        directory = NSTemporaryDirectory() + "roost-cluster-\(UUID().uuidString.prefix(8))"
+        port = Int.random(in: 20_000...29_999)
+        try FileManager.default.createDirectory(atPath: directory + "/run", withIntermediateDirectories: true)
+        if getuid() == 0 { try check(Subprocess.run("/bin/chown", ["-R", "postgres:", directory])) }
+        try check(asOwner(bin + "/initdb", ["-D", directory + "/data", "-U", "postgres", "--auth-local=trust", "--encoding=UTF8"]))
+        try start()
+    }
+
+    deinit {
+        _ = try? stop()
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    public var configuration: ConnectionConfiguration {
+        ConnectionConfiguration(
+            connectionString: "postgresql:///postgres?host=\(directory)/run&port=\(port)&user=postgres",
+            applicationName: "roost-scratch", connectTimeoutSeconds: 2)
+    }
+
+    public func start() throws {
+        try check(asOwner(Self.binDirectory! + "/pg_ctl", [
+            "-D", directory + "/data", "-l", directory + "/postgres.log", "-w", "-o",
+            "-c listen_addresses='' -c unix_socket_directories='\(directory)/run' -p \(port) -c fsync=off", "start",
+        ]))
+    }
+
+    public func stop() throws {
+        try check(asOwner(Self.binDirectory! + "/pg_ctl", ["-D", directory + "/data", "-m", "fast", "-w", "stop"]))
+    }
+
+    private func asOwner(_ program: String, _ arguments: [String]) throws -> Subprocess.Outcome {
+        getuid() == 0
+            ? try Subprocess.run("/usr/sbin/runuser", ["-u", "postgres", "--", program] + arguments)
+            : try Subprocess.run(program, arguments)
+    }
+
+    private func check(_ result: Subprocess.Outcome) throws {
+        guard result.status == 0 else { throw ScratchClusterError(result.output) }
+    }
+}
+
+public struct ScratchClusterError: Error, CustomStringConvertible {
+    public let description: String
+    init(_ description: String) { self.description = description }
+}

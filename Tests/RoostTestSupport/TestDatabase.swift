@@ -1,0 +1,64 @@
+import Foundation
+import RoostPersistence
+
+/// The throwaway PostgreSQL that scripts/test starts: `TEST_DATABASE_URL` names it.
+public enum TestDatabase {
+    public static let url = ProcessInfo.processInfo.environment["TEST_DATABASE_URL"]
+    public static var isConfigured: Bool { url != nil }
+
+    /// The repository's sql/ folder.
+    public static let migrationsDirectory = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("sql")
+
+    public static func configuration(database: String? = nil, applicationName: String = "roost-test") -> ConnectionConfiguration {
+        var url = TestDatabase.url!
+        if let database, var components = URLComponents(string: url) {
+            components.path = "/" + database
+            url = components.string!
+        }
+        return ConnectionConfiguration(connectionString: url, applicationName: applicationName)
+    }
+
+    public static func connect(database: String? = nil) throws -> PostgresConnection {
+        try PostgresConnection.connect(configuration(database: database))
+    }
+
+    /// A connection to the shared test database with every migration applied. Concurrent
+    /// callers are serialised by the migrator's advisory lock.
+    public static func migratedConnection() throws -> PostgresConnection {
+        let connection = try connect()
+        try Migrator(migrations: Migration.load(from: migrationsDirectory)).run(on: connection)
+        return connection
+    }
+
+    /// Runs `body` against a database of its own, dropped afterwards.
+    public static func withScratchDatabase<Result>(_ body: (String) throws -> Result) throws -> Result {
+        let name = "roost_scratch_\(UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: ""))"
+        let admin = try connect()
+        try admin.run(script: "CREATE DATABASE \"\(name)\"")
+        let result: Result
+        do {
+            result = try body(name)
+        } catch {
+            try admin.run(script: "DROP DATABASE IF EXISTS \"\(name)\" WITH (FORCE)")
+            throw error
+        }
+        try admin.run(script: "DROP DATABASE IF EXISTS \"\(name)\" WITH (FORCE)")
+        return result
+    }
+
+    /// The async twin of `withScratchDatabase`.
+    public static func withScratchDatabaseAsync(_ body: @Sendable (String) async throws -> Void) async throws {
+        let name = "roost_scratch_\(UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: ""))"
+        let admin = try connect()
+        try admin.run(script: "CREATE DATABASE \"\(name)\"")
+        do {
+            try await body(name)
+        } catch {
+            try admin.run(script: "DROP DATABASE IF EXISTS \"\(name)\" WITH (FORCE)")
+            throw error
+        }
+        try admin.run(script: "DROP DATABASE IF EXISTS \"\(name)\" WITH (FORCE)")
+    }
+}
