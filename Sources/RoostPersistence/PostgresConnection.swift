@@ -100,8 +100,11 @@ public final class PostgresConnection: @unchecked Sendable {
     /// The server's process ID for this connection (`pg_backend_pid()`).
     public var backendPID: Int32 { PQbackendPID(handle) }
 
+    /// libpq's last message on one line (it spreads some over several, indented with tabs).
     private var lastErrorMessage: String {
-        String(cString: PQerrorMessage(handle)).trimmingWhitespace()
+        String(cString: PQerrorMessage(handle))
+            .split(whereSeparator: \.isWhitespace)
+            .joined(separator: " ")
     }
 
     private func consume(_ result: OpaquePointer?) throws -> PostgresResult {
