@@ -1,4 +1,5 @@
 import Foundation
+import RoostProtocol
 import Synchronization
 
 /// Structured logs: one JSON object a line on stderr (`time`, `level`, `msg`, then fields).
@@ -17,9 +18,9 @@ public final class Log: Sendable {
 
     private func write(_ messageLevel: LogLevel, _ message: String, _ fields: [String: String]) {
         guard messageLevel >= level else { return }
-        var line = "{\"time\":\"\(Self.timestamp())\",\"level\":\"\(messageLevel.rawValue)\",\"msg\":\(Self.quote(message))"
+        var line = "{\"time\":\"\(Self.timestamp())\",\"level\":\"\(messageLevel.rawValue)\",\"msg\":\(JSONString.quote(message))"
         for (key, value) in fields.sorted(by: { $0.key < $1.key }) {
-            line += ",\(Self.quote(key)):\(Self.quote(value))"
+            line += ",\(JSONString.quote(key)):\(JSONString.quote(value))"
         }
         line += "}\n"
         let data = Data(line.utf8)
@@ -30,22 +31,4 @@ public final class Log: Sendable {
         date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
     }
 
-    /// A JSON string literal: quotes, backslashes and control characters escaped.
-    static func quote(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20:
-                let hex = String(scalar.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
-    }
 }

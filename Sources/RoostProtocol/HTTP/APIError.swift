@@ -1,0 +1,38 @@
+/// The one JSON error shape of API.md: `{"error": {"code", "message", "field"?}}`, with its
+/// status. Every error response of the server is built here.
+public struct APIError: Error, Hashable, Sendable {
+    public let status: HTTPStatus
+    public let code: String
+    public let message: String
+    public let field: String?
+    /// Extra response headers (`Retry-After`, `Allow`, `Sec-WebSocket-Version`).
+    public var headers: HTTPHeaders
+
+    public init(_ status: HTTPStatus, code: String, message: String, field: String? = nil, headers: HTTPHeaders = HTTPHeaders()) {
+        self.status = status
+        self.code = code
+        self.message = message
+        self.field = field
+        self.headers = headers
+    }
+
+    /// The response body, UTF-8 JSON.
+    public var body: [UInt8] {
+        var json = "{\"error\":{\"code\":\(JSONString.quote(code)),\"message\":\(JSONString.quote(message))"
+        if let field { json += ",\"field\":\(JSONString.quote(field))" }
+        json += "}}"
+        return Array(json.utf8)
+    }
+
+    public static func == (lhs: APIError, rhs: APIError) -> Bool {
+        lhs.status == rhs.status && lhs.code == rhs.code && lhs.message == rhs.message && lhs.field == rhs.field
+            && lhs.headers == rhs.headers
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(status)
+        hasher.combine(code)
+        hasher.combine(message)
+        hasher.combine(field)
+    }
+}

@@ -1,0 +1,316 @@
+/// An incremental HTTP/1.1 request parser (RFC 9112), server side.
+///
+/// Push-style: `feed(_:)` bytes as they arrive, then call `next()` until it returns
+/// `.needMore`. Byte-at-a-time feeding gives the same requests as feeding everything at once,
+/// and pipelined requests come out in order. Every limit is checked at the earliest byte that
+/// reveals the breach. After an error the parser stays failed: the connection must close.
+public struct HTTPRequestParser: Sendable {
+    public struct Limits: Sendable {
+        /// Request line, CRLF excluded: 414 beyond.
+        public var maxRequestLineBytes = 8 * 1024
+        /// Header section (and chunked trailers), CRLFs included: 431 beyond.
+        public var maxHeaderBytes = 16 * 1024
+        /// Decoded body: 413 beyond. `bodyLimit` may choose per request (per route).
+        public var maxBodyBytes = 64 * 1024
+        public var bodyLimit: (@Sendable (HTTPRequestHead) -> Int)?
+        public init() {}
+    }
+
+    public enum Next: Sendable, Equatable {
+        case request(HTTPRequest)
+        case needMore
+        case failure(HTTPParseError)
+    }
+
+    private enum State: Sendable {
+        case requestLine
+        case headers(HeadInProgress)
+        case body(HTTPRequestHead, remaining: Int)
+        case chunkSize(HTTPRequestHead, limit: Int)
+        case chunkData(HTTPRequestHead, limit: Int, remaining: Int)
+        case chunkDataEnd(HTTPRequestHead, limit: Int)
+        case trailers(HTTPRequestHead, bytes: Int)
+        case failed(HTTPParseError)
+    }
+
+    private struct HeadInProgress: Sendable {
+        var method: HTTPMethod
+        var target: HTTPRequestTarget
+        var version: HTTPVersion
+        var headers = HTTPHeaders()
+        var bytes = 0
+    }
+
+    public let limits: Limits
+    private var state = State.requestLine
+    private var buffer: [UInt8] = []
+    private var readIndex = 0
+    /// Where the search for the next LF resumes, so a line trickled in is scanned once.
+    private var scanIndex = 0
+    private var body: [UInt8] = []
+
+    public init(limits: Limits = Limits()) {
+        self.limits = limits
+    }
+
+    /// Bytes buffered but not yet consumed by a complete request.
+    public var bufferedByteCount: Int { buffer.count - readIndex }
+
+    /// True when no request is partly received (a connection may be closed for idleness).
+    public var isIdle: Bool {
+        if case .requestLine = state { return bufferedByteCount == 0 }
+        return false
+    }
+
+    public mutating func feed<Bytes: Collection<UInt8>>(_ bytes: Bytes) {
+        if case .failed = state { return }
+        if readIndex > 0 && readIndex >= buffer.count / 2 {
+            buffer.removeSubrange(0..<readIndex)
+            scanIndex -= readIndex
+            readIndex = 0
+        }
+        buffer.append(contentsOf: bytes)
+    }
+
+    /// Takes whatever follows the current request out of the parser (after a WebSocket upgrade
+    /// the bytes after the handshake belong to the frame decoder).
+    public mutating func takeRemainingBytes() -> [UInt8] {
+        defer {
+            buffer.removeAll(keepingCapacity: false)
+            readIndex = 0
+            scanIndex = 0
+        }
+        return Array(buffer[readIndex...])
+    }
+
+    public mutating func next() -> Next {
+        do throws(HTTPParseError) {
+            while true {
+                switch state {
+                case .failed(let error):
+                    return .failure(error)
+                case .requestLine:
+                    guard let line = try nextLine(limit: limits.maxRequestLineBytes, overLimit: .requestLineTooLong) else {
+                        return .needMore
+                    }
+                    // RFC 9112 §2.2: ignore empty lines before a request line.
+                    if line.isEmpty { continue }
+                    state = .headers(try parseRequestLine(line))
+                case .headers(var head):
+                    let allowance = limits.maxHeaderBytes - head.bytes
+                    guard let line = try nextLine(limit: allowance - 2, overLimit: .headersTooLarge) else {
+                        state = .headers(head)
+                        return .needMore
+                    }
+                    head.bytes += line.count + 2
+                    if line.isEmpty {
+                        if let request = try finishHead(head) { return .request(request) }
+                    } else {
+                        try parseHeaderLine(line, into: &head.headers)
+                        state = .headers(head)
+                    }
+                case .body(let head, let remaining):
+                    let available = min(remaining, buffer.count - readIndex)
+                    body.append(contentsOf: buffer[readIndex..<(readIndex + available)])
+                    readIndex += available
+                    scanIndex = readIndex
+                    guard available == remaining else {
+                        state = .body(head, remaining: remaining - available)
+                        return .needMore
+                    }
+                    return .request(complete(head))
+                case .chunkSize(let head, let limit):
+                    guard let line = try nextLine(limit: 1024, overLimit: .malformedChunk) else { return .needMore }
+                    let size = try parseChunkSize(line)
+                    if size == 0 {
+                        state = .trailers(head, bytes: 0)
+                    } else {
+                        guard size <= limit - body.count else {
+                            throw HTTPParseError(.bodyTooLarge, "the request body is larger than \(limit) bytes")
+                        }
+                        state = .chunkData(head, limit: limit, remaining: size)
+                    }
+                case .chunkData(let head, let limit, let remaining):
+                    let available = min(remaining, buffer.count - readIndex)
+                    body.append(contentsOf: buffer[readIndex..<(readIndex + available)])
+                    readIndex += available
+                    scanIndex = readIndex
+                    guard available == remaining else {
+                        state = .chunkData(head, limit: limit, remaining: remaining - available)
+                        return .needMore
+                    }
+                    state = .chunkDataEnd(head, limit: limit)
+                case .chunkDataEnd(let head, let limit):
+                    guard buffer.count - readIndex >= 2 else { return .needMore }
+                    guard buffer[readIndex] == ASCII.cr, buffer[readIndex + 1] == ASCII.lf else {
+                        throw HTTPParseError(.malformedChunk, "a chunk's data is not followed by CRLF")
+                    }
+                    readIndex += 2
+                    scanIndex = readIndex
+                    state = .chunkSize(head, limit: limit)
+                case .trailers(let head, let bytes):
+                    // Trailer fields are read for framing and dropped (never merged into headers).
+                    guard let line = try nextLine(limit: limits.maxHeaderBytes - bytes - 2, overLimit: .headersTooLarge) else {
+                        return .needMore
+                    }
+                    if line.isEmpty { return .request(complete(head)) }
+                    var ignored = HTTPHeaders()
+                    try parseHeaderLine(line, into: &ignored)
+                    state = .trailers(head, bytes: bytes + line.count + 2)
+                }
+            }
+        } catch {
+            state = .failed(error)
+            return .failure(error)
+        }
+    }
+
+    // MARK: - Lines
+
+    /// The next CRLF-terminated line without its CRLF, or nil if it has not all arrived.
+    /// Fails as soon as more than `limit` bytes have arrived without a line end.
+    private mutating func nextLine(limit: Int, overLimit: HTTPParseError.Reason) throws(HTTPParseError) -> ArraySlice<UInt8>? {
+        let end = buffer.count
+        var index = max(scanIndex, readIndex)
+        let limitIndex = readIndex + limit + 2
+        while index < end {
+            if buffer[index] == ASCII.lf {
+                guard index > readIndex, buffer[index - 1] == ASCII.cr else {
+                    throw HTTPParseError(.bareLineFeed, "lines must end with CRLF")
+                }
+                guard index - 1 - readIndex <= limit else { throw limitError(overLimit, limit) }
+                let line = buffer[readIndex..<(index - 1)]
+                readIndex = index + 1
+                scanIndex = readIndex
+                return line
+            }
+            index += 1
+            if index >= limitIndex { throw limitError(overLimit, limit) }
+        }
+        scanIndex = index
+        return nil
+    }
+
+    private func limitError(_ reason: HTTPParseError.Reason, _ limit: Int) -> HTTPParseError {
+        switch reason {
+        case .requestLineTooLong: return HTTPParseError(reason, "the request line is longer than \(limits.maxRequestLineBytes) bytes")
+        case .headersTooLarge: return HTTPParseError(reason, "the header section is larger than \(limits.maxHeaderBytes) bytes")
+        default: return HTTPParseError(reason, "a chunk size line is too long")
+        }
+    }
+
+    // MARK: - Request line and headers
+
+    private func parseRequestLine(_ line: ArraySlice<UInt8>) throws(HTTPParseError) -> HeadInProgress {
+        let parts = line.split(separator: ASCII.space, maxSplits: 2, omittingEmptySubsequences: false)
+        guard parts.count == 3, !parts[0].isEmpty, !parts[1].isEmpty else {
+            throw HTTPParseError(.malformedRequestLine, "the request line is not METHOD TARGET VERSION")
+        }
+        guard parts[0].allSatisfy(ASCII.isToken) else {
+            throw HTTPParseError(.invalidMethod, "the method is not a token")
+        }
+        let version = try parseVersion(parts[2])
+        let target = try HTTPRequestTarget.parse(parts[1])
+        return HeadInProgress(method: HTTPMethod(String(decoding: parts[0], as: UTF8.self)), target: target, version: version)
+    }
+
+    private func parseVersion(_ bytes: ArraySlice<UInt8>) throws(HTTPParseError) -> HTTPVersion {
+        let text = Array(bytes)
+        guard text.count == 8, text[0..<5].elementsEqual("HTTP/".utf8), text[6] == UInt8(ascii: "."),
+              let major = ASCII.hexValue(text[5]), major < 10, let minor = ASCII.hexValue(text[7]), minor < 10 else {
+            throw HTTPParseError(.malformedRequestLine, "the HTTP version is malformed")
+        }
+        guard major == 1, minor <= 1 else {
+            throw HTTPParseError(.unsupportedVersion, "only HTTP/1.0 and HTTP/1.1 are supported")
+        }
+        return HTTPVersion(major: 1, minor: Int(minor))
+    }
+
+    private func parseHeaderLine(_ line: ArraySlice<UInt8>, into headers: inout HTTPHeaders) throws(HTTPParseError) {
+        if line.first == ASCII.space || line.first == ASCII.tab {
+            throw HTTPParseError(.obsoleteLineFolding, "obsolete line folding is not allowed")
+        }
+        guard let colon = line.firstIndex(of: ASCII.colon), colon > line.startIndex else {
+            throw HTTPParseError(.malformedHeader, "a header line has no name")
+        }
+        let name = line[line.startIndex..<colon]
+        guard name.allSatisfy(ASCII.isToken) else {
+            throw HTTPParseError(.malformedHeader, "a header name has a character that is not allowed (or space before the colon)")
+        }
+        var value = line[(colon + 1)...]
+        while let first = value.first, first == ASCII.space || first == ASCII.tab { value.removeFirst() }
+        while let last = value.last, last == ASCII.space || last == ASCII.tab { value.removeLast() }
+        guard value.allSatisfy(ASCII.isFieldValue) else {
+            throw HTTPParseError(.malformedHeader, "a header value has a control character")
+        }
+        headers.add(String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self))
+    }
+
+    /// Decides the body's framing once the header section is complete (RFC 9112 §6.3).
+    private mutating func finishHead(_ progress: HeadInProgress) throws(HTTPParseError) -> HTTPRequest? {
+        let head = HTTPRequestHead(method: progress.method, target: progress.target, version: progress.version, headers: progress.headers)
+        let limit = limits.bodyLimit?(head) ?? limits.maxBodyBytes
+        let hasTransferEncoding = head.headers.contains("Transfer-Encoding")
+        let lengths = head.headers.values("Content-Length")
+        if hasTransferEncoding {
+            guard lengths.isEmpty else {
+                throw HTTPParseError(.contentLengthWithTransferEncoding, "a request may not have both Content-Length and Transfer-Encoding")
+            }
+            guard head.version == .http1_1, head.headers.tokens("Transfer-Encoding") == ["chunked"] else {
+                throw HTTPParseError(.unsupportedTransferEncoding, "the only transfer coding accepted is chunked (HTTP/1.1)")
+            }
+            body = []
+            state = .chunkSize(head, limit: limit)
+            return nil
+        }
+        guard !lengths.isEmpty else { return complete(head) }
+        let length = try parseContentLength(lengths)
+        guard length <= limit else {
+            throw HTTPParseError(.bodyTooLarge, "the request body is larger than \(limit) bytes")
+        }
+        if length == 0 { return complete(head) }
+        body = []
+        body.reserveCapacity(length)
+        state = .body(head, remaining: length)
+        return nil
+    }
+
+    /// One value, possibly repeated identically (in several fields or a comma list); digits only.
+    private func parseContentLength(_ fields: [String]) throws(HTTPParseError) -> Int {
+        var result: Int?
+        for element in fields.flatMap({ $0.split(separator: ",", omittingEmptySubsequences: false) }) {
+            let digits = element.trimmingOWS()
+            guard !digits.isEmpty, digits.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }) else {
+                throw HTTPParseError(.invalidContentLength, "Content-Length must be a non-negative decimal number")
+            }
+            // Anything over 18 digits is beyond every limit: report it as too large, not malformed.
+            let value = digits.utf8.count > 18 ? Int.max : Int(digits)!
+            if let result, result != value {
+                throw HTTPParseError(.conflictingContentLength, "the request has differing Content-Length values")
+            }
+            result = value
+        }
+        return result!
+    }
+
+    private func parseChunkSize(_ line: ArraySlice<UInt8>) throws(HTTPParseError) -> Int {
+        // chunk-size [ chunk-ext ]: extensions are allowed and ignored.
+        let sizeEnd = line.firstIndex { $0 == UInt8(ascii: ";") || $0 == ASCII.space || $0 == ASCII.tab } ?? line.endIndex
+        let digits = line[line.startIndex..<sizeEnd]
+        guard !digits.isEmpty, digits.count <= 15 else {
+            throw HTTPParseError(.malformedChunk, "a chunk size is missing or too long")
+        }
+        var size = 0
+        for byte in digits {
+            guard let value = ASCII.hexValue(byte) else { throw HTTPParseError(.malformedChunk, "a chunk size is not hexadecimal") }
+            size = size << 4 | Int(value)
+        }
+        return size
+    }
+
+    private mutating func complete(_ head: HTTPRequestHead) -> HTTPRequest {
+        state = .requestLine
+        defer { body = [] }
+        return HTTPRequest(method: head.method, target: head.target, version: head.version, headers: head.headers, body: body)
+    }
+}

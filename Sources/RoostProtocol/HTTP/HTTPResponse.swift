@@ -1,0 +1,99 @@
+/// A response to write: status, headers and a complete body.
+public struct HTTPResponse: Sendable, Equatable {
+    public var status: HTTPStatus
+    public var headers: HTTPHeaders
+    public var body: [UInt8]
+
+    public init(status: HTTPStatus, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = []) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+
+    /// A JSON response (`Content-Type: application/json; charset=utf-8`).
+    public static func json(_ status: HTTPStatus, _ body: [UInt8], headers: HTTPHeaders = HTTPHeaders()) -> HTTPResponse {
+        var headers = headers
+        headers.replace("Content-Type", "application/json; charset=utf-8")
+        return HTTPResponse(status: status, headers: headers, body: body)
+    }
+
+    /// The error response of API.md for `error`.
+    public init(_ error: APIError) {
+        self = .json(error.status, error.body, headers: error.headers)
+    }
+}
+
+/// Serialises responses (RFC 9112 §4, §6): status line, the caller's headers, then
+/// `Content-Length`, `Date` and `Connection` decided here so they are always right.
+public enum HTTPResponseWriter {
+    /// Appends the response to `buffer`. `includeBody` is false for HEAD: the length of the
+    /// body that would have been sent is still announced (RFC 9110 §9.3.2).
+    public static func write(
+        _ response: HTTPResponse, keepAlive: Bool, date: String, includeBody: Bool = true, into buffer: inout [UInt8]
+    ) {
+        let status = response.status
+        buffer.reserveCapacity(buffer.count + 160 + response.body.count)
+        buffer.append(contentsOf: "HTTP/1.1 \(status.code) \(status.reason)\r\n".utf8)
+        for (name, value) in response.headers where !isFramingHeader(name) {
+            append(name, value, to: &buffer)
+        }
+        // 1xx and 204 carry no body and no Content-Length (RFC 9110 §8.6).
+        if status.code >= 200 && status.code != 204 {
+            append("Content-Length", String(response.body.count), to: &buffer)
+        }
+        append("Date", date, to: &buffer)
+        if status.code != 101 {
+            append("Connection", keepAlive ? "keep-alive" : "close", to: &buffer)
+        }
+        buffer.append(ASCII.cr)
+        buffer.append(ASCII.lf)
+        if includeBody && status.code >= 200 && status.code != 204 {
+            buffer.append(contentsOf: response.body)
+        }
+    }
+
+    private static func isFramingHeader(_ name: String) -> Bool {
+        HTTPHeaders.sameName(name, "Content-Length") || HTTPHeaders.sameName(name, "Date")
+            || HTTPHeaders.sameName(name, "Transfer-Encoding")
+            || (HTTPHeaders.sameName(name, "Connection"))
+    }
+
+    private static func append(_ name: String, _ value: String, to buffer: inout [UInt8]) {
+        buffer.append(contentsOf: name.utf8)
+        buffer.append(ASCII.colon)
+        buffer.append(ASCII.space)
+        // A value is never allowed to end the header early: CR and LF are dropped.
+        for byte in value.utf8 where byte != ASCII.cr && byte != ASCII.lf {
+            buffer.append(byte)
+        }
+        buffer.append(ASCII.cr)
+        buffer.append(ASCII.lf)
+    }
+}
+
+/// The IMF-fixdate of RFC 9110 §5.6.7: `Sun, 06 Nov 1994 08:49:37 GMT`.
+public enum HTTPDate {
+    private static let days = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"]
+    private static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+
+    public static func format(secondsSince1970 seconds: Int64) -> String {
+        let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
+        let secondOfDay = seconds - days * 86_400
+        // Civil date from a day count (proleptic Gregorian, era-based).
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let dayOfEra = z - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let mp = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * mp + 2) / 5 + 1
+        let month = mp < 10 ? mp + 3 : mp - 9
+        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+        let weekday = Self.days[Int(((days % 7) + 7) % 7)]
+        return "\(weekday), \(two(day)) \(months[Int(month - 1)]) \(year) \(two(secondOfDay / 3600)):\(two(secondOfDay / 60 % 60)):\(two(secondOfDay % 60)) GMT"
+    }
+
+    private static func two(_ value: Int64) -> String {
+        value < 10 ? "0\(value)" : "\(value)"
+    }
+}
