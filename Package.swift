@@ -45,6 +45,12 @@ let package = Package(
             name: "roost",
             dependencies: ["RoostServer"]
         ),
+        // Micro-benchmark of the codecs (release build; prints figures, asserts nothing).
+        .executableTarget(
+            name: "roost-protocol-bench",
+            dependencies: ["RoostProtocol"],
+            path: "Benchmarks/ProtocolBench"
+        ),
 
         // Helpers the database-backed tests share: the throwaway database, scratch clusters, subprocesses.
         .target(name: "RoostTestSupport", dependencies: ["RoostPersistence"], path: "Tests/RoostTestSupport"),

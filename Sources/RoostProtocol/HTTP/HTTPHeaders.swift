@@ -9,6 +9,10 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
         for (name, value) in elements { add(name, value) }
     }
 
+    public mutating func reserveCapacity(_ count: Int) {
+        fields.reserveCapacity(count)
+    }
+
     public mutating func add(_ name: String, _ value: String) {
         fields.append((name, value))
     }
@@ -51,8 +55,38 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
         lhs.fields.count == rhs.fields.count && zip(lhs.fields, rhs.fields).allSatisfy { $0 == $1 }
     }
 
+    /// Names most requests carry, returned as constants so parsing them allocates nothing.
+    private static let common: [String] = [
+        "Host", "Content-Type", "Content-Length", "Authorization", "User-Agent", "Accept", "Connection",
+        "Accept-Encoding", "Accept-Language", "Upgrade", "Sec-WebSocket-Key", "Sec-WebSocket-Version",
+        "Transfer-Encoding", "X-Request-Id", "X-Forwarded-For", "Origin", "Cache-Control",
+    ]
+    private static let commonUTF8: [[UInt8]] = common.map { Array($0.utf8) }
+
+    /// The canonical spelling of a common header name, if `bytes` is one (any case).
+    static func commonName(_ bytes: ArraySlice<UInt8>) -> String? {
+        for (index, candidate) in commonUTF8.enumerated() where candidate.count == bytes.count {
+            var same = true
+            var position = bytes.startIndex
+            for byte in candidate {
+                if ASCII.lower(byte) != ASCII.lower(bytes[position]) { same = false; break }
+                position += 1
+            }
+            if same { return common[index] }
+        }
+        return nil
+    }
+
+    /// ASCII case-insensitive equality over the UTF-8 bytes (no lower-cased copies).
     static func sameName(_ a: String, _ b: String) -> Bool {
-        a.utf8.count == b.utf8.count && zip(a.utf8, b.utf8).allSatisfy { ASCII.lower($0) == ASCII.lower($1) }
+        guard a.utf8.count == b.utf8.count else { return false }
+        var a = a, b = b
+        return a.withUTF8 { left in
+            b.withUTF8 { right in
+                for index in 0..<left.count where ASCII.lower(left[index]) != ASCII.lower(right[index]) { return false }
+                return true
+            }
+        }
     }
 }
 

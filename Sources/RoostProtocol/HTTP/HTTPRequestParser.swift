@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// An incremental HTTP/1.1 request parser (RFC 9112), server side.
 ///
 /// Push-style: `feed(_:)` bytes as they arrive, then call `next()` until it returns
@@ -22,14 +26,16 @@ public struct HTTPRequestParser: Sendable {
         case failure(HTTPParseError)
     }
 
+    /// The states carry only numbers: the head being built lives in `progress` and `head`,
+    /// outside the enum, so appending a header never copies the ones before it.
     private enum State: Sendable {
         case requestLine
-        case headers(HeadInProgress)
-        case body(HTTPRequestHead, remaining: Int)
-        case chunkSize(HTTPRequestHead, limit: Int)
-        case chunkData(HTTPRequestHead, limit: Int, remaining: Int)
-        case chunkDataEnd(HTTPRequestHead, limit: Int)
-        case trailers(HTTPRequestHead, bytes: Int)
+        case headers
+        case body(remaining: Int)
+        case chunkSize(limit: Int)
+        case chunkData(limit: Int, remaining: Int)
+        case chunkDataEnd(limit: Int)
+        case trailers(bytes: Int)
         case failed(HTTPParseError)
     }
 
@@ -48,6 +54,8 @@ public struct HTTPRequestParser: Sendable {
     /// Where the search for the next LF resumes, so a line trickled in is scanned once.
     private var scanIndex = 0
     private var body: [UInt8] = []
+    private var progress: HeadInProgress?
+    private var head: HTTPRequestHead?
 
     public init(limits: Limits = Limits()) {
         self.limits = limits
@@ -95,68 +103,67 @@ public struct HTTPRequestParser: Sendable {
                     }
                     // RFC 9112 §2.2: ignore empty lines before a request line.
                     if line.isEmpty { continue }
-                    state = .headers(try parseRequestLine(line))
-                case .headers(var head):
-                    let allowance = limits.maxHeaderBytes - head.bytes
+                    progress = try Self.parseRequestLine(line)
+                    state = .headers
+                case .headers:
+                    let allowance = limits.maxHeaderBytes - progress!.bytes
                     guard let line = try nextLine(limit: allowance - 2, overLimit: .headersTooLarge) else {
-                        state = .headers(head)
                         return .needMore
                     }
-                    head.bytes += line.count + 2
+                    progress!.bytes += line.count + 2
                     if line.isEmpty {
-                        if let request = try finishHead(head) { return .request(request) }
+                        if let request = try finishHead() { return .request(request) }
                     } else {
-                        try parseHeaderLine(line, into: &head.headers)
-                        state = .headers(head)
+                        try Self.parseHeaderLine(line, into: &progress!.headers)
                     }
-                case .body(let head, let remaining):
+                case .body(let remaining):
                     let available = min(remaining, buffer.count - readIndex)
                     body.append(contentsOf: buffer[readIndex..<(readIndex + available)])
                     readIndex += available
                     scanIndex = readIndex
                     guard available == remaining else {
-                        state = .body(head, remaining: remaining - available)
+                        state = .body(remaining: remaining - available)
                         return .needMore
                     }
-                    return .request(complete(head))
-                case .chunkSize(let head, let limit):
+                    return .request(complete())
+                case .chunkSize(let limit):
                     guard let line = try nextLine(limit: 1024, overLimit: .malformedChunk) else { return .needMore }
-                    let size = try parseChunkSize(line)
+                    let size = try Self.parseChunkSize(line)
                     if size == 0 {
-                        state = .trailers(head, bytes: 0)
+                        state = .trailers(bytes: 0)
                     } else {
                         guard size <= limit - body.count else {
                             throw HTTPParseError(.bodyTooLarge, "the request body is larger than \(limit) bytes")
                         }
-                        state = .chunkData(head, limit: limit, remaining: size)
+                        state = .chunkData(limit: limit, remaining: size)
                     }
-                case .chunkData(let head, let limit, let remaining):
+                case .chunkData(let limit, let remaining):
                     let available = min(remaining, buffer.count - readIndex)
                     body.append(contentsOf: buffer[readIndex..<(readIndex + available)])
                     readIndex += available
                     scanIndex = readIndex
                     guard available == remaining else {
-                        state = .chunkData(head, limit: limit, remaining: remaining - available)
+                        state = .chunkData(limit: limit, remaining: remaining - available)
                         return .needMore
                     }
-                    state = .chunkDataEnd(head, limit: limit)
-                case .chunkDataEnd(let head, let limit):
+                    state = .chunkDataEnd(limit: limit)
+                case .chunkDataEnd(let limit):
                     guard buffer.count - readIndex >= 2 else { return .needMore }
                     guard buffer[readIndex] == ASCII.cr, buffer[readIndex + 1] == ASCII.lf else {
                         throw HTTPParseError(.malformedChunk, "a chunk's data is not followed by CRLF")
                     }
                     readIndex += 2
                     scanIndex = readIndex
-                    state = .chunkSize(head, limit: limit)
-                case .trailers(let head, let bytes):
+                    state = .chunkSize(limit: limit)
+                case .trailers(let bytes):
                     // Trailer fields are read for framing and dropped (never merged into headers).
                     guard let line = try nextLine(limit: limits.maxHeaderBytes - bytes - 2, overLimit: .headersTooLarge) else {
                         return .needMore
                     }
-                    if line.isEmpty { return .request(complete(head)) }
+                    if line.isEmpty { return .request(complete()) }
                     var ignored = HTTPHeaders()
-                    try parseHeaderLine(line, into: &ignored)
-                    state = .trailers(head, bytes: bytes + line.count + 2)
+                    try Self.parseHeaderLine(line, into: &ignored)
+                    state = .trailers(bytes: bytes + line.count + 2)
                 }
             }
         } catch {
@@ -170,25 +177,27 @@ public struct HTTPRequestParser: Sendable {
     /// The next CRLF-terminated line without its CRLF, or nil if it has not all arrived.
     /// Fails as soon as more than `limit` bytes have arrived without a line end.
     private mutating func nextLine(limit: Int, overLimit: HTTPParseError.Reason) throws(HTTPParseError) -> ArraySlice<UInt8>? {
-        let end = buffer.count
-        var index = max(scanIndex, readIndex)
-        let limitIndex = readIndex + limit + 2
-        while index < end {
-            if buffer[index] == ASCII.lf {
-                guard index > readIndex, buffer[index - 1] == ASCII.cr else {
-                    throw HTTPParseError(.bareLineFeed, "lines must end with CRLF")
-                }
-                guard index - 1 - readIndex <= limit else { throw limitError(overLimit, limit) }
-                let line = buffer[readIndex..<(index - 1)]
-                readIndex = index + 1
-                scanIndex = readIndex
-                return line
-            }
-            index += 1
-            if index >= limitIndex { throw limitError(overLimit, limit) }
+        let start = max(scanIndex, readIndex)
+        // Look no further than the byte that would prove the line too long.
+        let end = min(buffer.count, readIndex + max(0, limit) + 2)
+        let found: Int? = buffer.withUnsafeBufferPointer { bytes in
+            guard start < end, let base = bytes.baseAddress,
+                  let hit = memchr(base + start, Int32(ASCII.lf), end - start) else { return nil }
+            return base.distance(to: hit.assumingMemoryBound(to: UInt8.self))
         }
-        scanIndex = index
-        return nil
+        guard let index = found else {
+            if end - readIndex >= limit + 2 { throw limitError(overLimit, limit) }
+            scanIndex = end
+            return nil
+        }
+        guard index > readIndex, buffer[index - 1] == ASCII.cr else {
+            throw HTTPParseError(.bareLineFeed, "lines must end with CRLF")
+        }
+        guard index - 1 - readIndex <= limit else { throw limitError(overLimit, limit) }
+        let line = buffer[readIndex..<(index - 1)]
+        readIndex = index + 1
+        scanIndex = readIndex
+        return line
     }
 
     private func limitError(_ reason: HTTPParseError.Reason, _ limit: Int) -> HTTPParseError {
@@ -201,32 +210,40 @@ public struct HTTPRequestParser: Sendable {
 
     // MARK: - Request line and headers
 
-    private func parseRequestLine(_ line: ArraySlice<UInt8>) throws(HTTPParseError) -> HeadInProgress {
-        let parts = line.split(separator: ASCII.space, maxSplits: 2, omittingEmptySubsequences: false)
-        guard parts.count == 3, !parts[0].isEmpty, !parts[1].isEmpty else {
+    private static func parseRequestLine(_ line: ArraySlice<UInt8>) throws(HTTPParseError) -> HeadInProgress {
+        guard let firstSpace = line.firstIndex(of: ASCII.space),
+              let secondSpace = line[(firstSpace + 1)...].firstIndex(of: ASCII.space),
+              firstSpace > line.startIndex, secondSpace > firstSpace + 1,
+              !line[(secondSpace + 1)...].contains(ASCII.space) else {
             throw HTTPParseError(.malformedRequestLine, "the request line is not METHOD TARGET VERSION")
         }
-        guard parts[0].allSatisfy(ASCII.isToken) else {
+        let method = line[line.startIndex..<firstSpace]
+        guard method.allSatisfy(ASCII.isToken) else {
             throw HTTPParseError(.invalidMethod, "the method is not a token")
         }
-        let version = try parseVersion(parts[2])
-        let target = try HTTPRequestTarget.parse(parts[1])
-        return HeadInProgress(method: HTTPMethod(String(decoding: parts[0], as: UTF8.self)), target: target, version: version)
+        let version = try parseVersion(line[(secondSpace + 1)...])
+        let target = try HTTPRequestTarget.parse(line[(firstSpace + 1)..<secondSpace])
+        var headers = HTTPHeaders()
+        headers.reserveCapacity(12)
+        return HeadInProgress(
+            method: HTTPMethod(String(decoding: method, as: UTF8.self)), target: target, version: version, headers: headers)
     }
 
-    private func parseVersion(_ bytes: ArraySlice<UInt8>) throws(HTTPParseError) -> HTTPVersion {
-        let text = Array(bytes)
-        guard text.count == 8, text[0..<5].elementsEqual("HTTP/".utf8), text[6] == UInt8(ascii: "."),
-              let major = ASCII.hexValue(text[5]), major < 10, let minor = ASCII.hexValue(text[7]), minor < 10 else {
+    private static func parseVersion(_ text: ArraySlice<UInt8>) throws(HTTPParseError) -> HTTPVersion {
+        let start = text.startIndex
+        guard text.count == 8, text[start] == UInt8(ascii: "H"), text[start + 1] == UInt8(ascii: "T"),
+              text[start + 2] == UInt8(ascii: "T"), text[start + 3] == UInt8(ascii: "P"), text[start + 4] == UInt8(ascii: "/"),
+              text[start + 6] == UInt8(ascii: "."),
+              let major = ASCII.hexValue(text[start + 5]), major < 10, let minor = ASCII.hexValue(text[start + 7]), minor < 10 else {
             throw HTTPParseError(.malformedRequestLine, "the HTTP version is malformed")
         }
         guard major == 1, minor <= 1 else {
             throw HTTPParseError(.unsupportedVersion, "only HTTP/1.0 and HTTP/1.1 are supported")
         }
-        return HTTPVersion(major: 1, minor: Int(minor))
+        return minor == 1 ? .http1_1 : .http1_0
     }
 
-    private func parseHeaderLine(_ line: ArraySlice<UInt8>, into headers: inout HTTPHeaders) throws(HTTPParseError) {
+    private static func parseHeaderLine(_ line: ArraySlice<UInt8>, into headers: inout HTTPHeaders) throws(HTTPParseError) {
         if line.first == ASCII.space || line.first == ASCII.tab {
             throw HTTPParseError(.obsoleteLineFolding, "obsolete line folding is not allowed")
         }
@@ -243,16 +260,25 @@ public struct HTTPRequestParser: Sendable {
         guard value.allSatisfy(ASCII.isFieldValue) else {
             throw HTTPParseError(.malformedHeader, "a header value has a control character")
         }
-        headers.add(String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self))
+        headers.add(HTTPHeaders.commonName(name) ?? String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self))
     }
 
     /// Decides the body's framing once the header section is complete (RFC 9112 §6.3).
-    private mutating func finishHead(_ progress: HeadInProgress) throws(HTTPParseError) -> HTTPRequest? {
+    private mutating func finishHead() throws(HTTPParseError) -> HTTPRequest? {
+        let progress = self.progress.take()!
         let head = HTTPRequestHead(method: progress.method, target: progress.target, version: progress.version, headers: progress.headers)
         let limit = limits.bodyLimit?(head) ?? limits.maxBodyBytes
-        let hasTransferEncoding = head.headers.contains("Transfer-Encoding")
-        let lengths = head.headers.values("Content-Length")
-        if hasTransferEncoding {
+        // One pass over the fields for the two that frame the body.
+        var transferEncodings: [String] = []
+        var lengths: [String] = []
+        for field in head.headers {
+            if HTTPHeaders.sameName(field.name, "Content-Length") {
+                lengths.append(field.value)
+            } else if HTTPHeaders.sameName(field.name, "Transfer-Encoding") {
+                transferEncodings.append(field.value)
+            }
+        }
+        if !transferEncodings.isEmpty {
             guard lengths.isEmpty else {
                 throw HTTPParseError(.contentLengthWithTransferEncoding, "a request may not have both Content-Length and Transfer-Encoding")
             }
@@ -260,23 +286,29 @@ public struct HTTPRequestParser: Sendable {
                 throw HTTPParseError(.unsupportedTransferEncoding, "the only transfer coding accepted is chunked (HTTP/1.1)")
             }
             body = []
-            state = .chunkSize(head, limit: limit)
+            self.head = head
+            state = .chunkSize(limit: limit)
             return nil
         }
         guard !lengths.isEmpty else { return complete(head) }
-        let length = try parseContentLength(lengths)
+        let length = try Self.parseContentLength(lengths)
         guard length <= limit else {
             throw HTTPParseError(.bodyTooLarge, "the request body is larger than \(limit) bytes")
         }
         if length == 0 { return complete(head) }
         body = []
         body.reserveCapacity(length)
-        state = .body(head, remaining: length)
+        self.head = head
+        state = .body(remaining: length)
         return nil
     }
 
     /// One value, possibly repeated identically (in several fields or a comma list); digits only.
-    private func parseContentLength(_ fields: [String]) throws(HTTPParseError) -> Int {
+    private static func parseContentLength(_ fields: [String]) throws(HTTPParseError) -> Int {
+        // The usual case: one field of plain digits.
+        if fields.count == 1, fields[0].utf8.count <= 18, fields[0].utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }), let value = Int(fields[0]) {
+            return value
+        }
         var result: Int?
         for element in fields.flatMap({ $0.split(separator: ",", omittingEmptySubsequences: false) }) {
             let digits = element.trimmingOWS()
@@ -293,7 +325,7 @@ public struct HTTPRequestParser: Sendable {
         return result!
     }
 
-    private func parseChunkSize(_ line: ArraySlice<UInt8>) throws(HTTPParseError) -> Int {
+    private static func parseChunkSize(_ line: ArraySlice<UInt8>) throws(HTTPParseError) -> Int {
         // chunk-size [ chunk-ext ]: extensions are allowed and ignored.
         let sizeEnd = line.firstIndex { $0 == UInt8(ascii: ";") || $0 == ASCII.space || $0 == ASCII.tab } ?? line.endIndex
         let digits = line[line.startIndex..<sizeEnd]
@@ -308,7 +340,8 @@ public struct HTTPRequestParser: Sendable {
         return size
     }
 
-    private mutating func complete(_ head: HTTPRequestHead) -> HTTPRequest {
+    private mutating func complete(_ head: HTTPRequestHead? = nil) -> HTTPRequest {
+        let head = head ?? self.head.take()!
         state = .requestLine
         defer { body = [] }
         return HTTPRequest(method: head.method, target: head.target, version: head.version, headers: head.headers, body: body)

@@ -25,7 +25,7 @@ public struct HTTPRequestTarget: Sendable, Equatable {
     public static func parse(_ bytes: ArraySlice<UInt8>) throws(HTTPParseError) -> HTTPRequestTarget {
         let raw = String(decoding: bytes, as: UTF8.self)
         var bytes = bytes
-        if bytes.elementsEqual([UInt8(ascii: "*")]) {
+        if bytes.count == 1 && bytes.first == UInt8(ascii: "*") {
             return HTTPRequestTarget(raw: raw, pathSegments: ["*"], query: [])
         }
         if bytes.first != UInt8(ascii: "/") {
@@ -46,18 +46,26 @@ public struct HTTPRequestTarget: Sendable, Equatable {
         let queryBytes = questionMark.map { bytes[($0 + 1)...] } ?? []
 
         var segments: [String] = []
-        for segment in pathBytes.dropFirst().split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false) {
-            let decoded = try percentDecode(segment, plusIsSpace: false)
+        var segmentStart = pathBytes.startIndex + 1
+        while segmentStart <= pathBytes.endIndex {
+            let segmentEnd = pathBytes[segmentStart...].firstIndex(of: UInt8(ascii: "/")) ?? pathBytes.endIndex
+            let decoded = try percentDecode(pathBytes[segmentStart..<segmentEnd], plusIsSpace: false)
             if decoded == "." || decoded == ".." {
                 throw HTTPParseError(.invalidTarget, "the request path may not contain . or .. segments")
             }
             segments.append(decoded)
+            segmentStart = segmentEnd + 1
         }
         // "/" alone is the root: no segments rather than one empty one.
-        if segments == [""] { segments = [] }
+        if segments.count == 1 && segments[0].isEmpty { segments = [] }
 
         var query: [(String, String)] = []
-        for pair in queryBytes.split(separator: UInt8(ascii: "&")) {
+        var pairStart = queryBytes.startIndex
+        while pairStart < queryBytes.endIndex {
+            let pairEnd = queryBytes[pairStart...].firstIndex(of: UInt8(ascii: "&")) ?? queryBytes.endIndex
+            let pair = queryBytes[pairStart..<pairEnd]
+            pairStart = pairEnd + 1
+            if pair.isEmpty { continue }
             let equals = pair.firstIndex(of: UInt8(ascii: "="))
             let name = try percentDecode(pair[pair.startIndex..<(equals ?? pair.endIndex)], plusIsSpace: true)
             var value = ""

@@ -1,0 +1,98 @@
+// roost-protocol-bench: throughput of RoostProtocol's codecs on one core. Release build only:
+//   swift run -c release roost-protocol-bench
+// Prints each figure beside its goal (issue "RoostProtocol"); it is a measurement, not a test.
+// An argument picks sections: `http`, `decode`, `encode` (default: all).
+
+import Foundation
+import RoostProtocol
+
+/// Runs `body` repeatedly for about `seconds` and returns (iterations, elapsed seconds).
+func measure(seconds: Double = 1.5, batch: Int, _ body: () -> Void) -> (Int, Double) {
+    for _ in 0..<batch { body() }  // warm up
+    let clock = ContinuousClock()
+    let start = clock.now
+    var iterations = 0
+    var elapsed = 0.0
+    repeat {
+        for _ in 0..<batch { body() }
+        iterations += batch
+        let duration = clock.now - start
+        elapsed = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    } while elapsed < seconds
+    return (iterations, elapsed)
+}
+
+func report(_ name: String, _ value: Double, _ unit: String, goal: Double?) {
+    let figure = String(Int(value.rounded()))
+    var line = name.padding(toLength: 46, withPad: " ", startingAt: 0)
+    line += String(repeating: " ", count: max(0, 12 - figure.count)) + figure + " " + unit.padding(toLength: 9, withPad: " ", startingAt: 0)
+    if let goal { line += "  goal \(Int(goal)) \(unit): " + (value >= goal ? "met" : "NOT MET") }
+    print(line)
+}
+
+let sections = Set(CommandLine.arguments.dropFirst())
+func wanted(_ section: String) -> Bool { sections.isEmpty || sections.contains(section) }
+
+// MARK: HTTP request parsing
+
+let apiRequest: [UInt8] = {
+    let body = #"{"client_msg_id":"5f0c1a2e-0d3b-4c1e-9a56-1c2d3e4f5a6b","text":"Suspicious van on Elm St","kind":"alert","severity":"amber"}"#
+    var text = "POST /v1/groups/6f1c2a3b-4d5e-4f60-8a9b-0c1d2e3f4a5b/messages HTTP/1.1\r\n"
+    text += "Host: roost.example.org\r\nAuthorization: Bearer rst_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789\r\n"
+    text += "Content-Type: application/json\r\nUser-Agent: RoostApp/1.0\r\nAccept: */*\r\n"
+    text += "Content-Length: \(body.utf8.count)\r\n\r\n" + body
+    return Array(text.utf8)
+}()
+
+var parsedBodies = 0
+if wanted("http") {
+    var parser = HTTPRequestParser()
+    let (requests, seconds) = measure(batch: 10_000) {
+        parser.feed(apiRequest)
+        if case .request(let request) = parser.next() { parsedBodies &+= request.body.count } else { fatalError("parse failed") }
+    }
+    report("HTTP \(apiRequest.count)-byte API requests parsed", Double(requests) / seconds, "req/s", goal: 500_000)
+}
+
+// MARK: WebSocket frame decoding
+
+func maskedFrames(payloadSize: Int, opcode: WebSocketOpcode, totalBytes: Int) -> [UInt8] {
+    let payload = (0..<payloadSize).map { UInt8(0x41 + $0 % 26) }
+    var frame: [UInt8] = []
+    WebSocketFrameEncoder.encode(opcode, payload: payload, maskKey: 0x1234_5678, into: &frame)
+    var stream: [UInt8] = []
+    stream.reserveCapacity(totalBytes + frame.count)
+    while stream.count < totalBytes { stream += frame }
+    return stream
+}
+
+for (size, opcode, label) in [(64, WebSocketOpcode.binary, "64 B"), (4096, .binary, "4 KiB"), (65_536, .binary, "64 KiB"),
+                             (65_536, .text, "64 KiB text (UTF-8 checked)")] where wanted("decode") {
+    let stream = maskedFrames(payloadSize: size, opcode: opcode, totalBytes: 8 << 20)
+    var reader = WebSocketReader(maxMessageBytes: 1 << 20)
+    var messages = 0
+    let (runs, seconds) = measure(batch: 1) {
+        var offset = 0
+        while offset < stream.count {
+            let end = min(stream.count, offset + 65_536)  // as a socket read would hand them over
+            reader.feed(stream[offset..<end])
+            offset = end
+            while case .message = reader.next() { messages &+= 1 }
+        }
+    }
+    report("decode masked \(label) frames", Double(runs * stream.count) / seconds / 1e6, "MB/s", goal: size == 65_536 ? 1000 : nil)
+}
+
+// MARK: WebSocket frame encoding
+
+let event = Array(#"{"type":"event","group_id":"6f1c2a3b-4d5e-4f60-8a9b-0c1d2e3f4a5b","seq":1234,"event":"message.created","data":{}}"#.utf8)
+if wanted("encode") {
+    var out: [UInt8] = []
+    out.reserveCapacity(1 << 20)
+    let (frames, seconds) = measure(batch: 100_000) {
+        if out.count > (1 << 20) - 256 { out.removeAll(keepingCapacity: true) }
+        WebSocketFrameEncoder.encode(.text, payload: event, into: &out)
+    }
+    report("\(event.count)-byte text frames encoded", Double(frames) / seconds, "frames/s", goal: 5_000_000)
+}
+if parsedBodies == 42 { print("") }  // keeps the parse loop's result observable
