@@ -1,4 +1,5 @@
 import Foundation
+import RoostProtocol
 
 /// timestamptz in text form, with microseconds kept exactly (PostgreSQL's own resolution).
 ///
@@ -9,7 +10,7 @@ enum PostgresTimestamp {
     static func format(_ date: Date) -> String {
         let micros = Int64((date.timeIntervalSince1970 * 1_000_000).rounded())
         let (days, microsOfDay) = floorDivide(micros, 86_400_000_000)
-        let (year, month, day) = civil(fromDays: days)
+        let (year, month, day) = CivilCalendar.date(days: days)
         let seconds = microsOfDay / 1_000_000
         let fraction = microsOfDay % 1_000_000
         var text = pad(year, 4) + "-" + pad(month, 2) + "-" + pad(day, 2)
@@ -51,33 +52,10 @@ enum PostgresTimestamp {
         guard scanner.atEnd, (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 61 else {
             throw PostgresDecodingFailure("'\(text)' is not an ISO timestamp in UTC")
         }
-        let days = days(fromCivil: year, month, day)
+        let days = CivilCalendar.days(year: year, month: month, day: day)
         let seconds = days * 86_400 + hour * 3600 + minute * 60 + second - offsetSeconds
         let total = seconds * 1_000_000 + micros
         return Date(timeIntervalSince1970: Double(total) / 1_000_000)
-    }
-
-    /// Days since 1970-01-01 of a proleptic Gregorian date (era arithmetic, valid for all years).
-    static func days(fromCivil year: Int64, _ month: Int64, _ day: Int64) -> Int64 {
-        let y = month <= 2 ? year - 1 : year
-        let era = (y >= 0 ? y : y - 399) / 400
-        let yearOfEra = y - era * 400
-        let dayOfYear = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
-        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
-        return era * 146_097 + dayOfEra - 719_468
-    }
-
-    /// The inverse of `days(fromCivil:)`.
-    static func civil(fromDays days: Int64) -> (Int64, Int64, Int64) {
-        let z = days + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let dayOfEra = z - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let mp = (5 * dayOfYear + 2) / 153
-        let day = dayOfYear - (153 * mp + 2) / 5 + 1
-        let month = mp < 10 ? mp + 3 : mp - 9
-        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
     }
 
     private static func floorDivide(_ a: Int64, _ b: Int64) -> (Int64, Int64) {

@@ -176,6 +176,17 @@ struct HTTPRequestParserTests {
         #expect(error.apiError.code == "headers_too_large")
     }
 
+    /// Found by the fuzzer: with the header section one byte short of full, a following line
+    /// ending in a bare LF was reported as 400 when fed whole but 431 when trickled in.
+    @Test func aFullHeaderSectionFailsWith431HoweverTheBytesArrive() {
+        var limits = HTTPRequestParser.Limits()
+        limits.maxHeaderBytes = 20
+        let bytes = request("GET / HTTP/1.1\r\nA: 123456789012345\r\nx\n")
+        let whole = parseAll(bytes, limits: limits)
+        #expect(failure(whole)?.status == .headersTooLarge)
+        #expect(parseAll(bytes, chunk: 1, limits: limits) == whole)
+    }
+
     @Test func aBodyOverTheLimitFailsWith413BeforeAnyBodyByte() throws {
         var limits = HTTPRequestParser.Limits()
         limits.maxBodyBytes = 10

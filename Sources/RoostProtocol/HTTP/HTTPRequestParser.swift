@@ -177,9 +177,11 @@ public struct HTTPRequestParser: Sendable {
     /// The next CRLF-terminated line without its CRLF, or nil if it has not all arrived.
     /// Fails as soon as more than `limit` bytes have arrived without a line end.
     private mutating func nextLine(limit: Int, overLimit: HTTPParseError.Reason) throws(HTTPParseError) -> ArraySlice<UInt8>? {
+        // No room left even for CRLF: the section is over its limit whatever comes next.
+        guard limit >= 0 else { throw limitError(overLimit, limit) }
         let start = max(scanIndex, readIndex)
         // Look no further than the byte that would prove the line too long.
-        let end = min(buffer.count, readIndex + max(0, limit) + 2)
+        let end = min(buffer.count, readIndex + limit + 2)
         let found: Int? = buffer.withUnsafeBufferPointer { bytes in
             guard start < end, let base = bytes.baseAddress,
                   let hit = memchr(base + start, Int32(ASCII.lf), end - start) else { return nil }
