@@ -3,16 +3,36 @@ import RoostPersistence
 
 /// What the `roost` executable does; it only parses arguments and calls these.
 public enum RoostCommands {
-    /// `roost serve`: open and migrate the database, then serve until SIGINT/SIGTERM.
+    /// `roost serve`: open and migrate the database, serve until SIGINT/SIGTERM, then shut
+    /// down gracefully (in-flight requests finish, up to the grace period) and return.
     public static func serve(_ configuration: ServerConfiguration) async throws {
         let log = Log(level: configuration.logLevel)
+        let addresses = try ListenAddress.parseList(configuration.listen)
         let (pool, _) = try await DatabaseStartup.open(configuration, log: log, migrate: configuration.migrate)
         defer { pool.close() }
-        log.warning(
-            "the HTTP and WebSocket server is not built yet (issue #4); the database is migrated and ready. Ctrl-C stops.",
-            ["listen": configuration.listen])
+        FileLimits.raiseOpenFileLimit(log: log)
+
+        let serverBox = ServerBox()
+        var builder = Router.Builder()
+        OperationsRoutes.add(to: &builder, pool: pool) { serverBox.server }
+        let threads = configuration.threads > 0 ? configuration.threads : ProcessInfo.processInfo.activeProcessorCount
+        let server = try HTTPServer(
+            router: builder.build(), limits: configuration.network, addresses: addresses, threads: threads, log: log,
+            accessLog: configuration.accessLog)
+        serverBox.server = server
+        do {
+            try server.start()
+        } catch let error as SystemError {
+            throw StartupError("cannot listen on \(configuration.listen): \(error)")
+        }
+        log.info("listening", [
+            "addresses": addresses.map(\.description).joined(separator: ","),
+            "ports": server.boundPorts.map(String.init).joined(separator: ","), "threads": String(threads),
+        ])
         let signal = await ShutdownSignal.wait()
-        log.info("shutting down", ["signal": String(signal)])
+        log.info("shutting down", ["signal": String(signal), "open_connections": String(server.openConnections)])
+        await server.shutdown()
+        log.info("stopped")
     }
 
     /// `roost migrate`: apply what is missing and say what was applied.
@@ -61,3 +81,14 @@ public enum RoostCommands {
         }
     }
 }
+
+/// Lets routes reach the server that serves them (it is built after the router).
+final class ServerBox: Sendable {
+    private let value = Mutex<HTTPServer?>(nil)
+    var server: HTTPServer? {
+        get { value.withLock { $0 } }
+        set { value.withLock { $0 = newValue } }
+    }
+}
+
+import Synchronization

@@ -17,6 +17,10 @@ public struct ServerConfiguration: Sendable {
     public var migrationsDirectory: String?
     public var migrate = true
     public var allowSuperuser = false
+    /// Event-loop threads; 0 means one per core.
+    public var threads = 0
+    public var network = NetworkLimits()
+    public var accessLog = true
 
     public init() {}
 

@@ -1,0 +1,317 @@
+import Foundation
+import RoostProtocol
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One HTTP/1.1 connection, confined to its event loop.
+///
+/// Requests are parsed as bytes arrive and handed to their handlers off the loop; responses
+/// are written in request order however the handlers finish (pipelining). Deadlines: a
+/// request's header section must arrive within the header timeout once its first byte has
+/// (slowloris), and an idle keep-alive connection closes after the idle timeout.
+final class HTTPConnection: EventHandler {
+    let fd: Int32
+    let peer: String
+    private unowned let loop: EventLoop
+    private let context: ServerContext
+    private var parser: HTTPRequestParser
+    private var outbound = OutboundBuffer()
+    /// Finished responses waiting for an earlier one, by request number.
+    private var finished: [Int: [UInt8]] = [:]
+    private var nextRequest = 0
+    private var nextToWrite = 0
+    private var inFlight = 0
+    /// No more requests are read (Connection: close, a parse error, shutdown, peer EOF).
+    private var stopReading = false
+    private var closeWhenDrained = false
+    private var waitingForWritable = false
+    private var deadline: (token: UInt64, kind: DeadlineKind)?
+
+    private enum DeadlineKind {
+        /// Runs from a request's first byte and is not extended by later bytes (slowloris).
+        case header
+        /// Runs while nothing is owed either way; any activity restarts it.
+        case idle
+    }
+    private(set) var isClosed = false
+    /// Called once when the connection closes (the server's bookkeeping).
+    var onClose: ((HTTPConnection) -> Void)?
+
+    init(fd: Int32, peer: String, loop: EventLoop, context: ServerContext) {
+        self.fd = fd
+        self.peer = peer
+        self.loop = loop
+        self.context = context
+        self.parser = HTTPRequestParser(limits: context.parserLimits)
+    }
+
+    func start() throws {
+        try loop.register(fd, self)
+        rearmDeadline()
+    }
+
+    func handleEvent(readable: Bool, writable: Bool) {
+        if writable && waitingForWritable { flush() }
+        if readable && !isClosed && !stopReading { readAvailable() }
+    }
+
+    // MARK: - Reading
+
+    private func readAvailable() {
+        while !isClosed && !stopReading && inFlight < context.limits.maxPipelinedRequests {
+            let result: IOResult<Int>
+            do {
+                result = try loop.readBuffer.read(fd) { parser.feed($0) }
+            } catch {
+                close()
+                return
+            }
+            guard case .done(let count) = result else { break }
+            if count == 0 {
+                // The peer finished sending: answer what it asked, then close.
+                stopReading = true
+                closeWhenDrained = true
+                break
+            }
+            processRequests()
+        }
+        updateInterest()
+        closeIfDone()
+        rearmDeadline()
+    }
+
+    private func processRequests() {
+        while !stopReading && inFlight < context.limits.maxPipelinedRequests {
+            switch parser.next() {
+            case .needMore:
+                return
+            case .failure(let error):
+                stopReading = true
+                closeWhenDrained = true
+                respondImmediately(HTTPResponse(error.apiError), keepAlive: false, started: loop.now, method: "-", route: "-", requestID: newRequestID())
+                return
+            case .request(let request):
+                dispatch(request)
+            }
+        }
+    }
+
+    private func dispatch(_ request: HTTPRequest) {
+        let started = loop.now
+        let keepAlive = request.keepAlive && !context.shuttingDown.load(ordering: .relaxed)
+        if !keepAlive { stopReading = true; closeWhenDrained = true }
+        let requestID = Self.acceptedRequestID(request.headers["X-Request-Id"]) ?? newRequestID()
+        switch context.router.match(request.method, request.target.pathSegments) {
+        case .notFound:
+            let error = APIError(.notFound, code: "not_found", message: "no such resource: \(request.target.path)")
+            respondImmediately(HTTPResponse(error), keepAlive: keepAlive, started: started, method: request.method.rawValue, route: "-", requestID: requestID)
+        case .methodNotAllowed(let allowed):
+            let names = allowed.map(\.rawValue).joined(separator: ", ")
+            let error = APIError(.methodNotAllowed, code: "method_not_allowed", message: "\(request.method) is not allowed here; use \(names)", headers: ["Allow": names])
+            respondImmediately(HTTPResponse(error), keepAlive: keepAlive, started: started, method: request.method.rawValue, route: "-", requestID: requestID)
+        case .found(let handler, let pattern, let parameters, _):
+            guard context.enterHandler() else {
+                let error = APIError(.serviceUnavailable, code: "unavailable", message: "the server is busy; try again shortly", headers: ["Retry-After": "1"])
+                respondImmediately(HTTPResponse(error), keepAlive: keepAlive, started: started, method: request.method.rawValue, route: pattern, requestID: requestID)
+                return
+            }
+            let number = nextRequest
+            nextRequest += 1
+            inFlight += 1
+            let requestContext = RequestContext(request: request, route: pattern, parameters: parameters, requestID: requestID, peer: peer)
+            let bound = LoopBound(value: self)
+            let loop = self.loop
+            let isHead = request.method == .head
+            let method = request.method.rawValue
+            Self.spawn(handler, requestContext, server: context) { response in
+                loop.execute {
+                    bound.value.finish(number, response, keepAlive: keepAlive, isHead: isHead, started: started, method: method, route: pattern, requestID: requestID)
+                }
+            }
+        }
+    }
+
+    /// Runs the handler as a task off the loop and reports its response.
+    private static func spawn(
+        _ handler: @escaping RouteHandler, _ requestContext: RequestContext, server: ServerContext,
+        completion: @escaping @Sendable (HTTPResponse) -> Void
+    ) {
+        Task {
+            let response = await run(handler, requestContext, log: server.log)
+            server.exitHandler()
+            completion(response)
+        }
+    }
+
+    /// Runs a handler, turning its errors into responses: an `APIError` as itself, anything
+    /// else as a logged 500 (a 500 is a bug).
+    private static func run(_ handler: RouteHandler, _ context: RequestContext, log: Log) async -> HTTPResponse {
+        do {
+            return try await handler(context)
+        } catch let error as APIError {
+            return HTTPResponse(error)
+        } catch {
+            log.error("handler failed", ["route": context.route, "request_id": context.requestID, "error": "\(error)"])
+            return HTTPResponse(APIError(.internalServerError, code: "internal", message: "something went wrong on our side (request \(context.requestID))"))
+        }
+    }
+
+    private func respondImmediately(_ response: HTTPResponse, keepAlive: Bool, started: UInt64, method: String, route: String, requestID: String) {
+        let number = nextRequest
+        nextRequest += 1
+        inFlight += 1
+        finish(number, response, keepAlive: keepAlive, isHead: method == "HEAD", started: started, method: method, route: route, requestID: requestID)
+    }
+
+    /// A response is ready: queue it behind earlier ones and write what can be written.
+    private func finish(
+        _ number: Int, _ response: HTTPResponse, keepAlive: Bool, isHead: Bool, started: UInt64,
+        method: String, route: String, requestID: String
+    ) {
+        inFlight -= 1
+        guard !isClosed else { return }
+        // A response finished during shutdown is the connection's last.
+        let keepAlive = keepAlive && !context.shuttingDown.load(ordering: .relaxed)
+        if !keepAlive {
+            stopReading = true
+            closeWhenDrained = true
+        }
+        var response = response
+        response.headers.replace("X-Request-Id", requestID)
+        var bytes: [UInt8] = []
+        HTTPResponseWriter.write(response, keepAlive: keepAlive, date: context.httpDate, includeBody: !isHead, into: &bytes)
+        finished[number] = bytes
+        context.requestsServed.add(1, ordering: .relaxed)
+        if context.accessLog {
+            context.log.info("request", [
+                "request_id": requestID, "method": method, "route": route, "status": String(response.status.code),
+                "duration_ms": String(format: "%.3f", Double(EventLoop.monotonicNow() - started) / 1e6),
+                "bytes": String(response.body.count), "peer": peer,
+            ])
+        }
+        while let next = finished.removeValue(forKey: nextToWrite) {
+            outbound.append(next)
+            nextToWrite += 1
+        }
+        flush()
+        // Reading may have paused at the pipelining limit.
+        if !stopReading && !isClosed {
+            processRequests()
+            if !stopReading && inFlight < context.limits.maxPipelinedRequests { readAvailable() }
+        }
+        closeIfDone()
+        rearmDeadline()
+    }
+
+    // MARK: - Writing
+
+    /// Writes straight away; EPOLLOUT is armed only while the socket would block.
+    private func flush() {
+        guard !isClosed else { return }
+        do {
+            let drained = try outbound.write(to: fd)
+            waitingForWritable = !drained
+        } catch {
+            close()
+            return
+        }
+        updateInterest()
+        closeIfDone()
+    }
+
+    private func updateInterest() {
+        guard !isClosed else { return }
+        let wantsRead = !stopReading && inFlight < context.limits.maxPipelinedRequests
+        loop.setInterest(fd, readable: wantsRead, writable: waitingForWritable)
+    }
+
+    private func closeIfDone() {
+        if closeWhenDrained && inFlight == 0 && outbound.isEmpty && finished.isEmpty { close() }
+    }
+
+    // MARK: - Deadlines
+
+    private func rearmDeadline() {
+        guard !isClosed else { return }
+        let wanted: DeadlineKind?
+        if inFlight > 0 || !outbound.isEmpty {
+            wanted = nil  // the server owes a response; no client deadline runs
+        } else {
+            wanted = parser.isIdle ? .idle : .header
+        }
+        // A running header deadline stays as it is: more bytes do not buy more time.
+        if let current = deadline, current.kind == .header, wanted == .header { return }
+        if let current = deadline {
+            loop.cancelTimer(current.token)
+            deadline = nil
+        }
+        guard let wanted else { return }
+        let milliseconds = wanted == .idle ? context.limits.idleTimeoutMilliseconds : context.limits.headerTimeoutMilliseconds
+        let bound = LoopBound(value: self)
+        let token = loop.schedule(afterNanoseconds: UInt64(milliseconds) * 1_000_000) {
+            bound.value.deadline = nil
+            bound.value.close()
+        }
+        deadline = (token, wanted)
+    }
+
+    /// Closes at once (shutdown of an idle keep-alive connection, deadline, error).
+    func close() {
+        guard !isClosed else { return }
+        isClosed = true
+        if let deadline { loop.cancelTimer(deadline.token) }
+        loop.deregister(fd)
+        Glibc.close(fd)
+        outbound.discard()
+        onClose?(self)
+    }
+
+    /// For shutdown: close now if nothing is owed, else after the owed responses.
+    func closeGracefully() {
+        stopReading = true
+        closeWhenDrained = true
+        updateInterest()
+        closeIfDone()
+    }
+
+    // MARK: - Request IDs
+
+    private func newRequestID() -> String {
+        UUID().uuidString.lowercased()
+    }
+
+    /// A client's X-Request-Id is echoed if it is short and plain, so logs stay clean.
+    static func acceptedRequestID(_ value: String?) -> String? {
+        guard let value, (1...128).contains(value.utf8.count),
+              value.utf8.allSatisfy({ $0 > 32 && $0 < 127 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }) else {
+            return nil
+        }
+        return value
+    }
+}
+
+/// The 64 KiB read buffer of one event loop, lent to each read in turn: an idle connection
+/// holds no read buffer of its own.
+final class ReadBuffer {
+    private var storage = [UInt8](repeating: 0, count: 64 * 1024)
+
+    /// Reads once into the buffer and passes the bytes read to `consume`.
+    func read(_ fd: Int32, _ consume: (UnsafeRawBufferPointer) -> Void) throws(SystemError) -> IOResult<Int> {
+        var result = IOResult<Int>.wouldBlock
+        var failure: SystemError?
+        storage.withUnsafeMutableBytes { raw in
+            do throws(SystemError) {
+                result = try systemCall("read") { Glibc.read(fd, raw.baseAddress, raw.count) }
+            } catch {
+                failure = error
+            }
+            if case .done(let count) = result, count > 0 {
+                consume(UnsafeRawBufferPointer(rebasing: raw[0..<count]))
+            }
+        }
+        if let failure { throw failure }
+        return result
+    }
+}

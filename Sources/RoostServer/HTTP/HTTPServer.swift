@@ -1,0 +1,183 @@
+import Foundation
+import RoostProtocol
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The HTTP/1.1 server: one event loop per thread, each with its own SO_REUSEPORT listening
+/// socket per TCP address so the kernel spreads connections (a Unix socket is served by the
+/// first loop). Handlers run off the loops; see `HTTPConnection`.
+public final class HTTPServer: Sendable {
+    private let context: ServerContext
+    private let loops: [EventLoop]
+    private let addresses: [ListenAddress]
+    private let state = Mutex<(listeners: [(loop: Int, fd: Int32)], threads: [Thread], ports: [UInt16])>(([], [], []))
+    private let finished = Mutex<[CheckedContinuation<Void, Never>]>([])
+    private let stoppedLoops = Atomic<Int>(0)
+
+    public init(router: Router, limits: NetworkLimits, addresses: [ListenAddress], threads: Int, log: Log, accessLog: Bool = true) throws {
+        context = ServerContext(router: router, limits: limits, log: log, accessLog: accessLog)
+        self.addresses = addresses
+        loops = try (0..<max(1, threads)).map { try EventLoop(index: $0) }
+    }
+
+    /// The TCP ports bound, in address order (port 0 in an address picks a free one).
+    public var boundPorts: [UInt16] { state.withLock { $0.ports } }
+
+    public var openConnections: Int { context.openConnections.load(ordering: .relaxed) }
+    public var requestsServed: Int { context.requestsServed.load(ordering: .relaxed) }
+    public var runningHandlers: Int { context.runningHandlers.load(ordering: .relaxed) }
+
+    /// Binds every address and starts the loop threads.
+    public func start() throws {
+        var listeners: [(Int, Int32)] = []
+        var ports: [UInt16] = []
+        do {
+            for address in addresses {
+                var port: UInt16?
+                for loop in loops where loop.index == 0 || address.sharesAcrossSockets {
+                    // Every loop binds the port the first one got, so port 0 works too.
+                    var concrete = address
+                    if case .inet(let host, 0) = address, let port { concrete = .inet(host: host, port: port) }
+                    if case .inet6(let host, 0) = address, let port { concrete = .inet6(host: host, port: port) }
+                    let fd = try Socket.listen(concrete)
+                    listeners.append((loop.index, fd))
+                    if port == nil { port = Socket.boundPort(fd) }
+                }
+                if let port { ports.append(port) }
+            }
+        } catch {
+            for (_, fd) in listeners { Glibc.close(fd) }
+            throw error
+        }
+        var threads: [Thread] = []
+        for loop in loops {
+            let mine = listeners.filter { $0.0 == loop.index }.map(\.1)
+            let context = self.context
+            loop.execute {
+                for fd in mine {
+                    do {
+                        try loop.register(fd, Listener(fd: fd, loop: loop, context: context))
+                    } catch {
+                        context.log.error("cannot watch a listening socket", ["error": "\(error)"])
+                    }
+                }
+            }
+            let thread = Thread { [self] in
+                loop.run()
+                loopEnded()
+            }
+            thread.name = "roost-loop-\(loop.index)"
+            thread.stackSize = 1 << 20
+            threads.append(thread)
+            thread.start()
+        }
+        state.withLock { $0 = (listeners.map { (loop: $0.0, fd: $0.1) }, threads, ports) }
+    }
+
+    /// Stops accepting, lets requests in flight finish (up to the grace period), closes idle
+    /// connections, and returns when every loop has stopped.
+    public func shutdown() async {
+        context.shuttingDown.store(true, ordering: .relaxed)
+        let listeners = state.withLock { $0.listeners }
+        for loop in loops {
+            let mine = listeners.filter { $0.loop == loop.index }.map(\.fd)
+            loop.execute {
+                for fd in mine {
+                    loop.deregister(fd)
+                    Glibc.close(fd)
+                }
+                Listener.closeAllGracefully(on: loop)
+            }
+        }
+        let grace = UInt64(context.limits.shutdownGraceMilliseconds) * 1_000_000
+        let start = EventLoop.monotonicNow()
+        while context.openConnections.load(ordering: .relaxed) > 0 && EventLoop.monotonicNow() - start < grace {
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        for loop in loops {
+            loop.execute { Listener.closeAllNow(on: loop) }
+            loop.stop()
+        }
+        await withCheckedContinuation { continuation in
+            let done = finished.withLock { waiting -> Bool in
+                if stoppedLoops.load(ordering: .relaxed) == loops.count { return true }
+                waiting.append(continuation)
+                return false
+            }
+            if done { continuation.resume() }
+        }
+    }
+
+    private func loopEnded() {
+        let count = stoppedLoops.add(1, ordering: .relaxed).newValue
+        guard count == loops.count else { return }
+        let waiting = finished.withLock { waiting in
+            defer { waiting = [] }
+            return waiting
+        }
+        for continuation in waiting { continuation.resume() }
+    }
+}
+
+/// Accepts connections on one listening socket and keeps the loop's connection table.
+final class Listener: EventHandler {
+    let fd: Int32
+    private unowned let loop: EventLoop
+    private let context: ServerContext
+
+    init(fd: Int32, loop: EventLoop, context: ServerContext) {
+        self.fd = fd
+        self.loop = loop
+        self.context = context
+    }
+
+    func handleEvent(readable: Bool, writable: Bool) {
+        // A bounded batch per wake-up keeps one busy listener from starving the loop.
+        for _ in 0..<64 {
+            let accepted: (fd: Int32, peer: String)?
+            do {
+                accepted = try Socket.accept(fd)
+            } catch {
+                // EMFILE and friends: log and retry on the next wake-up.
+                context.log.warning("accept failed", ["error": "\(error)"])
+                return
+            }
+            guard let (client, peer) = accepted else { return }
+            let count = context.openConnections.add(1, ordering: .relaxed).newValue
+            if count > context.limits.maxConnections || context.shuttingDown.load(ordering: .relaxed) {
+                refuse(client)
+                context.openConnections.subtract(1, ordering: .relaxed)
+                continue
+            }
+            // The loop's registration keeps the connection alive until it closes.
+            let connection = HTTPConnection(fd: client, peer: peer, loop: loop, context: context)
+            let context = self.context
+            connection.onClose = { _ in context.openConnections.subtract(1, ordering: .relaxed) }
+            do {
+                try connection.start()
+            } catch {
+                connection.close()
+            }
+        }
+    }
+
+    /// Over the connection limit: a 503 in the API's shape, written once, then close.
+    private func refuse(_ client: Int32) {
+        var bytes: [UInt8] = []
+        let error = APIError(.serviceUnavailable, code: "unavailable", message: "the server has too many connections; try again shortly", headers: ["Retry-After": "1"])
+        HTTPResponseWriter.write(HTTPResponse(error), keepAlive: false, date: context.httpDate, into: &bytes)
+        _ = bytes.withUnsafeBytes { Glibc.write(client, $0.baseAddress, $0.count) }
+        Glibc.close(client)
+    }
+
+    static func closeAllGracefully(on loop: EventLoop) {
+        for connection in loop.handlers(of: HTTPConnection.self) { connection.closeGracefully() }
+    }
+
+    static func closeAllNow(on loop: EventLoop) {
+        for connection in loop.handlers(of: HTTPConnection.self) { connection.close() }
+    }
+}

@@ -1,0 +1,82 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Bytes waiting to go out on one socket, written with `writev` so several queued responses
+/// or frames leave in one call. Chunks are shared arrays: the same encoded frame can sit in
+/// many connections' buffers without being copied.
+struct OutboundBuffer {
+    private var chunks: [[UInt8]] = []
+    private var head = 0
+    /// Bytes of `chunks[head]` already written.
+    private var offset = 0
+    private(set) var byteCount = 0
+
+    var isEmpty: Bool { byteCount == 0 }
+
+    mutating func append(_ bytes: [UInt8]) {
+        guard !bytes.isEmpty else { return }
+        chunks.append(bytes)
+        byteCount += bytes.count
+    }
+
+    /// Writes as much as the socket takes. Returns true when everything was written.
+    mutating func write(to fd: Int32) throws(SystemError) -> Bool {
+        while byteCount > 0 {
+            let count = min(chunks.count - head, 64)
+            let written: IOResult<Int> = try withVectors(count) { vectors throws(SystemError) in
+                try systemCall("writev") { writev(fd, vectors.baseAddress, Int32(count)) }
+            }
+            guard case .done(let sent) = written else { return false }
+            consume(sent)
+        }
+        chunks.removeAll(keepingCapacity: chunks.capacity <= 16)
+        head = 0
+        offset = 0
+        return true
+    }
+
+    /// Frees everything queued (a connection closed for falling behind).
+    mutating func discard() {
+        chunks = []
+        head = 0
+        offset = 0
+        byteCount = 0
+    }
+
+    private func withVectors<Result>(
+        _ count: Int, _ body: (UnsafeMutableBufferPointer<iovec>) throws(SystemError) -> Result
+    ) throws(SystemError) -> Result {
+        var vectors = [iovec](repeating: iovec(), count: count)
+        for position in 0..<count {
+            let chunk = chunks[head + position]
+            let skip = position == 0 ? offset : 0
+            // `chunks` holds every array (never empty) unmodified until `body` returns, so the
+            // storage these pointers name outlives the writev call.
+            let base = chunk.withUnsafeBytes { $0.baseAddress! } + skip
+            vectors[position] = iovec(iov_base: UnsafeMutableRawPointer(mutating: base), iov_len: chunk.count - skip)
+        }
+        return try vectors.withUnsafeMutableBufferPointer { buffer throws(SystemError) in try body(buffer) }
+    }
+
+    private mutating func consume(_ sent: Int) {
+        var remaining = sent
+        byteCount -= sent
+        while remaining > 0 {
+            let available = chunks[head].count - offset
+            if remaining >= available {
+                remaining -= available
+                chunks[head] = []
+                head += 1
+                offset = 0
+            } else {
+                offset += remaining
+                remaining = 0
+            }
+        }
+        if head > 32 && head * 2 > chunks.count {
+            chunks.removeFirst(head)
+            head = 0
+        }
+    }
+}

@@ -1,0 +1,153 @@
+import Foundation
+import RoostProtocol
+
+/// What a handler receives: the request plus what routing learned about it.
+public struct RequestContext: Sendable {
+    public let request: HTTPRequest
+    /// The route pattern that matched (`/v1/groups/{gid}`), for logs and metrics.
+    public let route: String
+    public let parameters: RouteParameters
+    public let requestID: String
+    public let peer: String
+}
+
+/// Path parameters, already checked against their declared type.
+public struct RouteParameters: Sendable {
+    var values: [String: String] = [:]
+
+    public subscript(_ name: String) -> String? { values[name] }
+
+    /// A `{name:uuid}` parameter (the router guarantees it parses).
+    public func uuid(_ name: String) -> UUID? { values[name].flatMap(UUID.init(uuidString:)) }
+
+    /// A `{name:int}` parameter.
+    public func int(_ name: String) -> Int64? { values[name].flatMap { Int64($0) } }
+}
+
+/// A handler: throws `APIError` for a client-facing failure; anything else becomes a logged 500.
+public typealias RouteHandler = @Sendable (RequestContext) async throws -> HTTPResponse
+
+/// Routes compiled into an immutable trie of path segments (hummingbird's shape): literal
+/// segments first, then one typed parameter per node. An unknown path is 404; a known path
+/// with another method is 405 with `Allow`.
+public struct Router: Sendable {
+    public enum Match {
+        case found(RouteHandler, pattern: String, parameters: RouteParameters, bodyLimit: Int?)
+        case notFound
+        case methodNotAllowed(allowed: [HTTPMethod])
+    }
+
+    fileprivate enum ParameterType: String, Sendable {
+        case string, uuid, int
+
+        func accepts(_ value: String) -> Bool {
+            switch self {
+            case .string: return !value.isEmpty
+            case .uuid: return UUID(uuidString: value) != nil
+            case .int: return Int64(value).map { $0 >= 0 } ?? false
+            }
+        }
+    }
+
+    fileprivate struct Route: Sendable {
+        let handler: RouteHandler
+        let pattern: String
+        let bodyLimit: Int?
+    }
+
+    fileprivate final class Node: Sendable {
+        let literals: [String: Node]
+        let parameter: (name: String, type: ParameterType, node: Node)?
+        let routes: [HTTPMethod: Route]
+
+        init(literals: [String: Node], parameter: (name: String, type: ParameterType, node: Node)?, routes: [HTTPMethod: Route]) {
+            self.literals = literals
+            self.parameter = parameter
+            self.routes = routes
+        }
+    }
+
+    private let root: Node
+    public let patterns: [(method: HTTPMethod, pattern: String)]
+
+    public func match(_ method: HTTPMethod, _ segments: [String]) -> Match {
+        var node = root
+        var parameters = RouteParameters()
+        for segment in segments {
+            if let next = node.literals[segment] {
+                node = next
+            } else if let parameter = node.parameter, parameter.type.accepts(segment) {
+                parameters.values[parameter.name] = segment
+                node = parameter.node
+            } else {
+                return .notFound
+            }
+        }
+        let lookup = method == .head ? (node.routes[.head] ?? node.routes[.get]) : node.routes[method]
+        if let route = lookup {
+            return .found(route.handler, pattern: route.pattern, parameters: parameters, bodyLimit: route.bodyLimit)
+        }
+        if node.routes.isEmpty { return .notFound }
+        return .methodNotAllowed(allowed: node.routes.keys.map(\.rawValue).sorted().map(HTTPMethod.init))
+    }
+
+    /// Collects routes, then `build()` compiles them.
+    public struct Builder {
+        private final class MutableNode {
+            var literals: [String: MutableNode] = [:]
+            var parameter: (name: String, type: ParameterType, node: MutableNode)?
+            var routes: [HTTPMethod: Route] = [:]
+
+            func freeze() -> Node {
+                Node(
+                    literals: literals.mapValues { $0.freeze() },
+                    parameter: parameter.map { ($0.name, $0.type, $0.node.freeze()) },
+                    routes: routes)
+            }
+        }
+
+        private let root = MutableNode()
+        private var patterns: [(HTTPMethod, String)] = []
+
+        public init() {}
+
+        /// Adds `pattern` such as `/v1/groups/{gid:uuid}/alerts/{seq:int}/ack`.
+        /// A conflicting route is a programming error and traps at start-up.
+        public mutating func add(_ method: HTTPMethod, _ pattern: String, bodyLimit: Int? = nil, _ handler: @escaping RouteHandler) {
+            var node = root
+            for segment in pattern.split(separator: "/") {
+                if segment.hasPrefix("{") && segment.hasSuffix("}") {
+                    let inner = segment.dropFirst().dropLast().split(separator: ":")
+                    let name = String(inner[0])
+                    guard let type = ParameterType(rawValue: inner.count > 1 ? String(inner[1]) : "string") else {
+                        preconditionFailure("route \(pattern): unknown parameter type in \(segment)")
+                    }
+                    if let existing = node.parameter {
+                        precondition(existing.name == name && existing.type == type, "route \(pattern) conflicts at \(segment)")
+                        node = existing.node
+                    } else {
+                        let next = MutableNode()
+                        node.parameter = (name, type, next)
+                        node = next
+                    }
+                } else {
+                    let literal = String(segment)
+                    if let next = node.literals[literal] {
+                        node = next
+                    } else {
+                        let next = MutableNode()
+                        node.literals[literal] = next
+                        node = next
+                    }
+                }
+            }
+            precondition(node.routes[method] == nil, "route \(method) \(pattern) is defined twice")
+            node.routes[method] = Route(handler: handler, pattern: pattern, bodyLimit: bodyLimit)
+            patterns.append((method, pattern))
+        }
+
+        public func build() -> Router {
+            Router(root: root.freeze(), patterns: patterns)
+        }
+    }
+}

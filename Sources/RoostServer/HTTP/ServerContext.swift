@@ -1,0 +1,84 @@
+import Foundation
+import RoostProtocol
+import Synchronization
+
+/// The network limits of DESIGN.md ("Limits every connection lives under"), all configurable.
+public struct NetworkLimits: Sendable {
+    public var maxHeaderBytes = 16 * 1024
+    public var maxRequestLineBytes = 8 * 1024
+    public var maxBodyBytes = 64 * 1024
+    public var headerTimeoutMilliseconds = 10_000
+    public var idleTimeoutMilliseconds = 60_000
+    public var maxConnections = 200_000
+    /// Requests of one connection being handled at once (pipelining depth); reading pauses beyond.
+    public var maxPipelinedRequests = 16
+    /// Handlers running at once on the node; beyond, requests get 503 with Retry-After.
+    public var maxConcurrentHandlers = 1024
+    public var shutdownGraceMilliseconds = 10_000
+    public init() {}
+}
+
+/// What every connection of a server shares: routing, limits, the handler gate, counters.
+final class ServerContext: Sendable {
+    let router: Router
+    let limits: NetworkLimits
+    let log: Log
+    let accessLog: Bool
+    let openConnections = Atomic<Int>(0)
+    let runningHandlers = Atomic<Int>(0)
+    let requestsServed = Atomic<Int>(0)
+    let shuttingDown = Atomic<Bool>(false)
+    private let date = Mutex<(second: Int64, text: String)>((0, ""))
+
+    init(router: Router, limits: NetworkLimits, log: Log, accessLog: Bool) {
+        self.router = router
+        self.limits = limits
+        self.log = log
+        self.accessLog = accessLog
+    }
+
+    /// The `Date` header value, formatted at most once a second.
+    var httpDate: String {
+        let second = Int64(Date().timeIntervalSince1970)
+        return date.withLock { cached in
+            if cached.second != second { cached = (second, HTTPDate.format(secondsSince1970: second)) }
+            return cached.text
+        }
+    }
+
+    /// Takes a handler slot, or refuses when the node is saturated.
+    func enterHandler() -> Bool {
+        let value = runningHandlers.add(1, ordering: .relaxed).newValue
+        if value > limits.maxConcurrentHandlers {
+            runningHandlers.subtract(1, ordering: .relaxed)
+            return false
+        }
+        return true
+    }
+
+    func exitHandler() {
+        runningHandlers.subtract(1, ordering: .relaxed)
+    }
+
+    var parserLimits: HTTPRequestParser.Limits {
+        var parser = HTTPRequestParser.Limits()
+        parser.maxHeaderBytes = limits.maxHeaderBytes
+        parser.maxRequestLineBytes = limits.maxRequestLineBytes
+        parser.maxBodyBytes = limits.maxBodyBytes
+        let router = self.router
+        let fallback = limits.maxBodyBytes
+        parser.bodyLimit = { head in
+            if case .found(_, _, _, let limit?) = router.match(head.method, head.target.pathSegments) { return limit }
+            return fallback
+        }
+        return parser
+    }
+}
+
+/// Carries a loop-confined object into a closure that will run on that same loop.
+///
+/// `@unchecked Sendable`: the value is only ever touched inside `EventLoop.execute` closures of
+/// the loop that owns it, so it never runs on two threads at once.
+struct LoopBound<Value: AnyObject>: @unchecked Sendable {
+    let value: Value
+}

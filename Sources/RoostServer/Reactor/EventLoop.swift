@@ -1,0 +1,191 @@
+import CLinuxEvents
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Something registered with an event loop for a file descriptor. Called on the loop thread.
+protocol EventHandler: AnyObject {
+    /// `readable` and `writable` as epoll reported them; errors and hang-ups count as both,
+    /// and the handler finds the error itself when it reads or writes.
+    func handleEvent(readable: Bool, writable: Bool)
+}
+
+/// One epoll loop on its own thread, in the manner of redis's `ae`: flat per-fd slots with
+/// generation numbers (an event for a closed and reused descriptor is recognised and dropped),
+/// one eventfd for work handed over from other threads, and deadlines from a timer heap that
+/// decide how long `epoll_wait` may sleep. Nothing on this thread ever waits for the database.
+///
+/// `@unchecked Sendable`: everything but `inbox` is touched only on the loop's own thread
+/// (`execute` is the one door in from outside); `inbox` is a Mutex.
+final class EventLoop: @unchecked Sendable {
+    private struct Slot {
+        var generation: UInt32
+        var handler: EventHandler
+        var events: UInt32
+    }
+
+    let index: Int
+    /// The loop's one read buffer, shared by its connections (see `ReadBuffer`).
+    let readBuffer = ReadBuffer()
+    private let epollFD: Int32
+    private let wakeFD: Int32
+    private var slots: [Slot?] = []
+    private var nextGeneration: UInt32 = 1
+    private var timers = TimerHeap()
+    private let inbox = Mutex<(tasks: [@Sendable () -> Void], woken: Bool)>(([], false))
+    private var stopped = false
+    /// Nanoseconds of the current iteration's start, read once per wake-up.
+    private(set) var now: UInt64 = EventLoop.monotonicNow()
+    /// The longest time between two iterations, for the `reactor loop lag` metric.
+    private(set) var worstLagNanoseconds: UInt64 = 0
+
+    /// The marker in `epoll_data` for the wake-up eventfd (no fd has generation 0).
+    private static let wakeMarker: UInt64 = UInt64(UInt32.max)
+
+    init(index: Int) throws {
+        self.index = index
+        epollFD = try mustSucceed("epoll_create1", { epoll_create1(Int32(EPOLL_CLOEXEC)) })
+        wakeFD = try mustSucceed("eventfd", { eventfd(0, Int32(EFD_NONBLOCK) | Int32(EFD_CLOEXEC)) })
+        var event = epoll_event()
+        event.events = EPOLLIN.rawValue
+        event.data.u64 = Self.wakeMarker
+        try mustSucceed("epoll_ctl(eventfd)", { epoll_ctl(epollFD, EPOLL_CTL_ADD, wakeFD, &event) })
+    }
+
+    deinit {
+        close(epollFD)
+        close(wakeFD)
+    }
+
+    static func monotonicNow() -> UInt64 {
+        var spec = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &spec)
+        return UInt64(spec.tv_sec) * 1_000_000_000 + UInt64(spec.tv_nsec)
+    }
+
+    // MARK: - From any thread
+
+    /// Runs `task` on the loop thread soon. The eventfd is written only when the inbox was
+    /// empty, so a burst of hand-overs costs one wake-up.
+    func execute(_ task: @escaping @Sendable () -> Void) {
+        let needsWake = inbox.withLock { inbox -> Bool in
+            inbox.tasks.append(task)
+            defer { inbox.woken = true }
+            return !inbox.woken
+        }
+        if needsWake {
+            var one: UInt64 = 1
+            _ = write(wakeFD, &one, 8)
+        }
+    }
+
+    /// Asks the loop to return from `run()` after the current iteration.
+    func stop() {
+        execute { [self] in stopped = true }
+    }
+
+    // MARK: - On the loop thread
+
+    /// Registers `fd` for the given interests; returns the registration's generation.
+    @discardableResult
+    func register(_ fd: Int32, _ handler: EventHandler, readable: Bool = true, writable: Bool = false) throws -> UInt32 {
+        let generation = nextGeneration
+        nextGeneration = nextGeneration &+ 1 == UInt32.max ? 1 : nextGeneration &+ 1
+        let events = Self.mask(readable: readable, writable: writable)
+        var event = epoll_event()
+        event.events = events
+        event.data.u64 = UInt64(UInt32(fd)) | UInt64(generation) << 32
+        try mustSucceed("epoll_ctl(ADD)", { epoll_ctl(epollFD, EPOLL_CTL_ADD, fd, &event) })
+        if Int(fd) >= slots.count { slots.append(contentsOf: repeatElement(nil, count: Int(fd) + 1 - slots.count)) }
+        slots[Int(fd)] = Slot(generation: generation, handler: handler, events: events)
+        return generation
+    }
+
+    /// Changes what `fd` waits for; a no-op when nothing changes.
+    func setInterest(_ fd: Int32, readable: Bool, writable: Bool) {
+        guard Int(fd) < slots.count, var slot = slots[Int(fd)] else { return }
+        let events = Self.mask(readable: readable, writable: writable)
+        guard events != slot.events else { return }
+        var event = epoll_event()
+        event.events = events
+        event.data.u64 = UInt64(UInt32(fd)) | UInt64(slot.generation) << 32
+        epoll_ctl(epollFD, EPOLL_CTL_MOD, fd, &event)
+        slot.events = events
+        slots[Int(fd)] = slot
+    }
+
+    /// Forgets `fd`; the caller closes it afterwards.
+    func deregister(_ fd: Int32) {
+        guard Int(fd) < slots.count, slots[Int(fd)] != nil else { return }
+        epoll_ctl(epollFD, EPOLL_CTL_DEL, fd, nil)
+        slots[Int(fd)] = nil
+    }
+
+    /// The registered handlers of one kind (for shutdown: every connection of this loop).
+    func handlers<Handler>(of type: Handler.Type) -> [Handler] {
+        slots.compactMap { $0?.handler as? Handler }
+    }
+
+    /// Runs `action` on this loop `delay` nanoseconds from now; returns a token for `cancel`.
+    func schedule(afterNanoseconds delay: UInt64, _ action: @escaping () -> Void) -> UInt64 {
+        timers.schedule(at: Self.monotonicNow() + delay, action)
+    }
+
+    func cancelTimer(_ token: UInt64) {
+        timers.cancel(token)
+    }
+
+    /// The loop itself: returns after `stop()`.
+    func run() {
+        var events = [epoll_event](repeating: epoll_event(), count: 512)
+        var previous = Self.monotonicNow()
+        while !stopped {
+            var timeout: Int32 = -1
+            if let deadline = timers.nextDeadline() {
+                let current = Self.monotonicNow()
+                timeout = deadline <= current ? 0 : Int32(min((deadline - current + 999_999) / 1_000_000, 60_000))
+            }
+            let count = events.withUnsafeMutableBufferPointer { epoll_wait(epollFD, $0.baseAddress, Int32($0.count), timeout) }
+            now = Self.monotonicNow()
+            if count < 0 && errno != EINTR { preconditionFailure("epoll_wait failed: errno \(errno)") }
+            for position in 0..<max(0, Int(count)) {
+                let event = events[position]
+                let data = event.data.u64
+                if data == Self.wakeMarker {
+                    drainInbox()
+                    continue
+                }
+                let fd = Int32(truncatingIfNeeded: data & 0xFFFF_FFFF)
+                let generation = UInt32(truncatingIfNeeded: data >> 32)
+                // An earlier handler in this batch may have closed the fd (and it may be reused).
+                guard Int(fd) < slots.count, let slot = slots[Int(fd)], slot.generation == generation else { continue }
+                let failed = event.events & (EPOLLERR.rawValue | EPOLLHUP.rawValue) != 0
+                slot.handler.handleEvent(
+                    readable: failed || event.events & EPOLLIN.rawValue != 0,
+                    writable: failed || event.events & EPOLLOUT.rawValue != 0)
+            }
+            for action in timers.takeDue(now: Self.monotonicNow()) { action() }
+            let lag = now - previous
+            if lag > worstLagNanoseconds && timeout != -1 { worstLagNanoseconds = lag }
+            previous = now
+        }
+    }
+
+    private func drainInbox() {
+        var counter: UInt64 = 0
+        _ = read(wakeFD, &counter, 8)
+        let tasks = inbox.withLock { inbox -> [@Sendable () -> Void] in
+            inbox.woken = false
+            let tasks = inbox.tasks
+            inbox.tasks = []
+            return tasks
+        }
+        for task in tasks { task() }
+    }
+
+    private static func mask(readable: Bool, writable: Bool) -> UInt32 {
+        (readable ? EPOLLIN.rawValue | EPOLLRDHUP.rawValue : 0) | (writable ? EPOLLOUT.rawValue : 0)
+    }
+}

@@ -1,0 +1,230 @@
+import Foundation
+import RoostProtocol
+@testable import RoostServer
+import Synchronization
+import Testing
+
+/// A server on an ephemeral port with routes made for testing the network core.
+final class TestServer {
+    let server: HTTPServer
+    let port: UInt16
+    /// Released by tests to let `/hold` handlers finish.
+    let gate = DispatchSemaphore(value: 0)
+
+    init(limits: NetworkLimits = NetworkLimits(), threads: Int = 2) throws {
+        var builder = Router.Builder()
+        builder.add(.get, "/hello") { _ in .json(.ok, Array(#"{"hello":"neighbour"}"#.utf8)) }
+        builder.add(.get, "/sleep/{ms:int}") { context in
+            try await Task.sleep(for: .milliseconds(context.parameters.int("ms")!))
+            return .json(.ok, Array("{\"slept\":\(context.parameters.int("ms")!)}".utf8))
+        }
+        let gate = self.gate
+        builder.add(.get, "/hold") { _ in
+            await withCheckedContinuation { continuation in
+                DispatchQueue.global().async {
+                    gate.wait()
+                    continuation.resume()
+                }
+            }
+            return .json(.ok, Array(#"{"held":true}"#.utf8))
+        }
+        builder.add(.get, "/big/{bytes:int}") { context in
+            let count = Int(context.parameters.int("bytes")!)
+            return HTTPResponse(status: .ok, body: (0..<count).map { UInt8(truncatingIfNeeded: $0 % 251) })
+        }
+        builder.add(.post, "/echo") { context in HTTPResponse(status: .ok, body: context.request.body) }
+        builder.add(.get, "/teapot") { _ in throw APIError(.conflict, code: "conflict", message: "already brewing") }
+        builder.add(.get, "/crash") { _ in throw CancellationError() }
+        server = try HTTPServer(
+            router: builder.build(), limits: limits, addresses: [.inet(host: "127.0.0.1", port: 0)], threads: threads,
+            log: Log(level: .error), accessLog: false)
+        try server.start()
+        port = server.boundPorts[0]
+    }
+
+    func stop() async {
+        for _ in 0..<64 { gate.signal() }
+        await server.shutdown()
+    }
+}
+
+@Suite(.serialized)
+struct HTTPServerTests {
+    @Test func keepAliveServesSeveralRequestsOnOneConnection() async throws {
+        let test = try TestServer()
+        let client = try TestClient(port: test.port)
+        for _ in 0..<3 {
+            client.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+            let response = try #require(client.readResponse())
+            #expect(response.status == 200)
+            #expect(response.text == #"{"hello":"neighbour"}"#)
+            #expect(response.headers["connection"] == "keep-alive")
+        }
+        await test.stop()
+    }
+
+    @Test func pipelinedResponsesComeBackInRequestOrder() async throws {
+        let test = try TestServer()
+        let client = try TestClient(port: test.port)
+        // The first handler is the slowest; the answers must still come back in order.
+        client.send("GET /sleep/300 HTTP/1.1\r\n\r\nGET /sleep/1 HTTP/1.1\r\n\r\nGET /hello HTTP/1.1\r\n\r\nPOST /echo HTTP/1.1\r\nContent-Length: 4\r\n\r\nabcd")
+        let bodies = (0..<4).compactMap { _ in client.readResponse()?.text }
+        #expect(bodies == [#"{"slept":300}"#, #"{"slept":1}"#, #"{"hello":"neighbour"}"#, "abcd"])
+        await test.stop()
+    }
+
+    @Test func unknownPathsAndMethodsGetTheJSONErrorShape() async throws {
+        let test = try TestServer()
+        let client = try TestClient(port: test.port)
+        client.send("GET /nope HTTP/1.1\r\n\r\n")
+        let missing = try #require(client.readResponse())
+        #expect(missing.status == 404)
+        #expect(missing.text.hasPrefix(#"{"error":{"code":"not_found""#))
+        client.send("DELETE /hello HTTP/1.1\r\n\r\n")
+        let wrongMethod = try #require(client.readResponse())
+        #expect(wrongMethod.status == 405)
+        #expect(wrongMethod.headers["allow"] == "GET")
+        client.send("GET /sleep/abc HTTP/1.1\r\n\r\n")
+        #expect(client.readResponse()?.status == 404)
+        client.send("GET /teapot HTTP/1.1\r\n\r\n")
+        let conflict = try #require(client.readResponse())
+        #expect(conflict.status == 409)
+        #expect(conflict.text == #"{"error":{"code":"conflict","message":"already brewing"}}"#)
+        await test.stop()
+    }
+
+    @Test func aHandlerFailureIsA500ThatNamesTheRequestAndTheServerKeepsServing() async throws {
+        let test = try TestServer()
+        let client = try TestClient(port: test.port)
+        client.send("GET /crash HTTP/1.1\r\nX-Request-Id: trace-123\r\n\r\n")
+        let failed = try #require(client.readResponse())
+        #expect(failed.status == 500)
+        #expect(failed.headers["x-request-id"] == "trace-123")
+        #expect(failed.text.contains("trace-123"))
+        client.send("GET /hello HTTP/1.1\r\n\r\n")
+        #expect(client.readResponse()?.status == 200)
+        await test.stop()
+    }
+
+    @Test func aMalformedRequestGets400AndTheConnectionCloses() async throws {
+        let test = try TestServer()
+        let client = try TestClient(port: test.port)
+        client.send("POST /echo HTTP/1.1\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n")
+        let response = try #require(client.readResponse())
+        #expect(response.status == 400)
+        #expect(response.headers["connection"] == "close")
+        #expect(client.waitForClose())
+        // Others are unaffected.
+        let other = try TestClient(port: test.port)
+        other.send("GET /hello HTTP/1.1\r\n\r\n")
+        #expect(other.readResponse()?.status == 200)
+        await test.stop()
+    }
+
+    @Test func aTooLargeBodyGets413() async throws {
+        var limits = NetworkLimits()
+        limits.maxBodyBytes = 1024
+        let test = try TestServer(limits: limits)
+        let client = try TestClient(port: test.port)
+        client.send("POST /echo HTTP/1.1\r\nContent-Length: 5000\r\n\r\n")
+        let response = try #require(client.readResponse())
+        #expect(response.status == 413)
+        #expect(response.text.contains("payload_too_large"))
+        await test.stop()
+    }
+
+    @Test func aTrickledRequestIsClosedAtTheHeaderDeadlineWhileOthersAreServed() async throws {
+        var limits = NetworkLimits()
+        limits.headerTimeoutMilliseconds = 400
+        let test = try TestServer(limits: limits)
+        let slow = try TestClient(port: test.port)
+        let started = ContinuousClock.now
+        let trickle = Task.detached {
+            for byte in Array("GET /hello HTTP/1.1\r\nX-Slow: ".utf8) + Array(repeating: UInt8(ascii: "a"), count: 100) {
+                slow.send([byte])
+                try await Task.sleep(for: .milliseconds(100))
+            }
+        }
+        // While the slow client trickles, a normal one gets prompt answers.
+        let normal = try TestClient(port: test.port)
+        for _ in 0..<3 {
+            normal.send("GET /hello HTTP/1.1\r\n\r\n")
+            #expect(normal.readResponse()?.status == 200)
+        }
+        #expect(slow.waitForClose())
+        let elapsed = ContinuousClock.now - started
+        #expect(elapsed >= .milliseconds(350) && elapsed < .seconds(3), "closed after \(elapsed)")
+        trickle.cancel()
+        await test.stop()
+    }
+
+    @Test func anIdleKeepAliveConnectionIsClosed() async throws {
+        var limits = NetworkLimits()
+        limits.idleTimeoutMilliseconds = 300
+        let test = try TestServer(limits: limits)
+        let client = try TestClient(port: test.port)
+        client.send("GET /hello HTTP/1.1\r\n\r\n")
+        #expect(client.readResponse()?.status == 200)
+        #expect(client.waitForClose())
+        await test.stop()
+    }
+
+    @Test func aResponseLargerThanTheSocketBufferReachesASlowReaderIntact() async throws {
+        let test = try TestServer()
+        let client = try TestClient(port: test.port, receiveBuffer: 4096)
+        let size = 8 * 1024 * 1024
+        client.send("GET /big/\(size) HTTP/1.1\r\n\r\n")
+        try await Task.sleep(for: .milliseconds(200))  // let the server fill the socket and wait for EPOLLOUT
+        let response = try #require(client.readResponse())
+        #expect(response.body.count == size)
+        #expect(response.body.enumerated().allSatisfy { $0.element == UInt8(truncatingIfNeeded: $0.offset % 251) })
+        await test.stop()
+    }
+
+    @Test func whenEveryHandlerSlotIsTakenNewRequestsGet503WithRetryAfter() async throws {
+        var limits = NetworkLimits()
+        limits.maxConcurrentHandlers = 1
+        let test = try TestServer(limits: limits)
+        let holder = try TestClient(port: test.port)
+        holder.send("GET /hold HTTP/1.1\r\n\r\n")
+        while test.server.runningHandlers < 1 { try await Task.sleep(for: .milliseconds(5)) }
+        let client = try TestClient(port: test.port)
+        client.send("GET /hello HTTP/1.1\r\n\r\n")
+        let busy = try #require(client.readResponse())
+        #expect(busy.status == 503)
+        #expect(busy.headers["retry-after"] == "1")
+        test.gate.signal()
+        #expect(holder.readResponse()?.status == 200)
+        client.send("GET /hello HTTP/1.1\r\n\r\n")
+        #expect(client.readResponse()?.status == 200)
+        await test.stop()
+    }
+
+    @Test func requestIDsAreEchoedOrGenerated() async throws {
+        let test = try TestServer()
+        let client = try TestClient(port: test.port)
+        client.send("GET /hello HTTP/1.1\r\nX-Request-Id: abc-123\r\n\r\n")
+        #expect(client.readResponse()?.headers["x-request-id"] == "abc-123")
+        client.send("GET /hello HTTP/1.1\r\nX-Request-Id: bad id with spaces\r\n\r\n")
+        let generated = client.readResponse()?.headers["x-request-id"]
+        #expect(generated.flatMap(UUID.init(uuidString:)) != nil)
+        await test.stop()
+    }
+
+    @Test func shutdownAnswersRequestsInFlightThenStops() async throws {
+        let test = try TestServer()
+        let client = try TestClient(port: test.port)
+        client.send("GET /sleep/300 HTTP/1.1\r\n\r\n")
+        while test.server.runningHandlers < 1 { try await Task.sleep(for: .milliseconds(5)) }
+        let idle = try TestClient(port: test.port)
+        idle.send("GET /hello HTTP/1.1\r\n\r\n")
+        #expect(idle.readResponse()?.status == 200)
+        await test.server.shutdown()
+        let response = try #require(client.readResponse())
+        #expect(response.status == 200)
+        #expect(response.headers["connection"] == "close")
+        #expect(idle.waitForClose())
+        #expect(test.server.openConnections == 0)
+        #expect(throws: TestClientError.self) { try TestClient(port: test.port) }
+    }
+}

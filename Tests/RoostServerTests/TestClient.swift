@@ -1,0 +1,117 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A blocking TCP client over a real socket, for driving the server byte by byte.
+///
+/// `@unchecked Sendable`: a test hands a client to at most one other task at a time (a
+/// trickling writer), which only sends while the test only reads.
+final class TestClient: @unchecked Sendable {
+    let fd: Int32
+    private var pending: [UInt8] = []
+
+    struct Response {
+        let status: Int
+        let headers: [String: String]
+        let body: [UInt8]
+        var text: String { String(decoding: body, as: UTF8.self) }
+    }
+
+    init(port: UInt16, receiveBuffer: Int32? = nil) throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        if var size = receiveBuffer {
+            setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        inet_pton(AF_INET, "127.0.0.1", &address.sin_addr)
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard result == 0 else {
+            close(fd)
+            throw TestClientError("connect failed: errno \(errno)")
+        }
+        setTimeout(seconds: 10)
+    }
+
+    deinit { close(fd) }
+
+    func setTimeout(seconds: Double) {
+        var value = timeval(tv_sec: Int(seconds), tv_usec: Int((seconds - Double(Int(seconds))) * 1e6))
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &value, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    func send(_ text: String) { send(Array(text.utf8)) }
+
+    func send(_ bytes: [UInt8]) {
+        var offset = 0
+        while offset < bytes.count {
+            let sent = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if sent <= 0 { return }
+            offset += sent
+        }
+    }
+
+    /// Reads up to `max` bytes once; [] on EOF or reset; nil on timeout or error.
+    func readSome(max: Int = 65_536) -> [UInt8]? {
+        if !pending.isEmpty {
+            defer { pending = [] }
+            return pending
+        }
+        var buffer = [UInt8](repeating: 0, count: max)
+        let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        // A close with unread input arrives as a reset: for the client that is a close too.
+        if count < 0 { return errno == ECONNRESET ? [] : nil }
+        return Array(buffer[0..<count])
+    }
+
+    /// Reads one complete HTTP response (Content-Length framed); nil on timeout or EOF.
+    func readResponse() -> Response? {
+        var data = pending
+        pending = []
+        func find(_ needle: [UInt8]) -> Int? {
+            guard data.count >= needle.count else { return nil }
+            for start in 0...(data.count - needle.count) where data[start..<(start + needle.count)].elementsEqual(needle) { return start }
+            return nil
+        }
+        let separator = Array("\r\n\r\n".utf8)
+        var headerEnd = find(separator)
+        while headerEnd == nil {
+            guard let more = readSome(), !more.isEmpty else { return nil }
+            data += more
+            headerEnd = find(separator)
+        }
+        let head = String(decoding: data[0..<headerEnd!], as: UTF8.self).components(separatedBy: "\r\n")
+        guard let status = Int(head[0].split(separator: " ")[1]) else { return nil }
+        var headers: [String: String] = [:]
+        for line in head.dropFirst() {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        }
+        let length = Int(headers["content-length"] ?? "0") ?? 0
+        let bodyStart = headerEnd! + 4
+        while data.count < bodyStart + length {
+            guard let more = readSome(), !more.isEmpty else { return nil }
+            data += more
+        }
+        pending = Array(data[(bodyStart + length)...])
+        return Response(status: status, headers: headers, body: Array(data[bodyStart..<(bodyStart + length)]))
+    }
+
+    /// True when the server closes the connection within the receive timeout.
+    func waitForClose() -> Bool {
+        while true {
+            guard let bytes = readSome() else { return false }
+            if bytes.isEmpty { return true }
+        }
+    }
+}
+
+struct TestClientError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
