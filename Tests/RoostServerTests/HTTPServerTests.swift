@@ -11,8 +11,12 @@ final class TestServer {
     /// Released by tests to let `/hold` handlers finish.
     let gate = DispatchSemaphore(value: 0)
 
-    init(limits: NetworkLimits = NetworkLimits(), threads: Int = 2) throws {
+    init(limits: NetworkLimits = NetworkLimits(), threads: Int = 2, extraRoutes: (inout Router.Builder) -> Void = { _ in }) throws {
+        var limits = limits
+        // Tests end with a shutdown that clients do not answer: do not wait 5 s for each.
+        limits.closeTimeoutMilliseconds = min(limits.closeTimeoutMilliseconds, 300)
         var builder = Router.Builder()
+        extraRoutes(&builder)
         builder.add(.get, "/hello") { _ in .json(.ok, Array(#"{"hello":"neighbour"}"#.utf8)) }
         builder.add(.get, "/sleep/{ms:int}") { context in
             try await Task.sleep(for: .milliseconds(context.parameters.int("ms")!))
@@ -55,7 +59,7 @@ struct HTTPServerTests {
         let client = try TestClient(port: test.port)
         for _ in 0..<3 {
             client.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
-            let response = try #require(client.readResponse())
+            let response = try #require(await client.readResponse())
             #expect(response.status == 200)
             #expect(response.text == #"{"hello":"neighbour"}"#)
             #expect(response.headers["connection"] == "keep-alive")
@@ -68,7 +72,8 @@ struct HTTPServerTests {
         let client = try TestClient(port: test.port)
         // The first handler is the slowest; the answers must still come back in order.
         client.send("GET /sleep/300 HTTP/1.1\r\n\r\nGET /sleep/1 HTTP/1.1\r\n\r\nGET /hello HTTP/1.1\r\n\r\nPOST /echo HTTP/1.1\r\nContent-Length: 4\r\n\r\nabcd")
-        let bodies = (0..<4).compactMap { _ in client.readResponse()?.text }
+        var bodies: [String] = []
+        for _ in 0..<4 { if let text = await client.readResponse()?.text { bodies.append(text) } }
         #expect(bodies == [#"{"slept":300}"#, #"{"slept":1}"#, #"{"hello":"neighbour"}"#, "abcd"])
         await test.stop()
     }
@@ -77,17 +82,17 @@ struct HTTPServerTests {
         let test = try TestServer()
         let client = try TestClient(port: test.port)
         client.send("GET /nope HTTP/1.1\r\n\r\n")
-        let missing = try #require(client.readResponse())
+        let missing = try #require(await client.readResponse())
         #expect(missing.status == 404)
         #expect(missing.text.hasPrefix(#"{"error":{"code":"not_found""#))
         client.send("DELETE /hello HTTP/1.1\r\n\r\n")
-        let wrongMethod = try #require(client.readResponse())
+        let wrongMethod = try #require(await client.readResponse())
         #expect(wrongMethod.status == 405)
         #expect(wrongMethod.headers["allow"] == "GET")
         client.send("GET /sleep/abc HTTP/1.1\r\n\r\n")
-        #expect(client.readResponse()?.status == 404)
+        #expect(await client.readResponse()?.status == 404)
         client.send("GET /teapot HTTP/1.1\r\n\r\n")
-        let conflict = try #require(client.readResponse())
+        let conflict = try #require(await client.readResponse())
         #expect(conflict.status == 409)
         #expect(conflict.text == #"{"error":{"code":"conflict","message":"already brewing"}}"#)
         await test.stop()
@@ -97,12 +102,12 @@ struct HTTPServerTests {
         let test = try TestServer()
         let client = try TestClient(port: test.port)
         client.send("GET /crash HTTP/1.1\r\nX-Request-Id: trace-123\r\n\r\n")
-        let failed = try #require(client.readResponse())
+        let failed = try #require(await client.readResponse())
         #expect(failed.status == 500)
         #expect(failed.headers["x-request-id"] == "trace-123")
         #expect(failed.text.contains("trace-123"))
         client.send("GET /hello HTTP/1.1\r\n\r\n")
-        #expect(client.readResponse()?.status == 200)
+        #expect(await client.readResponse()?.status == 200)
         await test.stop()
     }
 
@@ -110,14 +115,14 @@ struct HTTPServerTests {
         let test = try TestServer()
         let client = try TestClient(port: test.port)
         client.send("POST /echo HTTP/1.1\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n")
-        let response = try #require(client.readResponse())
+        let response = try #require(await client.readResponse())
         #expect(response.status == 400)
         #expect(response.headers["connection"] == "close")
-        #expect(client.waitForClose())
+        #expect(await client.waitForClose())
         // Others are unaffected.
         let other = try TestClient(port: test.port)
         other.send("GET /hello HTTP/1.1\r\n\r\n")
-        #expect(other.readResponse()?.status == 200)
+        #expect(await other.readResponse()?.status == 200)
         await test.stop()
     }
 
@@ -127,7 +132,7 @@ struct HTTPServerTests {
         let test = try TestServer(limits: limits)
         let client = try TestClient(port: test.port)
         client.send("POST /echo HTTP/1.1\r\nContent-Length: 5000\r\n\r\n")
-        let response = try #require(client.readResponse())
+        let response = try #require(await client.readResponse())
         #expect(response.status == 413)
         #expect(response.text.contains("payload_too_large"))
         await test.stop()
@@ -149,9 +154,9 @@ struct HTTPServerTests {
         let normal = try TestClient(port: test.port)
         for _ in 0..<3 {
             normal.send("GET /hello HTTP/1.1\r\n\r\n")
-            #expect(normal.readResponse()?.status == 200)
+            #expect(await normal.readResponse()?.status == 200)
         }
-        #expect(slow.waitForClose())
+        #expect(await slow.waitForClose())
         let elapsed = ContinuousClock.now - started
         #expect(elapsed >= .milliseconds(350) && elapsed < .seconds(3), "closed after \(elapsed)")
         trickle.cancel()
@@ -164,8 +169,8 @@ struct HTTPServerTests {
         let test = try TestServer(limits: limits)
         let client = try TestClient(port: test.port)
         client.send("GET /hello HTTP/1.1\r\n\r\n")
-        #expect(client.readResponse()?.status == 200)
-        #expect(client.waitForClose())
+        #expect(await client.readResponse()?.status == 200)
+        #expect(await client.waitForClose())
         await test.stop()
     }
 
@@ -175,7 +180,7 @@ struct HTTPServerTests {
         let size = 8 * 1024 * 1024
         client.send("GET /big/\(size) HTTP/1.1\r\n\r\n")
         try await Task.sleep(for: .milliseconds(200))  // let the server fill the socket and wait for EPOLLOUT
-        let response = try #require(client.readResponse())
+        let response = try #require(await client.readResponse())
         #expect(response.body.count == size)
         #expect(response.body.enumerated().allSatisfy { $0.element == UInt8(truncatingIfNeeded: $0.offset % 251) })
         await test.stop()
@@ -190,13 +195,13 @@ struct HTTPServerTests {
         while test.server.runningHandlers < 1 { try await Task.sleep(for: .milliseconds(5)) }
         let client = try TestClient(port: test.port)
         client.send("GET /hello HTTP/1.1\r\n\r\n")
-        let busy = try #require(client.readResponse())
+        let busy = try #require(await client.readResponse())
         #expect(busy.status == 503)
         #expect(busy.headers["retry-after"] == "1")
         test.gate.signal()
-        #expect(holder.readResponse()?.status == 200)
+        #expect(await holder.readResponse()?.status == 200)
         client.send("GET /hello HTTP/1.1\r\n\r\n")
-        #expect(client.readResponse()?.status == 200)
+        #expect(await client.readResponse()?.status == 200)
         await test.stop()
     }
 
@@ -204,9 +209,9 @@ struct HTTPServerTests {
         let test = try TestServer()
         let client = try TestClient(port: test.port)
         client.send("GET /hello HTTP/1.1\r\nX-Request-Id: abc-123\r\n\r\n")
-        #expect(client.readResponse()?.headers["x-request-id"] == "abc-123")
+        #expect(await client.readResponse()?.headers["x-request-id"] == "abc-123")
         client.send("GET /hello HTTP/1.1\r\nX-Request-Id: bad id with spaces\r\n\r\n")
-        let generated = client.readResponse()?.headers["x-request-id"]
+        let generated = await client.readResponse()?.headers["x-request-id"]
         #expect(generated.flatMap(UUID.init(uuidString:)) != nil)
         await test.stop()
     }
@@ -218,12 +223,12 @@ struct HTTPServerTests {
         while test.server.runningHandlers < 1 { try await Task.sleep(for: .milliseconds(5)) }
         let idle = try TestClient(port: test.port)
         idle.send("GET /hello HTTP/1.1\r\n\r\n")
-        #expect(idle.readResponse()?.status == 200)
+        #expect(await idle.readResponse()?.status == 200)
         await test.server.shutdown()
-        let response = try #require(client.readResponse())
+        let response = try #require(await client.readResponse())
         #expect(response.status == 200)
         #expect(response.headers["connection"] == "close")
-        #expect(idle.waitForClose())
+        #expect(await idle.waitForClose())
         #expect(test.server.openConnections == 0)
         #expect(throws: TestClientError.self) { try TestClient(port: test.port) }
     }

@@ -69,8 +69,19 @@ final class TestClient: @unchecked Sendable {
         return Array(buffer[0..<count])
     }
 
+    /// Reads one complete HTTP response off the cooperative threads (which the server's
+    /// handlers need): tests must never block them.
+    func readResponse() async -> Response? {
+        await offload { self.readResponseBlocking() }
+    }
+
+    /// True when the server closes the connection within the receive timeout.
+    func waitForClose() async -> Bool {
+        await offload { self.waitForCloseBlocking() }
+    }
+
     /// Reads one complete HTTP response (Content-Length framed); nil on timeout or EOF.
-    func readResponse() -> Response? {
+    func readResponseBlocking() -> Response? {
         var data = pending
         pending = []
         func find(_ needle: [UInt8]) -> Int? {
@@ -102,8 +113,7 @@ final class TestClient: @unchecked Sendable {
         return Response(status: status, headers: headers, body: Array(data[bodyStart..<(bodyStart + length)]))
     }
 
-    /// True when the server closes the connection within the receive timeout.
-    func waitForClose() -> Bool {
+    func waitForCloseBlocking() -> Bool {
         while true {
             guard let bytes = readSome() else { return false }
             if bytes.isEmpty { return true }
@@ -115,3 +125,12 @@ struct TestClientError: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }
 }
+
+/// Runs blocking socket work on a dispatch thread and awaits it.
+func offload<Value: Sendable>(_ work: @escaping @Sendable () -> Value) async -> Value {
+    await withCheckedContinuation { continuation in
+        DispatchQueue.global().async { continuation.resume(returning: work()) }
+    }
+}
+
+import Dispatch

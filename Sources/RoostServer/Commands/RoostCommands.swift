@@ -15,6 +15,10 @@ public enum RoostCommands {
         let serverBox = ServerBox()
         var builder = Router.Builder()
         OperationsRoutes.add(to: &builder, pool: pool) { serverBox.server }
+        if configuration.conformanceEcho {
+            log.warning("serving the test-only WebSocket echo at /v1/conformance/echo")
+            builder.addWebSocket("/v1/conformance/echo") { _ in EchoSession() }
+        }
         let threads = configuration.threads > 0 ? configuration.threads : ProcessInfo.processInfo.activeProcessorCount
         let server = try HTTPServer(
             router: builder.build(), limits: configuration.network, addresses: addresses, threads: threads, log: log,

@@ -21,6 +21,8 @@ public struct ServerConfiguration: Sendable {
     public var threads = 0
     public var network = NetworkLimits()
     public var accessLog = true
+    /// Serves `/v1/conformance/echo` (tests and the WebSocket conformance suite only).
+    public var conformanceEcho = false
 
     public init() {}
 

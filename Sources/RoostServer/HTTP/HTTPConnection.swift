@@ -14,18 +14,18 @@ import Glibc
 final class HTTPConnection: EventHandler {
     let fd: Int32
     let peer: String
-    private unowned let loop: EventLoop
-    private let context: ServerContext
-    private var parser: HTTPRequestParser
-    private var outbound = OutboundBuffer()
+    unowned let loop: EventLoop
+    let context: ServerContext
+    var parser: HTTPRequestParser
+    var outbound = OutboundBuffer()
     /// Finished responses waiting for an earlier one, by request number.
     private var finished: [Int: [UInt8]] = [:]
     private var nextRequest = 0
     private var nextToWrite = 0
     private var inFlight = 0
     /// No more requests are read (Connection: close, a parse error, shutdown, peer EOF).
-    private var stopReading = false
-    private var closeWhenDrained = false
+    var stopReading = false
+    var closeWhenDrained = false
     private var waitingForWritable = false
     private var deadline: (token: UInt64, kind: DeadlineKind)?
 
@@ -36,6 +36,10 @@ final class HTTPConnection: EventHandler {
         case idle
     }
     private(set) var isClosed = false
+    /// Set once the connection has switched protocols (see HTTPConnection+WebSocket.swift).
+    var webSocket: WebSocketState?
+    /// An accepted upgrade waiting for the responses before it to be written.
+    var pendingUpgrade: (number: Int, session: WebSocketSession)?
     /// Called once when the connection closes (the server's bookkeeping).
     var onClose: ((HTTPConnection) -> Void)?
 
@@ -54,7 +58,12 @@ final class HTTPConnection: EventHandler {
 
     func handleEvent(readable: Bool, writable: Bool) {
         if writable && waitingForWritable { flush() }
-        if readable && !isClosed && !stopReading { readAvailable() }
+        guard readable && !isClosed else { return }
+        if webSocket != nil {
+            readWebSocket()
+        } else if !stopReading {
+            readAvailable()
+        }
     }
 
     // MARK: - Reading
@@ -111,6 +120,9 @@ final class HTTPConnection: EventHandler {
             let names = allowed.map(\.rawValue).joined(separator: ", ")
             let error = APIError(.methodNotAllowed, code: "method_not_allowed", message: "\(request.method) is not allowed here; use \(names)", headers: ["Allow": names])
             respondImmediately(HTTPResponse(error), keepAlive: keepAlive, started: started, method: request.method.rawValue, route: "-", requestID: requestID)
+        case .webSocket(let acceptor, let pattern, let parameters):
+            let requestContext = RequestContext(request: request, route: pattern, parameters: parameters, requestID: requestID, peer: peer)
+            beginUpgrade(requestContext, acceptor: acceptor, started: started)
         case .found(let handler, let pattern, let parameters, _):
             guard context.enterHandler() else {
                 let error = APIError(.serviceUnavailable, code: "unavailable", message: "the server is busy; try again shortly", headers: ["Retry-After": "1"])
@@ -158,7 +170,16 @@ final class HTTPConnection: EventHandler {
         }
     }
 
-    private func respondImmediately(_ response: HTTPResponse, keepAlive: Bool, started: UInt64, method: String, route: String, requestID: String) {
+    /// The next response slot, for a response that will be finished later.
+    func reserveResponseNumber() -> Int {
+        defer {
+            nextRequest += 1
+            inFlight += 1
+        }
+        return nextRequest
+    }
+
+    func respondImmediately(_ response: HTTPResponse, keepAlive: Bool, started: UInt64, method: String, route: String, requestID: String) {
         let number = nextRequest
         nextRequest += 1
         inFlight += 1
@@ -166,7 +187,7 @@ final class HTTPConnection: EventHandler {
     }
 
     /// A response is ready: queue it behind earlier ones and write what can be written.
-    private func finish(
+    func finish(
         _ number: Int, _ response: HTTPResponse, keepAlive: Bool, isHead: Bool, started: UInt64,
         method: String, route: String, requestID: String
     ) {
@@ -194,6 +215,12 @@ final class HTTPConnection: EventHandler {
         while let next = finished.removeValue(forKey: nextToWrite) {
             outbound.append(next)
             nextToWrite += 1
+            if let upgrade = pendingUpgrade, upgrade.number == nextToWrite - 1 {
+                pendingUpgrade = nil
+                enterWebSocketMode(upgrade.session)
+                flush()
+                return
+            }
         }
         flush()
         // Reading may have paused at the pipelining limit.
@@ -208,7 +235,7 @@ final class HTTPConnection: EventHandler {
     // MARK: - Writing
 
     /// Writes straight away; EPOLLOUT is armed only while the socket would block.
-    private func flush() {
+    func flush() {
         guard !isClosed else { return }
         do {
             let drained = try outbound.write(to: fd)
@@ -221,20 +248,22 @@ final class HTTPConnection: EventHandler {
         closeIfDone()
     }
 
-    private func updateInterest() {
+    func updateInterest() {
         guard !isClosed else { return }
-        let wantsRead = !stopReading && inFlight < context.limits.maxPipelinedRequests
+        // A WebSocket always reads (pings, the peer's close); HTTP pauses at the pipelining limit.
+        let wantsRead = webSocket != nil || (!stopReading && inFlight < context.limits.maxPipelinedRequests)
         loop.setInterest(fd, readable: wantsRead, writable: waitingForWritable)
     }
 
-    private func closeIfDone() {
+    func closeIfDone() {
+        if closeWhenDrained && webSocket != nil && outbound.isEmpty { close(); return }
         if closeWhenDrained && inFlight == 0 && outbound.isEmpty && finished.isEmpty { close() }
     }
 
     // MARK: - Deadlines
 
     private func rearmDeadline() {
-        guard !isClosed else { return }
+        guard !isClosed, webSocket == nil else { return }
         let wanted: DeadlineKind?
         if inFlight > 0 || !outbound.isEmpty {
             wanted = nil  // the server owes a response; no client deadline runs
@@ -265,11 +294,20 @@ final class HTTPConnection: EventHandler {
         loop.deregister(fd)
         Glibc.close(fd)
         outbound.discard()
+        if let webSocket {
+            webSocket.cancelTimers(on: loop)
+            webSocket.session.closed(code: webSocket.closeCodeReceived)
+        }
         onClose?(self)
     }
 
-    /// For shutdown: close now if nothing is owed, else after the owed responses.
+    /// For shutdown: close now if nothing is owed, else after the owed responses; a WebSocket
+    /// gets a 1001 close frame.
     func closeGracefully() {
+        if webSocket != nil {
+            startClosing(.goingAway, reason: "server shutting down")
+            return
+        }
         stopReading = true
         closeWhenDrained = true
         updateInterest()

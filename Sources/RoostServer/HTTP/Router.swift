@@ -33,6 +33,7 @@ public typealias RouteHandler = @Sendable (RequestContext) async throws -> HTTPR
 public struct Router: Sendable {
     public enum Match {
         case found(RouteHandler, pattern: String, parameters: RouteParameters, bodyLimit: Int?)
+        case webSocket(WebSocketAcceptor, pattern: String, parameters: RouteParameters)
         case notFound
         case methodNotAllowed(allowed: [HTTPMethod])
     }
@@ -53,6 +54,8 @@ public struct Router: Sendable {
         let handler: RouteHandler
         let pattern: String
         let bodyLimit: Int?
+        /// Set for WebSocket endpoints: the request is an upgrade, not a call.
+        var acceptor: WebSocketAcceptor?
     }
 
     fileprivate final class Node: Sendable {
@@ -85,6 +88,7 @@ public struct Router: Sendable {
         }
         let lookup = method == .head ? (node.routes[.head] ?? node.routes[.get]) : node.routes[method]
         if let route = lookup {
+            if let acceptor = route.acceptor { return .webSocket(acceptor, pattern: route.pattern, parameters: parameters) }
             return .found(route.handler, pattern: route.pattern, parameters: parameters, bodyLimit: route.bodyLimit)
         }
         if node.routes.isEmpty { return .notFound }
@@ -114,6 +118,19 @@ public struct Router: Sendable {
         /// Adds `pattern` such as `/v1/groups/{gid:uuid}/alerts/{seq:int}/ack`.
         /// A conflicting route is a programming error and traps at start-up.
         public mutating func add(_ method: HTTPMethod, _ pattern: String, bodyLimit: Int? = nil, _ handler: @escaping RouteHandler) {
+            insert(method, pattern, Route(handler: handler, pattern: pattern, bodyLimit: bodyLimit))
+        }
+
+        /// A WebSocket endpoint: `GET pattern` with `Upgrade: websocket` becomes a session.
+        public mutating func addWebSocket(_ pattern: String, _ acceptor: @escaping WebSocketAcceptor) {
+            let refuse: RouteHandler = { _ in
+                throw APIError(.upgradeRequired, code: "upgrade_required", message: "this endpoint needs Upgrade: websocket",
+                               headers: ["Upgrade": "websocket", "Connection": "Upgrade"])
+            }
+            insert(.get, pattern, Route(handler: refuse, pattern: pattern, bodyLimit: 0, acceptor: acceptor))
+        }
+
+        private mutating func insert(_ method: HTTPMethod, _ pattern: String, _ route: Route) {
             var node = root
             for segment in pattern.split(separator: "/") {
                 if segment.hasPrefix("{") && segment.hasSuffix("}") {
@@ -142,7 +159,7 @@ public struct Router: Sendable {
                 }
             }
             precondition(node.routes[method] == nil, "route \(method) \(pattern) is defined twice")
-            node.routes[method] = Route(handler: handler, pattern: pattern, bodyLimit: bodyLimit)
+            node.routes[method] = route
             patterns.append((method, pattern))
         }
 

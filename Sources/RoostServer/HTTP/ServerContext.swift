@@ -15,6 +15,15 @@ public struct NetworkLimits: Sendable {
     /// Handlers running at once on the node; beyond, requests get 503 with Retry-After.
     public var maxConcurrentHandlers = 1024
     public var shutdownGraceMilliseconds = 10_000
+    /// A WebSocket message after reassembly: 1009 beyond.
+    public var maxWebSocketMessageBytes = 64 * 1024
+    public var pingIntervalMilliseconds = 30_000
+    /// No pong this long after a ping: close 1001.
+    public var pongTimeoutMilliseconds = 60_000
+    /// Bytes queued for one WebSocket client: beyond, it has fallen behind and is closed with 1013.
+    public var maxOutboundQueueBytes = 1024 * 1024
+    /// How long the peer may take to answer our close frame before the socket is closed.
+    public var closeTimeoutMilliseconds = 5_000
     public init() {}
 }
 

@@ -1,0 +1,208 @@
+import RoostProtocol
+
+/// A connection's state after `101 Switching Protocols` (RFC 6455).
+struct WebSocketState {
+    var reader: WebSocketReader
+    let session: WebSocketSession
+    let channel: WebSocketChannel
+    var closeSent = false
+    var closeCodeReceived: WebSocketCloseCode?
+    var pingTimer: UInt64?
+    var closeTimer: UInt64?
+    var lastPingAt: UInt64 = 0
+    var lastPongAt: UInt64 = 0
+
+    func cancelTimers(on loop: EventLoop) {
+        if let pingTimer { loop.cancelTimer(pingTimer) }
+        if let closeTimer { loop.cancelTimer(closeTimer) }
+    }
+}
+
+extension HTTPConnection {
+    // MARK: - Upgrade
+
+    /// Checks the handshake, asks the acceptor off the loop, then answers 101 or the refusal.
+    func beginUpgrade(_ requestContext: RequestContext, acceptor: @escaping WebSocketAcceptor, started: UInt64) {
+        let request = requestContext.request
+        // Whatever follows the upgrade request belongs to the WebSocket, not to HTTP.
+        stopReading = true
+        let handshake: HTTPResponse
+        switch WebSocketHandshake.accept(request) {
+        case .failure(let error):
+            closeWhenDrained = true
+            respondImmediately(HTTPResponse(error), keepAlive: false, started: started, method: "GET", route: requestContext.route, requestID: requestContext.requestID)
+            return
+        case .success(let response):
+            handshake = response
+        }
+        let number = reserveResponseNumber()
+        let bound = LoopBound(value: self)
+        let loop = self.loop
+        let log = context.log
+        Task {
+            let outcome: Result<WebSocketSession, APIError>
+            do {
+                outcome = .success(try await acceptor(requestContext))
+            } catch let error as APIError {
+                outcome = .failure(error)
+            } catch {
+                log.error("websocket acceptor failed", ["route": requestContext.route, "error": "\(error)"])
+                outcome = .failure(APIError(.internalServerError, code: "internal", message: "something went wrong on our side (request \(requestContext.requestID))"))
+            }
+            loop.execute {
+                let connection = bound.value
+                switch outcome {
+                case .success(let session):
+                    connection.pendingUpgrade = (number, session)
+                    connection.finish(number, handshake, keepAlive: true, isHead: false, started: started, method: "GET",
+                                      route: requestContext.route, requestID: requestContext.requestID)
+                case .failure(let error):
+                    connection.closeWhenDrained = true
+                    connection.finish(number, HTTPResponse(error), keepAlive: false, isHead: false, started: started, method: "GET",
+                                      route: requestContext.route, requestID: requestContext.requestID)
+                }
+            }
+        }
+    }
+
+    func enterWebSocketMode(_ session: WebSocketSession) {
+        var reader = WebSocketReader(role: .server, maxMessageBytes: context.limits.maxWebSocketMessageBytes)
+        reader.feed(parser.takeRemainingBytes())
+        parser = HTTPRequestParser(limits: context.parserLimits)  // releases the HTTP buffer
+        let channel = WebSocketChannel(loop: loop, connection: self)
+        webSocket = WebSocketState(reader: reader, session: session, channel: channel)
+        closeWhenDrained = false
+        schedulePing()
+        loop.setInterest(fd, readable: true, writable: false)
+        session.opened(channel)
+        processFrames()
+    }
+
+    // MARK: - Reading
+
+    func readWebSocket() {
+        while !isClosed, webSocket != nil {
+            let result: IOResult<Int>
+            do {
+                result = try loop.readBuffer.read(fd) { webSocket!.reader.feed($0) }
+            } catch {
+                close()
+                return
+            }
+            guard case .done(let count) = result else { break }
+            if count == 0 {
+                close()  // the peer went away without a close frame (1006 on its side)
+                return
+            }
+            processFrames()
+        }
+    }
+
+    private func processFrames() {
+        while !isClosed, let state = webSocket {
+            let next = webSocket!.reader.next()
+            switch next {
+            case .needMore:
+                webSocket!.reader.releaseIdleBuffers()
+                return
+            case .failure(let error):
+                failWebSocket(error.closeCode, reason: error.reason)
+                return
+            case .message(let message):
+                switch message {
+                case .ping(let payload):
+                    var frame: [UInt8] = []
+                    WebSocketFrameEncoder.encode(.pong, payload: payload, into: &frame)
+                    queueFrame(frame)
+                case .pong:
+                    webSocket!.lastPongAt = loop.now
+                case .close(let code, _):
+                    webSocket!.closeCodeReceived = code
+                    if state.closeSent {
+                        close()  // our close was answered: the handshake is complete
+                    } else {
+                        // Echo the code (§5.5.1), then close once it is written.
+                        let reply = code.map { WebSocketFrameEncoder.close($0) } ?? [0x88, 0x00]
+                        queueFrame(reply)
+                        webSocket!.closeSent = true
+                        closeWhenDrained = true
+                        closeIfDone()
+                    }
+                    return
+                case .binary where !state.session.acceptsBinary:
+                    startClosing(.unsupportedData, reason: "binary messages are not supported")
+                    return
+                case .text, .binary:
+                    guard !state.closeSent else { continue }
+                    state.session.received(message, on: state.channel)
+                }
+            }
+        }
+    }
+
+    // MARK: - Writing and closing
+
+    /// Queues a frame; a client whose queue passes its bound has fallen behind and is closed with 1013.
+    func queueFrame(_ frame: [UInt8]) {
+        guard !isClosed, webSocket != nil else { return }
+        let isClose = frame.first == 0x88
+        if webSocket!.closeSent && !isClose { return }
+        outbound.append(frame)
+        if outbound.byteCount > context.limits.maxOutboundQueueBytes {
+            outbound.discard()
+            // Best effort: the socket is full, so this may not arrive; the client resumes from its cursor.
+            outbound.append(WebSocketFrameEncoder.close(.tryAgainLater, reason: "client fell behind"))
+            webSocket!.closeSent = true
+            flush()
+            close()
+            return
+        }
+        flush()
+    }
+
+    /// Sends our close frame and waits (bounded) for the peer's.
+    func startClosing(_ code: WebSocketCloseCode, reason: String) {
+        guard !isClosed, let state = webSocket, !state.closeSent else { return }
+        queueFrame(WebSocketFrameEncoder.close(code, reason: reason))
+        guard !isClosed else { return }
+        webSocket!.closeSent = true
+        let bound = LoopBound(value: self)
+        webSocket!.closeTimer = loop.schedule(afterNanoseconds: UInt64(context.limits.closeTimeoutMilliseconds) * 1_000_000) {
+            bound.value.close()
+        }
+    }
+
+    /// A protocol error: send the close code and drop the connection once it is written.
+    private func failWebSocket(_ code: WebSocketCloseCode, reason: String) {
+        if !(webSocket?.closeSent ?? true) {
+            queueFrame(WebSocketFrameEncoder.close(code, reason: reason))
+            webSocket?.closeSent = true
+        }
+        closeWhenDrained = true
+        closeIfDone()
+    }
+
+    // MARK: - Keep-alive
+
+    private func schedulePing() {
+        let interval = UInt64(context.limits.pingIntervalMilliseconds) * 1_000_000
+        let bound = LoopBound(value: self)
+        webSocket?.pingTimer = loop.schedule(afterNanoseconds: interval) { bound.value.pingTick() }
+    }
+
+    private func pingTick() {
+        guard !isClosed, let state = webSocket, !state.closeSent else { return }
+        let now = EventLoop.monotonicNow()
+        let awaitingPong = state.lastPingAt > state.lastPongAt
+        if awaitingPong && now - state.lastPingAt >= UInt64(context.limits.pongTimeoutMilliseconds) * 1_000_000 {
+            startClosing(.goingAway, reason: "pong timeout")
+            close()
+            return
+        }
+        if !awaitingPong {
+            queueFrame([0x89, 0x00])
+            webSocket?.lastPingAt = now
+        }
+        schedulePing()
+    }
+}

@@ -1,0 +1,64 @@
+import RoostProtocol
+
+/// The application side of one WebSocket connection. Methods are called on the connection's
+/// event loop and must not block: hand slow work to a task and reply through the channel.
+public protocol WebSocketSession: AnyObject, Sendable {
+    /// Whether binary messages are welcome; if not, one closes the connection with 1003.
+    var acceptsBinary: Bool { get }
+    func opened(_ channel: WebSocketChannel)
+    func received(_ message: WebSocketMessage, on channel: WebSocketChannel)
+    func closed(code: WebSocketCloseCode?)
+}
+
+/// Decides whether an upgrade request may become a session (authentication goes here);
+/// throws `APIError` to refuse with that response.
+public typealias WebSocketAcceptor = @Sendable (RequestContext) async throws -> WebSocketSession
+
+/// Sends to one WebSocket connection from any thread: every call hops to the connection's loop.
+public final class WebSocketChannel: Sendable {
+    private let loop: EventLoop
+    private let connection: LoopBound<HTTPConnection>
+
+    init(loop: EventLoop, connection: HTTPConnection) {
+        self.loop = loop
+        self.connection = LoopBound(value: connection)
+    }
+
+    /// Queues an already encoded server frame; the same bytes may be queued on many channels.
+    public func send(frame: [UInt8]) {
+        let connection = self.connection
+        loop.execute { connection.value.queueFrame(frame) }
+    }
+
+    public func send(text: String) {
+        send(frame: WebSocketFrameEncoder.text(text))
+    }
+
+    public func send(binary: [UInt8]) {
+        var frame: [UInt8] = []
+        WebSocketFrameEncoder.encode(.binary, payload: binary, into: &frame)
+        send(frame: frame)
+    }
+
+    /// Starts the closing handshake (RFC 6455 §7.1.2).
+    public func close(_ code: WebSocketCloseCode, reason: String = "") {
+        let connection = self.connection
+        loop.execute { connection.value.startClosing(code, reason: reason) }
+    }
+}
+
+/// The test-only echo endpoint (`/v1/conformance/echo`, enabled by `--conformance-echo`):
+/// every text or binary message comes back unchanged, for conformance suites and tests.
+public final class EchoSession: WebSocketSession {
+    public init() {}
+    public var acceptsBinary: Bool { true }
+    public func opened(_ channel: WebSocketChannel) {}
+    public func received(_ message: WebSocketMessage, on channel: WebSocketChannel) {
+        switch message {
+        case .text(let text): channel.send(text: text)
+        case .binary(let bytes): channel.send(binary: bytes)
+        default: break
+        }
+    }
+    public func closed(code: WebSocketCloseCode?) {}
+}

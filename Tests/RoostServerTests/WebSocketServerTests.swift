@@ -1,0 +1,118 @@
+import Foundation
+import RoostProtocol
+@testable import RoostServer
+import Testing
+
+extension TestServer {
+    static func withEcho(_ limits: NetworkLimits = NetworkLimits()) throws -> TestServer {
+        try TestServer(limits: limits, extraRoutes: { builder in
+            builder.addWebSocket("/v1/conformance/echo") { _ in EchoSession() }
+            builder.addWebSocket("/v1/refusing") { _ in
+                throw APIError(.unauthorized, code: "unauthenticated", message: "no token")
+            }
+        })
+    }
+}
+
+@Suite(.serialized)
+struct WebSocketServerTests {
+    @Test func anUpgradedConnectionEchoesAndAnswersPings() async throws {
+        let test = try TestServer.withEcho()
+        let ws = try await WebSocketTestClient.connect(port: test.port)
+        ws.sendText("Suspicious van on Elm St 🚐")
+        #expect(await ws.receive() == .text("Suspicious van on Elm St 🚐"))
+        ws.send(.ping, Array("are you there".utf8))
+        #expect(await ws.receive() == .pong(Array("are you there".utf8)))
+        // A fragmented message with a ping in between.
+        ws.send(.text, Array("frag".utf8), fin: false)
+        ws.send(.ping, [])
+        ws.send(.continuation, Array("ment".utf8))
+        #expect(await ws.receive() == .pong([]))
+        #expect(await ws.receive() == .text("fragment"))
+        await test.stop()
+    }
+
+    @Test func theClientsCloseIsEchoedAndTheSocketClosed() async throws {
+        let test = try TestServer.withEcho()
+        let ws = try await WebSocketTestClient.connect(port: test.port)
+        ws.send(.close, [0x03, 0xE8] + Array("bye".utf8))
+        #expect(await ws.receiveClose() == .some(.normal))
+        #expect(await ws.client.waitForClose())
+        await test.stop()
+    }
+
+    @Test func theServersCloseOnShutdownIs1001AndWaitsForTheAnswer() async throws {
+        let test = try TestServer.withEcho()
+        let ws = try await WebSocketTestClient.connect(port: test.port)
+        ws.sendText("hello")
+        #expect(await ws.receive() == .text("hello"))
+        let shutdown = Task { await test.server.shutdown() }
+        #expect(await ws.receiveClose() == .some(.goingAway))
+        ws.send(.close, [0x03, 0xE9])
+        #expect(await ws.client.waitForClose())
+        await shutdown.value
+        #expect(test.server.openConnections == 0)
+    }
+
+    @Test(arguments: [
+        ("unmasked frame", [0x81, 0x02, 0x68, 0x69] as [UInt8], WebSocketCloseCode.protocolError),
+        ("reserved opcode", [0x83, 0x80, 0, 0, 0, 0], .protocolError),
+        ("invalid UTF-8", [0x81, 0x82, 0, 0, 0, 0, 0xC0, 0xAF], .invalidPayload),
+        ("oversized message", [0x82, 0xFF, 0, 0, 0, 0, 0, 0x10, 0, 0, 0, 0, 0, 0], .messageTooBig),
+    ])
+    func badFramesCloseWithTheRightCode(name: String, bytes: [UInt8], code: WebSocketCloseCode) async throws {
+        let test = try TestServer.withEcho()
+        let ws = try await WebSocketTestClient.connect(port: test.port)
+        ws.client.send(bytes)
+        #expect(await ws.receiveClose() == .some(code), "\(name)")
+        #expect(await ws.client.waitForClose(), "\(name)")
+        await test.stop()
+    }
+
+    @Test func aRefusedUpgradeGetsTheAcceptorsError() async throws {
+        let test = try TestServer.withEcho()
+        await #expect(throws: TestClientError.self) { try await WebSocketTestClient.connect(port: test.port, path: "/v1/refusing") }
+        let client = try TestClient(port: test.port)
+        client.send("GET /v1/conformance/echo HTTP/1.1\r\n\r\n")
+        #expect(await client.readResponse()?.status == 426)
+        await test.stop()
+    }
+
+    @Test func theServerPingsAndClosesWhenNoPongComes() async throws {
+        var limits = NetworkLimits()
+        limits.pingIntervalMilliseconds = 150
+        limits.pongTimeoutMilliseconds = 300
+        let test = try TestServer.withEcho(limits)
+        let ws = try await WebSocketTestClient.connect(port: test.port)
+        #expect(await ws.receive() == .ping([]))
+        // No pong: within the timeout (plus one tick) the server gives up with 1001.
+        #expect(await ws.receiveClose() == .some(.goingAway))
+        await test.stop()
+    }
+
+    @Test func aClientThatStopsReadingIsClosedWith1013AndOthersAreUnaffected() async throws {
+        var limits = NetworkLimits()
+        limits.maxOutboundQueueBytes = 256 * 1024
+        let test = try TestServer.withEcho(limits)
+        let stalled = try await WebSocketTestClient.connect(port: test.port, receiveBuffer: 4096)
+        let healthy = try await WebSocketTestClient.connect(port: test.port)
+        #expect(test.server.openConnections == 2)
+        // 60 KiB messages, never read back: the echoes pile up in the server's queue.
+        let payload = [UInt8](repeating: 0x61, count: 60 * 1024)
+        let flood = Task.detached {
+            for _ in 0..<200 { stalled.send(.binary, payload) }
+        }
+        // The stalled client is dropped while the healthy one keeps its echo round trip.
+        var roundTrips: [Duration] = []
+        while test.server.openConnections > 1 {
+            let started = ContinuousClock.now
+            healthy.sendText("ping")
+            #expect(await healthy.receive() == .text("ping"))
+            roundTrips.append(ContinuousClock.now - started)
+        }
+        await flood.value
+        #expect(test.server.openConnections == 1)
+        #expect(roundTrips.allSatisfy { $0 < .milliseconds(500) }, "\(roundTrips)")
+        await test.stop()
+    }
+}

@@ -1,0 +1,60 @@
+import RoostProtocol
+
+/// A WebSocket client over `TestClient`: masked frames out, RoostProtocol's reader in.
+final class WebSocketTestClient: @unchecked Sendable {
+    let client: TestClient
+    private var reader = WebSocketReader(role: .client, maxMessageBytes: 16 << 20)
+
+    private init(client: TestClient) {
+        self.client = client
+    }
+
+    /// Connects and upgrades; throws if the server does not answer 101.
+    static func connect(port: UInt16, path: String = "/v1/conformance/echo", receiveBuffer: Int32? = nil) async throws -> WebSocketTestClient {
+        let client = try TestClient(port: port, receiveBuffer: receiveBuffer)
+        client.send("GET \(path) HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
+                    "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
+        guard let response = await client.readResponse(), response.status == 101,
+              response.headers["sec-websocket-accept"] == "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=" else {
+            throw TestClientError("no 101 from \(path)")
+        }
+        return WebSocketTestClient(client: client)
+    }
+
+    func send(_ opcode: WebSocketOpcode, _ payload: [UInt8], fin: Bool = true) {
+        var frame: [UInt8] = []
+        WebSocketFrameEncoder.encode(opcode, payload: payload, fin: fin, maskKey: 0xA1B2_C3D4, into: &frame)
+        client.send(frame)
+    }
+
+    func sendText(_ text: String) { send(.text, Array(text.utf8)) }
+
+    func receive() async -> WebSocketMessage? {
+        await offload { self.receiveBlocking() }
+    }
+
+    func receiveClose() async -> WebSocketCloseCode?? {
+        await offload { self.receiveCloseBlocking() }
+    }
+
+    /// The next message or control frame; nil on timeout, EOF, or a frame the reader refuses.
+    func receiveBlocking() -> WebSocketMessage? {
+        while true {
+            switch reader.next() {
+            case .message(let message): return message
+            case .failure: return nil
+            case .needMore:
+                guard let bytes = client.readSome(), !bytes.isEmpty else { return nil }
+                reader.feed(bytes)
+            }
+        }
+    }
+
+    /// Skips pings and returns the close frame's code, or nil if the connection ends without one.
+    func receiveCloseBlocking() -> WebSocketCloseCode?? {
+        while let message = receiveBlocking() {
+            if case .close(let code, _) = message { return .some(code) }
+        }
+        return nil
+    }
+}
