@@ -56,7 +56,7 @@ let package = Package(
         .target(name: "RoostTestSupport", dependencies: ["RoostPersistence"], path: "Tests/RoostTestSupport"),
         .testTarget(name: "RoostProtocolTests", dependencies: ["RoostProtocol"]),
         .testTarget(name: "RoostPersistenceTests", dependencies: ["RoostPersistence", "RoostTestSupport"]),
-        .testTarget(name: "RoostServerTests", dependencies: ["RoostServer"]),
+        .testTarget(name: "RoostServerTests", dependencies: ["RoostServer", "RoostTestSupport"]),
         .testTarget(name: "EndToEndTests", dependencies: ["RoostServer", "RoostTestSupport"]),
     ],
     swiftLanguageModes: [.v6]

@@ -9,8 +9,9 @@ import Synchronization
 /// - A connection that broke while lent out is discarded on return and its slot reopened
 ///   lazily; an idle one is checked before it is lent, so a terminated backend or a restarted
 ///   server costs a reconnect, not a failed request.
-/// - libpq calls block, so every use runs on a dedicated dispatch queue, leaving Swift's
-///   cooperative threads (and the reactor) free; at most `maxConnections` such jobs exist.
+/// - libpq calls block, so every use runs on the connection's own serial dispatch queue,
+///   leaving Swift's cooperative threads (and the reactor) free; at most `maxConnections` such
+///   jobs exist, each on its own thread.
 public final class ConnectionPool: Sendable {
     public struct Options: Sendable {
         public var maxConnections: Int
@@ -44,7 +45,6 @@ public final class ConnectionPool: Sendable {
     public let configuration: ConnectionConfiguration
     public let options: Options
     private let state = Mutex(State())
-    private let blockingQueue = DispatchQueue(label: "roost.postgres", attributes: .concurrent)
 
     public init(configuration: ConnectionConfiguration, options: Options = Options()) {
         self.configuration = configuration
@@ -57,7 +57,7 @@ public final class ConnectionPool: Sendable {
     ) async throws -> Value {
         let connection = try await acquire()
         defer { release(connection) }
-        return try await onBlockingQueue { try body(connection) }
+        return try await run(on: connection.workQueue) { try body(connection) }
     }
 
     /// One transaction on a pooled connection (see `PostgresConnection.withTransaction`).
@@ -140,7 +140,7 @@ public final class ConnectionPool: Sendable {
 
     private func scheduleTimeout(waiter id: UInt64) {
         let timeout = options.acquireTimeout
-        blockingQueue.asyncAfter(deadline: .now() + timeout.timeInterval) { [weak self] in
+        DispatchQueue.global().asyncAfter(deadline: .now() + timeout.timeInterval) { [weak self] in
             guard let self else { return }
             let expired = self.state.withLock { state -> Waiter? in
                 guard let index = state.waiters.firstIndex(where: { $0.id == id }) else { return nil }
@@ -157,7 +157,8 @@ public final class ConnectionPool: Sendable {
     private func openConnection() async throws -> PostgresConnection {
         let configuration = self.configuration
         do {
-            return try await onBlockingQueue { try PostgresConnection.connect(configuration) }
+            // A fresh serial queue: connecting blocks for up to the connect timeout.
+            return try await run(on: DispatchQueue(label: "roost.postgres.connect")) { try PostgresConnection.connect(configuration) }
         } catch {
             releaseSlot()
             throw error
@@ -189,11 +190,11 @@ public final class ConnectionPool: Sendable {
         waiter?.continuation.resume(returning: .openSlot)
     }
 
-    private func onBlockingQueue<Value: Sendable>(
-        _ work: @escaping @Sendable () throws -> Value
+    private func run<Value: Sendable>(
+        on queue: DispatchQueue, _ work: @escaping @Sendable () throws -> Value
     ) async throws -> Value {
         try await withCheckedThrowingContinuation { continuation in
-            blockingQueue.async { continuation.resume(with: Result<Value, any Error> { try work() }) }
+            queue.async { continuation.resume(with: Result<Value, any Error> { try work() }) }
         }
     }
 }

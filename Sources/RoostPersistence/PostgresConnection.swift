@@ -1,4 +1,5 @@
 import CLibPQ
+import Dispatch
 import Foundation
 
 #if canImport(Glibc)
@@ -12,6 +13,10 @@ import Glibc
 /// libpq's handle is used only by that holder; nothing else touches `handle` or `isBroken`.
 public final class PostgresConnection: @unchecked Sendable {
     private let handle: OpaquePointer
+    /// Where the pool runs this connection's blocking calls: a serial queue of its own runs on
+    /// libdispatch's overcommit threads, so ten connections can all wait on PostgreSQL at once
+    /// (a concurrent queue would be capped near one thread per core on Linux).
+    let workQueue = DispatchQueue(label: "roost.postgres.connection")
     /// Set once a call finds the connection unusable; the pool then discards it.
     public private(set) var isBroken = false
 

@@ -4,7 +4,7 @@ import RoostTestSupport
 import Testing
 
 /// The built `roost` executable, beside this test bundle in the build folder.
-private let roostBinary: String = {
+let roostBinary: String = {
     let bundleDirectory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
     let candidates = [
         bundleDirectory.appendingPathComponent("roost").path,

@@ -220,6 +220,24 @@ struct HTTPRequestParserTests {
         #expect(failure([parser.next()]) != nil)
     }
 
+    @Test func anIdleParserGivesBackItsBufferAndStillParses() {
+        var parser = HTTPRequestParser()
+        parser.feed(request("GET /a HTTP/1.1\r\n\r\n"))
+        guard case .request = parser.next() else { Issue.record("no request"); return }
+        parser.releaseIdleBuffers()
+        #expect(parser.bufferedByteCount == 0)
+        parser.feed(request("GET /b HTTP/1.1\r\n\r\n"))
+        guard case .request(let second) = parser.next() else { Issue.record("no second request"); return }
+        #expect(second.target.path == "/b")
+        // A partly received request is kept.
+        parser.feed(request("GET /c HT"))
+        #expect(parser.next() == .needMore)
+        parser.releaseIdleBuffers()
+        parser.feed(request("TP/1.1\r\n\r\n"))
+        guard case .request(let third) = parser.next() else { Issue.record("lost a partial request"); return }
+        #expect(third.target.path == "/c")
+    }
+
     @Test func bytesAfterARequestCanBeTakenForAnUpgrade() {
         var parser = HTTPRequestParser()
         parser.feed(request("GET /v1/stream HTTP/1.1\r\nUpgrade: websocket\r\n\r\n") + [0x81, 0x80])

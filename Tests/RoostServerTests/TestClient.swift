@@ -1,4 +1,5 @@
 import Foundation
+import RoostTestSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -126,11 +127,4 @@ struct TestClientError: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
-/// Runs blocking socket work on a dispatch thread and awaits it.
-func offload<Value: Sendable>(_ work: @escaping @Sendable () -> Value) async -> Value {
-    await withCheckedContinuation { continuation in
-        DispatchQueue.global().async { continuation.resume(returning: work()) }
-    }
-}
 
-import Dispatch

@@ -1,4 +1,5 @@
 import RoostProtocol
+import RoostTestSupport
 
 /// A WebSocket client over `TestClient`: masked frames out, RoostProtocol's reader in.
 final class WebSocketTestClient: @unchecked Sendable {

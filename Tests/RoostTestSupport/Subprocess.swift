@@ -51,5 +51,85 @@ public enum Subprocess {
 
 public struct SubprocessError: Error, CustomStringConvertible {
     public let description: String
-    init(_ description: String) { self.description = description }
+    public init(_ description: String) { self.description = description }
 }
+
+/// Runs blocking work (sockets, waitpid) on a dispatch thread and awaits it, so a test never
+/// blocks the cooperative threads the server under test needs for its handlers.
+public func offload<Value: Sendable>(_ work: @escaping @Sendable () -> Value) async -> Value {
+    // A serial queue of its own runs on libdispatch's overcommit threads; the global queue
+    // would run blocking work on about one thread per core and add more only slowly.
+    await withCheckedContinuation { continuation in
+        DispatchQueue(label: "roost.test.offload").async { continuation.resume(returning: work()) }
+    }
+}
+
+/// A program left running (the `roost serve` binary), its output going to a file.
+public final class RunningProcess: @unchecked Sendable {
+    // `@unchecked Sendable`: pid and path are immutable; `exitStatus` is written once by `wait()`.
+    public let pid: pid_t
+    public let outputPath: String
+    private var exitStatus: Int32?
+
+    public init(_ executable: String, _ arguments: [String], environment: [String: String]) throws {
+        outputPath = NSTemporaryDirectory() + "roost-process-\(UUID().uuidString).log"
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            argv.forEach { free($0) }
+            envp.forEach { free($0) }
+        }
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, executable, &actions, nil, argv, envp)
+        guard spawned == 0 else { throw SubprocessError("cannot start \(executable): \(String(cString: strerror(spawned)))") }
+        self.pid = pid
+    }
+
+    deinit {
+        if exitStatus == nil {
+            kill(pid, SIGKILL)
+            var status: Int32 = 0
+            waitpid(pid, &status, 0)
+        }
+        unlink(outputPath)
+    }
+
+    public var output: String { (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "" }
+
+    /// Waits (polling the output file, bounded) for a line containing `text`; returns that line.
+    public func waitForLine(containing text: String, timeout: Duration = .seconds(30)) async -> String? {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if let line = output.split(separator: "\n").first(where: { $0.contains(text) }) { return String(line) }
+            if exitStatus != nil || kill(pid, 0) != 0 { return nil }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return nil
+    }
+
+    public func signal(_ number: Int32) {
+        kill(pid, number)
+    }
+
+    /// Waits for the process to end and returns its exit status (128 + signal if killed).
+    public func wait() async -> Int32 {
+        let pid = self.pid
+        let status: Int32 = await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                var raw: Int32 = 0
+                while waitpid(pid, &raw, 0) == -1 && errno == EINTR {}
+                continuation.resume(returning: (raw & 0x7F) == 0 ? (raw >> 8) & 0xFF : 128 + (raw & 0x7F))
+            }
+        }
+        exitStatus = status
+        return status
+    }
+}
+
+import Dispatch

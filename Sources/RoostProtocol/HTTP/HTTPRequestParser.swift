@@ -70,6 +70,15 @@ public struct HTTPRequestParser: Sendable {
         return false
     }
 
+    /// Frees the input buffer when nothing is pending, so an idle keep-alive connection holds
+    /// no read memory (the next request allocates afresh).
+    public mutating func releaseIdleBuffers() {
+        guard isIdle else { return }
+        buffer = []
+        readIndex = 0
+        scanIndex = 0
+    }
+
     public mutating func feed<Bytes: Collection<UInt8>>(_ bytes: Bytes) {
         if case .failed = state { return }
         if readIndex > 0 && readIndex >= buffer.count / 2 {

@@ -95,6 +95,7 @@ final class HTTPConnection: EventHandler {
         while !stopReading && inFlight < context.limits.maxPipelinedRequests {
             switch parser.next() {
             case .needMore:
+                parser.releaseIdleBuffers()
                 return
             case .failure(let error):
                 stopReading = true

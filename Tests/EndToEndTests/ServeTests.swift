@@ -1,0 +1,215 @@
+import Foundation
+import RoostTestSupport
+import Synchronization
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `roost serve` as a separate process on an ephemeral port, against the test database.
+final class ServeProcess {
+    let process: RunningProcess
+    let port: UInt16
+
+    init(_ extraArguments: [String] = []) async throws {
+        process = try RunningProcess(
+            roostBinary,
+            ["serve", "--listen", "127.0.0.1:0", "--no-access-log", "--threads", "2"] + extraArguments,
+            environment: ["PATH": "/usr/bin:/bin", "DATABASE_URL": TestDatabase.url!,
+                          "ROOST_MIGRATIONS_DIR": TestDatabase.migrationsDirectory.path])
+        guard let line = await process.waitForLine(containing: "\"msg\":\"listening\""),
+              let range = line.range(of: #""ports":"(\d+)""#, options: .regularExpression),
+              let port = UInt16(line[range].dropFirst(9).dropLast()) else {
+            throw SubprocessError("roost serve did not start: \(process.output)")
+        }
+        self.port = port
+    }
+}
+
+/// A minimal blocking HTTP exchange over a fresh socket; nil if the connection is refused or dies.
+func exchange(_ port: UInt16, _ request: String) -> String? {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    var timeout = timeval(tv_sec: 10, tv_usec: 0)
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = port.bigEndian
+    inet_pton(AF_INET, "127.0.0.1", &address.sin_addr)
+    let connected = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+    guard connected == 0 else { return nil }
+    let bytes = Array(request.utf8)
+    guard bytes.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == bytes.count else { return nil }
+    var response: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 4096)
+    while true {
+        let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        if count <= 0 { break }
+        response += buffer[0..<count]
+    }
+    return response.isEmpty ? nil : String(decoding: response, as: UTF8.self)
+}
+
+@Suite(.enabled(if: TestDatabase.isConfigured, "needs TEST_DATABASE_URL (scripts/test sets it)"), .serialized)
+struct ServeTests {
+    @Test func theServerAnswersHealthAndReadinessAndMetrics() async throws {
+        let serve = try await ServeProcess()
+        let port = serve.port
+        let health = await offload { exchange(port, "GET /healthz HTTP/1.1\r\nConnection: close\r\n\r\n") }
+        #expect(health?.hasPrefix("HTTP/1.1 200 OK\r\n") == true)
+        let ready = await offload { exchange(port, "GET /readyz HTTP/1.1\r\nConnection: close\r\n\r\n") }
+        #expect(ready?.contains(#"{"status":"ready"}"#) == true)
+        let metrics = await offload { exchange(port, "GET /metrics HTTP/1.1\r\nConnection: close\r\n\r\n") }
+        #expect(metrics?.contains("roost_open_connections 1") == true)
+        #expect(metrics?.contains("# TYPE roost_requests_total counter") == true)
+        serve.process.signal(SIGTERM)
+        #expect(await serve.process.wait() == 0)
+    }
+
+    @Test func sigtermUnderLoadAnswersEveryAcceptedRequestAndExitsZero() async throws {
+        let serve = try await ServeProcess()
+        let port = serve.port
+        let counts = LoadCounts()
+        // Eight clients, each a keep-alive connection sending requests back to back.
+        let load = Task.detached {
+            await withTaskGroup(of: Void.self) { group in
+                for _ in 0..<8 {
+                    group.addTask {
+                        await offload {
+                            let client = KeepAliveClient(port: port)
+                            counts.started.add(1, ordering: .relaxed)
+                            while let client, client.isOpen {
+                                switch client.get("/readyz") {
+                                case .answered: counts.answered.add(1, ordering: .relaxed)
+                                case .refusedBeforeSending: return
+                                case .lostAfterSending: counts.unanswered.add(1, ordering: .relaxed); return
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        while counts.started.load(ordering: .relaxed) < 8 || counts.answered.load(ordering: .relaxed) < 200 {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        serve.process.signal(SIGTERM)
+        #expect(await serve.process.wait() == 0)
+        await load.value
+        #expect(counts.unanswered.load(ordering: .relaxed) == 0, "requests sent but never answered")
+        #expect(counts.answered.load(ordering: .relaxed) >= 200)
+        #expect(serve.process.output.contains("\"msg\":\"stopped\""))
+    }
+
+    @Test func tenThousandConcurrentConnectionsAreAllAnswered() async throws {
+        let serve = try await ServeProcess(["--max-connections", "12000"])
+        let port = serve.port
+        let count = 10_000
+        let results = await offload { () -> (connected: Int, answered: Int) in
+            var sockets: [Int32] = []
+            sockets.reserveCapacity(count)
+            defer { sockets.forEach { close($0) } }
+            for _ in 0..<count {
+                let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+                var address = sockaddr_in()
+                address.sin_family = sa_family_t(AF_INET)
+                address.sin_port = port.bigEndian
+                inet_pton(AF_INET, "127.0.0.1", &address.sin_addr)
+                let ok = withUnsafePointer(to: &address) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+                }
+                guard ok == 0 else { close(fd); break }
+                var timeout = timeval(tv_sec: 20, tv_usec: 0)
+                setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+                sockets.append(fd)
+            }
+            // Every connection is open at once; now each asks and is answered.
+            let request = Array("GET /healthz HTTP/1.1\r\n\r\n".utf8)
+            for fd in sockets { _ = request.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } }
+            var answered = 0
+            var buffer = [UInt8](repeating: 0, count: 1024)
+            for fd in sockets {
+                let read = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+                if read > 12 && buffer[9] == UInt8(ascii: "2") && buffer[10] == UInt8(ascii: "0") { answered += 1 }
+            }
+            return (sockets.count, answered)
+        }
+        #expect(results.connected == count)
+        #expect(results.answered == count)
+        serve.process.signal(SIGTERM)
+        #expect(await serve.process.wait() == 0)
+    }
+}
+
+final class LoadCounts: Sendable {
+    let started = Atomic<Int>(0)
+    let answered = Atomic<Int>(0)
+    let unanswered = Atomic<Int>(0)
+}
+
+/// A keep-alive connection sending one GET at a time.
+final class KeepAliveClient: @unchecked Sendable {
+    enum Outcome { case answered, refusedBeforeSending, lostAfterSending }
+    private let fd: Int32
+    private(set) var isOpen = true
+    private var pending: [UInt8] = []
+
+    init?(port: UInt16) {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        inet_pton(AF_INET, "127.0.0.1", &address.sin_addr)
+        let ok = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard ok == 0 else { close(fd); return nil }
+        var timeout = timeval(tv_sec: 15, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    deinit { close(fd) }
+
+    /// Sends one request and reads its response. A request the server closed the connection
+    /// before receiving (`Connection: close` on the previous answer) is not "lost".
+    func get(_ path: String) -> Outcome {
+        let request = Array("GET \(path) HTTP/1.1\r\n\r\n".utf8)
+        guard request.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == request.count else {
+            isOpen = false
+            return .refusedBeforeSending
+        }
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            if let end = headerEnd(), let length = contentLength(end) , pending.count >= end + 4 + length {
+                let head = String(decoding: pending[0..<end], as: UTF8.self)
+                pending.removeFirst(end + 4 + length)
+                if head.contains("Connection: close") { isOpen = false }
+                return .answered
+            }
+            let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if count <= 0 {
+                isOpen = false
+                return .lostAfterSending
+            }
+            pending += buffer[0..<count]
+        }
+    }
+
+    private func headerEnd() -> Int? {
+        guard pending.count >= 4 else { return nil }
+        for index in 0...(pending.count - 4) where pending[index] == 13 && pending[index + 1] == 10 && pending[index + 2] == 13 && pending[index + 3] == 10 {
+            return index
+        }
+        return nil
+    }
+
+    private func contentLength(_ end: Int) -> Int? {
+        let head = String(decoding: pending[0..<end], as: UTF8.self)
+        guard let line = head.split(separator: "\r\n").first(where: { $0.lowercased().hasPrefix("content-length:") }) else { return 0 }
+        return Int(line.split(separator: ":")[1].trimmingCharacters(in: .whitespaces))
+    }
+}
+
