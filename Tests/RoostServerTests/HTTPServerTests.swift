@@ -18,6 +18,7 @@ final class TestServer {
         var builder = Router.Builder()
         extraRoutes(&builder)
         builder.add(.get, "/hello") { _ in .json(.ok, Array(#"{"hello":"neighbour"}"#.utf8)) }
+        builder.addInline(.get, "/inline") { context in .json(.ok, Array("{\"route\":\"\(context.route)\"}".utf8)) }
         builder.add(.get, "/sleep/{ms:int}") { context in
             try await Task.sleep(for: .milliseconds(context.parameters.int("ms")!))
             return .json(.ok, Array("{\"slept\":\(context.parameters.int("ms")!)}".utf8))
@@ -205,14 +206,26 @@ struct HTTPServerTests {
         await test.stop()
     }
 
+    @Test func inlineRoutesAnswerInOrderAmongPipelinedCalls() async throws {
+        let test = try TestServer()
+        let client = try TestClient(port: test.port)
+        client.send("GET /sleep/100 HTTP/1.1\r\n\r\nGET /inline HTTP/1.1\r\n\r\n")
+        #expect(await client.readResponse()?.text == #"{"slept":100}"#)
+        #expect(await client.readResponse()?.text == #"{"route":"/inline"}"#)
+        await test.stop()
+    }
+
     @Test func requestIDsAreEchoedOrGenerated() async throws {
         let test = try TestServer()
         let client = try TestClient(port: test.port)
         client.send("GET /hello HTTP/1.1\r\nX-Request-Id: abc-123\r\n\r\n")
         #expect(await client.readResponse()?.headers["x-request-id"] == "abc-123")
         client.send("GET /hello HTTP/1.1\r\nX-Request-Id: bad id with spaces\r\n\r\n")
-        let generated = await client.readResponse()?.headers["x-request-id"]
-        #expect(generated.flatMap(UUID.init(uuidString:)) != nil)
+        let first = await client.readResponse()?.headers["x-request-id"]
+        client.send("GET /hello HTTP/1.1\r\n\r\n")
+        let second = await client.readResponse()?.headers["x-request-id"]
+        #expect(first != nil && second != nil && first != second)
+        #expect(first?.contains(" ") == false)
         await test.stop()
     }
 

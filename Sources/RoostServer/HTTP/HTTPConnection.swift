@@ -121,6 +121,9 @@ final class HTTPConnection: EventHandler {
             let names = allowed.map(\.rawValue).joined(separator: ", ")
             let error = APIError(.methodNotAllowed, code: "method_not_allowed", message: "\(request.method) is not allowed here; use \(names)", headers: ["Allow": names])
             respondImmediately(HTTPResponse(error), keepAlive: keepAlive, started: started, method: request.method.rawValue, route: "-", requestID: requestID)
+        case .inline(let handler, let pattern, let parameters):
+            let requestContext = RequestContext(request: request, route: pattern, parameters: parameters, requestID: requestID, peer: peer)
+            respondImmediately(handler(requestContext), keepAlive: keepAlive, started: started, method: request.method.rawValue, route: pattern, requestID: requestID)
         case .webSocket(let acceptor, let pattern, let parameters):
             let requestContext = RequestContext(request: request, route: pattern, parameters: parameters, requestID: requestID, peer: peer)
             beginUpgrade(requestContext, acceptor: acceptor, started: started)
@@ -317,9 +320,14 @@ final class HTTPConnection: EventHandler {
 
     // MARK: - Request IDs
 
+    /// A request ID unique to this process run: a random prefix fixed at start, then the
+    /// loop and a counter (cheap: no random bytes or allocation-heavy UUID per request).
     private func newRequestID() -> String {
-        UUID().uuidString.lowercased()
+        loop.requestCounter &+= 1
+        return "\(Self.processPrefix)-\(loop.index)-\(String(loop.requestCounter, radix: 16))"
     }
+
+    private static let processPrefix = String(UUID().uuidString.lowercased().prefix(8))
 
     /// A client's X-Request-Id is echoed if it is short and plain, so logs stay clean.
     static func acceptedRequestID(_ value: String?) -> String? {

@@ -27,6 +27,10 @@ public struct RouteParameters: Sendable {
 /// A handler: throws `APIError` for a client-facing failure; anything else becomes a logged 500.
 public typealias RouteHandler = @Sendable (RequestContext) async throws -> HTTPResponse
 
+/// A handler that runs on the event loop itself: it must be constant-time and never block
+/// (health checks), since the loop serves every other connection meanwhile.
+public typealias InlineHandler = @Sendable (RequestContext) -> HTTPResponse
+
 /// Routes compiled into an immutable trie of path segments (hummingbird's shape): literal
 /// segments first, then one typed parameter per node. An unknown path is 404; a known path
 /// with another method is 405 with `Allow`.
@@ -34,6 +38,7 @@ public struct Router: Sendable {
     public enum Match {
         case found(RouteHandler, pattern: String, parameters: RouteParameters, bodyLimit: Int?)
         case webSocket(WebSocketAcceptor, pattern: String, parameters: RouteParameters)
+        case inline(InlineHandler, pattern: String, parameters: RouteParameters)
         case notFound
         case methodNotAllowed(allowed: [HTTPMethod])
     }
@@ -56,6 +61,8 @@ public struct Router: Sendable {
         let bodyLimit: Int?
         /// Set for WebSocket endpoints: the request is an upgrade, not a call.
         var acceptor: WebSocketAcceptor?
+        /// Set for routes answered on the event loop.
+        var inline: InlineHandler?
     }
 
     fileprivate final class Node: Sendable {
@@ -89,6 +96,7 @@ public struct Router: Sendable {
         let lookup = method == .head ? (node.routes[.head] ?? node.routes[.get]) : node.routes[method]
         if let route = lookup {
             if let acceptor = route.acceptor { return .webSocket(acceptor, pattern: route.pattern, parameters: parameters) }
+            if let inline = route.inline { return .inline(inline, pattern: route.pattern, parameters: parameters) }
             return .found(route.handler, pattern: route.pattern, parameters: parameters, bodyLimit: route.bodyLimit)
         }
         if node.routes.isEmpty { return .notFound }
@@ -119,6 +127,12 @@ public struct Router: Sendable {
         /// A conflicting route is a programming error and traps at start-up.
         public mutating func add(_ method: HTTPMethod, _ pattern: String, bodyLimit: Int? = nil, _ handler: @escaping RouteHandler) {
             insert(method, pattern, Route(handler: handler, pattern: pattern, bodyLimit: bodyLimit))
+        }
+
+        /// A route answered on the event loop without a hop to the handler pool. Only for
+        /// constant-time work that never blocks (`/healthz`).
+        public mutating func addInline(_ method: HTTPMethod, _ pattern: String, _ handler: @escaping InlineHandler) {
+            insert(method, pattern, Route(handler: { handler($0) }, pattern: pattern, bodyLimit: nil, inline: handler))
         }
 
         /// A WebSocket endpoint: `GET pattern` with `Upgrade: websocket` becomes a session.

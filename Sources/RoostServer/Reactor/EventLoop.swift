@@ -27,6 +27,8 @@ final class EventLoop: @unchecked Sendable {
     }
 
     let index: Int
+    /// Requests this loop has numbered (request IDs).
+    var requestCounter: UInt64 = 0
     /// The loop's one read buffer, shared by its connections (see `ReadBuffer`).
     let readBuffer = ReadBuffer()
     private let epollFD: Int32
