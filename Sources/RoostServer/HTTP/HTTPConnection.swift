@@ -312,6 +312,9 @@ final class HTTPConnection: EventHandler {
             startClosing(.goingAway, reason: "server shutting down")
             return
         }
+        // Requests already in the socket are answered (with Connection: close, since the server
+        // is shutting down) rather than dropped with the connection.
+        if !stopReading && inFlight == 0 { readAvailable() }
         stopReading = true
         closeWhenDrained = true
         updateInterest()
