@@ -63,8 +63,9 @@ struct ServeTests {
         let ready = await offload { exchange(port, "GET /readyz HTTP/1.1\r\nConnection: close\r\n\r\n") }
         #expect(ready?.contains(#"{"status":"ready"}"#) == true)
         let metrics = await offload { exchange(port, "GET /metrics HTTP/1.1\r\nConnection: close\r\n\r\n") }
-        #expect(metrics?.contains("roost_open_connections 1") == true)
-        #expect(metrics?.contains("# TYPE roost_requests_total counter") == true)
+        #expect(metrics?.contains(#"roost_open_connections{kind="http"} 1"#) == true)
+        #expect(metrics?.contains(#"roost_requests_total{method="GET",route="/readyz",status="200"} 1"#) == true)
+        #expect(metrics?.contains("# TYPE roost_request_duration_seconds histogram") == true)
         serve.process.signal(SIGTERM)
         #expect(await serve.process.wait() == 0)
     }

@@ -215,6 +215,39 @@ struct HTTPServerTests {
         await test.stop()
     }
 
+    @Test func metricsCountRequestsByRouteAndStatus() async throws {
+        let test = try TestServer()
+        let client = try TestClient(port: test.port)
+        for path in ["/hello", "/hello", "/nope", "/teapot"] {
+            client.send("GET \(path) HTTP/1.1\r\n\r\n")
+            _ = await client.readResponse()
+        }
+        let text = test.server.renderMetrics(pool: (open: 0, inUse: 0, waiting: 0))
+        #expect(text.contains(#"roost_requests_total{method="GET",route="/hello",status="200"} 2"#))
+        #expect(text.contains(#"roost_requests_total{method="GET",route="-",status="404"} 1"#))
+        #expect(text.contains(#"roost_requests_total{method="GET",route="/teapot",status="409"} 1"#))
+        #expect(text.contains("roost_request_duration_seconds_count 4"))
+        #expect(text.contains(#"roost_open_connections{kind="http"} 1"#))
+        await test.stop()
+    }
+
+    @Test func connectionsBeyondThePerAddressLimitGet503() async throws {
+        var limits = NetworkLimits()
+        limits.maxConnectionsPerAddress = 2
+        let test = try TestServer(limits: limits)
+        let first = try TestClient(port: test.port)
+        let second = try TestClient(port: test.port)
+        let third = try TestClient(port: test.port)
+        let refused = try #require(await third.readResponse())
+        #expect(refused.status == 503)
+        #expect(refused.headers["retry-after"] == "1")
+        for client in [first, second] {
+            client.send("GET /hello HTTP/1.1\r\n\r\n")
+            #expect(await client.readResponse()?.status == 200)
+        }
+        await test.stop()
+    }
+
     @Test func requestIDsAreEchoedOrGenerated() async throws {
         let test = try TestServer()
         let client = try TestClient(port: test.port)

@@ -38,6 +38,9 @@ struct WebSocketServerTests {
         ws.send(.close, [0x03, 0xE8] + Array("bye".utf8))
         #expect(await ws.receiveClose() == .some(.normal))
         #expect(await ws.client.waitForClose())
+        let text = test.server.renderMetrics(pool: (open: 0, inUse: 0, waiting: 0))
+        #expect(text.contains(#"roost_websocket_closes_total{code="1000"} 1"#))
+        #expect(text.contains(#"roost_websocket_frames_total{direction="in"} 1"#))
         await test.stop()
     }
 

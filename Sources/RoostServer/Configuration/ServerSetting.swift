@@ -38,6 +38,10 @@ struct ServerSetting: Sendable {
         integer("--threads", "ROOST_THREADS", 0...256, 0, "event-loop threads (0: one per core)") { $0.threads = $1 },
         integer("--max-connections", "ROOST_MAX_CONNECTIONS", 1...10_000_000, 200_000,
                 "concurrent connections per node; beyond, 503 and close") { $0.network.maxConnections = $1 },
+        integer("--max-connections-per-address", "ROOST_MAX_CONNECTIONS_PER_ADDRESS", 0...10_000_000, 20_000,
+                "connections from one client address (0: no limit); beyond, 503 and close") {
+            $0.network.maxConnectionsPerAddress = $1
+        },
         integer("--max-header-bytes", "ROOST_MAX_HEADER_BYTES", 1024...1_048_576, 16_384,
                 "request header section limit (431 beyond)") { $0.network.maxHeaderBytes = $1 },
         integer("--max-body-bytes", "ROOST_MAX_BODY_BYTES", 1024...16_777_216, 65_536,

@@ -71,6 +71,7 @@ extension HTTPConnection {
         parser = HTTPRequestParser(limits: context.parserLimits)  // releases the HTTP buffer
         let channel = WebSocketChannel(loop: loop, connection: self)
         webSocket = WebSocketState(reader: reader, session: session, channel: channel)
+        markWebSocket()
         closeWhenDrained = false
         schedulePing()
         loop.setInterest(fd, readable: true, writable: false)
@@ -94,6 +95,7 @@ extension HTTPConnection {
                 close()  // the peer went away without a close frame (1006 on its side)
                 return
             }
+            context.metrics.bytesIn.add(count, ordering: .relaxed)
             processFrames()
         }
     }
@@ -109,6 +111,7 @@ extension HTTPConnection {
                 failWebSocket(error.closeCode, reason: error.reason)
                 return
             case .message(let message):
+                context.metrics.framesIn.add(1, ordering: .relaxed)
                 switch message {
                 case .ping(let payload):
                     var frame: [UInt8] = []
@@ -147,11 +150,15 @@ extension HTTPConnection {
         guard !isClosed, webSocket != nil else { return }
         let isClose = frame.first == 0x88
         if webSocket!.closeSent && !isClose { return }
+        if isClose, frame.count >= 4 { context.metrics.recordClose(UInt16(frame[2]) << 8 | UInt16(frame[3])) }
+        context.metrics.framesOut.add(1, ordering: .relaxed)
+        context.metrics.bytesOut.add(frame.count, ordering: .relaxed)
         outbound.append(frame)
         if outbound.byteCount > context.limits.maxOutboundQueueBytes {
             outbound.discard()
             // Best effort: the socket is full, so this may not arrive; the client resumes from its cursor.
             outbound.append(WebSocketFrameEncoder.close(.tryAgainLater, reason: "client fell behind"))
+            context.metrics.recordClose(WebSocketCloseCode.tryAgainLater.rawValue)
             webSocket!.closeSent = true
             flush()
             close()

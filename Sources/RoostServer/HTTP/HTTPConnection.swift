@@ -36,6 +36,8 @@ final class HTTPConnection: EventHandler {
         case idle
     }
     private(set) var isClosed = false
+    /// Whether the connection had switched to WebSocket (for the metrics of its kind).
+    private(set) var wasWebSocket = false
     /// Set once the connection has switched protocols (see HTTPConnection+WebSocket.swift).
     var webSocket: WebSocketState?
     /// An accepted upgrade waiting for the responses before it to be written.
@@ -174,6 +176,13 @@ final class HTTPConnection: EventHandler {
         }
     }
 
+    /// Counts this connection as a WebSocket from now on.
+    func markWebSocket() {
+        wasWebSocket = true
+        context.metrics.httpConnections.subtract(1, ordering: .relaxed)
+        context.metrics.webSocketConnections.add(1, ordering: .relaxed)
+    }
+
     /// The next response slot, for a response that will be finished later.
     func reserveResponseNumber() -> Int {
         defer {
@@ -209,6 +218,7 @@ final class HTTPConnection: EventHandler {
         HTTPResponseWriter.write(response, keepAlive: keepAlive, date: context.httpDate, includeBody: !isHead, into: &bytes)
         finished[number] = bytes
         context.requestsServed.add(1, ordering: .relaxed)
+        context.metrics.recordRequest(method: method, route: route, status: response.status.code, seconds: Double(EventLoop.monotonicNow() - started) / 1e9)
         if context.accessLog {
             context.log.info("request", [
                 "request_id": requestID, "method": method, "route": route, "status": String(response.status.code),

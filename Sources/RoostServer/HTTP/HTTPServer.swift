@@ -30,6 +30,11 @@ public final class HTTPServer: Sendable {
     public var requestsServed: Int { context.requestsServed.load(ordering: .relaxed) }
     public var runningHandlers: Int { context.runningHandlers.load(ordering: .relaxed) }
 
+    /// The `/metrics` body.
+    public func renderMetrics(pool: (open: Int, inUse: Int, waiting: Int)) -> String {
+        context.metrics.render(pool: pool, runningHandlers: runningHandlers)
+    }
+
     /// Binds every address and starts the loop threads.
     public func start() throws {
         var listeners: [(Int, Int32)] = []
@@ -65,8 +70,9 @@ public final class HTTPServer: Sendable {
                     }
                 }
             }
+            let metrics = context.metrics
             let thread = Thread { [self] in
-                loop.run()
+                loop.run { metrics.recordLoopIteration(nanoseconds: $0) }
                 loopEnded()
             }
             thread.name = "roost-loop-\(loop.index)"
@@ -147,15 +153,24 @@ final class Listener: EventHandler {
             }
             guard let (client, peer) = accepted else { return }
             let count = context.openConnections.add(1, ordering: .relaxed).newValue
-            if count > context.limits.maxConnections || context.shuttingDown.load(ordering: .relaxed) {
+            if count > context.limits.maxConnections || context.shuttingDown.load(ordering: .relaxed) || !context.admit(peer) {
                 refuse(client)
                 context.openConnections.subtract(1, ordering: .relaxed)
                 continue
             }
+            context.metrics.httpConnections.add(1, ordering: .relaxed)
             // The loop's registration keeps the connection alive until it closes.
             let connection = HTTPConnection(fd: client, peer: peer, loop: loop, context: context)
             let context = self.context
-            connection.onClose = { _ in context.openConnections.subtract(1, ordering: .relaxed) }
+            connection.onClose = { closed in
+                context.openConnections.subtract(1, ordering: .relaxed)
+                context.release(closed.peer)
+                if closed.wasWebSocket {
+                    context.metrics.webSocketConnections.subtract(1, ordering: .relaxed)
+                } else {
+                    context.metrics.httpConnections.subtract(1, ordering: .relaxed)
+                }
+            }
             do {
                 try connection.start()
             } catch {

@@ -26,21 +26,9 @@ enum OperationsRoutes {
             return .json(.ok, Array(#"{"status":"ready"}"#.utf8))
         }
         builder.add(.get, "/metrics") { _ in
-            let pool = pool.statistics
-            var text = ""
-            func metric(_ name: String, _ help: String, _ type: String, _ value: Int) {
-                text += "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n\(name) \(value)\n"
-            }
-            if let server = server() {
-                metric("roost_open_connections", "Open client connections.", "gauge", server.openConnections)
-                metric("roost_requests_total", "HTTP requests answered.", "counter", server.requestsServed)
-                metric("roost_handlers_running", "Request handlers running now.", "gauge", server.runningHandlers)
-            }
-            metric("roost_db_pool_open", "PostgreSQL connections open.", "gauge", pool.open)
-            metric("roost_db_pool_in_use", "PostgreSQL connections lent out.", "gauge", pool.inUse)
-            metric("roost_db_pool_waiting", "Callers waiting for a PostgreSQL connection.", "gauge", pool.waiting)
             var headers = HTTPHeaders()
             headers.add("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+            let text = server()?.renderMetrics(pool: pool.statistics) ?? ""
             return HTTPResponse(status: .ok, headers: headers, body: Array(text.utf8))
         }
     }

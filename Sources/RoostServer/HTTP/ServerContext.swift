@@ -15,6 +15,8 @@ public struct NetworkLimits: Sendable {
     /// Handlers running at once on the node; beyond, requests get 503 with Retry-After.
     public var maxConcurrentHandlers = 1024
     public var shutdownGraceMilliseconds = 10_000
+    /// Connections from one client address (TCP); beyond, 503 and close. 0: no limit.
+    public var maxConnectionsPerAddress = 20_000
     /// A WebSocket message after reassembly: 1009 beyond.
     public var maxWebSocketMessageBytes = 64 * 1024
     public var pingIntervalMilliseconds = 30_000
@@ -37,6 +39,8 @@ final class ServerContext: Sendable {
     let runningHandlers = Atomic<Int>(0)
     let requestsServed = Atomic<Int>(0)
     let shuttingDown = Atomic<Bool>(false)
+    let metrics = ServerMetrics()
+    private let connectionsByAddress = Mutex<[String: Int]>([:])
     private let date = Mutex<(second: Int64, text: String)>((0, ""))
 
     init(router: Router, limits: NetworkLimits, log: Log, accessLog: Bool) {
@@ -52,6 +56,25 @@ final class ServerContext: Sendable {
         return date.withLock { cached in
             if cached.second != second { cached = (second, HTTPDate.format(secondsSince1970: second)) }
             return cached.text
+        }
+    }
+
+    /// Counts a new connection from `address`; false when that address is at its limit.
+    func admit(_ address: String) -> Bool {
+        guard limits.maxConnectionsPerAddress > 0, address != "unix" else { return true }
+        return connectionsByAddress.withLock { counts in
+            let count = counts[address, default: 0]
+            guard count < limits.maxConnectionsPerAddress else { return false }
+            counts[address] = count + 1
+            return true
+        }
+    }
+
+    func release(_ address: String) {
+        guard limits.maxConnectionsPerAddress > 0, address != "unix" else { return }
+        connectionsByAddress.withLock { counts in
+            let remaining = counts[address, default: 1] - 1
+            counts[address] = remaining > 0 ? remaining : nil
         }
     }
 
