@@ -4,6 +4,13 @@ import RoostProtocol
 import Synchronization
 import Testing
 
+struct DecodedBody: Decodable {
+    struct Place: Decodable { let lat: Double }
+    let text: String
+    let count: Int
+    let places: [Place]?
+}
+
 /// A server on an ephemeral port with routes made for testing the network core.
 final class TestServer {
     let server: HTTPServer
@@ -38,6 +45,10 @@ final class TestServer {
             return HTTPResponse(status: .ok, body: (0..<count).map { UInt8(truncatingIfNeeded: $0 % 251) })
         }
         builder.add(.post, "/echo") { context in HTTPResponse(status: .ok, body: context.request.body) }
+        builder.add(.post, "/decode") { context in
+            let body = try context.decodeJSON(DecodedBody.self)
+            return .json(.ok, Array("{\"text\":\(body.text.count),\"places\":\(body.places?.count ?? 0)}".utf8))
+        }
         builder.add(.get, "/teapot") { _ in throw APIError(.conflict, code: "conflict", message: "already brewing") }
         builder.add(.get, "/crash") { _ in throw CancellationError() }
         server = try HTTPServer(
@@ -245,6 +256,34 @@ struct HTTPServerTests {
             client.send("GET /hello HTTP/1.1\r\n\r\n")
             #expect(await client.readResponse()?.status == 200)
         }
+        await test.stop()
+    }
+
+    @Test(arguments: [
+        (#"{"text":"hi","count":1}"#, 200, "", ""),
+        (#"{"text":"hi""#, 400, "invalid_json", ""),
+        ("not json", 400, "invalid_json", ""),
+        (#"{"count":1}"#, 400, "validation_failed", "text"),
+        (#"{"text":5,"count":1}"#, 400, "validation_failed", "text"),
+        (#"{"text":"hi","count":null}"#, 400, "validation_failed", "count"),
+        (#"{"text":"hi","count":1,"places":[{"lat":1},{"lat":"north"}]}"#, 400, "validation_failed", "places.1.lat"),
+    ])
+    func jsonBodiesDecodeOrNameTheFieldAtFault(body: String, status: Int, code: String, field: String) async throws {
+        let test = try TestServer()
+        let client = try TestClient(port: test.port)
+        client.send("POST /decode HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)")
+        let response = try #require(await client.readResponse())
+        #expect(response.status == status)
+        if !code.isEmpty { #expect(response.text.contains("\"code\":\"\(code)\"")) }
+        if !field.isEmpty { #expect(response.text.contains("\"field\":\"\(field)\"")) }
+        await test.stop()
+    }
+
+    @Test func aNonJSONContentTypeGets415() async throws {
+        let test = try TestServer()
+        let client = try TestClient(port: test.port)
+        client.send("POST /decode HTTP/1.1\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nhi")
+        #expect(await client.readResponse()?.status == 415)
         await test.stop()
     }
 
