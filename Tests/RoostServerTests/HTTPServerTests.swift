@@ -1,8 +1,13 @@
 import Foundation
+import RoostTestSupport
 import RoostProtocol
 @testable import RoostServer
 import Synchronization
 import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 struct DecodedBody: Decodable {
     struct Place: Decodable { let lat: Double }
@@ -18,7 +23,11 @@ final class TestServer {
     /// Released by tests to let `/hold` handlers finish.
     let gate = DispatchSemaphore(value: 0)
 
-    init(limits: NetworkLimits = NetworkLimits(), threads: Int = 2, extraRoutes: (inout Router.Builder) -> Void = { _ in }) throws {
+    init(
+        limits: NetworkLimits = NetworkLimits(), threads: Int = 2,
+        addresses: [ListenAddress] = [.inet(host: "127.0.0.1", port: 0)],
+        extraRoutes: (inout Router.Builder) -> Void = { _ in }
+    ) throws {
         var limits = limits
         // Tests end with a shutdown that clients do not answer: do not wait 5 s for each.
         limits.closeTimeoutMilliseconds = min(limits.closeTimeoutMilliseconds, 300)
@@ -52,10 +61,10 @@ final class TestServer {
         builder.add(.get, "/teapot") { _ in throw APIError(.conflict, code: "conflict", message: "already brewing") }
         builder.add(.get, "/crash") { _ in throw CancellationError() }
         server = try HTTPServer(
-            router: builder.build(), limits: limits, addresses: [.inet(host: "127.0.0.1", port: 0)], threads: threads,
+            router: builder.build(), limits: limits, addresses: addresses, threads: threads,
             log: Log(level: .error), accessLog: false)
         try server.start()
-        port = server.boundPorts[0]
+        port = server.boundPorts.first ?? 0
     }
 
     func stop() async {
@@ -285,6 +294,67 @@ struct HTTPServerTests {
         client.send("POST /decode HTTP/1.1\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nhi")
         #expect(await client.readResponse()?.status == 415)
         await test.stop()
+    }
+
+    @Test func ipv6AndUnixSocketListenersServeToo() async throws {
+        let path = NSTemporaryDirectory() + "roost-test-\(UUID().uuidString.prefix(8)).sock"
+        var addresses: [ListenAddress] = [.unix(path: path)]
+        let hasIPv6 = FileManager.default.fileExists(atPath: "/proc/net/if_inet6")
+        if hasIPv6 { addresses.append(.inet6(host: "::1", port: 0)) }
+        let test = try TestServer(addresses: addresses)
+        let unixAnswer = await offload { () -> String? in
+            let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+            defer { close(fd) }
+            var address = sockaddr_un()
+            address.sun_family = sa_family_t(AF_UNIX)
+            withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
+            let ok = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            }
+            guard ok == 0 else { return nil }
+            let request = Array("GET /hello HTTP/1.1\r\nConnection: close\r\n\r\n".utf8)
+            _ = request.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            var received: [UInt8] = []
+            while true {
+                let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+                if count <= 0 { break }
+                received += buffer[0..<count]
+            }
+            return String(decoding: received, as: UTF8.self)
+        }
+        #expect(unixAnswer?.hasPrefix("HTTP/1.1 200 OK") == true)
+        if hasIPv6 {
+            let port = test.server.boundPorts[0]
+            let ipv6Answer = await offload { () -> String? in
+                let fd = socket(AF_INET6, Int32(SOCK_STREAM.rawValue), 0)
+                defer { close(fd) }
+                var address = sockaddr_in6()
+                address.sin6_family = sa_family_t(AF_INET6)
+                address.sin6_port = port.bigEndian
+                inet_pton(AF_INET6, "::1", &address.sin6_addr)
+                let ok = withUnsafePointer(to: &address) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
+                }
+                guard ok == 0 else { return nil }
+                let request = Array("GET /hello HTTP/1.1\r\nConnection: close\r\n\r\n".utf8)
+                _ = request.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
+                var buffer = [UInt8](repeating: 0, count: 4096)
+                let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+                return count > 0 ? String(decoding: buffer[0..<count], as: UTF8.self) : nil
+            }
+            #expect(ipv6Answer?.hasPrefix("HTTP/1.1 200 OK") == true)
+        }
+        await test.stop()
+    }
+
+    @Test func listenAddressesParseOrSayWhy() throws {
+        #expect(try ListenAddress.parseList("127.0.0.1:8080, [::1]:9090,unix:/run/roost.sock")
+            == [.inet(host: "127.0.0.1", port: 8080), .inet6(host: "::1", port: 9090), .unix(path: "/run/roost.sock")])
+        #expect(try ListenAddress.parse("localhost:80") == .inet(host: "127.0.0.1", port: 80))
+        for bad in ["8080", "example.org:80", "127.0.0.1:99999", "[::zz]:80", "unix:"] {
+            #expect(throws: ConfigurationError.self, "\(bad)") { try ListenAddress.parse(bad) }
+        }
     }
 
     @Test func requestIDsAreEchoedOrGenerated() async throws {

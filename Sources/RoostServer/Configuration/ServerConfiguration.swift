@@ -66,7 +66,8 @@ public struct ServerConfiguration: Sendable {
         var lines = ["Usage: roost serve [options]", "", "Options (each also read from its environment variable):"]
         for setting in ServerSetting.all {
             let flag = setting.isSwitch ? setting.flag : "\(setting.flag) \(setting.placeholder)"
-            lines.append("  \(flag.padding(toLength: 34, withPad: " ", startingAt: 0))\(setting.environment)")
+            let column = flag.count < 34 ? flag.padding(toLength: 34, withPad: " ", startingAt: 0) : flag + "  "
+            lines.append("  \(column)\(setting.environment)")
             lines.append("      \(setting.help) (default: \(setting.defaultDescription))")
         }
         return lines.joined(separator: "\n")
