@@ -29,18 +29,8 @@ final class ServeProcess {
 
 /// A minimal blocking HTTP exchange over a fresh socket; nil if the connection is refused or dies.
 func exchange(_ port: UInt16, _ request: String) -> String? {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard let fd = connectToLoopback(port: port) else { return nil }
     defer { close(fd) }
-    var timeout = timeval(tv_sec: 10, tv_usec: 0)
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_port = port.bigEndian
-    inet_pton(AF_INET, "127.0.0.1", &address.sin_addr)
-    let connected = withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-    }
-    guard connected == 0 else { return nil }
     let bytes = Array(request.utf8)
     guard bytes.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == bytes.count else { return nil }
     var response: [UInt8] = []
@@ -120,17 +110,7 @@ struct ServeTests {
             sockets.reserveCapacity(count)
             defer { sockets.forEach { close($0) } }
             for _ in 0..<count {
-                let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-                var address = sockaddr_in()
-                address.sin_family = sa_family_t(AF_INET)
-                address.sin_port = port.bigEndian
-                inet_pton(AF_INET, "127.0.0.1", &address.sin_addr)
-                let ok = withUnsafePointer(to: &address) {
-                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-                }
-                guard ok == 0 else { close(fd); break }
-                var timeout = timeval(tv_sec: 20, tv_usec: 0)
-                setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+                guard let fd = connectToLoopback(port: port, receiveTimeoutSeconds: 20) else { break }
                 sockets.append(fd)
             }
             // Every connection is open at once; now each asks and is answered.
@@ -165,17 +145,8 @@ final class KeepAliveClient: @unchecked Sendable {
     private var pending: [UInt8] = []
 
     init?(port: UInt16) {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        inet_pton(AF_INET, "127.0.0.1", &address.sin_addr)
-        let ok = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard ok == 0 else { close(fd); return nil }
-        var timeout = timeval(tv_sec: 15, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        guard let fd = connectToLoopback(port: port, receiveTimeoutSeconds: 15) else { return nil }
+        self.fd = fd
     }
 
     deinit { close(fd) }

@@ -21,22 +21,10 @@ final class TestClient: @unchecked Sendable {
     }
 
     init(port: UInt16, receiveBuffer: Int32? = nil) throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        if var size = receiveBuffer {
-            setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
-        }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        inet_pton(AF_INET, "127.0.0.1", &address.sin_addr)
-        let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard result == 0 else {
-            close(fd)
+        guard let fd = connectToLoopback(port: port, receiveBuffer: receiveBuffer) else {
             throw TestClientError("connect failed: errno \(errno)")
         }
-        setTimeout(seconds: 10)
+        self.fd = fd
     }
 
     deinit { close(fd) }

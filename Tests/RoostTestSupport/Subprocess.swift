@@ -18,26 +18,7 @@ public enum Subprocess {
     public static func run(_ executable: String, _ arguments: [String], environment: [String: String]? = nil) throws -> Outcome {
         let outputPath = NSTemporaryDirectory() + "roost-subprocess-\(UUID().uuidString)"
         defer { unlink(outputPath) }
-
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-
-        let environment = (environment ?? ProcessInfo.processInfo.environment).map { "\($0.key)=\($0.value)" }
-        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
-        let envp = environment.map { strdup($0) } + [nil]
-        defer {
-            argv.forEach { free($0) }
-            envp.forEach { free($0) }
-        }
-        var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, executable, &actions, nil, argv, envp)
-        guard spawned == 0 else {
-            throw SubprocessError("cannot start \(executable): \(String(cString: strerror(spawned)))")
-        }
+        let pid = try spawn(executable, arguments, environment: environment ?? ProcessInfo.processInfo.environment, output: outputPath)
         var status: Int32 = 0
         while waitpid(pid, &status, 0) == -1 {
             guard errno == EINTR else { throw SubprocessError("waitpid failed: \(String(cString: strerror(errno)))") }
@@ -49,9 +30,56 @@ public enum Subprocess {
     }
 }
 
+extension Subprocess {
+    /// Starts `executable` with stdin from /dev/null and stdout and stderr into `output`.
+    static func spawn(_ executable: String, _ arguments: [String], environment: [String: String], output: String) throws -> pid_t {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            argv.forEach { free($0) }
+            envp.forEach { free($0) }
+        }
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, executable, &actions, nil, argv, envp)
+        guard spawned == 0 else {
+            throw SubprocessError("cannot start \(executable): \(String(cString: strerror(spawned)))")
+        }
+        return pid
+    }
+}
+
 public struct SubprocessError: Error, CustomStringConvertible {
     public let description: String
     public init(_ description: String) { self.description = description }
+}
+
+/// A blocking TCP socket connected to 127.0.0.1:`port` with a receive timeout; nil if refused.
+public func connectToLoopback(port: UInt16, receiveTimeoutSeconds: Int = 10, receiveBuffer: Int32? = nil) -> Int32? {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { return nil }
+    if var size = receiveBuffer {
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+    }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = port.bigEndian
+    inet_pton(AF_INET, "127.0.0.1", &address.sin_addr)
+    let connected = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+    guard connected == 0 else {
+        close(fd)
+        return nil
+    }
+    var timeout = timeval(tv_sec: receiveTimeoutSeconds, tv_usec: 0)
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    return fd
 }
 
 /// Runs blocking work (sockets, waitpid) on a dispatch thread and awaits it, so a test never
@@ -73,21 +101,7 @@ public final class RunningProcess: @unchecked Sendable {
 
     public init(_ executable: String, _ arguments: [String], environment: [String: String]) throws {
         outputPath = NSTemporaryDirectory() + "roost-process-\(UUID().uuidString).log"
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
-        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            argv.forEach { free($0) }
-            envp.forEach { free($0) }
-        }
-        var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, executable, &actions, nil, argv, envp)
-        guard spawned == 0 else { throw SubprocessError("cannot start \(executable): \(String(cString: strerror(spawned)))") }
+        let pid = try Subprocess.spawn(executable, arguments, environment: environment, output: outputPath)
         self.pid = pid
     }
 

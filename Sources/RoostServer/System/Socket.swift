@@ -26,11 +26,7 @@ enum Socket {
                 addr.sin_family = sa_family_t(AF_INET)
                 addr.sin_port = port.bigEndian
                 inet_pton(AF_INET, host, &addr.sin_addr)
-                try withUnsafePointer(to: &addr) { pointer throws(SystemError) in
-                    try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw throws(SystemError) in
-                        try mustSucceed("bind \(address)", { bind(fd, raw, socklen_t(MemoryLayout<sockaddr_in>.size)) })
-                    }
-                }
+                try bind(fd, &addr, address)
             case .inet6(let host, let port):
                 try mustSucceed("setsockopt(SO_REUSEADDR)", { setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, size) })
                 try mustSucceed("setsockopt(SO_REUSEPORT)", { setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, size) })
@@ -39,11 +35,7 @@ enum Socket {
                 addr.sin6_family = sa_family_t(AF_INET6)
                 addr.sin6_port = port.bigEndian
                 inet_pton(AF_INET6, host, &addr.sin6_addr)
-                try withUnsafePointer(to: &addr) { pointer throws(SystemError) in
-                    try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw throws(SystemError) in
-                        try mustSucceed("bind \(address)", { bind(fd, raw, socklen_t(MemoryLayout<sockaddr_in6>.size)) })
-                    }
-                }
+                try bind(fd, &addr, address)
             case .unix(let path):
                 unlink(path)  // a stale socket file from an earlier run
                 var addr = sockaddr_un()
@@ -52,11 +44,7 @@ enum Socket {
                     let bytes = Array(path.utf8)
                     raw.copyBytes(from: bytes.prefix(raw.count - 1))
                 }
-                try withUnsafePointer(to: &addr) { pointer throws(SystemError) in
-                    try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw throws(SystemError) in
-                        try mustSucceed("bind \(address)", { bind(fd, raw, socklen_t(MemoryLayout<sockaddr_un>.size)) })
-                    }
-                }
+                try bind(fd, &addr, address)
             }
             try mustSucceed("listen \(address)", { Glibc.listen(fd, backlog) })
         } catch {
@@ -64,6 +52,16 @@ enum Socket {
             throw error
         }
         return fd
+    }
+
+    /// bind(2) for any sockaddr_* structure.
+    private static func bind<Address>(_ fd: Int32, _ addr: inout Address, _ address: ListenAddress) throws(SystemError) {
+        let size = socklen_t(MemoryLayout<Address>.size)
+        try withUnsafePointer(to: &addr) { pointer throws(SystemError) in
+            try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw throws(SystemError) in
+                try mustSucceed("bind \(address)", { Glibc.bind(fd, raw, size) })
+            }
+        }
     }
 
     /// The port a TCP listener was bound to (for port 0 in tests).
