@@ -359,6 +359,40 @@ struct HTTPServerTests {
         }
     }
 
+    /// Thousands of pipelined requests answered on the loop must not nest calls (a loop
+    /// thread's stack is 1 MiB).
+    @Test func manyPipelinedInlineRequestsAreAllAnswered() async throws {
+        let test = try TestServer()
+        let client = try TestClient(port: test.port)
+        let count = 20_000
+        let writer = Task.detached { client.send(String(repeating: "GET /inline HTTP/1.1\r\n\r\n", count: count)) }
+        var answered = 0
+        while answered < count, let response = await client.readResponse(), response.status == 200 { answered += 1 }
+        await writer.value
+        #expect(answered == count)
+        await test.stop()
+    }
+
+    /// Random bytes on many connections: every one ends in an answer or a close, and the
+    /// server goes on serving (the parser itself is fuzzed separately).
+    @Test func garbageOnManyConnectionsNeverStopsTheServer() async throws {
+        var limits = NetworkLimits()
+        limits.headerTimeoutMilliseconds = 200
+        let test = try TestServer(limits: limits)
+        var random = SystemRandomNumberGenerator()
+        for round in 0..<80 {
+            let client = try TestClient(port: test.port)
+            var bytes = (0..<Int.random(in: 1...2000, using: &random)).map { _ in UInt8.random(in: 0...255, using: &random) }
+            if round % 2 == 0 { bytes = Array("GET /hello HTTP/1.1\r\n".utf8) + bytes }
+            client.send(bytes)
+            #expect(await client.waitForClose(), "round \(round)")
+        }
+        let client = try TestClient(port: test.port)
+        client.send("GET /hello HTTP/1.1\r\n\r\n")
+        #expect(await client.readResponse()?.status == 200)
+        await test.stop()
+    }
+
     @Test func requestIDsAreEchoedOrGenerated() async throws {
         let test = try TestServer()
         let client = try TestClient(port: test.port)

@@ -27,6 +27,10 @@ final class HTTPConnection: EventHandler {
     var stopReading = false
     var closeWhenDrained = false
     private var waitingForWritable = false
+    /// True while `readAvailable`/`processRequests` run, so a response finished inside them
+    /// (an inline route) does not start another round: pipelined requests are taken in a
+    /// loop, never by nesting calls.
+    private var processing = false
     private var deadline: (token: UInt64, kind: DeadlineKind)?
 
     private enum DeadlineKind {
@@ -71,6 +75,9 @@ final class HTTPConnection: EventHandler {
     // MARK: - Reading
 
     private func readAvailable() {
+        guard !processing else { return }
+        processing = true
+        defer { processing = false }
         while !isClosed && !stopReading && inFlight < context.limits.maxPipelinedRequests {
             let result: IOResult<Int>
             do {
@@ -237,9 +244,12 @@ final class HTTPConnection: EventHandler {
             }
         }
         flush()
-        // Reading may have paused at the pipelining limit.
-        if !stopReading && !isClosed {
+        // Reading may have paused at the pipelining limit; resume, unless this response was
+        // finished from inside the processing loop, which continues by itself.
+        if !processing && !stopReading && !isClosed {
+            processing = true
             processRequests()
+            processing = false
             if !stopReading && inFlight < context.limits.maxPipelinedRequests { readAvailable() }
         }
         closeIfDone()
