@@ -207,6 +207,41 @@ struct HTTPServerTests {
         await test.stop()
     }
 
+    /// A client that asks for a large response and never reads it cannot hold the connection:
+    /// pending output runs the idle deadline, restarted by every write that makes progress.
+    @Test func aClientThatNeverReadsItsResponseIsClosedAtTheIdleDeadline() async throws {
+        var limits = NetworkLimits()
+        limits.idleTimeoutMilliseconds = 300
+        let test = try TestServer(limits: limits)
+        let client = try TestClient(port: test.port, receiveBuffer: 4096)
+        // Many pipelined requests: reading them pauses while answers back up, and asking for
+        // more never buys more time.
+        client.send(String(repeating: "GET /big/\(1024 * 1024) HTTP/1.1\r\n\r\n", count: 50))
+        // First a request is taken and its response starts going out...
+        while test.server.requestsServed < 1 { try await Task.sleep(for: .milliseconds(5)) }
+        // ...then, with nothing read, the connection is closed.
+        let deadline = ContinuousClock.now + .seconds(10)
+        while test.server.openConnections > 0 && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(test.server.openConnections == 0)
+        await test.stop()
+    }
+
+    @Test func pipelinedLargeResponsesAllReachAReaderThatKeepsUp() async throws {
+        let test = try TestServer()
+        let client = try TestClient(port: test.port)
+        let size = 2 * 1024 * 1024
+        client.send(String(repeating: "GET /big/\(size) HTTP/1.1\r\n\r\n", count: 10))
+        var sizes: [Int] = []
+        for _ in 0..<10 {
+            guard let response = await client.readResponse() else { break }
+            sizes.append(response.body.count)
+        }
+        #expect(sizes == Array(repeating: size, count: 10))
+        await test.stop()
+    }
+
     @Test func whenEveryHandlerSlotIsTakenNewRequestsGet503WithRetryAfter() async throws {
         var limits = NetworkLimits()
         limits.maxConcurrentHandlers = 1
@@ -255,16 +290,17 @@ struct HTTPServerTests {
         var limits = NetworkLimits()
         limits.maxConnectionsPerAddress = 2
         let test = try TestServer(limits: limits)
+        // Two loops accept in either order: make sure the first two are in before the third.
         let first = try TestClient(port: test.port)
         let second = try TestClient(port: test.port)
-        let third = try TestClient(port: test.port)
-        let refused = try #require(await third.readResponse())
-        #expect(refused.status == 503)
-        #expect(refused.headers["retry-after"] == "1")
         for client in [first, second] {
             client.send("GET /hello HTTP/1.1\r\n\r\n")
             #expect(await client.readResponse()?.status == 200)
         }
+        let third = try TestClient(port: test.port)
+        let refused = try #require(await third.readResponse())
+        #expect(refused.status == 503)
+        #expect(refused.headers["retry-after"] == "1")
         await test.stop()
     }
 

@@ -38,6 +38,8 @@ final class HTTPConnection: EventHandler {
         case header
         /// Runs while nothing is owed either way; any activity restarts it.
         case idle
+        /// Runs while output waits for the client to read; only write progress restarts it.
+        case write
     }
     private(set) var isClosed = false
     /// Whether the connection had switched to WebSocket (for the metrics of its kind).
@@ -63,7 +65,10 @@ final class HTTPConnection: EventHandler {
     }
 
     func handleEvent(readable: Bool, writable: Bool) {
-        if writable && waitingForWritable { flush() }
+        if writable && waitingForWritable {
+            flush()
+            resumeRequests()
+        }
         guard readable && !isClosed else { return }
         if webSocket != nil {
             readWebSocket()
@@ -78,7 +83,7 @@ final class HTTPConnection: EventHandler {
         guard !processing else { return }
         processing = true
         defer { processing = false }
-        while !isClosed && !stopReading && inFlight < context.limits.maxPipelinedRequests {
+        while !isClosed && !stopReading && wantsMoreRequests {
             let result: IOResult<Int>
             do {
                 result = try loop.readBuffer.read(fd) { parser.feed($0) }
@@ -100,8 +105,14 @@ final class HTTPConnection: EventHandler {
         rearmDeadline()
     }
 
+    /// Whether to take more requests now: not beyond the pipelining depth, and not while a
+    /// client that is not reading has more than a queue's worth of answers waiting.
+    private var wantsMoreRequests: Bool {
+        inFlight < context.limits.maxPipelinedRequests && outbound.byteCount <= context.limits.maxOutboundQueueBytes
+    }
+
     private func processRequests() {
-        while !stopReading && inFlight < context.limits.maxPipelinedRequests {
+        while !stopReading && wantsMoreRequests {
             switch parser.next() {
             case .needMore:
                 parser.releaseIdleBuffers()
@@ -115,6 +126,17 @@ final class HTTPConnection: EventHandler {
                 dispatch(request)
             }
         }
+    }
+
+    /// Takes up requests again after a pause (pipelining depth reached, or output backed up):
+    /// first those already buffered, then the socket. Not from inside the processing loop,
+    /// which continues by itself (so responses finished inline never nest calls).
+    private func resumeRequests() {
+        guard !processing && !stopReading && !isClosed && webSocket == nil else { return }
+        processing = true
+        processRequests()
+        processing = false
+        if !stopReading && wantsMoreRequests { readAvailable() }
     }
 
     private func dispatch(_ request: HTTPRequest) {
@@ -244,14 +266,7 @@ final class HTTPConnection: EventHandler {
             }
         }
         flush()
-        // Reading may have paused at the pipelining limit; resume, unless this response was
-        // finished from inside the processing loop, which continues by itself.
-        if !processing && !stopReading && !isClosed {
-            processing = true
-            processRequests()
-            processing = false
-            if !stopReading && inFlight < context.limits.maxPipelinedRequests { readAvailable() }
-        }
+        resumeRequests()
         closeIfDone()
         rearmDeadline()
     }
@@ -261,6 +276,7 @@ final class HTTPConnection: EventHandler {
     /// Writes straight away; EPOLLOUT is armed only while the socket would block.
     func flush() {
         guard !isClosed else { return }
+        let before = outbound.byteCount
         do {
             let drained = try outbound.write(to: fd)
             waitingForWritable = !drained
@@ -270,12 +286,14 @@ final class HTTPConnection: EventHandler {
         }
         updateInterest()
         closeIfDone()
+        // Progress on a pending write restarts its deadline (HTTP only: WebSockets have pings).
+        if outbound.byteCount != before { rearmDeadline(progress: true) } else if waitingForWritable { rearmDeadline() }
     }
 
     func updateInterest() {
         guard !isClosed else { return }
         // A WebSocket always reads (pings, the peer's close); HTTP pauses at the pipelining limit.
-        let wantsRead = webSocket != nil || (!stopReading && inFlight < context.limits.maxPipelinedRequests)
+        let wantsRead = webSocket != nil || (!stopReading && wantsMoreRequests)
         loop.setInterest(fd, readable: wantsRead, writable: waitingForWritable)
     }
 
@@ -286,22 +304,26 @@ final class HTTPConnection: EventHandler {
 
     // MARK: - Deadlines
 
-    private func rearmDeadline() {
+    /// `progress`: output was just written, which restarts a running write deadline.
+    private func rearmDeadline(progress: Bool = false) {
         guard !isClosed, webSocket == nil else { return }
         let wanted: DeadlineKind?
-        if inFlight > 0 || !outbound.isEmpty {
+        if !outbound.isEmpty {
+            wanted = .write  // the client must keep reading
+        } else if inFlight > 0 {
             wanted = nil  // the server owes a response; no client deadline runs
         } else {
             wanted = parser.isIdle ? .idle : .header
         }
-        // A running header deadline stays as it is: more bytes do not buy more time.
-        if let current = deadline, current.kind == .header, wanted == .header { return }
+        // A running header deadline stays as it is: more bytes do not buy more time; nor do
+        // more requests buy time for output the client is not reading.
+        if let current = deadline, current.kind == wanted, wanted == .header || (wanted == .write && !progress) { return }
         if let current = deadline {
             loop.cancelTimer(current.token)
             deadline = nil
         }
         guard let wanted else { return }
-        let milliseconds = wanted == .idle ? context.limits.idleTimeoutMilliseconds : context.limits.headerTimeoutMilliseconds
+        let milliseconds = wanted == .header ? context.limits.headerTimeoutMilliseconds : context.limits.idleTimeoutMilliseconds
         let bound = LoopBound(value: self)
         let token = loop.schedule(afterNanoseconds: UInt64(milliseconds) * 1_000_000) {
             bound.value.deadline = nil
