@@ -82,7 +82,9 @@ extension HTTPConnection {
     // MARK: - Reading
 
     func readWebSocket() {
-        while !isClosed, webSocket != nil {
+        var budget = 16  // reads per wake-up, as for HTTP: fairness between connections
+        while !isClosed, webSocket != nil, budget > 0 {
+            budget -= 1
             let result: IOResult<Int>
             do {
                 result = try loop.readBuffer.read(fd) { webSocket!.reader.feed($0) }

@@ -83,7 +83,11 @@ final class HTTPConnection: EventHandler {
         guard !processing else { return }
         processing = true
         defer { processing = false }
-        while !isClosed && !stopReading && wantsMoreRequests {
+        // At most 16 reads (1 MiB) per wake-up: epoll is level-triggered and calls again, so one
+        // busy connection cannot hold the loop that serves thousands of others.
+        var budget = 16
+        while !isClosed && !stopReading && wantsMoreRequests && budget > 0 {
+            budget -= 1
             let result: IOResult<Int>
             do {
                 result = try loop.readBuffer.read(fd) { parser.feed($0) }
