@@ -96,7 +96,10 @@ struct WebSocketServerTests {
     @Test func aClientThatStopsReadingIsClosedWith1013AndOthersAreUnaffected() async throws {
         var limits = NetworkLimits()
         limits.maxOutboundQueueBytes = 256 * 1024
-        let test = try TestServer.withEcho(limits)
+        // One event loop: the healthy client shares it with the stalled one.
+        let test = try TestServer(limits: limits, threads: 1, extraRoutes: { builder in
+            builder.addWebSocket("/v1/conformance/echo") { _ in EchoSession() }
+        })
         let stalled = try await WebSocketTestClient.connect(port: test.port, receiveBuffer: 4096)
         let healthy = try await WebSocketTestClient.connect(port: test.port)
         #expect(test.server.openConnections == 2)
@@ -115,7 +118,11 @@ struct WebSocketServerTests {
         }
         await flood.value
         #expect(test.server.openConnections == 1)
-        #expect(roundTrips.allSatisfy { $0 < .milliseconds(500) }, "\(roundTrips)")
+        #expect(roundTrips.allSatisfy { $0 < .milliseconds(100) }, "\(roundTrips)")
+        // The dropped client's queue is freed: nothing is left waiting to be written.
+        let metrics = test.server.renderMetrics(pool: (open: 0, inUse: 0, waiting: 0))
+        #expect(metrics.contains("roost_outbound_queued_bytes 0\n"), "\(metrics)")
+        #expect(metrics.contains(#"roost_websocket_closes_total{code="1013"} 1"#))
         await test.stop()
     }
 }

@@ -27,6 +27,8 @@ final class HTTPConnection: EventHandler {
     var stopReading = false
     var closeWhenDrained = false
     private var waitingForWritable = false
+    /// The queue size last added to the server-wide gauge.
+    private var reportedQueueBytes = 0
     /// True while `readAvailable`/`processRequests` run, so a response finished inside them
     /// (an inline route) does not start another round: pipelined requests are taken in a
     /// loop, never by nesting calls.
@@ -288,10 +290,19 @@ final class HTTPConnection: EventHandler {
             close()
             return
         }
+        reportQueue()
         updateInterest()
         closeIfDone()
         // Progress on a pending write restarts its deadline (HTTP only: WebSockets have pings).
         if outbound.byteCount != before { rearmDeadline(progress: true) } else if waitingForWritable { rearmDeadline() }
+    }
+
+    /// Keeps `roost_outbound_queued_bytes` equal to the sum of every connection's queue.
+    func reportQueue() {
+        let delta = outbound.byteCount - reportedQueueBytes
+        guard delta != 0 else { return }
+        context.metrics.queuedBytes.add(delta, ordering: .relaxed)
+        reportedQueueBytes = outbound.byteCount
     }
 
     func updateInterest() {
@@ -344,6 +355,7 @@ final class HTTPConnection: EventHandler {
         loop.deregister(fd)
         Glibc.close(fd)
         outbound.discard()
+        reportQueue()
         if let webSocket {
             webSocket.cancelTimers(on: loop)
             webSocket.session.closed(code: webSocket.closeCodeReceived)

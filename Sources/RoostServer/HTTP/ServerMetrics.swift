@@ -27,6 +27,8 @@ final class ServerMetrics: Sendable {
     let framesOut = Atomic<Int>(0)
     let bytesIn = Atomic<Int>(0)
     let bytesOut = Atomic<Int>(0)
+    /// Bytes waiting in every connection's outbound queue: memory held for slow readers.
+    let queuedBytes = Atomic<Int>(0)
     /// The longest event-loop iteration since the last scrape, nanoseconds.
     let worstLoopIteration = Atomic<UInt64>(0)
 
@@ -92,6 +94,9 @@ final class ServerMetrics: Sendable {
         for (code, count) in closes.withLock({ $0 }).sorted(by: { $0.key < $1.key }) {
             sample("roost_websocket_closes_total", "code=\"\(code)\"", String(count))
         }
+
+        family("roost_outbound_queued_bytes", "gauge", "Bytes queued for clients that have not read them yet.")
+        sample("roost_outbound_queued_bytes", "", String(queuedBytes.load(ordering: .relaxed)))
 
         family("roost_db_pool_connections", "gauge", "PostgreSQL connections by state.")
         sample("roost_db_pool_connections", "state=\"open\"", String(pool.open))
