@@ -39,7 +39,7 @@ let package = Package(
         ),
         .target(
             name: "RoostServer",
-            dependencies: ["RoostFanout", "RoostPersistence", "RoostProtocol", "CLinuxEvents"]
+            dependencies: ["RoostFanout", "RoostPersistence", "RoostProtocol", "CLinuxEvents", "CCrypto"]
         ),
         .executableTarget(
             name: "roost",

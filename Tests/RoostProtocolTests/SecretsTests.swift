@@ -1,0 +1,34 @@
+import RoostProtocol
+import Testing
+
+struct SecretsTests {
+    /// RFC 4231 test case 2.
+    @Test func hmacSHA256MatchesTheRFCVector() {
+        let mac = Secrets.hmacSHA256(key: Array("Jefe".utf8), message: Array("what do ya want for nothing?".utf8))
+        #expect(Digest.hex(mac) == "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843")
+    }
+
+    @Test func randomBytesDiffer() {
+        let a = Secrets.randomBytes(32), b = Secrets.randomBytes(32)
+        #expect(a.count == 32)
+        #expect(a != b)
+    }
+
+    @Test func constantTimeEqualityCompares() {
+        #expect(Secrets.constantTimeEqual([1, 2, 3], [1, 2, 3]))
+        #expect(!Secrets.constantTimeEqual([1, 2, 3], [1, 2, 4]))
+        #expect(!Secrets.constantTimeEqual([1, 2, 3], [1, 2]))
+        #expect(Secrets.constantTimeEqual([], []))
+    }
+
+    @Test func base64URLRoundTripsWithoutPadding() {
+        for length in 0..<40 {
+            let bytes = Secrets.randomBytes(length)
+            let text = Secrets.base64URL(bytes)
+            #expect(!text.contains("=") && !text.contains("+") && !text.contains("/"))
+            #expect(Secrets.decodeBase64URL(text) == bytes)
+        }
+        #expect(Secrets.decodeBase64URL("not base64!") == nil)
+        #expect(Secrets.decodeBase64URL("a+b/") == nil)
+    }
+}
