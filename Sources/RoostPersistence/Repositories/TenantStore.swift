@@ -38,7 +38,7 @@ public struct TenantStore: Sendable {
         try connection.query("SELECT id, slug, name, registration, created_at FROM tenants ORDER BY slug").rows.map(decode)
     }
 
-    private func decode(_ row: PostgresRow) throws -> Tenant {
+    fileprivate func decode(_ row: PostgresRow) throws -> Tenant {
         let registration = try row.decode(String.self, "registration")
         guard let parsed = Tenant.Registration(rawValue: registration) else {
             throw DatabaseError(.decoding, "tenant registration '\(registration)' is unknown", column: "registration")
@@ -49,5 +49,15 @@ public struct TenantStore: Sendable {
             name: try row.decode(String.self, "name"),
             registration: parsed,
             createdAt: try row.decode(Date.self, "created_at"))
+    }
+}
+
+extension TenantStore {
+    /// A page of tenants in slug order, starting after the slug `after` (keyset pagination).
+    public func list(after: String?, limit: Int, on connection: PostgresConnection) throws -> [Tenant] {
+        try connection.query("""
+            SELECT id, slug, name, registration, created_at FROM tenants
+            WHERE \(after)::text IS NULL OR slug > \(after) ORDER BY slug LIMIT \(limit)
+            """).rows.map(decode)
     }
 }

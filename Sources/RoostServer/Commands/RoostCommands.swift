@@ -15,6 +15,7 @@ public enum RoostCommands {
         let serverBox = ServerBox()
         var builder = Router.Builder()
         OperationsRoutes.add(to: &builder, pool: pool) { serverBox.server }
+        TenantRoutes.add(to: &builder, pool: pool, adminToken: configuration.adminToken)
         if configuration.conformanceEcho {
             log.warning("serving the test-only WebSocket echo at /v1/conformance/echo")
             builder.addWebSocket("/v1/conformance/echo") { _ in EchoSession() }

@@ -1,0 +1,72 @@
+import Foundation
+import RoostPersistence
+import RoostProtocol
+
+/// JSON responses as API.md writes them: snake_case keys (set by each type's CodingKeys) and
+/// RFC 3339 UTC times with milliseconds (`2026-11-21T10:00:00.123Z`).
+public enum APIJSON {
+    public static func encode<Value: Encodable>(_ value: Value) throws -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        encoder.dateEncodingStrategy = .custom { date, encoder in
+            var container = encoder.singleValueContainer()
+            try container.encode(date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true)))
+        }
+        return Array(try encoder.encode(value))
+    }
+
+    public static func response<Value: Encodable>(_ status: HTTPStatus, _ value: Value) throws -> HTTPResponse {
+        .json(status, try encode(value))
+    }
+}
+
+/// A list page (API.md "Conventions"): `{"items": [...], "next": cursor or null}`.
+public struct Page<Item: Encodable>: Encodable {
+    public let items: [Item]
+    public let next: String?
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(items, forKey: .items)
+        try container.encode(next, forKey: .next)  // null, not absent, on the last page
+    }
+
+    private enum CodingKeys: String, CodingKey { case items, next }
+}
+
+extension APIError {
+    /// The one mapping from database failures to API errors: unreachable or exhausted → 503;
+    /// a unique violation → 409. Anything else is not the client's fault and stays an error
+    /// (a logged 500).
+    public static func from(_ error: DatabaseError) -> APIError? {
+        switch error.code {
+        case .unavailable, .unreachable, .connectionLost:
+            return APIError(.serviceUnavailable, code: "unavailable", message: "the database is unavailable; try again shortly",
+                            headers: ["Retry-After": "1"])
+        case .uniqueViolation:
+            return APIError(.conflict, code: "conflict", message: "that already exists")
+        default:
+            return nil
+        }
+    }
+}
+
+extension RequestContext {
+    /// The `limit` query parameter, 1...200, 50 when absent (API.md "Conventions").
+    public func limit() throws(APIError) -> Int {
+        guard let text = request.target.queryValue("limit") else { return 50 }
+        guard let value = Int(text), (1...200).contains(value) else {
+            throw APIError(.badRequest, code: "validation_failed", message: "limit must be a whole number from 1 to 200", field: "limit")
+        }
+        return value
+    }
+
+    /// The bearer token of the `Authorization` header, if any.
+    public var bearerToken: String? {
+        guard let value = request.headers["Authorization"] else { return nil }
+        let parts = value.split(separator: " ", maxSplits: 1)
+        guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
+        let token = parts[1].trimmingCharacters(in: .whitespaces)
+        return token.isEmpty ? nil : token
+    }
+}

@@ -1,0 +1,85 @@
+import Foundation
+import RoostPersistence
+import RoostProtocol
+
+/// API.md "Operator": `POST /v1/admin/tenants` and `GET /v1/admin/tenants`, for whoever holds
+/// `ROOST_ADMIN_TOKEN`. With no token configured the operator API does not exist (404).
+enum TenantRoutes {
+    struct CreateBody: Decodable {
+        let slug: String
+        let name: String
+        let registration: String?
+    }
+
+    struct TenantView: Encodable {
+        let id: UUID
+        let slug: String
+        let name: String
+        let registration: String
+        let createdAt: Date
+
+        init(_ tenant: Tenant) {
+            id = tenant.id
+            slug = tenant.slug
+            name = tenant.name
+            registration = tenant.registration.rawValue
+            createdAt = tenant.createdAt
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case id, slug, name, registration
+            case createdAt = "created_at"
+        }
+    }
+
+    static func add(to builder: inout Router.Builder, pool: ConnectionPool, adminToken: String?) {
+        let authorize: @Sendable (RequestContext) throws(APIError) -> Void = { (context: RequestContext) throws(APIError) in
+            guard let adminToken else {
+                throw APIError(.notFound, code: "not_found", message: "no such resource: \(context.request.target.path)")
+            }
+            guard let token = context.bearerToken,
+                  Secrets.constantTimeEqual(Digest.sha256(Array(token.utf8)), Digest.sha256(Array(adminToken.utf8))) else {
+                throw APIError(.unauthorized, code: "unauthenticated", message: "a valid operator token is required",
+                               headers: ["WWW-Authenticate": "Bearer"])
+            }
+        }
+
+        builder.add(.post, "/v1/admin/tenants", bodyLimit: 16 * 1024) { context in
+            try authorize(context)
+            let body = try context.decodeJSON(CreateBody.self)
+            guard body.slug.range(of: "^[a-z0-9-]{2,40}$", options: .regularExpression) != nil else {
+                throw APIError(.badRequest, code: "validation_failed", message: "slug must be 2 to 40 of a-z, 0-9 and '-'", field: "slug")
+            }
+            let name = body.name.trimmingCharacters(in: .whitespacesAndNewlines)
+            guard (1...200).contains(name.count), !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+                throw APIError(.badRequest, code: "validation_failed", message: "name must be 1 to 200 characters, no control characters", field: "name")
+            }
+            guard let registration = Tenant.Registration(rawValue: body.registration ?? "open") else {
+                throw APIError(.badRequest, code: "validation_failed", message: "registration must be open or invite_only", field: "registration")
+            }
+            do {
+                let tenant = try await pool.withConnection {
+                    try TenantStore().create(slug: body.slug, name: name, registration: registration, on: $0)
+                }
+                return try APIJSON.response(.created, TenantView(tenant))
+            } catch let error as DatabaseError where error.code == .uniqueViolation {
+                throw APIError(.conflict, code: "conflict", message: "a tenant with slug '\(body.slug)' already exists", field: "slug")
+            } catch let error as DatabaseError {
+                throw APIError.from(error) ?? error
+            }
+        }
+
+        builder.add(.get, "/v1/admin/tenants") { context in
+            try authorize(context)
+            let limit = try context.limit()
+            let after = context.request.target.queryValue("cursor")
+            do {
+                let tenants = try await pool.withConnection { try TenantStore().list(after: after, limit: limit + 1, on: $0) }
+                let page = Array(tenants.prefix(limit))
+                return try APIJSON.response(.ok, Page(items: page.map(TenantView.init), next: tenants.count > limit ? page.last?.slug : nil))
+            } catch let error as DatabaseError {
+                throw APIError.from(error) ?? error
+            }
+        }
+    }
+}

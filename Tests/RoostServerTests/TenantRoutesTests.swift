@@ -1,0 +1,120 @@
+import Foundation
+import RoostPersistence
+import RoostProtocol
+@testable import RoostServer
+import RoostTestSupport
+import Testing
+
+@Suite(.enabled(if: TestDatabase.isConfigured, "needs TEST_DATABASE_URL (scripts/test sets it)"))
+struct TenantRoutesTests {
+    static let token = "operator-secret-\(UUID().uuidString)"
+
+    func makeServer(adminToken: String? = TenantRoutesTests.token) throws -> (TestServer, ConnectionPool) {
+        _ = try TestDatabase.migratedConnection()
+        let pool = ConnectionPool(configuration: TestDatabase.configuration(), options: .init(maxConnections: 2))
+        let server = try TestServer(extraRoutes: { TenantRoutes.add(to: &$0, pool: pool, adminToken: adminToken) })
+        return (server, pool)
+    }
+
+    func post(_ client: TestClient, _ body: String, token: String? = TenantRoutesTests.token) async -> TestClient.Response? {
+        let auth = token.map { "Authorization: Bearer \($0)\r\n" } ?? ""
+        client.send("POST /v1/admin/tenants HTTP/1.1\r\n\(auth)Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)")
+        return await client.readResponse()
+    }
+
+    @Test func theOperatorCreatesAndListsTenants() async throws {
+        let (test, pool) = try makeServer()
+        defer { pool.close() }
+        let client = try TestClient(port: test.port)
+        let slug = "elm-\(UUID().uuidString.prefix(8).lowercased())"
+        let created = try #require(await post(client, #"{"slug":"\#(slug)","name":"Elm Street Watch","registration":"invite_only"}"#))
+        #expect(created.status == 201)
+        let tenant = try JSONSerialization.jsonObject(with: Data(created.body)) as? [String: Any]
+        #expect(tenant?["slug"] as? String == slug)
+        #expect(tenant?["registration"] as? String == "invite_only")
+        #expect((tenant?["id"] as? String).flatMap(UUID.init(uuidString:)) != nil)
+        #expect((tenant?["created_at"] as? String)?.hasSuffix("Z") == true)
+
+        let again = try #require(await post(client, #"{"slug":"\#(slug)","name":"Elm again"}"#))
+        #expect(again.status == 409)
+        #expect(again.text.contains(#""code":"conflict""#))
+
+        client.send("GET /v1/admin/tenants?limit=200 HTTP/1.1\r\nAuthorization: Bearer \(Self.token)\r\n\r\n")
+        let list = try #require(await client.readResponse())
+        #expect(list.status == 200)
+        #expect(list.text.contains(#""slug":"\#(slug)""#))
+        #expect(list.text.contains(#""next":"#))
+        await test.stop()
+    }
+
+    @Test func listsArePagedByCursor() async throws {
+        let (test, pool) = try makeServer()
+        defer { pool.close() }
+        let client = try TestClient(port: test.port)
+        let prefix = "page-\(UUID().uuidString.prefix(6).lowercased())"
+        for index in 0..<3 { _ = await post(client, #"{"slug":"\#(prefix)-\#(index)","name":"Page \#(index)"}"#) }
+        var seen: [String] = []
+        var cursor: String? = "\(prefix)"
+        while let after = cursor {
+            client.send("GET /v1/admin/tenants?limit=1&cursor=\(after) HTTP/1.1\r\nAuthorization: Bearer \(Self.token)\r\n\r\n")
+            let page = try #require(await client.readResponse())
+            let object = try JSONSerialization.jsonObject(with: Data(page.body)) as? [String: Any]
+            let items = object?["items"] as? [[String: Any]] ?? []
+            guard let slug = items.first?["slug"] as? String, slug.hasPrefix(prefix) else { break }
+            seen.append(slug)
+            cursor = object?["next"] as? String
+        }
+        #expect(seen == ["\(prefix)-0", "\(prefix)-1", "\(prefix)-2"])
+        await test.stop()
+    }
+
+    @Test(arguments: [
+        (#"{"slug":"A","name":"x"}"#, 400, "slug"),
+        (#"{"slug":"ok-slug","name":""}"#, 400, "name"),
+        (#"{"slug":"ok-slug","name":"x","registration":"closed"}"#, 400, "registration"),
+        (#"{"name":"x"}"#, 400, "slug"),
+        (#"{"slug":7,"name":"x"}"#, 400, "slug"),
+        (#"{"slug":"x'; DROP TABLE tenants; --","name":"x"}"#, 400, "slug"),
+        ("{", 400, ""),
+    ])
+    func badBodiesAreRefusedNamingTheField(body: String, status: Int, field: String) async throws {
+        let (test, pool) = try makeServer()
+        defer { pool.close() }
+        let client = try TestClient(port: test.port)
+        let response = try #require(await post(client, body))
+        #expect(response.status == status)
+        #expect(response.text.hasPrefix(#"{"error":{"code":"#))
+        if !field.isEmpty { #expect(response.text.contains(#""field":"\#(field)""#)) }
+        await test.stop()
+    }
+
+    @Test func aNameFullOfSQLAndQuotesIsStoredAsWritten() async throws {
+        let (test, pool) = try makeServer()
+        defer { pool.close() }
+        let client = try TestClient(port: test.port)
+        let slug = "sql-\(UUID().uuidString.prefix(8).lowercased())"
+        let name = #"Robert'); DROP TABLE tenants;-- \"Bobby\" ø"#
+        let body = try String(decoding: JSONSerialization.data(withJSONObject: ["slug": slug, "name": name]), as: UTF8.self)
+        #expect(await post(client, body)?.status == 201)
+        let stored = try await pool.withConnection { try TenantStore().find(slug: slug, on: $0)?.name }
+        #expect(stored == name)
+        await test.stop()
+    }
+
+    @Test func withoutTheRightTokenTheOperatorAPIIsClosed() async throws {
+        let (test, pool) = try makeServer()
+        defer { pool.close() }
+        let client = try TestClient(port: test.port)
+        #expect(await post(client, #"{"slug":"nope","name":"x"}"#, token: nil)?.status == 401)
+        #expect(await post(client, #"{"slug":"nope","name":"x"}"#, token: "wrong")?.status == 401)
+        client.send("GET /v1/admin/tenants HTTP/1.1\r\nAuthorization: Basic \(Self.token)\r\n\r\n")
+        #expect(await client.readResponse()?.status == 401)
+        await test.stop()
+
+        let (closed, closedPool) = try makeServer(adminToken: nil)
+        defer { closedPool.close() }
+        let other = try TestClient(port: closed.port)
+        #expect(await post(other, #"{"slug":"nope","name":"x"}"#)?.status == 404)
+        await closed.stop()
+    }
+}
