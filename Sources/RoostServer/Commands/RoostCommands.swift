@@ -13,14 +13,16 @@ public enum RoostCommands {
         FileLimits.raiseOpenFileLimit(log: log)
 
         let serverBox = ServerBox()
+        let threads = configuration.threads > 0 ? configuration.threads : ProcessInfo.processInfo.activeProcessorCount
         var builder = Router.Builder()
         OperationsRoutes.add(to: &builder, pool: pool) { serverBox.server }
         TenantRoutes.add(to: &builder, pool: pool, adminToken: configuration.adminToken)
+        AccountRoutes(pool: pool, sessionLifetime: configuration.sessionLifetimeSeconds, hashingThreads: max(1, threads))
+            .add(to: &builder)
         if configuration.conformanceEcho {
             log.warning("serving the test-only WebSocket echo at /v1/conformance/echo")
             builder.addWebSocket("/v1/conformance/echo") { _ in EchoSession() }
         }
-        let threads = configuration.threads > 0 ? configuration.threads : ProcessInfo.processInfo.activeProcessorCount
         let server = try HTTPServer(
             router: builder.build(), limits: configuration.network, addresses: addresses, threads: threads, log: log,
             accessLog: configuration.accessLog)

@@ -1,0 +1,100 @@
+import Foundation
+
+/// A neighbour's account (API.md "Accounts"). `passwordHash` never leaves the server.
+public struct User: Sendable, Equatable {
+    public let id: UUID
+    public let tenantID: UUID
+    public let email: String?
+    public let phone: String?
+    public let emailVerified: Bool
+    public let phoneVerified: Bool
+    public let displayName: String
+    public let passwordHash: String?
+    public let createdAt: Date
+}
+
+/// Users and their sessions. Every method runs inside a tenant transaction
+/// (`withTenantTransaction`), so row-level security scopes it to that tenant.
+public struct UserStore: Sendable {
+    public init() {}
+
+    static let columns = "id, tenant_id, email, phone, email_verified, phone_verified, display_name, password_hash, created_at"
+
+    /// A new user; a taken email or phone surfaces as `uniqueViolation`.
+    public func create(
+        tenant: UUID, email: String?, phone: String?, passwordHash: String, displayName: String, on connection: PostgresConnection
+    ) throws -> User {
+        try decode(connection.query("""
+            INSERT INTO users (tenant_id, email, phone, password_hash, display_name)
+            VALUES (\(tenant), \(email), \(phone), \(passwordHash), \(displayName))
+            RETURNING \(unsafeRaw: Self.columns)
+            """).rows[0])
+    }
+
+    /// The live account with this email or phone, for login.
+    public func find(email: String?, phone: String?, on connection: PostgresConnection) throws -> User? {
+        try connection.query("""
+            SELECT \(unsafeRaw: Self.columns) FROM users
+            WHERE deleted_at IS NULL AND ((\(email)::text IS NOT NULL AND email = \(email))
+                                       OR (\(phone)::text IS NOT NULL AND phone = \(phone)))
+            LIMIT 1
+            """).first.map(decode)
+    }
+
+    public func find(id: UUID, on connection: PostgresConnection) throws -> User? {
+        try connection.query("""
+            SELECT \(unsafeRaw: Self.columns) FROM users WHERE id = \(id) AND deleted_at IS NULL
+            """).first.map(decode)
+    }
+
+    public func updatePasswordHash(_ hash: String, user: UUID, on connection: PostgresConnection) throws {
+        try connection.query("UPDATE users SET password_hash = \(hash) WHERE id = \(user)")
+    }
+
+    // MARK: - Sessions
+
+    public func createSession(tenant: UUID, tokenHash: [UInt8], user: UUID, lifetime: Int, on connection: PostgresConnection) throws -> Date {
+        try connection.query("""
+            INSERT INTO sessions (tenant_id, token_hash, user_id, expires_at)
+            VALUES (\(tenant), \(Data(tokenHash)), \(user), now() + \(lifetime) * interval '1 second')
+            RETURNING expires_at
+            """).rows[0].decode(Date.self, "expires_at")
+    }
+
+    /// The user of a live session, sliding its expiry forward (written at most once a minute).
+    public func sessionUser(tokenHash: [UInt8], lifetime: Int, on connection: PostgresConnection) throws -> User? {
+        let hash = Data(tokenHash)
+        guard let row = try connection.query("""
+            SELECT u.id, u.tenant_id, u.email, u.phone, u.email_verified, u.phone_verified, u.display_name,
+                   u.password_hash, u.created_at, s.last_used_at < now() - interval '1 minute' AS stale
+            FROM sessions s JOIN users u ON u.tenant_id = s.tenant_id AND u.id = s.user_id
+            WHERE s.token_hash = \(hash) AND s.expires_at > now() AND u.deleted_at IS NULL
+            """).first else { return nil }
+        if try row.decode(Bool.self, "stale") {
+            try connection.query("""
+                UPDATE sessions SET last_used_at = now(), expires_at = now() + \(lifetime) * interval '1 second'
+                WHERE token_hash = \(hash)
+                """)
+        }
+        return try decode(row)
+    }
+
+    /// Ends one session; true if it existed.
+    @discardableResult
+    public func deleteSession(tokenHash: [UInt8], on connection: PostgresConnection) throws -> Bool {
+        try connection.query("DELETE FROM sessions WHERE token_hash = \(Data(tokenHash))").affectedRows == 1
+    }
+
+    private func decode(_ row: PostgresRow) throws -> User {
+        User(
+            id: try row.decode(UUID.self, "id"),
+            tenantID: try row.decode(UUID.self, "tenant_id"),
+            email: try row.decode(String?.self, "email"),
+            phone: try row.decode(String?.self, "phone"),
+            emailVerified: try row.decode(Bool.self, "email_verified"),
+            phoneVerified: try row.decode(Bool.self, "phone_verified"),
+            displayName: try row.decode(String.self, "display_name"),
+            passwordHash: try row.decode(String?.self, "password_hash"),
+            createdAt: try row.decode(Date.self, "created_at"))
+    }
+}

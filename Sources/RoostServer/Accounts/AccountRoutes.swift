@@ -1,0 +1,240 @@
+import Foundation
+import RoostPersistence
+import RoostProtocol
+
+/// API.md "Accounts": register, login, logout and `GET /v1/me`.
+struct AccountRoutes: Sendable {
+    let pool: ConnectionPool
+    let hasher: PasswordHasher
+    let gate: HashingGate
+    let sessionLifetime: Int
+    /// A hash to verify against when the account does not exist, so a failed login costs the
+    /// same time either way and does not reveal which accounts exist.
+    let dummyHash: String
+
+    init(pool: ConnectionPool, hasher: PasswordHasher = PasswordHasher(), sessionLifetime: Int, hashingThreads: Int) {
+        self.pool = pool
+        self.hasher = hasher
+        self.gate = HashingGate(width: hashingThreads)
+        self.sessionLifetime = sessionLifetime
+        self.dummyHash = hasher.hash(UUID().uuidString)
+    }
+
+    struct RegisterBody: Decodable {
+        let tenant: String
+        let email: String?
+        let phone: String?
+        let password: String
+        let displayName: String
+        let invitationToken: String?
+
+        enum CodingKeys: String, CodingKey {
+            case tenant, email, phone, password
+            case displayName = "display_name"
+            case invitationToken = "invitation_token"
+        }
+    }
+
+    struct LoginBody: Decodable {
+        let tenant: String
+        let email: String?
+        let phone: String?
+        let password: String
+    }
+
+    struct UserView: Encodable {
+        let id: UUID
+        let displayName: String
+        let email: String?
+        let phone: String?
+        let emailVerified: Bool
+        let phoneVerified: Bool
+        let createdAt: Date
+
+        init(_ user: User) {
+            id = user.id
+            displayName = user.displayName
+            email = user.email
+            phone = user.phone
+            emailVerified = user.emailVerified
+            phoneVerified = user.phoneVerified
+            createdAt = user.createdAt
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(id, forKey: .id)
+            try container.encode(displayName, forKey: .displayName)
+            try container.encode(email, forKey: .email)  // null, not absent
+            try container.encode(phone, forKey: .phone)
+            try container.encode(emailVerified, forKey: .emailVerified)
+            try container.encode(phoneVerified, forKey: .phoneVerified)
+            try container.encode(createdAt, forKey: .createdAt)
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case id, email, phone
+            case displayName = "display_name"
+            case emailVerified = "email_verified"
+            case phoneVerified = "phone_verified"
+            case createdAt = "created_at"
+        }
+    }
+
+    struct SessionView: Encodable {
+        let user: UserView
+        let token: String
+        let expiresAt: Date
+
+        enum CodingKeys: String, CodingKey {
+            case user, token
+            case expiresAt = "expires_at"
+        }
+    }
+
+    func add(to builder: inout Router.Builder) {
+        builder.add(.post, "/v1/auth/register", bodyLimit: 16 * 1024) { context in try await register(context) }
+        builder.add(.post, "/v1/auth/login", bodyLimit: 16 * 1024) { context in try await login(context) }
+        builder.add(.post, "/v1/auth/logout") { context in
+            let token = try sessionToken(context)
+            _ = try await authenticate(context)
+            try await database { try $0.withTenantTransaction(token.tenant) { try UserStore().deleteSession(tokenHash: token.hash, on: $0) } }
+            return HTTPResponse(status: .noContent)
+        }
+        builder.add(.get, "/v1/me") { context in
+            try APIJSON.response(.ok, UserView(try await authenticate(context)))
+        }
+    }
+
+    // MARK: - Use cases
+
+    private func register(_ context: RequestContext) async throws -> HTTPResponse {
+        let body = try context.decodeJSON(RegisterBody.self)
+        let (email, phone) = try Self.identifiers(email: body.email, phone: body.phone)
+        guard (10...1024).contains(body.password.count) else {
+            throw APIError(.badRequest, code: "validation_failed", message: "password must be 10 to 1024 characters", field: "password")
+        }
+        let name = body.displayName.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard (1...100).contains(name.count), !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+            throw APIError(.badRequest, code: "validation_failed", message: "display_name must be 1 to 100 characters, no control characters", field: "display_name")
+        }
+        let tenant = try await findTenant(body.tenant)
+        if tenant.registration == .inviteOnly {
+            // Invitation tokens are redeemed by the invitations work; until then the door is shut.
+            throw APIError(.forbidden, code: "forbidden", message: "this neighbourhood is invite-only: registration needs an invitation", field: "invitation_token")
+        }
+        let password = body.password
+        let hasher = self.hasher
+        let passwordHash = try await gate.run { hasher.hash(password) }
+        let (text, token) = SessionToken.generate(tenant: tenant.id)
+        let lifetime = sessionLifetime
+        do {
+            let (user, expires) = try await pool.withConnection { connection in
+                try connection.withTenantTransaction(tenant.id) { connection in
+                    let user = try UserStore().create(tenant: tenant.id, email: email, phone: phone, passwordHash: passwordHash, displayName: name, on: connection)
+                    let expires = try UserStore().createSession(tenant: tenant.id, tokenHash: token.hash, user: user.id, lifetime: lifetime, on: connection)
+                    return (user, expires)
+                }
+            }
+            return try APIJSON.response(.created, SessionView(user: UserView(user), token: text, expiresAt: expires))
+        } catch let error as DatabaseError where error.code == .uniqueViolation {
+            let field = error.constraint?.contains("phone") == true ? "phone" : "email"
+            throw APIError(.conflict, code: "conflict", message: "an account with that \(field) already exists here", field: field)
+        } catch let error as DatabaseError {
+            throw APIError.from(error) ?? error
+        }
+    }
+
+    private func login(_ context: RequestContext) async throws -> HTTPResponse {
+        let body = try context.decodeJSON(LoginBody.self)
+        let refused = APIError(.unauthorized, code: "unauthenticated", message: "that tenant, identifier and password do not match an account")
+        let email = body.email.flatMap(EmailAddress.normalize)
+        let phone = body.phone.flatMap(PhoneNumber.normalize)
+        // An unknown tenant is refused like a wrong password; a database failure is still a 503.
+        let tenant: Tenant?
+        do {
+            tenant = try await findTenant(body.tenant)
+        } catch let error as APIError where error.status == .notFound {
+            tenant = nil
+        }
+        var user: User?
+        if let tenant, email != nil || phone != nil {
+            user = try await database { try $0.withTenantTransaction(tenant.id) { try UserStore().find(email: email, phone: phone, on: $0) } }
+        }
+        let stored = user?.passwordHash ?? dummyHash
+        let password = body.password
+        let hasher = self.hasher
+        let matches = try await gate.run { hasher.verify(password, against: stored) }
+        guard matches, let user, let tenant else { throw refused }
+        if hasher.needsRehash(stored) {
+            let fresh = try await gate.run { hasher.hash(password) }
+            try await database { try $0.withTenantTransaction(tenant.id) { try UserStore().updatePasswordHash(fresh, user: user.id, on: $0) } }
+        }
+        let (text, token) = SessionToken.generate(tenant: tenant.id)
+        let lifetime = sessionLifetime
+        let expires = try await database { connection in
+            try connection.withTenantTransaction(tenant.id) {
+                try UserStore().createSession(tenant: tenant.id, tokenHash: token.hash, user: user.id, lifetime: lifetime, on: $0)
+            }
+        }
+        return try APIJSON.response(.ok, SessionView(user: UserView(user), token: text, expiresAt: expires))
+    }
+
+    // MARK: - Helpers
+
+    private func sessionToken(_ context: RequestContext) throws(APIError) -> SessionToken {
+        guard let text = context.bearerToken, let token = SessionToken(text) else {
+            throw APIError(.unauthorized, code: "unauthenticated", message: "a valid session token is required", headers: ["WWW-Authenticate": "Bearer"])
+        }
+        return token
+    }
+
+    /// The signed-in user, or 401: the token's tenant is set before its session is looked up.
+    func authenticate(_ context: RequestContext) async throws -> User {
+        let token = try sessionToken(context)
+        let lifetime = sessionLifetime
+        guard let user = try await database({ connection in
+            try connection.withTenantTransaction(token.tenant) { try UserStore().sessionUser(tokenHash: token.hash, lifetime: lifetime, on: $0) }
+        }) else {
+            throw APIError(.unauthorized, code: "unauthenticated", message: "the session has ended or the token is not valid", headers: ["WWW-Authenticate": "Bearer"])
+        }
+        return user
+    }
+
+    private func findTenant(_ slug: String) async throws -> Tenant {
+        guard slug.utf8.count <= 40, let tenant = try await database({ try TenantStore().find(slug: slug, on: $0) }) else {
+            throw APIError(.notFound, code: "not_found", message: "no such tenant", field: "tenant")
+        }
+        return tenant
+    }
+
+    private func database<Value: Sendable>(_ body: @escaping @Sendable (PostgresConnection) throws -> Value) async throws -> Value {
+        do {
+            return try await pool.withConnection(body)
+        } catch let error as DatabaseError {
+            throw APIError.from(error) ?? error
+        }
+    }
+
+    /// At least one of email and phone, each normalised or refused naming its field.
+    static func identifiers(email: String?, phone: String?) throws(APIError) -> (String?, String?) {
+        guard email != nil || phone != nil else {
+            throw APIError(.badRequest, code: "validation_failed", message: "give an email or a phone number", field: "email")
+        }
+        var normalizedEmail: String?
+        var normalizedPhone: String?
+        if let email {
+            guard let value = EmailAddress.normalize(email) else {
+                throw APIError(.badRequest, code: "validation_failed", message: "email is not a valid address", field: "email")
+            }
+            normalizedEmail = value
+        }
+        if let phone {
+            guard let value = PhoneNumber.normalize(phone) else {
+                throw APIError(.badRequest, code: "validation_failed", message: "phone must be an international number such as +45 12 34 56 78", field: "phone")
+            }
+            normalizedPhone = value
+        }
+        return (normalizedEmail, normalizedPhone)
+    }
+}

@@ -1,0 +1,142 @@
+import Foundation
+import RoostPersistence
+import RoostProtocol
+@testable import RoostServer
+import RoostTestSupport
+import Testing
+
+@Suite(.enabled(if: TestDatabase.isConfigured, "needs TEST_DATABASE_URL (scripts/test sets it)"))
+struct AccountRoutesTests {
+    let test: TestServer
+    let pool: ConnectionPool
+    let client: TestClient
+    let tenant: String
+    let closedTenant: String
+
+    init() throws {
+        let setup = try TestDatabase.migratedConnection()
+        let suffix = UUID().uuidString.prefix(8).lowercased()
+        tenant = "acct-\(suffix)"
+        closedTenant = "closed-\(suffix)"
+        _ = try TenantStore().create(slug: tenant, name: "Oak Lane", registration: .open, on: setup)
+        _ = try TenantStore().create(slug: closedTenant, name: "Gated Close", registration: .inviteOnly, on: setup)
+        let pool = ConnectionPool(configuration: TestDatabase.configuration(), options: .init(maxConnections: 4))
+        self.pool = pool
+        // A cheap scrypt cost keeps the suite fast; the standard cost is asserted elsewhere.
+        let routes = AccountRoutes(pool: pool, hasher: PasswordHasher(parameters: .init(logN: 10, r: 8, p: 1)),
+                                   sessionLifetime: 3600, hashingThreads: 2)
+        test = try TestServer(extraRoutes: { routes.add(to: &$0) })
+        client = try TestClient(port: test.port)
+    }
+
+    func call(_ method: String, _ path: String, _ body: [String: Any]? = nil, token: String? = nil) async throws -> (Int, [String: Any]) {
+        let data = try body.map { try JSONSerialization.data(withJSONObject: $0) } ?? Data()
+        let auth = token.map { "Authorization: Bearer \($0)\r\n" } ?? ""
+        client.send("\(method) \(path) HTTP/1.1\r\n\(auth)Content-Type: application/json\r\nContent-Length: \(data.count)\r\n\r\n"
+                    + String(decoding: data, as: UTF8.self))
+        let response = try #require(await client.readResponse())
+        let object = response.body.isEmpty ? [:] : (try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any] ?? [:])
+        return (response.status, object)
+    }
+
+    func register(_ fields: [String: Any]) async throws -> (Int, [String: Any]) {
+        var body: [String: Any] = ["tenant": tenant, "password": "a long enough password", "display_name": "Anna"]
+        body.merge(fields) { $1 }
+        return try await call("POST", "/v1/auth/register", body)
+    }
+
+    @Test func registerThenMeThenLogoutEndsTheSession() async throws {
+        let (status, body) = try await register(["email": " Anna@Example.ORG "])
+        #expect(status == 201)
+        let token = try #require(body["token"] as? String)
+        let user = try #require(body["user"] as? [String: Any])
+        #expect(user["email"] as? String == "anna@example.org")
+        #expect(user["phone"] is NSNull)
+        #expect(user["email_verified"] as? Bool == false)
+        #expect(user["password_hash"] == nil && user["password"] == nil)
+        #expect(body["expires_at"] is String)
+
+        let (meStatus, me) = try await call("GET", "/v1/me", token: token)
+        #expect(meStatus == 200)
+        #expect(me["id"] as? String == user["id"] as? String)
+        #expect(me["display_name"] as? String == "Anna")
+
+        #expect(try await call("POST", "/v1/auth/logout", token: token).0 == 204)
+        #expect(try await call("GET", "/v1/me", token: token).0 == 401)
+        await test.stop()
+        pool.close()
+    }
+
+    @Test func loginWorksAndEveryMismatchLooksTheSame() async throws {
+        _ = try await register(["phone": "0045 12 34 56 78"])
+        let (status, body) = try await call("POST", "/v1/auth/login", ["tenant": tenant, "phone": "+45 12345678", "password": "a long enough password"])
+        #expect(status == 200)
+        #expect((body["user"] as? [String: Any])?["phone"] as? String == "+4512345678")
+        #expect(try await call("GET", "/v1/me", token: body["token"] as? String).0 == 200)
+
+        let wrongPassword = try await call("POST", "/v1/auth/login", ["tenant": tenant, "phone": "+4512345678", "password": "not the password"])
+        let unknownUser = try await call("POST", "/v1/auth/login", ["tenant": tenant, "phone": "+4599999999", "password": "a long enough password"])
+        let unknownTenant = try await call("POST", "/v1/auth/login", ["tenant": "no-such-town", "phone": "+4512345678", "password": "a long enough password"])
+        for (status, body) in [wrongPassword, unknownUser, unknownTenant] {
+            #expect(status == 401)
+            #expect((body["error"] as? [String: Any])?["message"] as? String == "that tenant, identifier and password do not match an account")
+        }
+        await test.stop()
+        pool.close()
+    }
+
+    @Test func aTakenEmailIsAConflictButAnotherTenantMayHaveIt() async throws {
+        #expect(try await register(["email": "bo@example.org"]).0 == 201)
+        let (status, body) = try await register(["email": "BO@example.org"])
+        #expect(status == 409)
+        #expect((body["error"] as? [String: Any])?["field"] as? String == "email")
+        let other = "other-\(UUID().uuidString.prefix(8).lowercased())"
+        try await pool.withConnection { _ = try TenantStore().create(slug: other, name: "Elsewhere", registration: .open, on: $0) }
+        let (elsewhere, _) = try await call("POST", "/v1/auth/register",
+                                            ["tenant": other, "email": "bo@example.org", "password": "another long password", "display_name": "Bo"])
+        #expect(elsewhere == 201)
+        await test.stop()
+        pool.close()
+    }
+
+    @Test func tokensDoNotCrossTenantsAndForgedOnesFail() async throws {
+        let (_, body) = try await register(["email": "cy@example.org"])
+        let token = try #require(body["token"] as? String)
+        // The same secret part with another tenant's id in front finds nothing.
+        var characters = Array(token)
+        characters[6] = characters[6] == "A" ? "B" : "A"
+        for bad in [String(characters), "rst_" + String(repeating: "A", count: 64), "garbage", token + "x"] {
+            #expect(try await call("GET", "/v1/me", token: bad).0 == 401, "\(bad)")
+        }
+        #expect(try await call("GET", "/v1/me").0 == 401)
+        await test.stop()
+        pool.close()
+    }
+
+    @Test(arguments: [
+        (["email": "not-an-email"], "email"),
+        (["phone": "12345"], "phone"),
+        ([String: String](), "email"),
+        (["email": "dee@example.org", "password": "short"], "password"),
+        (["email": "dee@example.org", "display_name": "  "], "display_name"),
+        (["email": "dee@example.org", "display_name": "bell\u{7}"], "display_name"),
+    ])
+    func badRegistrationsNameTheField(fields: [String: String], field: String) async throws {
+        let (status, body) = try await register(fields)
+        #expect(status == 400)
+        #expect((body["error"] as? [String: Any])?["field"] as? String == field)
+        await test.stop()
+        pool.close()
+    }
+
+    @Test func anInviteOnlyTenantRefusesOpenRegistration() async throws {
+        let (status, body) = try await call("POST", "/v1/auth/register",
+                                            ["tenant": closedTenant, "email": "eve@example.org", "password": "a long enough password", "display_name": "Eve"])
+        #expect(status == 403)
+        #expect((body["error"] as? [String: Any])?["code"] as? String == "forbidden")
+        #expect(try await call("POST", "/v1/auth/register",
+                               ["tenant": "nowhere-at-all", "email": "eve@example.org", "password": "a long enough password", "display_name": "Eve"]).0 == 404)
+        await test.stop()
+        pool.close()
+    }
+}
