@@ -85,6 +85,37 @@ struct AccountRoutesTests {
         pool.close()
     }
 
+    @Test func fiveFailuresForOneIdentifierAreThrottledEvenWithTheRightPassword() async throws {
+        _ = try await register(["email": "fay@example.org"])
+        for _ in 0..<5 {
+            #expect(try await call("POST", "/v1/auth/login", ["tenant": tenant, "email": "fay@example.org", "password": "wrong password!"]).0 == 401)
+        }
+        let (status, body) = try await call("POST", "/v1/auth/login", ["tenant": tenant, "email": "fay@example.org", "password": "a long enough password"])
+        #expect(status == 429)
+        #expect((body["error"] as? [String: Any])?["code"] as? String == "rate_limited")
+        // Another identifier from the same address is still let in.
+        _ = try await register(["email": "gus@example.org"])
+        #expect(try await call("POST", "/v1/auth/login", ["tenant": tenant, "email": "gus@example.org", "password": "a long enough password"]).0 == 200)
+        await test.stop()
+        pool.close()
+    }
+
+    @Test func twentyFailuresFromOneAddressAreThrottledWithRetryAfter() async throws {
+        for index in 0..<20 {
+            _ = try await call("POST", "/v1/auth/login", ["tenant": tenant, "email": "nobody\(index)@example.org", "password": "guessing away"])
+        }
+        client.send("POST /v1/auth/login HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
+        _ = await client.readResponse()  // a malformed body is refused before throttling: 400
+        let body = try JSONSerialization.data(withJSONObject: ["tenant": tenant, "email": "someone@example.org", "password": "any password"])
+        client.send("POST /v1/auth/login HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: \(body.count)\r\n\r\n" + String(decoding: body, as: UTF8.self))
+        let response = try #require(await client.readResponse())
+        #expect(response.status == 429)
+        let retryAfter = try #require(response.headers["retry-after"].flatMap(Int.init))
+        #expect(retryAfter > 0 && retryAfter <= 900)
+        await test.stop()
+        pool.close()
+    }
+
     @Test func aTakenEmailIsAConflictButAnotherTenantMayHaveIt() async throws {
         #expect(try await register(["email": "bo@example.org"]).0 == 201)
         let (status, body) = try await register(["email": "BO@example.org"])

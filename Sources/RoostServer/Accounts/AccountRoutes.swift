@@ -145,11 +145,18 @@ struct AccountRoutes: Sendable {
         }
     }
 
+    /// Login throttling (issue: accounts): failures per identifier and per client address.
+    static let throttleWindow = 15 * 60
+    static let failuresPerIdentifier = 5
+    static let failuresPerAddress = 20
+
     private func login(_ context: RequestContext) async throws -> HTTPResponse {
         let body = try context.decodeJSON(LoginBody.self)
         let refused = APIError(.unauthorized, code: "unauthenticated", message: "that tenant, identifier and password do not match an account")
         let email = body.email.flatMap(EmailAddress.normalize)
         let phone = body.phone.flatMap(PhoneNumber.normalize)
+        let identifierKey = Digest.sha256(Array("id:\(email ?? phone ?? "")".utf8))
+        let addressKey = Digest.sha256(Array("ip:\(context.peer)".utf8))
         // An unknown tenant is refused like a wrong password; a database failure is still a 503.
         let tenant: Tenant?
         do {
@@ -158,14 +165,42 @@ struct AccountRoutes: Sendable {
             tenant = nil
         }
         var user: User?
-        if let tenant, email != nil || phone != nil {
-            user = try await database { try $0.withTenantTransaction(tenant.id) { try UserStore().find(email: email, phone: phone, on: $0) } }
+        if let tenant {
+            // Throttled before any password work, whether or not the account exists.
+            let window = Self.throttleWindow
+            let (byIdentifier, byAddress) = try await database { connection in
+                try connection.withTenantTransaction(tenant.id) { connection in
+                    (try LoginFailureStore().recent(key: identifierKey, window: window, on: connection),
+                     try LoginFailureStore().recent(key: addressKey, window: window, on: connection))
+                }
+            }
+            var waits: [Int] = []
+            if byIdentifier.count >= Self.failuresPerIdentifier { waits.append(byIdentifier.clearsIn) }
+            if byAddress.count >= Self.failuresPerAddress { waits.append(byAddress.clearsIn) }
+            if let wait = waits.max() {
+                throw APIError(.tooManyRequests, code: "rate_limited", message: "too many failed sign-ins; try again later",
+                               headers: ["Retry-After": String(wait)])
+            }
+            if email != nil || phone != nil {
+                user = try await database { try $0.withTenantTransaction(tenant.id) { try UserStore().find(email: email, phone: phone, on: $0) } }
+            }
         }
         let stored = user?.passwordHash ?? dummyHash
         let password = body.password
         let hasher = self.hasher
         let matches = try await gate.run { hasher.verify(password, against: stored) }
-        guard matches, let user, let tenant else { throw refused }
+        guard matches, let user, let tenant else {
+            if let tenant {
+                let window = Self.throttleWindow
+                try await database { connection in
+                    try connection.withTenantTransaction(tenant.id) {
+                        try LoginFailureStore().record(tenant: tenant.id, keys: [identifierKey, addressKey], window: window, on: $0)
+                    }
+                }
+            }
+            throw refused
+        }
+        try await database { try $0.withTenantTransaction(tenant.id) { try LoginFailureStore().clear(key: identifierKey, on: $0) } }
         if hasher.needsRehash(stored) {
             let fresh = try await gate.run { hasher.hash(password) }
             try await database { try $0.withTenantTransaction(tenant.id) { try UserStore().updatePasswordHash(fresh, user: user.id, on: $0) } }
