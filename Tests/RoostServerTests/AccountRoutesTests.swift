@@ -160,6 +160,51 @@ struct AccountRoutesTests {
         pool.close()
     }
 
+    @Test func theProfileCanBeChangedAndHomeIsShownToItsOwner() async throws {
+        let token = try #require(try await register(["email": "hal@example.org"]).1["token"] as? String)
+        let (before, me) = try await call("GET", "/v1/me", token: token)
+        #expect(before == 200)
+        #expect(me["home"] is NSNull)
+        let (status, updated) = try await call("PATCH", "/v1/me", ["display_name": "  Hal B. ", "home": ["address": "12 Elm St", "notes": "Gate code 1234\nDog: friendly"]], token: token)
+        #expect(status == 200)
+        #expect(updated["display_name"] as? String == "Hal B.")
+        #expect((updated["home"] as? [String: Any])?["address"] as? String == "12 Elm St")
+        let (_, again) = try await call("GET", "/v1/me", token: token)
+        #expect((again["home"] as? [String: Any])?["notes"] as? String == "Gate code 1234\nDog: friendly")
+        let (bad, error) = try await call("PATCH", "/v1/me", ["display_name": String(repeating: "x", count: 101)], token: token)
+        #expect(bad == 400)
+        #expect((error["error"] as? [String: Any])?["field"] as? String == "display_name")
+        #expect(try await call("PATCH", "/v1/me", ["display_name": "x"]).0 == 401)
+        await test.stop()
+        pool.close()
+    }
+
+    @Test func devicesAreRegisteredOnceListedAndRemovedOnlyByTheirOwner() async throws {
+        let ida = try #require(try await register(["email": "ida@example.org"]).1["token"] as? String)
+        let jon = try #require(try await register(["email": "jon@example.org"]).1["token"] as? String)
+        let (created, device) = try await call("POST", "/v1/me/devices", ["platform": "fcm", "token": "fcm-token-1"], token: ida)
+        #expect(created == 201)
+        let id = try #require(device["id"] as? String)
+        let (repeated, same) = try await call("POST", "/v1/me/devices", ["platform": "fcm", "token": "fcm-token-1"], token: ida)
+        #expect(repeated == 200)
+        #expect(same["id"] as? String == id)
+        let (listed, list) = try await call("GET", "/v1/me/devices", token: ida)
+        #expect(listed == 200)
+        #expect((list["items"] as? [[String: Any]])?.map { $0["id"] as? String } == [id])
+        #expect(list["next"] is NSNull)
+        #expect((try await call("GET", "/v1/me/devices", token: jon).1["items"] as? [Any])?.isEmpty == true)
+        // Another user cannot remove it; a malformed id is simply not found.
+        #expect(try await call("DELETE", "/v1/me/devices/\(id)", token: jon).0 == 404)
+        #expect(try await call("DELETE", "/v1/me/devices/not-a-uuid", token: ida).0 == 404)
+        #expect(try await call("DELETE", "/v1/me/devices/\(id)", token: ida).0 == 204)
+        #expect(try await call("DELETE", "/v1/me/devices/\(id)", token: ida).0 == 404)
+        let (badPlatform, error) = try await call("POST", "/v1/me/devices", ["platform": "pager", "token": "x"], token: ida)
+        #expect(badPlatform == 400)
+        #expect((error["error"] as? [String: Any])?["field"] as? String == "platform")
+        await test.stop()
+        pool.close()
+    }
+
     @Test func anInviteOnlyTenantRefusesOpenRegistration() async throws {
         let (status, body) = try await call("POST", "/v1/auth/register",
                                             ["tenant": closedTenant, "email": "eve@example.org", "password": "a long enough password", "display_name": "Eve"])

@@ -101,9 +101,7 @@ struct AccountRoutes: Sendable {
             try await database { try $0.withTenantTransaction(token.tenant) { try UserStore().deleteSession(tokenHash: token.hash, on: $0) } }
             return HTTPResponse(status: .noContent)
         }
-        builder.add(.get, "/v1/me") { context in
-            try APIJSON.response(.ok, UserView(try await authenticate(context)))
-        }
+        ProfileRoutes(accounts: self).add(to: &builder)
     }
 
     // MARK: - Use cases

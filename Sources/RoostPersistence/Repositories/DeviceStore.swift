@@ -1,0 +1,74 @@
+import Foundation
+
+/// A phone or browser that receives alert notifications for its user (API.md "Accounts").
+public struct Device: Sendable, Equatable {
+    public let id: UUID
+    public let platform: String
+    public let token: String
+    public let createdAt: Date
+}
+
+/// Devices of one user, in a tenant transaction.
+public struct DeviceStore: Sendable {
+    public init() {}
+
+    /// Registers a device; registering the same platform and token again returns the existing one.
+    public func register(tenant: UUID, user: UUID, platform: String, token: String, on connection: PostgresConnection) throws -> (Device, created: Bool) {
+        if let existing = try connection.query("""
+            SELECT id, platform, token, created_at FROM devices
+            WHERE user_id = \(user) AND platform = \(platform) AND token = \(token)
+            """).first {
+            return (try decode(existing), false)
+        }
+        let row = try connection.query("""
+            INSERT INTO devices (tenant_id, user_id, platform, token) VALUES (\(tenant), \(user), \(platform), \(token))
+            RETURNING id, platform, token, created_at
+            """).rows[0]
+        return (try decode(row), true)
+    }
+
+    public func count(user: UUID, on connection: PostgresConnection) throws -> Int {
+        try connection.query("SELECT count(*) AS n FROM devices WHERE user_id = \(user)").rows[0].decode(Int.self, "n")
+    }
+
+    public func list(user: UUID, on connection: PostgresConnection) throws -> [Device] {
+        try connection.query("""
+            SELECT id, platform, token, created_at FROM devices WHERE user_id = \(user) ORDER BY created_at, id
+            """).rows.map(decode)
+    }
+
+    /// Removes one of the user's devices; false if the user has no such device.
+    public func delete(id: UUID, user: UUID, on connection: PostgresConnection) throws -> Bool {
+        try connection.query("DELETE FROM devices WHERE id = \(id) AND user_id = \(user)").affectedRows == 1
+    }
+
+    private func decode(_ row: PostgresRow) throws -> Device {
+        Device(id: try row.decode(UUID.self, "id"), platform: try row.decode(String.self, "platform"),
+               token: try row.decode(String.self, "token"), createdAt: try row.decode(Date.self, "created_at"))
+    }
+}
+
+/// Where a user lives, shown only to people who share a group with them.
+public struct Home: Codable, Sendable, Equatable {
+    public var address: String?
+    public var notes: String?
+    public init(address: String?, notes: String?) {
+        self.address = address
+        self.notes = notes
+    }
+}
+
+extension UserStore {
+    /// Changes the display name and/or home; nil leaves a field as it is.
+    public func updateProfile(user: UUID, displayName: String?, home: Home?, on connection: PostgresConnection) throws {
+        try connection.query("""
+            UPDATE users SET display_name = coalesce(\(displayName), display_name),
+                             home = coalesce(\(home.map(JSONB.init)), home)
+            WHERE id = \(user) AND deleted_at IS NULL
+            """)
+    }
+
+    public func home(user: UUID, on connection: PostgresConnection) throws -> Home? {
+        try connection.query("SELECT home FROM users WHERE id = \(user)").first?.decode(JSONB<Home>?.self, "home")?.value
+    }
+}

@@ -1,0 +1,133 @@
+import Foundation
+import RoostPersistence
+import RoostProtocol
+
+/// API.md "Accounts": `PATCH /v1/me` and the device endpoints, for the signed-in user.
+struct ProfileRoutes: Sendable {
+    let accounts: AccountRoutes
+    static let platforms: Set<String> = ["apns", "fcm", "webpush", "unifiedpush"]
+    static let maxDevices = 20
+
+    struct PatchBody: Decodable {
+        let displayName: String?
+        let home: Home?
+
+        enum CodingKeys: String, CodingKey {
+            case displayName = "display_name"
+            case home
+        }
+    }
+
+    struct DeviceBody: Decodable {
+        let platform: String
+        let token: String
+    }
+
+    struct DeviceView: Encodable {
+        let id: UUID
+        let platform: String
+        let token: String
+        let createdAt: Date
+
+        init(_ device: Device) {
+            id = device.id
+            platform = device.platform
+            token = device.token
+            createdAt = device.createdAt
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case id, platform, token
+            case createdAt = "created_at"
+        }
+    }
+
+    /// `GET /v1/me` with the caller's own home (which others see only through shared groups).
+    struct MeView: Encodable {
+        let user: AccountRoutes.UserView
+        let home: Home?
+
+        func encode(to encoder: any Encoder) throws {
+            try user.encode(to: encoder)
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(home, forKey: .home)
+        }
+
+        enum CodingKeys: String, CodingKey { case home }
+    }
+
+    func add(to builder: inout Router.Builder) {
+        let pool = accounts.pool
+        builder.add(.get, "/v1/me") { context in
+            let user = try await accounts.authenticate(context)
+            let home = try await pool.withConnection { try $0.withTenantTransaction(user.tenantID) { try UserStore().home(user: user.id, on: $0) } }
+            return try APIJSON.response(.ok, MeView(user: AccountRoutes.UserView(user), home: home))
+        }
+        builder.add(.patch, "/v1/me", bodyLimit: 16 * 1024) { context in
+            let user = try await accounts.authenticate(context)
+            let body = try context.decodeJSON(PatchBody.self)
+            let name = try body.displayName.map { name throws(APIError) in try Self.text(name, field: "display_name", range: 1...100) }
+            var cleaned: Home?
+            if let given = body.home {
+                cleaned = Home(
+                    address: try given.address.map { value throws(APIError) in try Self.text(value, field: "home.address", range: 0...500) },
+                    notes: try given.notes.map { value throws(APIError) in try Self.text(value, field: "home.notes", range: 0...2000, allowNewlines: true) })
+            }
+            let home = cleaned
+            let updated = try await pool.withConnection { connection in
+                try connection.withTenantTransaction(user.tenantID) { connection in
+                    try UserStore().updateProfile(user: user.id, displayName: name, home: home, on: connection)
+                    return (try UserStore().find(id: user.id, on: connection), try UserStore().home(user: user.id, on: connection))
+                }
+            }
+            guard let fresh = updated.0 else { throw APIError(.unauthorized, code: "unauthenticated", message: "the account is gone") }
+            return try APIJSON.response(.ok, MeView(user: AccountRoutes.UserView(fresh), home: updated.1))
+        }
+        builder.add(.post, "/v1/me/devices", bodyLimit: 8 * 1024) { context in
+            let user = try await accounts.authenticate(context)
+            let body = try context.decodeJSON(DeviceBody.self)
+            guard Self.platforms.contains(body.platform) else {
+                throw APIError(.badRequest, code: "validation_failed", message: "platform must be apns, fcm, webpush or unifiedpush", field: "platform")
+            }
+            let token = try Self.text(body.token, field: "token", range: 1...4096)
+            let (device, created) = try await pool.withConnection { connection in
+                try connection.withTenantTransaction(user.tenantID) { connection in
+                    if try DeviceStore().count(user: user.id, on: connection) >= Self.maxDevices {
+                        let existing = try DeviceStore().list(user: user.id, on: connection)
+                        guard let same = existing.first(where: { $0.platform == body.platform && $0.token == token }) else {
+                            throw APIError(.conflict, code: "conflict", message: "at most \(Self.maxDevices) devices; remove one first")
+                        }
+                        return (same, false)
+                    }
+                    return try DeviceStore().register(tenant: user.tenantID, user: user.id, platform: body.platform, token: token, on: connection)
+                }
+            }
+            return try APIJSON.response(created ? .created : .ok, DeviceView(device))
+        }
+        builder.add(.get, "/v1/me/devices") { context in
+            let user = try await accounts.authenticate(context)
+            let devices = try await pool.withConnection { try $0.withTenantTransaction(user.tenantID) { try DeviceStore().list(user: user.id, on: $0) } }
+            return try APIJSON.response(.ok, Page(items: devices.map(DeviceView.init), next: nil))
+        }
+        builder.add(.delete, "/v1/me/devices/{id:uuid}") { context in
+            let user = try await accounts.authenticate(context)
+            let id = context.parameters.uuid("id")!
+            let deleted = try await pool.withConnection { try $0.withTenantTransaction(user.tenantID) { try DeviceStore().delete(id: id, user: user.id, on: $0) } }
+            guard deleted else { throw APIError(.notFound, code: "not_found", message: "no such device") }
+            return HTTPResponse(status: .noContent)
+        }
+    }
+
+    /// Trimmed text within a length range, with no control characters (newlines only where allowed).
+    static func text(_ value: String, field: String, range: ClosedRange<Int>, allowNewlines: Bool = false) throws(APIError) -> String {
+        let trimmed = value.trimmingCharacters(in: .whitespacesAndNewlines)
+        let badControl = trimmed.unicodeScalars.contains { scalar in
+            scalar.properties.generalCategory == .control && !(allowNewlines && (scalar == "\n" || scalar == "\r" || scalar == "\t"))
+        }
+        guard range.contains(trimmed.count), !badControl else {
+            throw APIError(.badRequest, code: "validation_failed",
+                           message: "\(field) must be \(range.lowerBound) to \(range.upperBound) characters without control characters", field: field)
+        }
+        return trimmed
+    }
+}
