@@ -7,42 +7,23 @@ import Testing
 
 @Suite(.enabled(if: TestDatabase.isConfigured, "needs TEST_DATABASE_URL (scripts/test sets it)"))
 struct AccountRoutesTests {
-    let test: TestServer
-    let pool: ConnectionPool
-    let client: TestClient
-    let tenant: String
-    let closedTenant: String
+    let fixture: APIFixture
+    var test: TestServer { fixture.test }
+    var pool: ConnectionPool { fixture.pool }
+    var client: TestClient { fixture.client }
+    var tenant: String { fixture.tenant }
+    var closedTenant: String { fixture.closedTenant }
 
     init() throws {
-        let setup = try TestDatabase.migratedConnection()
-        let suffix = UUID().uuidString.prefix(8).lowercased()
-        tenant = "acct-\(suffix)"
-        closedTenant = "closed-\(suffix)"
-        _ = try TenantStore().create(slug: tenant, name: "Oak Lane", registration: .open, on: setup)
-        _ = try TenantStore().create(slug: closedTenant, name: "Gated Close", registration: .inviteOnly, on: setup)
-        let pool = ConnectionPool(configuration: TestDatabase.configuration(), options: .init(maxConnections: 4))
-        self.pool = pool
-        // A cheap scrypt cost keeps the suite fast; the standard cost is asserted elsewhere.
-        let routes = AccountRoutes(pool: pool, hasher: PasswordHasher(parameters: .init(logN: 10, r: 8, p: 1)),
-                                   sessionLifetime: 3600, hashingThreads: 2)
-        test = try TestServer(extraRoutes: { routes.add(to: &$0) })
-        client = try TestClient(port: test.port)
+        fixture = try APIFixture()
     }
 
     func call(_ method: String, _ path: String, _ body: [String: Any]? = nil, token: String? = nil) async throws -> (Int, [String: Any]) {
-        let data = try body.map { try JSONSerialization.data(withJSONObject: $0) } ?? Data()
-        let auth = token.map { "Authorization: Bearer \($0)\r\n" } ?? ""
-        client.send("\(method) \(path) HTTP/1.1\r\n\(auth)Content-Type: application/json\r\nContent-Length: \(data.count)\r\n\r\n"
-                    + String(decoding: data, as: UTF8.self))
-        let response = try #require(await client.readResponse())
-        let object = response.body.isEmpty ? [:] : (try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any] ?? [:])
-        return (response.status, object)
+        try await fixture.call(method, path, body, token: token)
     }
 
     func register(_ fields: [String: Any]) async throws -> (Int, [String: Any]) {
-        var body: [String: Any] = ["tenant": tenant, "password": "a long enough password", "display_name": "Anna"]
-        body.merge(fields) { $1 }
-        return try await call("POST", "/v1/auth/register", body)
+        try await fixture.register(fields)
     }
 
     @Test func registerThenMeThenLogoutEndsTheSession() async throws {

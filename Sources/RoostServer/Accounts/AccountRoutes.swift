@@ -102,6 +102,7 @@ struct AccountRoutes: Sendable {
             return HTTPResponse(status: .noContent)
         }
         ProfileRoutes(accounts: self).add(to: &builder)
+        GroupRoutes(accounts: self).add(to: &builder)
     }
 
     // MARK: - Use cases

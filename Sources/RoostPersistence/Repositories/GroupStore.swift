@@ -1,0 +1,68 @@
+import Foundation
+
+/// A watch group as its members see it.
+public struct WatchGroup: Sendable, Equatable {
+    public let id: UUID
+    public let name: String
+    public let description: String
+    public let lastSeq: Int64
+    public let createdAt: Date
+}
+
+/// One of the caller's groups in `GET /v1/groups`.
+public struct GroupSummary: Sendable, Equatable {
+    public let id: UUID
+    public let name: String
+    public let role: String
+    public let lastSeq: Int64
+    public let openAlerts: Int
+}
+
+/// Groups and memberships, in a tenant transaction. Every membership change goes through
+/// `GroupEventLog.append`.
+public struct GroupStore: Sendable {
+    public init() {}
+
+    /// A new group owned by `owner`, whose joining is the group's first event.
+    public func create(tenant: UUID, owner: UUID, name: String, description: String, on connection: PostgresConnection) throws -> WatchGroup {
+        let id = try connection.query("""
+            INSERT INTO groups (tenant_id, name, description, created_by) VALUES (\(tenant), \(name), \(description), \(owner))
+            RETURNING id
+            """).rows[0].decode(UUID.self, "id")
+        try connection.query("""
+            INSERT INTO memberships (tenant_id, group_id, user_id, role) VALUES (\(tenant), \(id), \(owner), 'owner')
+            """)
+        let data = #"{"user_id":"\#(owner.uuidString.lowercased())","role":"owner"}"#
+        _ = try GroupEventLog().append(tenant: tenant, group: id, event: "member.joined", actorType: "user", actorID: owner,
+                                       data: RawJSON(data), on: connection)
+        return try group(id: id, on: connection)!
+    }
+
+    public func group(id: UUID, on connection: PostgresConnection) throws -> WatchGroup? {
+        try connection.query("""
+            SELECT id, name, description, last_seq, created_at FROM groups WHERE id = \(id)
+            """).first.map {
+            WatchGroup(id: try $0.decode(UUID.self, "id"), name: try $0.decode(String.self, "name"),
+                       description: try $0.decode(String.self, "description"), lastSeq: try $0.decode(Int64.self, "last_seq"),
+                       createdAt: try $0.decode(Date.self, "created_at"))
+        }
+    }
+
+    /// The caller's role in a group, or nil when not a member (the API then answers 404).
+    public func role(of user: UUID, in group: UUID, on connection: PostgresConnection) throws -> String? {
+        try connection.query("SELECT role FROM memberships WHERE group_id = \(group) AND user_id = \(user)").first?.decode(String.self, "role")
+    }
+
+    /// The caller's groups with their open alert counts, in one indexed query.
+    public func groups(of user: UUID, on connection: PostgresConnection) throws -> [GroupSummary] {
+        try connection.query("""
+            SELECT g.id, g.name, m.role, g.last_seq,
+                   (SELECT count(*) FROM alerts a WHERE a.tenant_id = g.tenant_id AND a.group_id = g.id AND a.status = 'open') AS open_alerts
+            FROM memberships m JOIN groups g ON g.tenant_id = m.tenant_id AND g.id = m.group_id
+            WHERE m.user_id = \(user) ORDER BY g.name, g.id
+            """).rows.map {
+            GroupSummary(id: try $0.decode(UUID.self, "id"), name: try $0.decode(String.self, "name"), role: try $0.decode(String.self, "role"),
+                         lastSeq: try $0.decode(Int64.self, "last_seq"), openAlerts: try $0.decode(Int.self, "open_alerts"))
+        }
+    }
+}
