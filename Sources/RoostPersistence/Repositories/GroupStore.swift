@@ -66,3 +66,45 @@ public struct GroupStore: Sendable {
         }
     }
 }
+
+/// A member as `GET /v1/groups/{gid}/members` lists them.
+public struct Member: Sendable, Equatable {
+    public let userID: UUID
+    public let displayName: String
+    public let role: String
+    public let joinedAt: Date
+}
+
+extension GroupStore {
+    public func members(of group: UUID, on connection: PostgresConnection) throws -> [Member] {
+        try connection.query("""
+            SELECT m.user_id, u.display_name, m.role, m.joined_at
+            FROM memberships m JOIN users u ON u.tenant_id = m.tenant_id AND u.id = m.user_id
+            WHERE m.group_id = \(group)
+            ORDER BY CASE m.role WHEN 'owner' THEN 0 WHEN 'admin' THEN 1 ELSE 2 END, m.joined_at, m.user_id
+            """).rows.map {
+            Member(userID: try $0.decode(UUID.self, "user_id"), displayName: try $0.decode(String.self, "display_name"),
+                   role: try $0.decode(String.self, "role"), joinedAt: try $0.decode(Date.self, "joined_at"))
+        }
+    }
+
+    /// Renames or re-describes a group; nil leaves a field as it is.
+    public func update(group: UUID, name: String?, description: String?, on connection: PostgresConnection) throws {
+        try connection.query("""
+            UPDATE groups SET name = coalesce(\(name), name), description = coalesce(\(description), description), updated_at = now()
+            WHERE id = \(group)
+            """)
+    }
+
+    public func delete(group: UUID, on connection: PostgresConnection) throws {
+        try connection.query("DELETE FROM groups WHERE id = \(group)")
+    }
+
+    public func setRole(_ role: String, of user: UUID, in group: UUID, on connection: PostgresConnection) throws {
+        try connection.query("UPDATE memberships SET role = \(role) WHERE group_id = \(group) AND user_id = \(user)")
+    }
+
+    public func removeMember(_ user: UUID, from group: UUID, on connection: PostgresConnection) throws {
+        try connection.query("DELETE FROM memberships WHERE group_id = \(group) AND user_id = \(user)")
+    }
+}

@@ -103,6 +103,7 @@ struct AccountRoutes: Sendable {
         }
         ProfileRoutes(accounts: self).add(to: &builder)
         GroupRoutes(accounts: self).add(to: &builder)
+        MembershipRoutes(accounts: self).add(to: &builder)
     }
 
     // MARK: - Use cases
