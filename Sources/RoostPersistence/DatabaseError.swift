@@ -23,6 +23,7 @@ public struct DatabaseError: Error, Sendable, CustomStringConvertible {
         public static let invalidTextRepresentation = Code("22P02")
         public static let queryCanceled = Code("57014")
         public static let characterNotInRepertoire = Code("22021")
+        public static let stringDataRightTruncation = Code("22001")
 
         // Client-side codes.
         /// The connection broke while in use (backend terminated, server restarted, network).

@@ -10,7 +10,9 @@ import Testing
 struct APIFixture {
     let test: TestServer
     let pool: ConnectionPool
-    let client: TestClient
+    private let connection: ClientBox
+    /// The current connection (a new one after the server closed the last, e.g. after a 413).
+    var client: TestClient { connection.client }
     let tenant: String
     let closedTenant: String
 
@@ -27,7 +29,7 @@ struct APIFixture {
         let routes = AccountRoutes(pool: pool, hasher: PasswordHasher(parameters: .init(logN: 10, r: 8, p: 1)),
                                    sessionLifetime: 3600, hashingThreads: 2)
         test = try TestServer(extraRoutes: { routes.add(to: &$0) })
-        client = try TestClient(port: test.port)
+        connection = ClientBox(client: try TestClient(port: test.port), port: test.port)
     }
 
     func call(_ method: String, _ path: String, _ body: [String: Any]? = nil, token: String? = nil) async throws -> (Int, [String: Any]) {
@@ -36,6 +38,7 @@ struct APIFixture {
         client.send("\(method) \(path) HTTP/1.1\r\n\(auth)Content-Type: application/json\r\nContent-Length: \(data.count)\r\n\r\n"
                     + String(decoding: data, as: UTF8.self))
         let response = try #require(await client.readResponse())
+        if response.headers["connection"] == "close" { try connection.reconnect() }
         let object = response.body.isEmpty ? [:] : (try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any] ?? [:])
         return (response.status, object)
     }
@@ -46,4 +49,20 @@ struct APIFixture {
         return try await call("POST", "/v1/auth/register", body)
     }
 
+}
+
+/// The fixture's connection, replaced when the server closes it.
+final class ClientBox: @unchecked Sendable {
+    // `@unchecked Sendable`: used by one test at a time, like the TestClient it holds.
+    private(set) var client: TestClient
+    let port: UInt16
+
+    init(client: TestClient, port: UInt16) {
+        self.client = client
+        self.port = port
+    }
+
+    func reconnect() throws {
+        client = try TestClient(port: port)
+    }
 }

@@ -186,6 +186,14 @@ struct AccountRoutesTests {
         pool.close()
     }
 
+    @Test func aMisspeltFieldIsRefusedNotIgnored() async throws {
+        let (status, body) = try await register(["email": "kit@example.org", "display_nmae": "Kit"])
+        #expect(status == 400)
+        #expect((body["error"] as? [String: Any])?["field"] as? String == "display_nmae")
+        await test.stop()
+        pool.close()
+    }
+
     @Test func anInviteOnlyTenantRefusesOpenRegistration() async throws {
         let (status, body) = try await call("POST", "/v1/auth/register",
                                             ["tenant": closedTenant, "email": "eve@example.org", "password": "a long enough password", "display_name": "Eve"])

@@ -20,7 +20,8 @@ struct AccountRoutes: Sendable {
         self.dummyHash = hasher.hash(UUID().uuidString)
     }
 
-    struct RegisterBody: Decodable {
+    struct RegisterBody: Decodable, KnownFields {
+        static var fieldNames: Set<String> { names(CodingKeys.self) }
         let tenant: String
         let email: String?
         let phone: String?
@@ -28,18 +29,19 @@ struct AccountRoutes: Sendable {
         let displayName: String
         let invitationToken: String?
 
-        enum CodingKeys: String, CodingKey {
+        enum CodingKeys: String, CodingKey, CaseIterable {
             case tenant, email, phone, password
             case displayName = "display_name"
             case invitationToken = "invitation_token"
         }
     }
 
-    struct LoginBody: Decodable {
+    struct LoginBody: Decodable, KnownFields {
         let tenant: String
         let email: String?
         let phone: String?
         let password: String
+        static let fieldNames: Set<String> = ["tenant", "email", "phone", "password"]
     }
 
     struct UserView: Encodable {
@@ -237,7 +239,9 @@ struct AccountRoutes: Sendable {
     }
 
     private func findTenant(_ slug: String) async throws -> Tenant {
-        guard slug.utf8.count <= 40, let tenant = try await database({ try TenantStore().find(slug: slug, on: $0) }) else {
+        // A slug of the wrong shape cannot exist: no query for it.
+        guard slug.range(of: "^[a-z0-9-]{2,40}$", options: .regularExpression) != nil,
+              let tenant = try await database({ try TenantStore().find(slug: slug, on: $0) }) else {
             throw APIError(.notFound, code: "not_found", message: "no such tenant", field: "tenant")
         }
         return tenant

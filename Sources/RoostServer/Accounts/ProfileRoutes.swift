@@ -8,19 +8,21 @@ struct ProfileRoutes: Sendable {
     static let platforms: Set<String> = ["apns", "fcm", "webpush", "unifiedpush"]
     static let maxDevices = 20
 
-    struct PatchBody: Decodable {
+    struct PatchBody: Decodable, KnownFields {
+        static var fieldNames: Set<String> { names(CodingKeys.self) }
         let displayName: String?
         let home: Home?
 
-        enum CodingKeys: String, CodingKey {
+        enum CodingKeys: String, CodingKey, CaseIterable {
             case displayName = "display_name"
             case home
         }
     }
 
-    struct DeviceBody: Decodable {
+    struct DeviceBody: Decodable, KnownFields {
         let platform: String
         let token: String
+        static let fieldNames: Set<String> = ["platform", "token"]
     }
 
     struct DeviceView: Encodable {

@@ -7,9 +7,10 @@ import RoostProtocol
 struct GroupRoutes: Sendable {
     let accounts: AccountRoutes
 
-    struct CreateBody: Decodable {
+    struct CreateBody: Decodable, KnownFields {
         let name: String
         let description: String?
+        static let fieldNames: Set<String> = ["name", "description"]
     }
 
     struct GroupView: Encodable {

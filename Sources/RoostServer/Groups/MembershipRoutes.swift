@@ -8,18 +8,21 @@ import RoostProtocol
 struct MembershipRoutes: Sendable {
     let accounts: AccountRoutes
 
-    struct PatchGroupBody: Decodable {
+    struct PatchGroupBody: Decodable, KnownFields {
         let name: String?
         let description: String?
+        static let fieldNames: Set<String> = ["name", "description"]
     }
 
-    struct RoleBody: Decodable {
+    struct RoleBody: Decodable, KnownFields {
         let role: String
+        static let fieldNames: Set<String> = ["role"]
     }
 
-    struct OwnerBody: Decodable {
+    struct OwnerBody: Decodable, KnownFields {
         let userID: UUID
         enum CodingKeys: String, CodingKey { case userID = "user_id" }
+        static let fieldNames: Set<String> = ["user_id"]
     }
 
     struct MemberView: Encodable {

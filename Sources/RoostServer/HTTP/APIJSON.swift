@@ -45,6 +45,9 @@ extension APIError {
                             headers: ["Retry-After": "1"])
         case .uniqueViolation:
             return APIError(.conflict, code: "conflict", message: "that already exists")
+        case .characterNotInRepertoire, .invalidTextRepresentation, .checkViolation, .stringDataRightTruncation:
+            // Input PostgreSQL refuses (a NUL, a value outside a column's rule) is the client's.
+            return APIError(.badRequest, code: "validation_failed", message: "a value in the request is not acceptable")
         default:
             return nil
         }

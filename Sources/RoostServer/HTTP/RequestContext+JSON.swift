@@ -1,14 +1,33 @@
 import Foundation
 import RoostProtocol
 
+/// A request body that lists its fields, so that a field the API does not know is refused
+/// (400 naming it) rather than silently ignored: a misspelt `display_nmae` must not look accepted.
+public protocol KnownFields {
+    static var fieldNames: Set<String> { get }
+}
+
+extension KnownFields where Self: Decodable {
+    /// The names of a CaseIterable CodingKeys type.
+    public static func names<Keys: CodingKey & CaseIterable>(_ keys: Keys.Type) -> Set<String> {
+        Set(keys.allCases.map(\.stringValue))
+    }
+}
+
 extension RequestContext {
     /// The body decoded as JSON into `Body`, or the API's 400: `invalid_json` when it is not
-    /// JSON at all, `validation_failed` naming the field when a field is missing, null or of
-    /// the wrong type; 415 when the client says the body is something other than JSON.
+    /// JSON at all, `validation_failed` naming the field when a field is missing, null, of the
+    /// wrong type, or (for `KnownFields` bodies) not one the API knows; 415 when the client
+    /// says the body is something other than JSON.
     public func decodeJSON<Body: Decodable>(_ type: Body.Type) throws(APIError) -> Body {
         if let contentType = request.headers["Content-Type"]?.lowercased(),
            !contentType.hasPrefix("application/json") {
             throw APIError(.unsupportedMediaType, code: "unsupported_media_type", message: "send the body as application/json")
+        }
+        if let known = (Body.self as? KnownFields.Type)?.fieldNames,
+           let object = try? JSONSerialization.jsonObject(with: Data(request.body)) as? [String: Any],
+           let unknown = object.keys.sorted().first(where: { !known.contains($0) }) {
+            throw APIError(.badRequest, code: "validation_failed", message: "\(unknown) is not a field of this request", field: unknown)
         }
         do {
             return try JSONDecoder().decode(Body.self, from: Data(request.body))

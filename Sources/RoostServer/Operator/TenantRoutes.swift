@@ -5,10 +5,11 @@ import RoostProtocol
 /// API.md "Operator": `POST /v1/admin/tenants` and `GET /v1/admin/tenants`, for whoever holds
 /// `ROOST_ADMIN_TOKEN`. With no token configured the operator API does not exist (404).
 enum TenantRoutes {
-    struct CreateBody: Decodable {
+    struct CreateBody: Decodable, KnownFields {
         let slug: String
         let name: String
         let registration: String?
+        static let fieldNames: Set<String> = ["slug", "name", "registration"]
     }
 
     struct TenantView: Encodable {

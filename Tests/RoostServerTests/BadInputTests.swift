@@ -1,0 +1,66 @@
+import Foundation
+import RoostPersistence
+import RoostProtocol
+@testable import RoostServer
+import RoostTestSupport
+import Testing
+
+/// Hostile input on every endpoint built so far: each answer is a client error in the API's
+/// shape (or a success that stored the value as written), never a 5xx, and the server keeps
+/// serving afterwards.
+@Suite(.enabled(if: TestDatabase.isConfigured, "needs TEST_DATABASE_URL (scripts/test sets it)"))
+struct BadInputTests {
+    /// Made on demand: `Any` values are not Sendable, so no shared static holds them.
+    static var hostileValues: [Any] { [
+        123, true, NSNull(), ["nested": "object"], [1, 2],
+        String(repeating: "x", count: 10_000), "bell\u{7}\u{0}", "'; DROP TABLE users; --", "\"quoted\" \\ back",
+        "😀🚨", "", " ",
+    ] }
+
+    @Test func everyFieldOfEveryEndpointSurvivesHostileValues() async throws {
+        let api = try APIFixture()
+        let (_, owner) = try await api.register(["email": "owner-\(UUID().uuidString.prefix(6))@example.org"])
+        let token = try #require(owner["token"] as? String)
+        let ownerID = try #require((owner["user"] as? [String: Any])?["id"] as? String)
+        let group = try #require(try await api.call("POST", "/v1/groups", ["name": "Hostile"], token: token).1["id"] as? String)
+
+        let endpoints: [(String, String, [String: Any], Bool)] = [
+            ("POST", "/v1/auth/register", ["tenant": api.tenant, "email": "x@example.org", "password": "a long enough password", "display_name": "X"], false),
+            ("POST", "/v1/auth/login", ["tenant": api.tenant, "email": "x@example.org", "password": "a long enough password"], false),
+            ("PATCH", "/v1/me", ["display_name": "Y", "home": ["address": "1 Road"]], true),
+            ("POST", "/v1/me/devices", ["platform": "fcm", "token": "t"], true),
+            ("POST", "/v1/groups", ["name": "G", "description": "d"], true),
+            ("PATCH", "/v1/groups/\(group)", ["name": "G2"], true),
+            ("PATCH", "/v1/groups/\(group)/members/\(ownerID)", ["role": "admin"], true),
+            ("POST", "/v1/groups/\(group)/owner", ["user_id": ownerID], true),
+        ]
+        var outcomes: [Int: Int] = [:]
+        for (method, path, valid, authenticated) in endpoints {
+            var variants: [[String: Any]] = [valid.merging(["surprise": "field"]) { $1 }]
+            for field in valid.keys {
+                variants.append(valid.filter { $0.key != field })
+                for value in Self.hostileValues { variants.append(valid.merging([field: value]) { $1 }) }
+            }
+            for body in variants {
+                let (status, response) = try await api.call(method, path, body, token: authenticated ? token : nil)
+                outcomes[status, default: 0] += 1
+                #expect(status < 500, "\(method) \(path) \(body.keys.sorted()) → \(status)")
+                if status >= 400 {
+                    let error = response["error"] as? [String: Any]
+                    #expect(error?["code"] is String && error?["message"] is String, "\(method) \(path) → \(response)")
+                }
+            }
+        }
+        // Malformed and foreign ids in paths are simply not found.
+        for path in ["/v1/groups/not-a-uuid", "/v1/groups/\(group)%00", "/v1/groups/\(UUID().uuidString)/members",
+                     "/v1/me/devices/'; DROP TABLE devices; --", "/v1/groups/\(group)/members/12345"] {
+            let status = try await api.call("GET", path, token: token).0
+            #expect(status == 404 || status == 400 || status == 405, "\(path) → \(status)")
+        }
+        // Still serving, and the owner's session is intact.
+        #expect(try await api.call("GET", "/v1/me", token: token).0 == 200)
+        #expect(outcomes.keys.allSatisfy { $0 < 500 })
+        await api.test.stop()
+        api.pool.close()
+    }
+}
