@@ -101,7 +101,7 @@ public final class HTTPServer: Sendable {
         let grace = UInt64(context.limits.shutdownGraceMilliseconds) * 1_000_000
         let start = EventLoop.monotonicNow()
         while context.openConnections.load(ordering: .relaxed) > 0 && EventLoop.monotonicNow() - start < grace {
-            try? await Task.sleep(for: .milliseconds(20))
+            try? await Task.sleep(for: .milliseconds(20))  // throws only if cancelled: then stop waiting sooner
         }
         for loop in loops {
             loop.execute { Listener.closeAllNow(on: loop) }

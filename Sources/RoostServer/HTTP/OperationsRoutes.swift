@@ -11,9 +11,10 @@ enum OperationsRoutes {
         builder.add(.get, "/readyz") { _ in
             // PostgreSQL must answer within a second.
             let answered = await withTaskGroup(of: Bool.self) { group in
+                // Any failure of the probe is the answer itself: not ready.
                 group.addTask { (try? await pool.query("SELECT 1")) != nil }
                 group.addTask {
-                    try? await Task.sleep(for: .seconds(1))
+                    try? await Task.sleep(for: .seconds(1))  // cancelled once the probe answers
                     return false
                 }
                 let first = await group.next() ?? false

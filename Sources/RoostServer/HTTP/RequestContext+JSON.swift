@@ -24,6 +24,7 @@ extension RequestContext {
            !contentType.hasPrefix("application/json") {
             throw APIError(.unsupportedMediaType, code: "unsupported_media_type", message: "send the body as application/json")
         }
+        // A body that does not parse here fails below with `invalid_json`; nothing is hidden.
         if let known = (Body.self as? KnownFields.Type)?.fieldNames,
            let object = try? JSONSerialization.jsonObject(with: Data(request.body)) as? [String: Any],
            let unknown = object.keys.sorted().first(where: { !known.contains($0) }) {
