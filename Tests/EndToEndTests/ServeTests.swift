@@ -15,7 +15,8 @@ final class ServeProcess {
     init(_ extraArguments: [String] = [], accessLog: Bool = false) async throws {
         process = try RunningProcess(
             roostBinary,
-            ["serve", "--listen", "127.0.0.1:0", "--threads", "2"] + (accessLog ? [] : ["--no-access-log"]) + extraArguments,
+            // No outbox worker: tests of the outbox run their own against the shared database.
+            ["serve", "--listen", "127.0.0.1:0", "--threads", "2", "--no-outbox-worker"] + (accessLog ? [] : ["--no-access-log"]) + extraArguments,
             environment: ["PATH": "/usr/bin:/bin", "DATABASE_URL": TestDatabase.url!,
                           "ROOST_MIGRATIONS_DIR": TestDatabase.migrationsDirectory.path])
         guard let line = await process.waitForLine(containing: "\"msg\":\"listening\""),

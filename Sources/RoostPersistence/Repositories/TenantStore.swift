@@ -61,3 +61,11 @@ extension TenantStore {
             """).rows.map(decode)
     }
 }
+
+extension TenantStore {
+    public func find(id: UUID, on connection: PostgresConnection) throws -> Tenant? {
+        try connection.query("""
+            SELECT id, slug, name, registration, created_at FROM tenants WHERE id = \(id)
+            """).first.map(decode)
+    }
+}

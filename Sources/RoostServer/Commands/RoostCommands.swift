@@ -8,6 +8,7 @@ public enum RoostCommands {
     public static func serve(_ configuration: ServerConfiguration) async throws {
         let log = Log(level: configuration.logLevel)
         let addresses = try ListenAddress.parseList(configuration.listen)
+        let delivery = try deliveryMode(configuration)
         let (pool, _) = try await DatabaseStartup.open(configuration, log: log, migrate: configuration.migrate)
         defer { pool.close() }
         FileLimits.raiseOpenFileLimit(log: log)
@@ -32,6 +33,8 @@ public enum RoostCommands {
         } catch let error as SystemError {
             throw StartupError("cannot listen on \(configuration.listen): \(error)")
         }
+        let outbox = OutboxWorker(pool: pool, mode: delivery, log: log)
+        if configuration.outboxWorker { outbox.start() }
         log.info("listening", [
             "addresses": addresses.map(\.description).joined(separator: ","),
             "ports": server.boundPorts.map(String.init).joined(separator: ","), "threads": String(threads),
@@ -39,7 +42,17 @@ public enum RoostCommands {
         let signal = await ShutdownSignal.wait()
         log.info("shutting down", ["signal": String(signal), "open_connections": String(server.openConnections)])
         await server.shutdown()
+        await outbox.stop()
         log.info("stopped")
+    }
+
+    /// How the outbox delivers (`ROOST_DELIVERY`); a webhook needs its URL.
+    static func deliveryMode(_ configuration: ServerConfiguration) throws -> OutboxWorker.Mode {
+        guard configuration.delivery == "webhook" else { return .log }
+        guard let text = configuration.deliveryWebhookURL, let url = URL(string: text), url.scheme == "http", url.host != nil else {
+            throw ConfigurationError("ROOST_DELIVERY=webhook needs ROOST_DELIVERY_WEBHOOK_URL, an http:// URL (put TLS in a local proxy)")
+        }
+        return .webhook(url: url, secret: configuration.deliveryWebhookSecret)
     }
 
     /// `roost migrate`: apply what is missing and say what was applied.

@@ -22,6 +22,8 @@ public struct ServerConfiguration: Sendable {
     public var threads = 0
     public var network = NetworkLimits()
     public var accessLog = true
+    /// Whether this node runs an outbox worker (any number of nodes may).
+    public var outboxWorker = true
     /// Serves `/v1/conformance/echo` (tests and the WebSocket conformance suite only).
     public var conformanceEcho = false
 

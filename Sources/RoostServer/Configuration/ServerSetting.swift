@@ -66,6 +66,8 @@ struct ServerSetting: Sendable {
                 "bytes queued for one WebSocket client before it is closed with 1013") { $0.network.maxOutboundQueueBytes = $1 },
         flag("--conformance-echo", "ROOST_CONFORMANCE_ECHO",
              "serve the test-only WebSocket echo at /v1/conformance/echo (never in production)") { $0.conformanceEcho = $1 },
+        flag("--no-outbox-worker", "ROOST_NO_OUTBOX_WORKER",
+             "this node delivers nothing from the outbox (other nodes do)") { $0.outboxWorker = !$1 },
         flag("--no-access-log", "ROOST_NO_ACCESS_LOG", "do not log a line per request") { $0.accessLog = !$1 },
         flag("--no-migrate", "ROOST_NO_MIGRATE", "do not apply migrations at start") { $0.migrate = !$1 },
         flag("--allow-superuser", "ROOST_ALLOW_SUPERUSER",

@@ -1,0 +1,84 @@
+import Foundation
+
+/// One delivery to the outside world (API.md "Outbound delivery").
+public struct OutboxMessage: Sendable, Equatable {
+    public let id: UUID
+    public let tenantID: UUID
+    public let channel: String
+    public let recipient: String
+    public let template: String
+    /// The `data` object as JSON text.
+    public let data: String
+    public let attempts: Int
+}
+
+/// The outbox: written in the transaction of the change that caused it, delivered by
+/// `OutboxWorker` through `outbox_jobs` (sql/0003_outbox_jobs.sql).
+public struct OutboxStore: Sendable {
+    public init() {}
+
+    /// Queues a delivery; call inside the causing change's tenant transaction.
+    @discardableResult
+    public func enqueue(tenant: UUID, channel: String, recipient: String, template: String, data: RawJSON,
+                        on connection: PostgresConnection) throws -> UUID {
+        let id = try connection.query("""
+            INSERT INTO outbox (tenant_id, channel, recipient, template, data)
+            VALUES (\(tenant), \(channel), \(recipient), \(template), \(data)) RETURNING id
+            """).rows[0].decode(UUID.self, "id")
+        try connection.query("INSERT INTO outbox_jobs (outbox_id, tenant_id) VALUES (\(id), \(tenant))")
+        return id
+    }
+
+    /// Claims up to `limit` due jobs for `lease` seconds (no tenant needed: ids and times only).
+    public func claim(limit: Int, lease: Int, on connection: PostgresConnection) throws -> [(id: UUID, tenant: UUID)] {
+        try connection.query("""
+            UPDATE outbox_jobs SET lease_until = now() + \(lease) * interval '1 second'
+            WHERE outbox_id IN (
+                SELECT outbox_id FROM outbox_jobs
+                WHERE next_attempt_at <= now() AND (lease_until IS NULL OR lease_until < now())
+                ORDER BY next_attempt_at LIMIT \(limit) FOR UPDATE SKIP LOCKED)
+            RETURNING outbox_id, tenant_id
+            """).rows.map { (try $0.decode(UUID.self, "outbox_id"), try $0.decode(UUID.self, "tenant_id")) }
+    }
+
+    /// The message of a claimed job (inside its tenant's transaction).
+    public func message(_ id: UUID, on connection: PostgresConnection) throws -> OutboxMessage? {
+        try connection.query("""
+            SELECT id, tenant_id, channel, recipient, template, data::text AS data, attempts FROM outbox
+            WHERE id = \(id) AND status = 'pending'
+            """).first.map {
+            OutboxMessage(id: try $0.decode(UUID.self, "id"), tenantID: try $0.decode(UUID.self, "tenant_id"),
+                          channel: try $0.decode(String.self, "channel"), recipient: try $0.decode(String.self, "recipient"),
+                          template: try $0.decode(String.self, "template"), data: try $0.decode(String.self, "data"),
+                          attempts: try $0.decode(Int.self, "attempts"))
+        }
+    }
+
+    public func markDelivered(_ id: UUID, on connection: PostgresConnection) throws {
+        try connection.query("UPDATE outbox SET status = 'delivered', attempts = attempts + 1, delivered_at = now(), last_error = NULL WHERE id = \(id)")
+        try connection.query("DELETE FROM outbox_jobs WHERE outbox_id = \(id)")
+    }
+
+    /// Records a failed attempt: retried after `retryIn` seconds, or `failed` when `final`.
+    public func markFailed(_ id: UUID, error: String, retryIn: Double, final: Bool, on connection: PostgresConnection) throws {
+        let status = final ? "failed" : "pending"
+        try connection.query("""
+            UPDATE outbox SET attempts = attempts + 1, last_error = \(String(error.prefix(500))), status = \(status),
+                              next_attempt_at = now() + \(retryIn) * interval '1 second'
+            WHERE id = \(id)
+            """)
+        if final {
+            try connection.query("DELETE FROM outbox_jobs WHERE outbox_id = \(id)")
+        } else {
+            try connection.query("""
+                UPDATE outbox_jobs SET next_attempt_at = now() + \(retryIn) * interval '1 second', lease_until = NULL
+                WHERE outbox_id = \(id)
+                """)
+        }
+    }
+
+    /// A job whose row is no longer pending (delivered elsewhere, deleted with its tenant): drop it.
+    public func dropJob(_ id: UUID, on connection: PostgresConnection) throws {
+        try connection.query("DELETE FROM outbox_jobs WHERE outbox_id = \(id)")
+    }
+}

@@ -1,0 +1,181 @@
+import Foundation
+import RoostPersistence
+import RoostProtocol
+@testable import RoostServer
+import RoostTestSupport
+import Synchronization
+import Testing
+
+/// A webhook receiver: answers 503 to the first `failures` attempts of each delivery, then 200,
+/// and remembers what it received.
+final class WebhookSink: Sendable {
+    struct Received: Sendable {
+        let id: String
+        let accepted: Bool
+        let signatureValid: Bool
+    }
+
+    let failures: Int
+    let secret: String
+    private let log = Mutex<[Received]>([])
+
+    init(failures: Int, secret: String = "sink-secret") {
+        self.failures = failures
+        self.secret = secret
+    }
+
+    var received: [Received] { log.withLock { $0 } }
+
+    func acceptedCount(_ id: String) -> Int { received.filter { $0.id == id && $0.accepted }.count }
+
+    func route(_ builder: inout Router.Builder) {
+        builder.add(.post, "/sink") { [self] context in
+            let body = context.request.body
+            let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any]
+            let id = object?["id"] as? String ?? "?"
+            let timestamp = context.request.headers["X-Roost-Timestamp"] ?? ""
+            let expected = "sha256=" + Digest.hex(Secrets.hmacSHA256(key: Array(secret.utf8), message: Array((timestamp + ".").utf8) + body))
+            let valid = context.request.headers["X-Roost-Signature"] == expected
+            let accepted = log.withLock { log -> Bool in
+                let earlier = log.filter { $0.id == id }.count
+                log.append(Received(id: id, accepted: earlier >= failures, signatureValid: valid))
+                return earlier >= failures
+            }
+            return HTTPResponse(status: accepted ? .ok : .serviceUnavailable)
+        }
+    }
+}
+
+@Suite(.enabled(if: TestDatabase.isConfigured, "needs TEST_DATABASE_URL (scripts/test sets it)"), .serialized)
+struct OutboxWorkerTests {
+    let pool: ConnectionPool
+    let tenant: UUID
+
+    init() throws {
+        let setup = try TestDatabase.migratedConnection()
+        tenant = try TenantStore().create(slug: "outbox-\(UUID().uuidString.prefix(8).lowercased())", name: "Outbox", registration: .open, on: setup).id
+        pool = ConnectionPool(configuration: TestDatabase.configuration(), options: .init(maxConnections: 6))
+    }
+
+    func enqueue(_ count: Int) async throws -> [UUID] {
+        let tenant = self.tenant
+        return try await pool.withConnection { connection in
+            try connection.withTenantTransaction(tenant) { connection in
+                try (0..<count).map { index in
+                    try OutboxStore().enqueue(tenant: tenant, channel: "sms", recipient: "+4512345678", template: "invitation",
+                                              data: RawJSON(#"{"token":"secret-\#(index)","group_name":"Elm \"St\""}"#), on: connection)
+                }
+            }
+        }
+    }
+
+    func status(_ id: UUID) async throws -> (status: String, attempts: Int) {
+        let tenant = self.tenant
+        return try await pool.withConnection { connection in
+            try connection.withTenantTransaction(tenant) {
+                let row = try $0.query("SELECT status, attempts FROM outbox WHERE id = \(id)").rows[0]
+                return (try row.decode(String.self, "status"), try row.decode(Int.self, "attempts"))
+            }
+        }
+    }
+
+    /// Waits (bounded) until every row has left `pending`.
+    func awaitSettled(_ ids: [UUID], timeout: Duration = .seconds(20)) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            var pending = false
+            for id in ids where try await status(id).status == "pending" { pending = true }
+            if !pending { return }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
+    func worker(sinkPort: UInt16, secret: String?, maxAttempts: Int = 6) -> OutboxWorker {
+        var options = OutboxWorker.Options()
+        options.baseBackoffSeconds = 0.02
+        options.pollIntervalMilliseconds = 10
+        options.maxAttempts = maxAttempts
+        return OutboxWorker(pool: pool, mode: .webhook(url: URL(string: "http://127.0.0.1:\(sinkPort)/sink")!, secret: secret),
+                            options: options, log: Log(level: .error))
+    }
+
+    @Test func aSinkThatFailsThreeTimesGetsTheDeliveryExactlyOnceSigned() async throws {
+        let sink = WebhookSink(failures: 3)
+        let server = try TestServer(extraRoutes: { sink.route(&$0) })
+        let ids = try await enqueue(1)
+        let worker = worker(sinkPort: server.port, secret: sink.secret)
+        worker.start()
+        try await awaitSettled(ids)
+        await worker.stop()
+        let id = ids[0].uuidString.lowercased()
+        #expect(try await status(ids[0]) == ("delivered", 4))
+        #expect(sink.acceptedCount(id) == 1)
+        #expect(sink.received.filter { $0.id == id }.count == 4)
+        #expect(sink.received.allSatisfy { $0.signatureValid })
+        await server.stop()
+        pool.close()
+    }
+
+    @Test func twoWorkersDeliverEachRowOnce() async throws {
+        let sink = WebhookSink(failures: 0)
+        let server = try TestServer(extraRoutes: { sink.route(&$0) })
+        let ids = try await enqueue(40)
+        let first = worker(sinkPort: server.port, secret: nil), second = worker(sinkPort: server.port, secret: nil)
+        first.start()
+        second.start()
+        try await awaitSettled(ids)
+        await first.stop()
+        await second.stop()
+        for id in ids {
+            #expect(sink.acceptedCount(id.uuidString.lowercased()) == 1)
+            #expect(try await status(id) == ("delivered", 1))
+        }
+        #expect(sink.received.count == 40)
+        await server.stop()
+        pool.close()
+    }
+
+    @Test func aDeliveryThatNeverSucceedsEndsFailedAfterItsAttempts() async throws {
+        let sink = WebhookSink(failures: 100)
+        let server = try TestServer(extraRoutes: { sink.route(&$0) })
+        let ids = try await enqueue(1)
+        let worker = worker(sinkPort: server.port, secret: nil, maxAttempts: 5)
+        worker.start()
+        try await awaitSettled(ids)
+        await worker.stop()
+        #expect(try await status(ids[0]) == ("failed", 5))
+        let jobs = try await pool.withConnection { try $0.query("SELECT count(*) AS n FROM outbox_jobs WHERE outbox_id = \(ids[0])").rows[0].decode(Int.self, "n") }
+        #expect(jobs == 0)
+        await server.stop()
+        pool.close()
+    }
+
+    @Test func aWorkerStoppedMidRetryLosesNothing() async throws {
+        let sink = WebhookSink(failures: 2)
+        let server = try TestServer(extraRoutes: { sink.route(&$0) })
+        let ids = try await enqueue(1)
+        let first = worker(sinkPort: server.port, secret: nil)
+        first.start()
+        while try await status(ids[0]).attempts < 1 { try await Task.sleep(for: .milliseconds(10)) }
+        await first.stop()
+        // A new worker (a restarted node) picks the row up where the first left it.
+        let second = worker(sinkPort: server.port, secret: nil)
+        second.start()
+        try await awaitSettled(ids)
+        await second.stop()
+        #expect(try await status(ids[0]).status == "delivered")
+        #expect(sink.acceptedCount(ids[0].uuidString.lowercased()) == 1)
+        await server.stop()
+        pool.close()
+    }
+
+    @Test func anUnreachableWebhookIsRetriedNotLost() async throws {
+        let ids = try await enqueue(1)
+        let worker = worker(sinkPort: 1, secret: nil, maxAttempts: 2)  // nothing listens on port 1
+        worker.start()
+        try await awaitSettled(ids)
+        await worker.stop()
+        #expect(try await status(ids[0]) == ("failed", 2))
+        pool.close()
+    }
+}
