@@ -16,7 +16,7 @@ struct APIFixture {
     let tenant: String
     let closedTenant: String
 
-    init() throws {
+    init(invitationLifetime: Int = 3600) throws {
         let setup = try TestDatabase.migratedConnection()
         let suffix = UUID().uuidString.prefix(8).lowercased()
         tenant = "acct-\(suffix)"
@@ -27,7 +27,7 @@ struct APIFixture {
         self.pool = pool
         // A cheap scrypt cost keeps the suite fast; the standard cost is asserted elsewhere.
         let routes = AccountRoutes(pool: pool, hasher: PasswordHasher(parameters: .init(logN: 10, r: 8, p: 1)),
-                                   sessionLifetime: 3600, hashingThreads: 2)
+                                   sessionLifetime: 3600, hashingThreads: 2, invitationLifetime: invitationLifetime)
         test = try TestServer(extraRoutes: { routes.add(to: &$0) })
         connection = ClientBox(client: try TestClient(port: test.port), port: test.port)
     }

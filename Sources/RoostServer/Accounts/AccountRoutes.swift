@@ -12,8 +12,13 @@ struct AccountRoutes: Sendable {
     /// same time either way and does not reveal which accounts exist.
     let dummyHash: String
 
-    init(pool: ConnectionPool, hasher: PasswordHasher = PasswordHasher(), sessionLifetime: Int, hashingThreads: Int) {
+    /// How long an invitation stays valid (7 days by default).
+    let invitationLifetime: Int
+
+    init(pool: ConnectionPool, hasher: PasswordHasher = PasswordHasher(), sessionLifetime: Int, hashingThreads: Int,
+         invitationLifetime: Int = 7 * 86_400) {
         self.pool = pool
+        self.invitationLifetime = invitationLifetime
         self.hasher = hasher
         self.gate = HashingGate(width: hashingThreads)
         self.sessionLifetime = sessionLifetime
@@ -45,7 +50,7 @@ struct AccountRoutes: Sendable {
     }
 
     struct UserView: Encodable {
-        let id: UUID
+        @LowercaseID var id: UUID
         let displayName: String
         let email: String?
         let phone: String?
@@ -65,7 +70,7 @@ struct AccountRoutes: Sendable {
 
         func encode(to encoder: any Encoder) throws {
             var container = encoder.container(keyedBy: CodingKeys.self)
-            try container.encode(id, forKey: .id)
+            try container.encode(id.uuidString.lowercased(), forKey: .id)
             try container.encode(displayName, forKey: .displayName)
             try container.encode(email, forKey: .email)  // null, not absent
             try container.encode(phone, forKey: .phone)
@@ -106,6 +111,7 @@ struct AccountRoutes: Sendable {
         ProfileRoutes(accounts: self).add(to: &builder)
         GroupRoutes(accounts: self).add(to: &builder)
         MembershipRoutes(accounts: self).add(to: &builder)
+        InvitationRoutes(accounts: self, lifetime: invitationLifetime).add(to: &builder)
     }
 
     // MARK: - Use cases
@@ -128,7 +134,7 @@ struct AccountRoutes: Sendable {
         let password = body.password
         let hasher = self.hasher
         let passwordHash = try await gate.run { hasher.hash(password) }
-        let (text, token) = SessionToken.generate(tenant: tenant.id)
+        let (text, token) = TenantToken.generate(tenant: tenant.id)
         let lifetime = sessionLifetime
         do {
             let (user, expires) = try await pool.withConnection { connection in
@@ -207,7 +213,7 @@ struct AccountRoutes: Sendable {
             let fresh = try await gate.run { hasher.hash(password) }
             try await database { try $0.withTenantTransaction(tenant.id) { try UserStore().updatePasswordHash(fresh, user: user.id, on: $0) } }
         }
-        let (text, token) = SessionToken.generate(tenant: tenant.id)
+        let (text, token) = TenantToken.generate(tenant: tenant.id)
         let lifetime = sessionLifetime
         let expires = try await database { connection in
             try connection.withTenantTransaction(tenant.id) {
@@ -219,8 +225,8 @@ struct AccountRoutes: Sendable {
 
     // MARK: - Helpers
 
-    private func sessionToken(_ context: RequestContext) throws(APIError) -> SessionToken {
-        guard let text = context.bearerToken, let token = SessionToken(text) else {
+    private func sessionToken(_ context: RequestContext) throws(APIError) -> TenantToken {
+        guard let text = context.bearerToken, let token = TenantToken(text) else {
             throw APIError(.unauthorized, code: "unauthenticated", message: "a valid session token is required", headers: ["WWW-Authenticate": "Bearer"])
         }
         return token

@@ -26,7 +26,7 @@ struct ProfileRoutes: Sendable {
     }
 
     struct DeviceView: Encodable {
-        let id: UUID
+        @LowercaseID var id: UUID
         let platform: String
         let token: String
         let createdAt: Date

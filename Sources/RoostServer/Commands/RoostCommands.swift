@@ -18,7 +18,8 @@ public enum RoostCommands {
         var builder = Router.Builder()
         OperationsRoutes.add(to: &builder, pool: pool) { serverBox.server }
         TenantRoutes.add(to: &builder, pool: pool, adminToken: configuration.adminToken)
-        AccountRoutes(pool: pool, sessionLifetime: configuration.sessionLifetimeSeconds, hashingThreads: max(1, threads))
+        AccountRoutes(pool: pool, sessionLifetime: configuration.sessionLifetimeSeconds, hashingThreads: max(1, threads),
+                      invitationLifetime: configuration.invitationLifetimeSeconds)
             .add(to: &builder)
         if configuration.conformanceEcho {
             log.warning("serving the test-only WebSocket echo at /v1/conformance/echo")

@@ -35,6 +35,8 @@ struct ServerSetting: Sendable {
                 "how long opening a PostgreSQL connection may take") { $0.databaseConnectTimeoutSeconds = $1 },
         integer("--session-ttl-s", "ROOST_SESSION_TTL_S", 60...31_536_000, 2_592_000,
                 "a session ends this long after its last use (sliding)") { $0.sessionLifetimeSeconds = $1 },
+        integer("--invitation-ttl-s", "ROOST_INVITATION_TTL_S", 60...31_536_000, 604_800,
+                "how long an invitation stays valid") { $0.invitationLifetimeSeconds = $1 },
         text("--migrations-dir", "ROOST_MIGRATIONS_DIR", "PATH", "sql/ beside the checkout or ./sql",
              "folder of NNNN_name.sql migrations") { $0.migrationsDirectory = $1 },
         integer("--threads", "ROOST_THREADS", 0...256, 0, "event-loop threads (0: one per core)") { $0.threads = $1 },

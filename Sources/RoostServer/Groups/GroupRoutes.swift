@@ -14,7 +14,7 @@ struct GroupRoutes: Sendable {
     }
 
     struct GroupView: Encodable {
-        let id: UUID
+        @LowercaseID var id: UUID
         let name: String
         let description: String
         let role: String
@@ -29,7 +29,7 @@ struct GroupRoutes: Sendable {
     }
 
     struct SummaryView: Encodable {
-        let id: UUID
+        @LowercaseID var id: UUID
         let name: String
         let role: String
         let lastSeq: Int64

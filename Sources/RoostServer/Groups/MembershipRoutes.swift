@@ -26,7 +26,7 @@ struct MembershipRoutes: Sendable {
     }
 
     struct MemberView: Encodable {
-        let userID: UUID
+        @LowercaseID var userID: UUID
         let displayName: String
         let role: String
         let joinedAt: Date

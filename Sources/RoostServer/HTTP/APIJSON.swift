@@ -73,3 +73,16 @@ extension RequestContext {
         return token.isEmpty ? nil : token
     }
 }
+
+/// A UUID written the way the API writes every id: lower-case (Foundation's encoder would use
+/// upper case, unlike PostgreSQL and the event data).
+@propertyWrapper
+public struct LowercaseID: Encodable, Sendable, Equatable {
+    public var wrappedValue: UUID
+    public init(wrappedValue: UUID) { self.wrappedValue = wrappedValue }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(wrappedValue.uuidString.lowercased())
+    }
+}

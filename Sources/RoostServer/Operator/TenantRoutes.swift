@@ -13,7 +13,7 @@ enum TenantRoutes {
     }
 
     struct TenantView: Encodable {
-        let id: UUID
+        @LowercaseID var id: UUID
         let slug: String
         let name: String
         let registration: String

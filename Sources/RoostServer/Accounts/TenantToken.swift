@@ -1,29 +1,31 @@
 import Foundation
 import RoostProtocol
 
-/// A session token: `rst_` and base64url of the tenant's 16-byte id followed by 32 random bytes.
+/// A tenant-bound secret token: a prefix naming its kind (`rst_` session, `riv_` invitation),
+/// then base64url of the tenant's 16-byte id followed by 32 random bytes.
 ///
 /// The tenant travels in the token so a request can set `roost.tenant_id` before row-level
-/// security lets it see the session row; that part is not secret and proves nothing. Only
+/// security lets it see the token's row; that part is not secret and proves nothing. Only
 /// SHA-256 of the whole token is stored, so a database leak reveals no usable token, and a
-/// token whose tenant part was altered simply finds no session in that tenant.
-public struct SessionToken: Sendable, Equatable {
-    static let prefix = "rst_"
+/// token whose tenant part was altered simply finds nothing in that tenant.
+public struct TenantToken: Sendable, Equatable {
+    public static let session = "rst_"
+    public static let invitation = "riv_"
 
     public let tenant: UUID
     /// SHA-256 of the token's text: what the sessions table keys on.
     public let hash: [UInt8]
 
-    /// A new token for `tenant`, and the text shown to the client once.
-    public static func generate(tenant: UUID) -> (text: String, token: SessionToken) {
+    /// A new token for `tenant`, and the text shown (or sent) once.
+    public static func generate(_ prefix: String = session, tenant: UUID) -> (text: String, token: TenantToken) {
         let text = prefix + Secrets.base64URL(tenant.bytes + Secrets.randomBytes(32))
-        return (text, SessionToken(tenant: tenant, hash: Digest.sha256(Array(text.utf8))))
+        return (text, TenantToken(tenant: tenant, hash: Digest.sha256(Array(text.utf8))))
     }
 
-    /// Reads a bearer token; nil for anything not of this shape.
-    public init?(_ text: String) {
-        guard text.hasPrefix(Self.prefix), text.utf8.count == Self.prefix.utf8.count + 64,
-              let bytes = Secrets.decodeBase64URL(String(text.dropFirst(Self.prefix.count))), bytes.count == 48 else {
+    /// Reads a token of the given kind; nil for anything not of that shape.
+    public init?(_ text: String, prefix: String = session) {
+        guard text.hasPrefix(prefix), text.utf8.count == prefix.utf8.count + 64,
+              let bytes = Secrets.decodeBase64URL(String(text.dropFirst(prefix.count))), bytes.count == 48 else {
             return nil
         }
         tenant = UUID(bytes: Array(bytes[0..<16]))
