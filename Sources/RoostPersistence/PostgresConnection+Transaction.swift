@@ -14,6 +14,7 @@ extension PostgresConnection {
     /// With `retries > 0`, a serialization failure or deadlock (SQLSTATE class 40) anywhere in
     /// the transaction, commit included, runs `body` again from the start, up to that many
     /// more times. `body` must then have no effects outside the database.
+    @discardableResult
     public func withTransaction<Result>(
         isolation: IsolationLevel = .readCommitted,
         retries: Int = 0,
@@ -31,6 +32,7 @@ extension PostgresConnection {
 
     /// A transaction in which row-level security sees only `tenant`'s rows
     /// (`set_config('roost.tenant_id', ..., true)` is `SET LOCAL` with a parameter).
+    @discardableResult
     public func withTenantTransaction<Result>(
         _ tenant: UUID,
         isolation: IsolationLevel = .readCommitted,

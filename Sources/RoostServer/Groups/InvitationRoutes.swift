@@ -49,7 +49,6 @@ struct InvitationRoutes: Sendable {
         let pool = accounts.pool
         let lifetime = self.lifetime
         builder.add(.post, "/v1/groups/{gid:uuid}/invitations", bodyLimit: 4 * 1024) { context in
-            let user = try await accounts.authenticate(context)
             let group = context.parameters.uuid("gid")!
             let body = try context.decodeJSON(CreateBody.self)
             guard (body.email == nil) != (body.phone == nil) else {
@@ -60,14 +59,11 @@ struct InvitationRoutes: Sendable {
             guard role == "member" || role == "admin" else {
                 throw APIError(.badRequest, code: "validation_failed", message: "role must be member or admin", field: "role")
             }
-            let (text, token) = TenantToken.generate(TenantToken.invitation, tenant: user.tenantID)
             do {
-                let invitation = try await pool.withConnection { connection in
-                    try connection.withTenantTransaction(user.tenantID) { connection in
-                        guard let callerRole = try GroupStore().role(of: user.id, in: group, on: connection) else { throw MembershipRoutes.notFound }
-                        guard callerRole == "owner" || callerRole == "admin" else {
-                            throw MembershipRoutes.forbidden("only the owner and admins can invite")
-                        }
+                let invitation = try await accounts.inGroup(context, group) { caller, connection in
+                        try caller.requireManager("only the owner and admins can invite")
+                        let user = caller.user
+                        let (text, token) = TenantToken.generate(TenantToken.invitation, tenant: user.tenantID)
                         if try InvitationStore().isMember(email: email, phone: phone, group: group, on: connection) {
                             throw APIError(.conflict, code: "conflict", message: "that person is already a member")
                         }
@@ -80,7 +76,6 @@ struct InvitationRoutes: Sendable {
                         try OutboxStore().enqueue(tenant: user.tenantID, channel: email != nil ? "email" : "sms",
                                                   recipient: email ?? phone!, template: "invitation", data: RawJSON(data), on: connection)
                         return invitation
-                    }
                 }
                 return try APIJSON.response(.created, InvitationView(invitation: invitation))
             } catch let error as DatabaseError where error.code == .uniqueViolation {
@@ -90,28 +85,20 @@ struct InvitationRoutes: Sendable {
             }
         }
         builder.add(.get, "/v1/groups/{gid:uuid}/invitations") { context in
-            let user = try await accounts.authenticate(context)
             let group = context.parameters.uuid("gid")!
-            let invitations = try await pool.withConnection { connection in
-                try connection.withTenantTransaction(user.tenantID) { connection in
-                    guard let role = try GroupStore().role(of: user.id, in: group, on: connection) else { throw MembershipRoutes.notFound }
-                    guard role == "owner" || role == "admin" else { throw MembershipRoutes.forbidden("only the owner and admins see invitations") }
-                    return try InvitationStore().list(group: group, on: connection)
-                }
+            let invitations = try await accounts.inGroup(context, group) { caller, connection in
+                try caller.requireManager("only the owner and admins see invitations")
+                return try InvitationStore().list(group: group, on: connection)
             }
             return try APIJSON.response(.ok, Page(items: invitations.map(InvitationView.init), next: nil))
         }
         builder.add(.delete, "/v1/groups/{gid:uuid}/invitations/{iid:uuid}") { context in
-            let user = try await accounts.authenticate(context)
             let group = context.parameters.uuid("gid")!
             let id = context.parameters.uuid("iid")!
-            try await pool.withConnection { connection in
-                try connection.withTenantTransaction(user.tenantID) { connection in
-                    guard let role = try GroupStore().role(of: user.id, in: group, on: connection) else { throw MembershipRoutes.notFound }
-                    guard role == "owner" || role == "admin" else { throw MembershipRoutes.forbidden("only the owner and admins revoke invitations") }
-                    guard try InvitationStore().revoke(id, group: group, on: connection) else {
-                        throw APIError(.notFound, code: "not_found", message: "no such pending invitation")
-                    }
+            try await accounts.inGroup(context, group) { caller, connection in
+                try caller.requireManager("only the owner and admins revoke invitations")
+                guard try InvitationStore().revoke(id, group: group, on: connection) else {
+                    throw APIError(.notFound, code: "not_found", message: "no such pending invitation")
                 }
             }
             return HTTPResponse(status: .noContent)

@@ -39,15 +39,6 @@ struct MembershipRoutes: Sendable {
         }
     }
 
-    /// What the caller may do here; thrown errors are the API's answers.
-    struct Caller: Sendable {
-        let user: User
-        let role: String
-        var isManager: Bool { role == "owner" || role == "admin" }
-    }
-
-    static let notFound = APIError(.notFound, code: "not_found", message: "no such group")
-
     static func forbidden(_ message: String) -> APIError {
         APIError(.forbidden, code: "forbidden", message: message)
     }
@@ -150,7 +141,7 @@ struct MembershipRoutes: Sendable {
         }
     }
 
-    private func appendRoleChange(_ caller: Caller, group: UUID, user: UUID, from: String, to: String, on connection: PostgresConnection) throws {
+    private func appendRoleChange(_ caller: GroupCaller, group: UUID, user: UUID, from: String, to: String, on connection: PostgresConnection) throws {
         let data = #"{"user_id":"\#(user.uuidString.lowercased())","from":"\#(from)","to":"\#(to)"}"#
         _ = try GroupEventLog().append(tenant: caller.user.tenantID, group: group, event: "member.role_changed", actorType: "user",
                                        actorID: caller.user.id, data: RawJSON(data), on: connection)
@@ -162,24 +153,10 @@ struct MembershipRoutes: Sendable {
             id: found.id, name: found.name, description: found.description, role: role, lastSeq: found.lastSeq, createdAt: found.createdAt))
     }
 
-    /// Runs `body` in one tenant transaction as a member of `group`; 404 when the caller is not one.
     @discardableResult
     private func inGroup<Value: Sendable>(
-        _ context: RequestContext, _ group: UUID, _ body: @escaping @Sendable (Caller, PostgresConnection) throws -> Value
+        _ context: RequestContext, _ group: UUID, _ body: @escaping @Sendable (GroupCaller, PostgresConnection) throws -> Value
     ) async throws -> Value {
-        let user = try await accounts.authenticate(context)
-        do {
-            return try await accounts.pool.withConnection { connection in
-                try connection.withTenantTransaction(user.tenantID) { connection in
-                    // FOR UPDATE: the caller's role cannot change under this transaction.
-                    guard let role = try connection.query("""
-                        SELECT role FROM memberships WHERE group_id = \(group) AND user_id = \(user.id) FOR UPDATE
-                        """).first?.decode(String.self, "role") else { throw Self.notFound }
-                    return try body(Caller(user: user, role: role), connection)
-                }
-            }
-        } catch let error as DatabaseError {
-            throw APIError.from(error) ?? error
-        }
+        try await accounts.inGroup(context, group, body)
     }
 }

@@ -1,0 +1,41 @@
+import Foundation
+import RoostPersistence
+import RoostProtocol
+
+/// The signed-in caller as a member of one group.
+struct GroupCaller: Sendable {
+    let user: User
+    let role: String
+    var isManager: Bool { role == "owner" || role == "admin" }
+
+    /// 403 unless the caller is the owner or an admin.
+    func requireManager(_ message: String) throws(APIError) {
+        guard isManager else { throw APIError(.forbidden, code: "forbidden", message: message) }
+    }
+}
+
+extension AccountRoutes {
+    static let noSuchGroup = APIError(.notFound, code: "not_found", message: "no such group")
+
+    /// Runs `body` in one tenant transaction as a member of `group`. A caller who is not a
+    /// member gets 404, exactly as for a group that does not exist; the membership row is
+    /// locked, so the caller's role cannot change under the transaction.
+    @discardableResult
+    func inGroup<Value: Sendable>(
+        _ context: RequestContext, _ group: UUID, _ body: @escaping @Sendable (GroupCaller, PostgresConnection) throws -> Value
+    ) async throws -> Value {
+        let user = try await authenticate(context)
+        do {
+            return try await pool.withConnection { connection in
+                try connection.withTenantTransaction(user.tenantID) { connection in
+                    guard let role = try connection.query("""
+                        SELECT role FROM memberships WHERE group_id = \(group) AND user_id = \(user.id) FOR UPDATE
+                        """).first?.decode(String.self, "role") else { throw Self.noSuchGroup }
+                    return try body(GroupCaller(user: user, role: role), connection)
+                }
+            }
+        } catch let error as DatabaseError {
+            throw APIError.from(error) ?? error
+        }
+    }
+}
