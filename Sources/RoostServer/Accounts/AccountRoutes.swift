@@ -253,6 +253,7 @@ struct AccountRoutes: Sendable {
         return tenant
     }
 
+    @discardableResult
     private func database<Value: Sendable>(_ body: @escaping @Sendable (PostgresConnection) throws -> Value) async throws -> Value {
         do {
             return try await pool.withConnection(body)
