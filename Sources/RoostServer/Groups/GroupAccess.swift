@@ -18,8 +18,9 @@ extension AccountRoutes {
     static let noSuchGroup = APIError(.notFound, code: "not_found", message: "no such group")
 
     /// Runs `body` in one tenant transaction as a member of `group`. A caller who is not a
-    /// member gets 404, exactly as for a group that does not exist; the membership row is
-    /// locked, so the caller's role cannot change under the transaction.
+    /// member gets 404, exactly as for a group that does not exist. The caller's membership row
+    /// is locked FOR UPDATE so their role cannot change under the transaction; FOR SHARE would
+    /// let two concurrent changes by the same caller (two transfers) deadlock on upgrading it.
     @discardableResult
     func inGroup<Value: Sendable>(
         _ context: RequestContext, _ group: UUID, _ body: @escaping @Sendable (GroupCaller, PostgresConnection) throws -> Value

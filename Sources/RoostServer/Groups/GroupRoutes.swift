@@ -66,16 +66,10 @@ struct GroupRoutes: Sendable {
             return try APIJSON.response(.ok, Page(items: items, next: nil))
         }
         builder.add(.get, "/v1/groups/{gid:uuid}") { context in
-            let user = try await accounts.authenticate(context)
             let id = context.parameters.uuid("gid")!
-            let found = try await pool.withConnection { connection in
-                try connection.withTenantTransaction(user.tenantID) { connection -> (WatchGroup, String)? in
-                    guard let role = try GroupStore().role(of: user.id, in: id, on: connection),
-                          let group = try GroupStore().group(id: id, on: connection) else { return nil }
-                    return (group, role)
-                }
+            let (group, role) = try await accounts.inGroup(context, id) { caller, connection in
+                (try GroupStore().group(id: id, on: connection)!, caller.role)
             }
-            guard let (group, role) = found else { throw APIError(.notFound, code: "not_found", message: "no such group") }
             return try APIJSON.response(.ok, GroupView(
                 id: group.id, name: group.name, description: group.description, role: role, lastSeq: group.lastSeq, createdAt: group.createdAt))
         }
