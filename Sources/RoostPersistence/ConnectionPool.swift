@@ -52,6 +52,7 @@ public final class ConnectionPool: Sendable {
     }
 
     /// Lends a connection to `body`, run on the blocking queue, and takes it back afterwards.
+    @discardableResult
     public func withConnection<Value: Sendable>(
         _ body: @escaping @Sendable (PostgresConnection) throws -> Value
     ) async throws -> Value {

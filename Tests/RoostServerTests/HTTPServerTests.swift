@@ -1,5 +1,6 @@
 import Foundation
 import RoostTestSupport
+import RoostPersistence
 import RoostProtocol
 @testable import RoostServer
 import Synchronization
@@ -60,6 +61,13 @@ final class TestServer {
         }
         builder.add(.get, "/teapot") { _ in throw APIError(.conflict, code: "conflict", message: "already brewing") }
         builder.add(.get, "/crash") { _ in throw CancellationError() }
+        builder.add(.get, "/db-down") { _ in
+            // A closed pool fails like an unreachable database, with no mapping in the route.
+            let pool = ConnectionPool(configuration: .init(connectionString: "postgresql:///none?host=/nonexistent"))
+            pool.close()
+            try await pool.query("SELECT 1")
+            return HTTPResponse(status: .ok)
+        }
         server = try HTTPServer(
             router: builder.build(), limits: limits, addresses: addresses, threads: threads,
             log: Log(level: .error), accessLog: false)
@@ -129,6 +137,17 @@ struct HTTPServerTests {
         #expect(failed.text.contains("trace-123"))
         client.send("GET /hello HTTP/1.1\r\n\r\n")
         #expect(await client.readResponse()?.status == 200)
+        await test.stop()
+    }
+
+    @Test func aDatabaseFailureInAnyRouteIs503NotA500() async throws {
+        let test = try TestServer()
+        let client = try TestClient(port: test.port)
+        client.send("GET /db-down HTTP/1.1\r\n\r\n")
+        let response = try #require(await client.readResponse())
+        #expect(response.status == 503)
+        #expect(response.headers["retry-after"] == "1")
+        #expect(response.text.contains(#""code":"unavailable""#))
         await test.stop()
     }
 

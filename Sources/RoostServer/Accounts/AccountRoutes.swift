@@ -105,7 +105,7 @@ struct AccountRoutes: Sendable {
         builder.add(.post, "/v1/auth/logout") { context in
             let token = try sessionToken(context)
             _ = try await authenticate(context)
-            try await database { try $0.withTenantTransaction(token.tenant) { try UserStore().deleteSession(tokenHash: token.hash, on: $0) } }
+            try await pool.withConnection { try $0.withTenantTransaction(token.tenant) { try UserStore().deleteSession(tokenHash: token.hash, on: $0) } }
             return HTTPResponse(status: .noContent)
         }
         ProfileRoutes(accounts: self).add(to: &builder)
@@ -148,8 +148,6 @@ struct AccountRoutes: Sendable {
         } catch let error as DatabaseError where error.code == .uniqueViolation {
             let field = error.constraint?.contains("phone") == true ? "phone" : "email"
             throw APIError(.conflict, code: "conflict", message: "an account with that \(field) already exists here", field: field)
-        } catch let error as DatabaseError {
-            throw APIError.from(error) ?? error
         }
     }
 
@@ -176,7 +174,7 @@ struct AccountRoutes: Sendable {
         if let tenant {
             // Throttled before any password work, whether or not the account exists.
             let window = Self.throttleWindow
-            let (byIdentifier, byAddress) = try await database { connection in
+            let (byIdentifier, byAddress) = try await pool.withConnection { connection in
                 try connection.withTenantTransaction(tenant.id) { connection in
                     (try LoginFailureStore().recent(key: identifierKey, window: window, on: connection),
                      try LoginFailureStore().recent(key: addressKey, window: window, on: connection))
@@ -190,7 +188,7 @@ struct AccountRoutes: Sendable {
                                headers: ["Retry-After": String(wait)])
             }
             if email != nil || phone != nil {
-                user = try await database { try $0.withTenantTransaction(tenant.id) { try UserStore().find(email: email, phone: phone, on: $0) } }
+                user = try await pool.withConnection { try $0.withTenantTransaction(tenant.id) { try UserStore().find(email: email, phone: phone, on: $0) } }
             }
         }
         let stored = user?.passwordHash ?? dummyHash
@@ -200,7 +198,7 @@ struct AccountRoutes: Sendable {
         guard matches, let user, let tenant else {
             if let tenant {
                 let window = Self.throttleWindow
-                try await database { connection in
+                try await pool.withConnection { connection in
                     try connection.withTenantTransaction(tenant.id) {
                         try LoginFailureStore().record(tenant: tenant.id, keys: [identifierKey, addressKey], window: window, on: $0)
                     }
@@ -208,14 +206,14 @@ struct AccountRoutes: Sendable {
             }
             throw refused
         }
-        try await database { try $0.withTenantTransaction(tenant.id) { try LoginFailureStore().clear(key: identifierKey, on: $0) } }
+        try await pool.withConnection { try $0.withTenantTransaction(tenant.id) { try LoginFailureStore().clear(key: identifierKey, on: $0) } }
         if hasher.needsRehash(stored) {
             let fresh = try await gate.run { hasher.hash(password) }
-            try await database { try $0.withTenantTransaction(tenant.id) { try UserStore().updatePasswordHash(fresh, user: user.id, on: $0) } }
+            try await pool.withConnection { try $0.withTenantTransaction(tenant.id) { try UserStore().updatePasswordHash(fresh, user: user.id, on: $0) } }
         }
         let (text, token) = TenantToken.generate(tenant: tenant.id)
         let lifetime = sessionLifetime
-        let expires = try await database { connection in
+        let expires = try await pool.withConnection { connection in
             try connection.withTenantTransaction(tenant.id) {
                 try UserStore().createSession(tenant: tenant.id, tokenHash: token.hash, user: user.id, lifetime: lifetime, on: $0)
             }
@@ -236,7 +234,7 @@ struct AccountRoutes: Sendable {
     func authenticate(_ context: RequestContext) async throws -> User {
         let token = try sessionToken(context)
         let lifetime = sessionLifetime
-        guard let user = try await database({ connection in
+        guard let user = try await pool.withConnection({ connection in
             try connection.withTenantTransaction(token.tenant) { try UserStore().sessionUser(tokenHash: token.hash, lifetime: lifetime, on: $0) }
         }) else {
             throw APIError(.unauthorized, code: "unauthenticated", message: "the session has ended or the token is not valid", headers: ["WWW-Authenticate": "Bearer"])
@@ -247,19 +245,10 @@ struct AccountRoutes: Sendable {
     private func findTenant(_ slug: String) async throws -> Tenant {
         // A slug of the wrong shape cannot exist: no query for it.
         guard slug.range(of: "^[a-z0-9-]{2,40}$", options: .regularExpression) != nil,
-              let tenant = try await database({ try TenantStore().find(slug: slug, on: $0) }) else {
+              let tenant = try await pool.withConnection({ try TenantStore().find(slug: slug, on: $0) }) else {
             throw APIError(.notFound, code: "not_found", message: "no such tenant", field: "tenant")
         }
         return tenant
-    }
-
-    @discardableResult
-    private func database<Value: Sendable>(_ body: @escaping @Sendable (PostgresConnection) throws -> Value) async throws -> Value {
-        do {
-            return try await pool.withConnection(body)
-        } catch let error as DatabaseError {
-            throw APIError.from(error) ?? error
-        }
     }
 
     /// At least one of email and phone, each normalised or refused naming its field.

@@ -26,17 +26,13 @@ extension AccountRoutes {
         _ context: RequestContext, _ group: UUID, _ body: @escaping @Sendable (GroupCaller, PostgresConnection) throws -> Value
     ) async throws -> Value {
         let user = try await authenticate(context)
-        do {
-            return try await pool.withConnection { connection in
-                try connection.withTenantTransaction(user.tenantID) { connection in
-                    guard let role = try connection.query("""
-                        SELECT role FROM memberships WHERE group_id = \(group) AND user_id = \(user.id) FOR UPDATE
-                        """).first?.decode(String.self, "role") else { throw Self.noSuchGroup }
-                    return try body(GroupCaller(user: user, role: role), connection)
-                }
+        return try await pool.withConnection { connection in
+            try connection.withTenantTransaction(user.tenantID) { connection in
+                guard let role = try connection.query("""
+                    SELECT role FROM memberships WHERE group_id = \(group) AND user_id = \(user.id) FOR UPDATE
+                    """).first?.decode(String.self, "role") else { throw Self.noSuchGroup }
+                return try body(GroupCaller(user: user, role: role), connection)
             }
-        } catch let error as DatabaseError {
-            throw APIError.from(error) ?? error
         }
     }
 }

@@ -80,8 +80,6 @@ struct InvitationRoutes: Sendable {
                 return try APIJSON.response(.created, InvitationView(invitation: invitation))
             } catch let error as DatabaseError where error.code == .uniqueViolation {
                 throw APIError(.conflict, code: "conflict", message: "a pending invitation to that address exists")
-            } catch let error as DatabaseError {
-                throw APIError.from(error) ?? error
             }
         }
         builder.add(.get, "/v1/groups/{gid:uuid}/invitations") { context in

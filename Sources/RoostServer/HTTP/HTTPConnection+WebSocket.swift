@@ -1,3 +1,4 @@
+import RoostPersistence
 import RoostProtocol
 
 /// A connection's state after `101 Switching Protocols` (RFC 6455).
@@ -45,6 +46,8 @@ extension HTTPConnection {
                 outcome = .success(try await acceptor(requestContext))
             } catch let error as APIError {
                 outcome = .failure(error)
+            } catch let error as DatabaseError where APIError.from(error) != nil {
+                outcome = .failure(APIError.from(error)!)
             } catch {
                 log.error("websocket acceptor failed", ["route": requestContext.route, "error": "\(error)"])
                 outcome = .failure(APIError(.internalServerError, code: "internal", message: "something went wrong on our side (request \(requestContext.requestID))"))

@@ -1,4 +1,5 @@
 import Foundation
+import RoostPersistence
 import RoostProtocol
 
 #if canImport(Glibc)
@@ -205,6 +206,9 @@ final class HTTPConnection: EventHandler {
             return try await handler(context)
         } catch let error as APIError {
             return HTTPResponse(error)
+        } catch let error as DatabaseError where APIError.from(error) != nil {
+            // Unreachable or exhausted database → 503, input PostgreSQL refused → 400: for every route.
+            return HTTPResponse(APIError.from(error)!)
         } catch {
             log.error("handler failed", ["route": context.route, "request_id": context.requestID, "error": "\(error)"])
             return HTTPResponse(APIError(.internalServerError, code: "internal", message: "something went wrong on our side (request \(context.requestID))"))

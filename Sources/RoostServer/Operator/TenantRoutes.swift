@@ -65,8 +65,6 @@ enum TenantRoutes {
                 return try APIJSON.response(.created, TenantView(tenant))
             } catch let error as DatabaseError where error.code == .uniqueViolation {
                 throw APIError(.conflict, code: "conflict", message: "a tenant with slug '\(body.slug)' already exists", field: "slug")
-            } catch let error as DatabaseError {
-                throw APIError.from(error) ?? error
             }
         }
 
@@ -74,13 +72,9 @@ enum TenantRoutes {
             try authorize(context)
             let limit = try context.limit()
             let after = context.request.target.queryValue("cursor")
-            do {
-                let tenants = try await pool.withConnection { try TenantStore().list(after: after, limit: limit + 1, on: $0) }
-                let page = Array(tenants.prefix(limit))
-                return try APIJSON.response(.ok, Page(items: page.map(TenantView.init), next: tenants.count > limit ? page.last?.slug : nil))
-            } catch let error as DatabaseError {
-                throw APIError.from(error) ?? error
-            }
+            let tenants = try await pool.withConnection { try TenantStore().list(after: after, limit: limit + 1, on: $0) }
+            let page = Array(tenants.prefix(limit))
+            return try APIJSON.response(.ok, Page(items: page.map(TenantView.init), next: tenants.count > limit ? page.last?.slug : nil))
         }
     }
 }
