@@ -26,6 +26,16 @@ struct GroupRoutes: Sendable {
             case lastSeq = "last_seq"
             case createdAt = "created_at"
         }
+
+        /// A group as the caller sees it, with their role in it.
+        init(_ group: WatchGroup, role: String) {
+            id = group.id
+            name = group.name
+            description = group.description
+            self.role = role
+            lastSeq = group.lastSeq
+            createdAt = group.createdAt
+        }
     }
 
     struct SummaryView: Encodable {
@@ -56,8 +66,7 @@ struct GroupRoutes: Sendable {
                     try GroupStore().create(tenant: user.tenantID, owner: user.id, name: name, description: description, on: $0)
                 }
             }
-            return try APIJSON.response(.created, GroupView(
-                id: group.id, name: group.name, description: group.description, role: "owner", lastSeq: group.lastSeq, createdAt: group.createdAt))
+            return try APIJSON.response(.created, GroupView(group, role: "owner"))
         }
         builder.add(.get, "/v1/groups") { context in
             let user = try await accounts.authenticate(context)
@@ -70,8 +79,7 @@ struct GroupRoutes: Sendable {
             let (group, role) = try await accounts.inGroup(context, id) { caller, connection in
                 (try GroupStore().group(id: id, on: connection)!, caller.role)
             }
-            return try APIJSON.response(.ok, GroupView(
-                id: group.id, name: group.name, description: group.description, role: role, lastSeq: group.lastSeq, createdAt: group.createdAt))
+            return try APIJSON.response(.ok, GroupView(group, role: role))
         }
     }
 }

@@ -139,9 +139,7 @@ struct InvitationRoutes: Sendable {
                 }
             }
             return try APIJSON.response(.ok, AcceptedView(
-                group: GroupRoutes.GroupView(id: group.id, name: group.name, description: group.description, role: role,
-                                             lastSeq: group.lastSeq, createdAt: group.createdAt),
-                role: role))
+                group: GroupRoutes.GroupView(group, role: role), role: role))
         }
     }
 }

@@ -66,9 +66,7 @@ struct MembershipRoutes: Sendable {
                                                actorID: caller.user.id, data: RawJSON(data), on: connection)
                 return (try GroupStore().group(id: group, on: connection)!, caller.role)
             }
-            return try APIJSON.response(.ok, GroupRoutes.GroupView(
-                id: updated.0.id, name: updated.0.name, description: updated.0.description, role: updated.1,
-                lastSeq: updated.0.lastSeq, createdAt: updated.0.createdAt))
+            return try APIJSON.response(.ok, GroupRoutes.GroupView(updated.0, role: updated.1))
         }
         builder.add(.delete, "/v1/groups/{gid:uuid}") { context in
             let group = context.parameters.uuid("gid")!
@@ -149,8 +147,7 @@ struct MembershipRoutes: Sendable {
 
     private func groupResponse(_ context: RequestContext, _ group: UUID) async throws -> HTTPResponse {
         let (found, role) = try await inGroup(context, group) { caller, connection in (try GroupStore().group(id: group, on: connection)!, caller.role) }
-        return try APIJSON.response(.ok, GroupRoutes.GroupView(
-            id: found.id, name: found.name, description: found.description, role: role, lastSeq: found.lastSeq, createdAt: found.createdAt))
+        return try APIJSON.response(.ok, GroupRoutes.GroupView(found, role: role))
     }
 
     @discardableResult
