@@ -43,6 +43,26 @@ struct APIFixture {
         return (response.status, object)
     }
 
+    /// Runs `body` in a transaction of the fixture's open tenant (test setup and inspection).
+    @discardableResult
+    func inTenant<Value: Sendable>(_ body: @escaping @Sendable (UUID, PostgresConnection) throws -> Value) async throws -> Value {
+        let slug = tenant
+        return try await pool.withConnection { connection in
+            let tenant = try TenantStore().find(slug: slug, on: connection)!.id
+            return try connection.withTenantTransaction(tenant) { try body(tenant, $0) }
+        }
+    }
+
+    /// Test setup only: puts a user in a group directly (invitations are how it happens for real).
+    func addMember(_ user: String, to group: String, role: String) async throws {
+        try await inTenant { tenant, connection in
+            try connection.query("""
+                INSERT INTO memberships (tenant_id, group_id, user_id, role)
+                VALUES (\(tenant), \(UUID(uuidString: group)!), \(UUID(uuidString: user)!), \(role))
+                """)
+        }
+    }
+
     func register(_ fields: [String: Any]) async throws -> (Int, [String: Any]) {
         var body: [String: Any] = ["tenant": tenant, "password": "a long enough password", "display_name": "Anna"]
         body.merge(fields) { $1 }

@@ -51,8 +51,8 @@ struct AuthorizationMatrixTests {
             for caller in Caller.allCases {
                 // A fresh group per row and caller: deletions and transfers cannot leak into the next row.
                 let group = try #require(try await api.call("POST", "/v1/groups", ["name": "Matrix"], token: tokens[.owner]!).1["id"] as? String)
-                try await join(api, ids[.admin]!, group, "admin")
-                try await join(api, ids[.member]!, group, "member")
+                try await api.addMember(ids[.admin]!, to: group, role: "admin")
+                try await api.addMember(ids[.member]!, to: group, role: "member")
                 // Leaving is the member's own right: as member, the target is the member themself.
                 let path = template.replacingOccurrences(of: "{g}", with: group).replacingOccurrences(of: "{m}", with: ids[.member]!)
                 let resolved = body.map { $0.mapValues { ($0 as? String) == "{m}" ? ids[.member]! : $0 } }
@@ -66,18 +66,5 @@ struct AuthorizationMatrixTests {
         }
         await api.test.stop()
         api.pool.close()
-    }
-
-    private func join(_ api: APIFixture, _ user: String, _ group: String, _ role: String) async throws {
-        let slug = api.tenant
-        try await api.pool.withConnection { connection in
-            let tenant = try TenantStore().find(slug: slug, on: connection)!.id
-            try connection.withTenantTransaction(tenant) {
-                try $0.query("""
-                    INSERT INTO memberships (tenant_id, group_id, user_id, role)
-                    VALUES (\(tenant), \(UUID(uuidString: group)!), \(UUID(uuidString: user)!), \(role))
-                    """)
-            }
-        }
     }
 }

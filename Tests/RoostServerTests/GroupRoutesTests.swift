@@ -38,12 +38,9 @@ struct GroupRoutesTests {
         #expect(fetched["description"] as? String == "Houses 1-40")
 
         // The event log holds exactly the owner's joining, with seq 1.
-        let slug = accounts.tenant
         let groupID = try #require(UUID(uuidString: id))
-        let events = try await accounts.pool.withConnection { connection in
-            try connection.withTenantTransaction(try TenantStore().find(slug: slug, on: connection)!.id) {
-                try GroupEventLog().events(group: groupID, after: 0, limit: 10, on: $0)
-            }
+        let events = try await accounts.inTenant { _, connection in
+            try GroupEventLog().events(group: groupID, after: 0, limit: 10, on: connection)
         }
         #expect(events.map(\.seq) == [1])
         #expect(events.first?.event == "member.joined")

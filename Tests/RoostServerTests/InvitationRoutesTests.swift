@@ -20,15 +20,11 @@ struct InvitationRoutesTests {
 
     /// The token as the outbox would deliver it (test-only: read straight from the row).
     func deliveredToken(_ api: APIFixture, invitation: String) async throws -> (token: String, channel: String, to: String) {
-        let slug = api.tenant
-        return try await api.pool.withConnection { connection in
-            let tenant = try TenantStore().find(slug: slug, on: connection)!.id
-            return try connection.withTenantTransaction(tenant) {
-                guard let row = try $0.query("""
+        try await api.inTenant { _, connection in
+                guard let row = try connection.query("""
                     SELECT data->>'token' AS token, channel, recipient FROM outbox WHERE data->>'invitation_id' = \(invitation)
                     """).first else { throw TestClientError("no outbox delivery for invitation \(invitation)") }
                 return (try row.decode(String.self, "token"), try row.decode(String.self, "channel"), try row.decode(String.self, "recipient"))
-            }
         }
     }
 
@@ -75,12 +71,8 @@ struct InvitationRoutesTests {
 
         let second = try #require(try await api.call("POST", "/v1/groups/\(group)/invitations", ["email": "sol@example.org"], token: owner.token).1["id"] as? String)
         let expiringToken = try await deliveredToken(api, invitation: second).token
-        let slug = api.tenant
-        try await api.pool.withConnection { connection in
-            let tenant = try TenantStore().find(slug: slug, on: connection)!.id
-            try connection.withTenantTransaction(tenant) {
-                try $0.query("UPDATE invitations SET expires_at = now() - interval '1 second' WHERE id = \(UUID(uuidString: second)!)")
-            }
+        try await api.inTenant { _, connection in
+            try connection.query("UPDATE invitations SET expires_at = now() - interval '1 second' WHERE id = \(UUID(uuidString: second)!)")
         }
         let sol = try await person(api, ["email": "sol@example.org"])
         let (expired, body) = try await api.call("POST", "/v1/invitations/accept", ["token": expiringToken], token: sol.token)

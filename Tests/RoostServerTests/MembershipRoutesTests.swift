@@ -24,27 +24,13 @@ struct MembershipRoutesTests {
         return Person(token: try #require(body["token"] as? String), id: try #require(user["id"] as? String))
     }
 
-    /// Test setup only: puts a user in a group directly (invitations are how it happens for real).
     func join(_ person: Person, _ group: String, role: String = "member") async throws {
-        let slug = api.tenant
-        try await api.pool.withConnection { connection in
-            let tenant = try TenantStore().find(slug: slug, on: connection)!.id
-            try connection.withTenantTransaction(tenant) {
-                try $0.query("""
-                    INSERT INTO memberships (tenant_id, group_id, user_id, role)
-                    VALUES (\(tenant), \(UUID(uuidString: group)!), \(UUID(uuidString: person.id)!), \(role))
-                    """)
-            }
-        }
+        try await api.addMember(person.id, to: group, role: role)
     }
 
     func eventNames(_ group: String) async throws -> [String] {
-        let slug = api.tenant
-        return try await api.pool.withConnection { connection in
-            let tenant = try TenantStore().find(slug: slug, on: connection)!.id
-            return try connection.withTenantTransaction(tenant) {
-                try GroupEventLog().events(group: UUID(uuidString: group)!, after: 0, limit: 100, on: $0).map(\.event)
-            }
+        try await api.inTenant { _, connection in
+            try GroupEventLog().events(group: UUID(uuidString: group)!, after: 0, limit: 100, on: connection).map(\.event)
         }
     }
 
