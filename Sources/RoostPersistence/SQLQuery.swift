@@ -45,6 +45,15 @@ public struct SQLQuery: Sendable, ExpressibleByStringInterpolation {
         }
 
         public mutating func appendInterpolation<Value: PostgresEncodable>(_ value: Value) {
+            appendParameter(value)
+        }
+
+        /// An optional value, NULL when nil (its own overload so the compiler knows an optional is meant).
+        public mutating func appendInterpolation<Wrapped: PostgresEncodable>(_ value: Wrapped?) {
+            appendParameter(value)
+        }
+
+        private mutating func appendParameter<Value: PostgresEncodable>(_ value: Value) {
             do {
                 binds.append(try value.bind)
             } catch {

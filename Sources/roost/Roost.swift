@@ -11,7 +11,10 @@ struct Roost {
           serve                      run the server (roost serve --help lists every option)
           migrate                    apply database migrations and exit
           tenant create SLUG --name NAME [--registration open|invite_only]
+          tenant update SLUG [--name NAME] [--registration open|invite_only]
           tenant list
+          outbox list --failed       deliveries that ran out of attempts (id, tenant, channel, template, attempts, last error)
+          outbox retry ID            queue a failed delivery again with a fresh set of attempts
           help                       this text
 
         Every command takes the serve options that concern the database (--database-url, ...).
@@ -32,6 +35,8 @@ struct Roost {
                 print(applied.isEmpty ? "database is up to date" : "applied \(applied.joined(separator: ", "))")
             case "tenant":
                 try await tenant(arguments)
+            case "outbox":
+                try await outbox(arguments)
             case "help", "--help", "-h":
                 exitHelp(usage)
             default:
@@ -48,7 +53,7 @@ struct Roost {
 
     private static func tenant(_ arguments: [String]) async throws {
         var arguments = arguments
-        guard let action = arguments.first else { exitUsage("roost: tenant needs create or list; run roost help") }
+        guard let action = arguments.first else { exitUsage("roost: tenant needs create, update or list; run roost help") }
         arguments.removeFirst()
         switch action {
         case "create":
@@ -62,12 +67,46 @@ struct Roost {
             let tenant = try await RoostCommands.createTenant(
                 load(arguments), slug: slug, name: name, registration: registration)
             print("created tenant \(tenant.slug) (\(tenant.id.uuidString.lowercased())), registration \(tenant.registration.rawValue)")
+        case "update":
+            guard let slug = arguments.first, !slug.hasPrefix("-") else {
+                exitUsage("roost: tenant update needs a SLUG; run roost help")
+            }
+            arguments.removeFirst()
+            let name = try take("--name", from: &arguments)
+            let registration = try take("--registration", from: &arguments)
+            let tenant = try await RoostCommands.updateTenant(load(arguments), slug: slug, name: name, registration: registration)
+            print("updated tenant \(tenant.slug): name \(tenant.name), registration \(tenant.registration.rawValue)")
         case "list":
             for tenant in try await RoostCommands.listTenants(load(arguments)) {
                 print("\(tenant.slug)\t\(tenant.id.uuidString.lowercased())\t\(tenant.registration.rawValue)\t\(tenant.name)")
             }
         default:
             exitUsage("roost: unknown tenant action '\(action)'; run roost help")
+        }
+    }
+
+    private static func outbox(_ arguments: [String]) async throws {
+        var arguments = arguments
+        guard let action = arguments.first else { exitUsage("roost: outbox needs list or retry; run roost help") }
+        arguments.removeFirst()
+        switch action {
+        case "list":
+            guard let flag = arguments.firstIndex(of: "--failed") else { exitUsage("roost: outbox list needs --failed") }
+            arguments.remove(at: flag)
+            let lines = try await RoostCommands.failedDeliveries(load(arguments))
+            for line in lines {
+                let delivery = line.delivery
+                let error = (delivery.lastError ?? "").replacingOccurrences(of: "\n", with: " ")
+                print("\(delivery.id.uuidString.lowercased())\t\(line.tenant)\t\(delivery.channel)\t\(delivery.template)\t\(delivery.attempts)\t\(error)")
+            }
+            if lines.isEmpty { FileHandle.standardError.write(Data("roost: no failed deliveries\n".utf8)) }
+        case "retry":
+            guard let id = arguments.first, !id.hasPrefix("-") else { exitUsage("roost: outbox retry needs a delivery ID") }
+            arguments.removeFirst()
+            try await RoostCommands.retryDelivery(load(arguments), id: id)
+            print("queued \(id.lowercased()) for delivery again")
+        default:
+            exitUsage("roost: unknown outbox action '\(action)'; run roost help")
         }
     }
 

@@ -27,6 +27,7 @@ public struct GroupEventLog: Sendable {
 
     public init() {}
 
+    @discardableResult
     public func append(
         tenant: UUID, group: UUID, event: String, actorType: String?, actorID: UUID?, data: RawJSON,
         on connection: PostgresConnection

@@ -33,7 +33,7 @@ public struct GroupStore: Sendable {
             INSERT INTO memberships (tenant_id, group_id, user_id, role) VALUES (\(tenant), \(id), \(owner), 'owner')
             """)
         let data = #"{"user_id":"\#(owner.uuidString.lowercased())","role":"owner"}"#
-        _ = try GroupEventLog().append(tenant: tenant, group: id, event: "member.joined", actorType: "user", actorID: owner,
+        try GroupEventLog().append(tenant: tenant, group: id, event: "member.joined", actorType: "user", actorID: owner,
                                        data: RawJSON(data), on: connection)
         return try group(id: id, on: connection)!
     }
@@ -106,5 +106,24 @@ extension GroupStore {
 
     public func removeMember(_ user: UUID, from group: UUID, on connection: PostgresConnection) throws {
         try connection.query("DELETE FROM memberships WHERE group_id = \(group) AND user_id = \(user)")
+    }
+}
+
+extension GroupStore {
+    /// Every group the user is in with their role, locked for a change that ends them all.
+    public func memberships(of user: UUID, on connection: PostgresConnection) throws -> [(group: UUID, role: String)] {
+        try connection.query("""
+            SELECT group_id, role FROM memberships WHERE user_id = \(user) ORDER BY group_id FOR UPDATE
+            """).rows.map { (try $0.decode(UUID.self, "group_id"), try $0.decode(String.self, "role")) }
+    }
+
+    /// Who inherits a group its owner leaves for good: the longest-standing admin, else the
+    /// longest-standing member, else nobody.
+    public func successor(in group: UUID, excluding owner: UUID, on connection: PostgresConnection) throws -> (user: UUID, role: String)? {
+        try connection.query("""
+            SELECT user_id, role FROM memberships WHERE group_id = \(group) AND user_id <> \(owner)
+            ORDER BY CASE role WHEN 'admin' THEN 0 ELSE 1 END, joined_at, user_id
+            LIMIT 1
+            """).first.map { (try $0.decode(UUID.self, "user_id"), try $0.decode(String.self, "role")) }
     }
 }

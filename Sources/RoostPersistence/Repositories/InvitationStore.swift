@@ -16,14 +16,24 @@ public struct Invitation: Sendable, Equatable {
 public struct InvitationStore: Sendable {
     public init() {}
 
-    static let columns = "id, group_id, email, phone, role, status, expires_at, created_at"
+    /// A pending invitation past its time reads as `expired`: expiry needs no sweeper.
+    static let columns = """
+        id, group_id, email, phone, role, created_at, expires_at,
+        CASE WHEN status = 'pending' AND expires_at <= now() THEN 'expired' ELSE status END AS status
+        """
 
     /// A pending invitation; a pending one to the same address surfaces as `uniqueViolation`.
     public func create(
         tenant: UUID, group: UUID, email: String?, phone: String?, role: String, tokenHash: [UInt8], invitedBy: UUID,
         lifetime: Int, on connection: PostgresConnection
     ) throws -> Invitation {
-        try decode(connection.query("""
+        // A lapsed invitation to the same address no longer blocks a new one.
+        try connection.query("""
+            UPDATE invitations SET status = 'expired'
+            WHERE group_id = \(group) AND status = 'pending' AND expires_at <= now()
+              AND (email = \(email) OR phone = \(phone))
+            """)
+        return try decode(connection.query("""
             INSERT INTO invitations (tenant_id, group_id, email, phone, role, token_hash, invited_by, expires_at)
             VALUES (\(tenant), \(group), \(email), \(phone), \(role), \(Data(tokenHash)), \(invitedBy),
                     now() + \(lifetime) * interval '1 second')
@@ -64,15 +74,35 @@ public struct InvitationStore: Sendable {
             """).first.map(decode)
     }
 
+    /// The invitation with this id, locked for the answer.
+    public func find(id: UUID, on connection: PostgresConnection) throws -> Invitation? {
+        try connection.query("""
+            SELECT \(unsafeRaw: Self.columns) FROM invitations WHERE id = \(id) FOR UPDATE
+            """).first.map(decode)
+    }
+
+    /// Live pending invitations to these addresses (a user's verified ones), with their group's
+    /// name, newest first.
+    public func addressed(email: String?, phone: String?, on connection: PostgresConnection) throws -> [(Invitation, groupName: String)] {
+        guard email != nil || phone != nil else { return [] }
+        return try connection.query("""
+            SELECT i.id, i.group_id, i.email, i.phone, i.role, i.status, i.expires_at, i.created_at, g.name AS group_name
+            FROM invitations i JOIN groups g ON g.tenant_id = i.tenant_id AND g.id = i.group_id
+            WHERE i.status = 'pending' AND i.expires_at > now()
+              AND ((\(email)::text IS NOT NULL AND i.email = \(email)) OR (\(phone)::text IS NOT NULL AND i.phone = \(phone)))
+            ORDER BY i.created_at DESC, i.id
+            LIMIT 200
+            """).rows.map { (try decode($0), try $0.decode(String.self, "group_name")) }
+    }
+
+    public func markDeclined(_ id: UUID, on connection: PostgresConnection) throws {
+        try connection.query("UPDATE invitations SET status = 'declined', responded_at = now() WHERE id = \(id)")
+    }
+
     public func markAccepted(_ id: UUID, by user: UUID, on connection: PostgresConnection) throws {
         try connection.query("""
             UPDATE invitations SET status = 'accepted', responded_at = now(), accepted_by = \(user) WHERE id = \(id)
             """)
-    }
-
-    /// A pending invitation past its time becomes `expired` when someone presents it.
-    public func markExpired(_ id: UUID, on connection: PostgresConnection) throws {
-        try connection.query("UPDATE invitations SET status = 'expired' WHERE id = \(id) AND status = 'pending'")
     }
 
     private func decode(_ row: PostgresRow) throws -> Invitation {

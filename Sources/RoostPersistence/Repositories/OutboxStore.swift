@@ -82,3 +82,42 @@ public struct OutboxStore: Sendable {
         try connection.query("DELETE FROM outbox_jobs WHERE outbox_id = \(id)")
     }
 }
+
+/// A delivery that ran out of attempts, as `roost outbox list --failed` shows it.
+public struct FailedDelivery: Sendable, Equatable {
+    public let id: UUID
+    public let channel: String
+    public let template: String
+    public let attempts: Int
+    public let lastError: String?
+    public let createdAt: Date
+}
+
+extension OutboxStore {
+    /// Failed deliveries of the transaction's tenant, oldest first. The recipient is left out:
+    /// operators see that a delivery failed and why, not to whom.
+    public func failed(limit: Int, on connection: PostgresConnection) throws -> [FailedDelivery] {
+        try connection.query("""
+            SELECT id, channel, template, attempts, last_error, created_at FROM outbox
+            WHERE status = 'failed' ORDER BY created_at, id LIMIT \(limit)
+            """).rows.map {
+            FailedDelivery(id: try $0.decode(UUID.self, "id"), channel: try $0.decode(String.self, "channel"),
+                           template: try $0.decode(String.self, "template"), attempts: try $0.decode(Int.self, "attempts"),
+                           lastError: try $0.decode(String?.self, "last_error"), createdAt: try $0.decode(Date.self, "created_at"))
+        }
+    }
+
+    /// Puts a failed delivery back in the queue with a fresh set of attempts; false when the
+    /// transaction's tenant has no failed delivery with that id.
+    public func retry(_ id: UUID, on connection: PostgresConnection) throws -> Bool {
+        guard let tenant = try connection.query("""
+            UPDATE outbox SET status = 'pending', attempts = 0, next_attempt_at = now()
+            WHERE id = \(id) AND status = 'failed' RETURNING tenant_id
+            """).first?.decode(UUID.self, "tenant_id") else { return false }
+        try connection.query("""
+            INSERT INTO outbox_jobs (outbox_id, tenant_id) VALUES (\(id), \(tenant))
+            ON CONFLICT (outbox_id) DO UPDATE SET next_attempt_at = now(), lease_until = NULL
+            """)
+        return true
+    }
+}

@@ -69,3 +69,15 @@ extension TenantStore {
             """).first.map(decode)
     }
 }
+
+extension TenantStore {
+    /// Renames a tenant or changes how people join it; nil leaves a field as it is. Nil when no
+    /// tenant has the slug.
+    public func update(slug: String, name: String?, registration: Tenant.Registration?, on connection: PostgresConnection) throws -> Tenant? {
+        try connection.query("""
+            UPDATE tenants SET name = coalesce(\(name), name), registration = coalesce(\(registration?.rawValue), registration)
+            WHERE slug = \(slug)
+            RETURNING id, slug, name, registration, created_at
+            """).first.map(decode)
+    }
+}

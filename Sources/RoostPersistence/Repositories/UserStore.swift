@@ -51,6 +51,34 @@ public struct UserStore: Sendable {
         try connection.query("UPDATE users SET password_hash = \(hash) WHERE id = \(user)")
     }
 
+    /// Marks the user's email (`channel` "email") or phone ("phone") verified, if it is still `address`.
+    @discardableResult
+    public func markVerified(user: UUID, channel: String, address: String, on connection: PostgresConnection) throws -> Bool {
+        switch channel {
+        case "email":
+            return try connection.query("UPDATE users SET email_verified = true WHERE id = \(user) AND email = \(address)").affectedRows == 1
+        default:
+            return try connection.query("UPDATE users SET phone_verified = true WHERE id = \(user) AND phone = \(address)").affectedRows == 1
+        }
+    }
+
+    /// Erases an account's personal data (API.md `DELETE /v1/me`): identifiers, name, home,
+    /// password, sessions, devices and pending codes. The row stays, as "deleted user", so
+    /// messages keep an author. Memberships are the caller's to end first (with their events).
+    public func erase(user: UUID, on connection: PostgresConnection) throws {
+        try connection.query("""
+            UPDATE users SET email = NULL, phone = NULL, email_verified = false, phone_verified = false,
+                             password_hash = NULL, display_name = \(Self.deletedName), home = NULL, deleted_at = now()
+            WHERE id = \(user)
+            """)
+        try connection.query("DELETE FROM sessions WHERE user_id = \(user)")
+        try connection.query("DELETE FROM devices WHERE user_id = \(user)")
+        try connection.query("DELETE FROM contact_verifications WHERE user_id = \(user)")
+    }
+
+    /// How an erased account is named wherever its messages are shown.
+    public static let deletedName = "deleted user"
+
     // MARK: - Sessions
 
     public func createSession(tenant: UUID, tokenHash: [UInt8], user: UUID, lifetime: Int, on connection: PostgresConnection) throws -> Date {

@@ -2,7 +2,8 @@ import Foundation
 import RoostPersistence
 import RoostProtocol
 
-/// API.md "Accounts": register, login, logout and `GET /v1/me`.
+/// API.md "Accounts": register (with an invitation, when the tenant is invite-only), login and
+/// logout; the routes of the other sections that need a signed-in user hang off this.
 struct AccountRoutes: Sendable {
     let pool: ConnectionPool
     let hasher: PasswordHasher
@@ -109,6 +110,7 @@ struct AccountRoutes: Sendable {
             return HTTPResponse(status: .noContent)
         }
         ProfileRoutes(accounts: self).add(to: &builder)
+        ContactRoutes(accounts: self).add(to: &builder)
         GroupRoutes(accounts: self).add(to: &builder)
         MembershipRoutes(accounts: self).add(to: &builder)
         InvitationRoutes(accounts: self, lifetime: invitationLifetime).add(to: &builder)
@@ -127,19 +129,38 @@ struct AccountRoutes: Sendable {
             throw APIError(.badRequest, code: "validation_failed", message: "display_name must be 1 to 100 characters, no control characters", field: "display_name")
         }
         let tenant = try await findTenant(body.tenant)
-        if tenant.registration == .inviteOnly {
-            // Invitation tokens are redeemed by the invitations work; until then the door is shut.
-            throw APIError(.forbidden, code: "forbidden", message: "this neighbourhood is invite-only: registration needs an invitation", field: "invitation_token")
+        // The invitation, when one is given, is checked for shape and tenant before any hashing;
+        // it is redeemed in the transaction that creates the account.
+        var invitationHash: [UInt8]?
+        if let text = body.invitationToken {
+            guard let token = TenantToken(text, prefix: TenantToken.invitation), token.tenant == tenant.id else {
+                throw Self.invalidInvitation
+            }
+            invitationHash = token.hash
+        } else if tenant.registration == .inviteOnly {
+            throw APIError(.forbidden, code: "forbidden", message: "this neighbourhood is invite-only: registration needs an invitation",
+                           field: "invitation_token")
         }
         let password = body.password
         let hasher = self.hasher
         let passwordHash = try await gate.run { hasher.hash(password) }
         let (text, token) = TenantToken.generate(tenant: tenant.id)
         let lifetime = sessionLifetime
+        let redeeming = invitationHash
         do {
             let (user, expires) = try await pool.withConnection { connection in
                 try connection.withTenantTransaction(tenant.id) { connection in
-                    let user = try UserStore().create(tenant: tenant.id, email: email, phone: phone, passwordHash: passwordHash, displayName: name, on: connection)
+                    var invitation: Invitation?
+                    if let redeeming {
+                        guard let found = try InvitationStore().find(tokenHash: redeeming, on: connection) else { throw Self.invalidInvitation }
+                        try InvitationRoutes.requireOpen(found)
+                        invitation = found
+                    }
+                    var user = try UserStore().create(tenant: tenant.id, email: email, phone: phone, passwordHash: passwordHash, displayName: name, on: connection)
+                    if let invitation {
+                        try InvitationRoutes.join(invitation, user: user, on: connection)
+                        user = try UserStore().find(id: user.id, on: connection)!
+                    }
                     let expires = try UserStore().createSession(tenant: tenant.id, tokenHash: token.hash, user: user.id, lifetime: lifetime, on: connection)
                     return (user, expires)
                 }
@@ -150,6 +171,9 @@ struct AccountRoutes: Sendable {
             throw APIError(.conflict, code: "conflict", message: "an account with that \(field) already exists here", field: field)
         }
     }
+
+    static let invalidInvitation = APIError(.forbidden, code: "forbidden", message: "that invitation is not valid here",
+                                            field: "invitation_token")
 
     /// Login throttling (issue: accounts): failures per identifier and per client address.
     static let throttleWindow = 15 * 60

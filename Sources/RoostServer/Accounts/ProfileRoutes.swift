@@ -2,7 +2,7 @@ import Foundation
 import RoostPersistence
 import RoostProtocol
 
-/// API.md "Accounts": `PATCH /v1/me` and the device endpoints, for the signed-in user.
+/// API.md "Accounts": the signed-in user's profile (`GET/PATCH/DELETE /v1/me`) and devices.
 struct ProfileRoutes: Sendable {
     let accounts: AccountRoutes
     static let platforms: Set<String> = ["apns", "fcm", "webpush", "unifiedpush"]
@@ -84,6 +84,13 @@ struct ProfileRoutes: Sendable {
             }
             guard let fresh = updated.0 else { throw APIError(.unauthorized, code: "unauthenticated", message: "the account is gone") }
             return try APIJSON.response(.ok, MeView(user: AccountRoutes.UserView(fresh), home: updated.1))
+        }
+        builder.add(.delete, "/v1/me") { context in
+            let user = try await accounts.authenticate(context)
+            try await pool.withConnection { connection in
+                try connection.withTenantTransaction(user.tenantID) { try AccountDeletion.run(user, on: $0) }
+            }
+            return HTTPResponse(status: .noContent)
         }
         builder.add(.post, "/v1/me/devices", bodyLimit: 8 * 1024) { context in
             let user = try await accounts.authenticate(context)

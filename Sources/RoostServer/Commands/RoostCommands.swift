@@ -91,6 +91,31 @@ public enum RoostCommands {
         }
     }
 
+    /// `roost tenant update`: renames a tenant or switches its registration.
+    public static func updateTenant(
+        _ configuration: ServerConfiguration, slug: String, name: String?, registration: String?
+    ) async throws -> Tenant {
+        let parsed = try registration.map { value in
+            guard let parsed = Tenant.Registration(rawValue: value) else {
+                throw ConfigurationError("--registration must be open or invite_only, not '\(value)'")
+            }
+            return parsed
+        }
+        let trimmed = name?.trimmingCharacters(in: .whitespacesAndNewlines)
+        if let trimmed, !(1...200).contains(trimmed.count) { throw ConfigurationError("--name must be 1 to 200 characters") }
+        guard trimmed != nil || parsed != nil else { throw ConfigurationError("tenant update needs --name or --registration") }
+        let (pool, _) = try await DatabaseStartup.open(configuration, log: Log(level: .warning), migrate: configuration.migrate)
+        defer { pool.close() }
+        let updated: Tenant?
+        do {
+            updated = try await pool.withConnection { try TenantStore().update(slug: slug, name: trimmed, registration: parsed, on: $0) }
+        } catch let error as DatabaseError {
+            throw StartupError(error)
+        }
+        guard let updated else { throw StartupError("no tenant has slug '\(slug)'") }
+        return updated
+    }
+
     /// `roost tenant list`.
     public static func listTenants(_ configuration: ServerConfiguration) async throws -> [Tenant] {
         let (pool, _) = try await DatabaseStartup.open(configuration, log: Log(level: .warning), migrate: configuration.migrate)
@@ -100,6 +125,51 @@ public enum RoostCommands {
         } catch let error as DatabaseError {
             throw StartupError(error)
         }
+    }
+}
+
+extension RoostCommands {
+    /// A failed delivery with its tenant's slug, for `roost outbox list --failed`.
+    public struct FailedDeliveryLine: Sendable {
+        public let tenant: String
+        public let delivery: FailedDelivery
+    }
+
+    /// `roost outbox list --failed`: every tenant's failed deliveries (the outbox is tenant data
+    /// under row security, so each tenant is read in its own transaction).
+    public static func failedDeliveries(_ configuration: ServerConfiguration, limit: Int = 1000) async throws -> [FailedDeliveryLine] {
+        let (pool, _) = try await DatabaseStartup.open(configuration, log: Log(level: .warning), migrate: configuration.migrate)
+        defer { pool.close() }
+        do {
+            return try await pool.withConnection { connection in
+                var lines: [FailedDeliveryLine] = []
+                for tenant in try TenantStore().list(on: connection) where lines.count < limit {
+                    let failed = try connection.withTenantTransaction(tenant.id) { try OutboxStore().failed(limit: limit - lines.count, on: $0) }
+                    lines += failed.map { FailedDeliveryLine(tenant: tenant.slug, delivery: $0) }
+                }
+                return lines
+            }
+        } catch let error as DatabaseError {
+            throw StartupError(error)
+        }
+    }
+
+    /// `roost outbox retry ID`: queues a failed delivery again with a fresh set of attempts.
+    public static func retryDelivery(_ configuration: ServerConfiguration, id text: String) async throws {
+        guard let id = UUID(uuidString: text) else { throw ConfigurationError("'\(text)' is not a delivery id (a UUID)") }
+        let (pool, _) = try await DatabaseStartup.open(configuration, log: Log(level: .warning), migrate: configuration.migrate)
+        defer { pool.close() }
+        let retried: Bool
+        do {
+            retried = try await pool.withConnection { connection in
+                try TenantStore().list(on: connection).contains { tenant in
+                    try connection.withTenantTransaction(tenant.id) { try OutboxStore().retry(id, on: $0) }
+                }
+            }
+        } catch let error as DatabaseError {
+            throw StartupError(error)
+        }
+        guard retried else { throw StartupError("no failed delivery has id \(id.uuidString.lowercased())") }
     }
 }
 

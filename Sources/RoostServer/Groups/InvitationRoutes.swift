@@ -2,9 +2,9 @@ import Foundation
 import RoostPersistence
 import RoostProtocol
 
-/// API.md "Invitations" (first part): inviting by email or phone, listing, revoking, and
-/// accepting by token. The token leaves only through the outbox, to the invited address; it is
-/// never in a response or a log line.
+/// API.md "Invitations": inviting by email or phone, listing, revoking; the addressee's list,
+/// accepting (by token or by id) and declining. The token leaves only through the outbox, to the
+/// invited address; it is never in a response or a log line.
 struct InvitationRoutes: Sendable {
     let accounts: AccountRoutes
     let lifetime: Int
@@ -17,8 +17,28 @@ struct InvitationRoutes: Sendable {
     }
 
     struct AcceptBody: Decodable, KnownFields {
-        let token: String
-        static let fieldNames: Set<String> = ["token"]
+        let token: String?
+        let invitationID: UUID?
+        enum CodingKeys: String, CodingKey { case token, invitationID = "invitation_id" }
+        static let fieldNames: Set<String> = ["token", "invitation_id"]
+    }
+
+    /// An invitation as its addressee sees it in `GET /v1/invitations`.
+    struct AddressedView: Encodable {
+        let invitation: Invitation
+        let groupName: String
+
+        func encode(to encoder: any Encoder) throws {
+            try InvitationView(invitation: invitation).encode(to: encoder)
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(invitation.groupID.uuidString.lowercased(), forKey: .groupID)
+            try container.encode(groupName, forKey: .groupName)
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case groupID = "group_id"
+            case groupName = "group_name"
+        }
     }
 
     struct InvitationView: Encodable {
@@ -101,45 +121,96 @@ struct InvitationRoutes: Sendable {
             }
             return HTTPResponse(status: .noContent)
         }
+        builder.add(.get, "/v1/invitations") { context in
+            let user = try await accounts.authenticate(context)
+            let addressed = try await pool.withConnection { connection in
+                try connection.withTenantTransaction(user.tenantID) { connection in
+                    try InvitationStore().addressed(email: user.emailVerified ? user.email : nil,
+                                                    phone: user.phoneVerified ? user.phone : nil, on: connection)
+                }
+            }
+            return try APIJSON.response(.ok, Page(items: addressed.map { AddressedView(invitation: $0.0, groupName: $0.groupName) }, next: nil))
+        }
         builder.add(.post, "/v1/invitations/accept", bodyLimit: 4 * 1024) { context in
             let user = try await accounts.authenticate(context)
             let body = try context.decodeJSON(AcceptBody.self)
-            // A token of another tenant (or none at all) names nothing here.
-            let notFound = APIError(.notFound, code: "not_found", message: "no such invitation")
-            guard let token = TenantToken(body.token, prefix: TenantToken.invitation), token.tenant == user.tenantID else { throw notFound }
+            guard (body.token == nil) != (body.invitationID == nil) else {
+                throw APIError(.badRequest, code: "validation_failed", message: "give exactly one of token and invitation_id", field: "token")
+            }
+            // A token of another tenant (or of no tenant at all) names nothing here.
+            let tokenHash = try body.token.map { text throws(APIError) in
+                guard let token = TenantToken(text, prefix: TenantToken.invitation), token.tenant == user.tenantID else { throw Self.notFound }
+                return token.hash
+            }
             let (group, role) = try await pool.withConnection { connection in
                 try connection.withTenantTransaction(user.tenantID) { connection -> (WatchGroup, String) in
-                    guard let invitation = try InvitationStore().find(tokenHash: token.hash, on: connection) else { throw notFound }
-                    if invitation.status == "pending" && invitation.expiresAt <= Date() {
-                        try InvitationStore().markExpired(invitation.id, on: connection)
-                        throw APIError(.gone, code: "expired", message: "the invitation has expired")
+                    let invitation: Invitation
+                    if let tokenHash {
+                        guard let found = try InvitationStore().find(tokenHash: tokenHash, on: connection) else { throw Self.notFound }
+                        invitation = found
+                    } else {
+                        invitation = try Self.addressedTo(user, id: body.invitationID!, on: connection)
                     }
-                    guard invitation.status == "pending" else {
-                        throw APIError(.gone, code: "expired", message: "the invitation was \(invitation.status)")
-                    }
+                    try Self.requireOpen(invitation)
                     if try GroupStore().role(of: user.id, in: invitation.groupID, on: connection) != nil {
                         throw APIError(.conflict, code: "conflict", message: "you are already a member of this group")
                     }
-                    try connection.query("""
-                        INSERT INTO memberships (tenant_id, group_id, user_id, role)
-                        VALUES (\(user.tenantID), \(invitation.groupID), \(user.id), \(invitation.role))
-                        """)
-                    try InvitationStore().markAccepted(invitation.id, by: user.id, on: connection)
-                    // Holding the token proves the address: verify it when it is the user's own.
-                    if let email = invitation.email, email == user.email {
-                        try connection.query("UPDATE users SET email_verified = true WHERE id = \(user.id)")
-                    }
-                    if let phone = invitation.phone, phone == user.phone {
-                        try connection.query("UPDATE users SET phone_verified = true WHERE id = \(user.id)")
-                    }
-                    let data = #"{"user_id":"\#(user.id.uuidString.lowercased())","role":"\#(invitation.role)"}"#
-                    _ = try GroupEventLog().append(tenant: user.tenantID, group: invitation.groupID, event: "member.joined",
-                                                   actorType: "user", actorID: user.id, data: RawJSON(data), on: connection)
+                    try Self.join(invitation, user: user, on: connection)
                     return (try GroupStore().group(id: invitation.groupID, on: connection)!, invitation.role)
                 }
             }
-            return try APIJSON.response(.ok, AcceptedView(
-                group: GroupRoutes.GroupView(group, role: role), role: role))
+            return try APIJSON.response(.ok, AcceptedView(group: GroupRoutes.GroupView(group, role: role), role: role))
         }
+        builder.add(.post, "/v1/invitations/{iid:uuid}/decline") { context in
+            let user = try await accounts.authenticate(context)
+            let id = context.parameters.uuid("iid")!
+            try await pool.withConnection { connection in
+                try connection.withTenantTransaction(user.tenantID) { connection in
+                    let invitation = try Self.addressedTo(user, id: id, on: connection)
+                    try Self.requireOpen(invitation)
+                    try InvitationStore().markDeclined(invitation.id, on: connection)
+                }
+            }
+            return HTTPResponse(status: .noContent)
+        }
+    }
+
+    static let notFound = APIError(.notFound, code: "not_found", message: "no such invitation")
+
+    /// The invitation with this id if it is addressed to one of the user's verified addresses;
+    /// otherwise 404, whether or not it exists.
+    static func addressedTo(_ user: User, id: UUID, on connection: PostgresConnection) throws -> Invitation {
+        guard let invitation = try InvitationStore().find(id: id, on: connection),
+              (invitation.email != nil && user.emailVerified && invitation.email == user.email)
+                || (invitation.phone != nil && user.phoneVerified && invitation.phone == user.phone) else { throw notFound }
+        return invitation
+    }
+
+    /// 410 unless the invitation can still be answered.
+    static func requireOpen(_ invitation: Invitation) throws(APIError) {
+        guard invitation.status == "pending" else {
+            let message = invitation.status == "expired" ? "the invitation has expired" : "the invitation was \(invitation.status)"
+            throw APIError(.gone, code: "expired", message: message)
+        }
+    }
+
+    /// Makes the user a member as the invitation says, in the caller's transaction: the
+    /// membership, the invitation's answer, the `member.joined` event, and (holding the token or
+    /// the verified address proves it) the address marked verified when it is the user's own.
+    static func join(_ invitation: Invitation, user: User, on connection: PostgresConnection) throws {
+        try connection.query("""
+            INSERT INTO memberships (tenant_id, group_id, user_id, role)
+            VALUES (\(user.tenantID), \(invitation.groupID), \(user.id), \(invitation.role))
+            """)
+        try InvitationStore().markAccepted(invitation.id, by: user.id, on: connection)
+        if let email = invitation.email {
+            try UserStore().markVerified(user: user.id, channel: "email", address: email, on: connection)
+        }
+        if let phone = invitation.phone {
+            try UserStore().markVerified(user: user.id, channel: "phone", address: phone, on: connection)
+        }
+        let data = #"{"user_id":"\#(user.id.uuidString.lowercased())","role":"\#(invitation.role)"}"#
+        try GroupEventLog().append(tenant: user.tenantID, group: invitation.groupID, event: "member.joined",
+                                   actorType: "user", actorID: user.id, data: RawJSON(data), on: connection)
     }
 }

@@ -2,14 +2,21 @@ import Foundation
 import RoostPersistence
 import RoostProtocol
 
-/// API.md "Operator": `POST /v1/admin/tenants` and `GET /v1/admin/tenants`, for whoever holds
-/// `ROOST_ADMIN_TOKEN`. With no token configured the operator API does not exist (404).
+/// API.md "Operator": `POST /v1/admin/tenants` and `GET /v1/admin/tenants`, plus
+/// `PATCH /v1/admin/tenants/{slug}` (rename, or switch registration: an invite-only tenant is
+/// opened for its organisers' sign-up, then closed), for whoever holds `ROOST_ADMIN_TOKEN`. With no token configured the operator API does not exist (404).
 enum TenantRoutes {
     struct CreateBody: Decodable, KnownFields {
         let slug: String
         let name: String
         let registration: String?
         static let fieldNames: Set<String> = ["slug", "name", "registration"]
+    }
+
+    struct UpdateBody: Decodable, KnownFields {
+        let name: String?
+        let registration: String?
+        static let fieldNames: Set<String> = ["name", "registration"]
     }
 
     struct TenantView: Encodable {
@@ -52,12 +59,8 @@ enum TenantRoutes {
                 throw APIError(.badRequest, code: "validation_failed", message: "slug must be 2 to 40 of a-z, 0-9 and '-'", field: "slug")
             }
             let name = body.name.trimmingCharacters(in: .whitespacesAndNewlines)
-            guard (1...200).contains(name.count), !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
-                throw APIError(.badRequest, code: "validation_failed", message: "name must be 1 to 200 characters, no control characters", field: "name")
-            }
-            guard let registration = Tenant.Registration(rawValue: body.registration ?? "open") else {
-                throw APIError(.badRequest, code: "validation_failed", message: "registration must be open or invite_only", field: "registration")
-            }
+            try validate(name: name)
+            let registration = try parse(registration: body.registration ?? "open")
             do {
                 let tenant = try await pool.withConnection {
                     try TenantStore().create(slug: body.slug, name: name, registration: registration, on: $0)
@@ -68,6 +71,21 @@ enum TenantRoutes {
             }
         }
 
+        builder.add(.patch, "/v1/admin/tenants/{slug}", bodyLimit: 16 * 1024) { context in
+            try authorize(context)
+            let body = try context.decodeJSON(UpdateBody.self)
+            let slug = context.parameters["slug"] ?? ""
+            let name = body.name?.trimmingCharacters(in: .whitespacesAndNewlines)
+            if let name { try validate(name: name) }
+            let registration = try body.registration.map { value throws(APIError) in try parse(registration: value) }
+            let notFound = APIError(.notFound, code: "not_found", message: "no such tenant")
+            guard slug.range(of: "^[a-z0-9-]{2,40}$", options: .regularExpression) != nil,
+                  let tenant = try await pool.withConnection({
+                      try TenantStore().update(slug: slug, name: name, registration: registration, on: $0)
+                  }) else { throw notFound }
+            return try APIJSON.response(.ok, TenantView(tenant))
+        }
+
         builder.add(.get, "/v1/admin/tenants") { context in
             try authorize(context)
             let limit = try context.limit()
@@ -76,5 +94,18 @@ enum TenantRoutes {
             let page = Array(tenants.prefix(limit))
             return try APIJSON.response(.ok, Page(items: page.map(TenantView.init), next: tenants.count > limit ? page.last?.slug : nil))
         }
+    }
+
+    static func validate(name: String) throws(APIError) {
+        guard (1...200).contains(name.count), !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+            throw APIError(.badRequest, code: "validation_failed", message: "name must be 1 to 200 characters, no control characters", field: "name")
+        }
+    }
+
+    static func parse(registration: String) throws(APIError) -> Tenant.Registration {
+        guard let parsed = Tenant.Registration(rawValue: registration) else {
+            throw APIError(.badRequest, code: "validation_failed", message: "registration must be open or invite_only", field: "registration")
+        }
+        return parsed
     }
 }

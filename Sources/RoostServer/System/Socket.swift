@@ -57,7 +57,7 @@ enum Socket {
     /// bind(2) for any sockaddr_* structure.
     private static func bind<Address>(_ fd: Int32, _ addr: inout Address, _ address: ListenAddress) throws(SystemError) {
         let size = socklen_t(MemoryLayout<Address>.size)
-        try withUnsafePointer(to: &addr) { pointer throws(SystemError) in
+        _ = try withUnsafePointer(to: &addr) { pointer throws(SystemError) in
             try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw throws(SystemError) in
                 try mustSucceed("bind \(address)", { Glibc.bind(fd, raw, size) })
             }
@@ -101,6 +101,11 @@ enum Socket {
         return (fd, peerDescription(storage))
     }
 
+    /// A NUL-terminated C string in a buffer, as text.
+    private static func text(_ buffer: [CChar]) -> String {
+        String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
     private static func peerDescription(_ storage: sockaddr_storage) -> String {
         var storage = storage
         var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
@@ -110,7 +115,7 @@ enum Socket {
                 $0.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { addr in
                     var address = addr.pointee.sin_addr
                     inet_ntop(AF_INET, &address, &buffer, socklen_t(buffer.count))
-                    return String(cString: buffer)
+                    return Self.text(buffer)
                 }
             }
         case AF_INET6:
@@ -118,7 +123,7 @@ enum Socket {
                 $0.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { addr in
                     var address = addr.pointee.sin6_addr
                     inet_ntop(AF_INET6, &address, &buffer, socklen_t(buffer.count))
-                    return String(cString: buffer)
+                    return Self.text(buffer)
                 }
             }
         default:
