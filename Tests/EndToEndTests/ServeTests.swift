@@ -12,13 +12,17 @@ final class ServeProcess {
     let process: RunningProcess
     let port: UInt16
 
-    init(_ extraArguments: [String] = [], accessLog: Bool = false) async throws {
+    /// With `databaseURL` nil, the shared test database and no outbox worker (tests of the outbox
+    /// run their own workers there); a worker only on a database of the test's own.
+    init(_ extraArguments: [String] = [], accessLog: Bool = false, databaseURL: String? = nil, environment: [String: String] = [:]) async throws {
+        var environment = environment
+        environment.merge(["PATH": "/usr/bin:/bin", "DATABASE_URL": databaseURL ?? TestDatabase.url!,
+                           "ROOST_MIGRATIONS_DIR": TestDatabase.migrationsDirectory.path]) { $1 }
         process = try RunningProcess(
             roostBinary,
-            // No outbox worker: tests of the outbox run their own against the shared database.
-            ["serve", "--listen", "127.0.0.1:0", "--threads", "2", "--no-outbox-worker"] + (accessLog ? [] : ["--no-access-log"]) + extraArguments,
-            environment: ["PATH": "/usr/bin:/bin", "DATABASE_URL": TestDatabase.url!,
-                          "ROOST_MIGRATIONS_DIR": TestDatabase.migrationsDirectory.path])
+            ["serve", "--listen", "127.0.0.1:0", "--threads", "2"] + (databaseURL == nil ? ["--no-outbox-worker"] : [])
+                + (accessLog ? [] : ["--no-access-log"]) + extraArguments,
+            environment: environment)
         guard let line = await process.waitForLine(containing: "\"msg\":\"listening\""),
               let range = line.range(of: #""ports":"(\d+)""#, options: .regularExpression),
               let port = UInt16(line[range].dropFirst(9).dropLast()) else {

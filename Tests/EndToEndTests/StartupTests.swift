@@ -82,6 +82,56 @@ struct StartupTests {
         #expect(listed.output.contains("invite_only\tBirch Close"))
     }
 
+    @Test(.enabled(if: TestDatabase.isConfigured, "needs TEST_DATABASE_URL (scripts/test sets it)"))
+    func tenantUpdateSwitchesRegistration() throws {
+        let environment = ["DATABASE_URL": TestDatabase.url!]
+        let slug = "upd-\(UUID().uuidString.prefix(8).lowercased())"
+        #expect(try roost(["tenant", "create", slug, "--name", "Ash Court", "--registration", "invite_only"], environment: environment).status == 0)
+        let opened = try roost(["tenant", "update", slug, "--registration", "open"], environment: environment)
+        #expect(opened.status == 0 && opened.output.contains("registration open"), "\(opened.output)")
+        let setup = try TestDatabase.migratedConnection()
+        #expect(try TenantStore().find(slug: slug, on: setup)?.registration == .open)
+        #expect(try roost(["tenant", "update", slug, "--registration", "sometimes"], environment: environment).status == 2)
+        #expect(try roost(["tenant", "update", slug], environment: environment).status == 2)
+        let missing = try roost(["tenant", "update", "no-such-\(slug)", "--name", "X"], environment: environment)
+        #expect(missing.status == 1 && missing.output.contains("no tenant has slug"))
+    }
+
+    @Test(.enabled(if: TestDatabase.isConfigured, "needs TEST_DATABASE_URL (scripts/test sets it)"))
+    func outboxCommandsListAndRetryFailedDeliveries() throws {
+        let environment = ["DATABASE_URL": TestDatabase.url!]
+        let setup = try TestDatabase.migratedConnection()
+        let tenant = try TenantStore().create(slug: "obx-\(UUID().uuidString.prefix(8).lowercased())", name: "Outbox", registration: .open, on: setup)
+        let id = try setup.withTenantTransaction(tenant.id) { connection in
+            let id = try OutboxStore().enqueue(tenant: tenant.id, channel: "email", recipient: "gone@example.org", template: "invitation",
+                                               data: RawJSON("{}"), on: connection)
+            try OutboxStore().markFailed(id, error: "webhook answered 500", retryIn: 0, final: true, on: connection)
+            return id
+        }
+        let text = id.uuidString.lowercased()
+        let listed = try roost(["outbox", "list", "--failed"], environment: environment)
+        #expect(listed.status == 0)
+        let line = lines(listed.output).first { $0.hasPrefix(text) }
+        #expect(line == "\(text)\t\(tenant.slug)\temail\tinvitation\t1\twebhook answered 500")
+        #expect(!listed.output.contains("gone@example.org"), "the list shows that a delivery failed, not to whom")
+
+        let retried = try roost(["outbox", "retry", text], environment: environment)
+        #expect(retried.status == 0 && retried.output.contains("queued \(text)"), "\(retried.output)")
+        let (status, attempts, queued) = try setup.withTenantTransaction(tenant.id) { connection in
+            let row = try connection.query("""
+                SELECT status, attempts, (SELECT count(*) FROM outbox_jobs WHERE outbox_id = o.id) AS queued FROM outbox o WHERE id = \(id)
+                """).rows[0]
+            return (try row.decode(String.self, "status"), try row.decode(Int.self, "attempts"), try row.decode(Int.self, "queued"))
+        }
+        #expect(status == "pending" && attempts == 0 && queued == 1)
+        let again = try roost(["outbox", "retry", text], environment: environment)
+        #expect(again.status == 1 && again.output.contains("no failed delivery"))
+        #expect(try roost(["outbox", "retry", "not-a-uuid"], environment: environment).status == 2)
+        #expect(try roost(["outbox", "list"], environment: environment).status == 2)
+        // Leave nothing due for other tests' workers.
+        try setup.withTenantTransaction(tenant.id) { try OutboxStore().dropJob(id, on: $0) }
+    }
+
     @Test(.enabled(if: ProcessInfo.processInfo.environment["TEST_SUPERUSER_DATABASE_URL"] != nil,
                    "needs TEST_SUPERUSER_DATABASE_URL (scripts/test sets it)"))
     func serveRefusesASuperuserUnlessAllowed() throws {

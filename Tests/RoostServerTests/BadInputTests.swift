@@ -5,7 +5,7 @@ import RoostProtocol
 import RoostTestSupport
 import Testing
 
-/// Hostile input on every endpoint built so far: each answer is a client error in the API's
+/// Hostile input on every endpoint of the account, group and invitation sections: each answer is a client error in the API's
 /// shape (or a success that stored the value as written), never a 5xx, and the server keeps
 /// serving afterwards.
 @Suite(.enabled(if: TestDatabase.isConfigured, "needs TEST_DATABASE_URL (scripts/test sets it)"))
@@ -33,6 +33,12 @@ struct BadInputTests {
             ("PATCH", "/v1/groups/\(group)", ["name": "G2"], true),
             ("PATCH", "/v1/groups/\(group)/members/\(ownerID)", ["role": "admin"], true),
             ("POST", "/v1/groups/\(group)/owner", ["user_id": ownerID], true),
+            ("POST", "/v1/groups/\(group)/invitations", ["email": "invitee@example.org", "role": "member"], true),
+            ("POST", "/v1/groups/\(group)/invitations", ["phone": "+4512345678"], true),
+            ("POST", "/v1/invitations/accept", ["token": "riv_AAAA"], true),
+            ("POST", "/v1/invitations/accept", ["invitation_id": UUID().uuidString], true),
+            ("POST", "/v1/me/contacts/verify", ["channel": "email"], true),
+            ("POST", "/v1/me/contacts/confirm", ["channel": "email", "code": "123456"], true),
         ]
         var outcomes: [Int: Int] = [:]
         for (method, path, valid, authenticated) in endpoints {
@@ -53,7 +59,8 @@ struct BadInputTests {
         }
         // Malformed and foreign ids in paths are simply not found.
         for path in ["/v1/groups/not-a-uuid", "/v1/groups/\(group)%00", "/v1/groups/\(UUID().uuidString)/members",
-                     "/v1/me/devices/'; DROP TABLE devices; --", "/v1/groups/\(group)/members/12345"] {
+                     "/v1/me/devices/'; DROP TABLE devices; --", "/v1/groups/\(group)/members/12345",
+                     "/v1/groups/\(group)/invitations/%27%3B--", "/v1/invitations/not-a-uuid/decline"] {
             let status = try await api.call("GET", path, token: token).0
             #expect(status == 404 || status == 400 || status == 405, "\(path) → \(status)")
         }

@@ -13,6 +13,10 @@ final class WebhookSink: Sendable {
         let id: String
         let accepted: Bool
         let signatureValid: Bool
+        let body: [UInt8]
+
+        /// The delivery as JSON (`id`, `channel`, `to`, `template`, `tenant`, `data`).
+        var object: [String: Any] { (try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any]) ?? [:] }
     }
 
     let failures: Int
@@ -28,6 +32,20 @@ final class WebhookSink: Sendable {
 
     func acceptedCount(_ id: String) -> Int { received.filter { $0.id == id && $0.accepted }.count }
 
+    /// Waits (bounded) for the first accepted delivery to `recipient` with `template` (of
+    /// `tenant`, when given); its JSON.
+    func awaitDelivery(to recipient: String, template: String, tenant: String? = nil, timeout: Duration = .seconds(20)) async throws -> [String: Any] {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if let found = received.first(where: {
+                $0.accepted && $0.object["to"] as? String == recipient && $0.object["template"] as? String == template
+                    && (tenant == nil || $0.object["tenant"] as? String == tenant)
+            }) { return found.object }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        throw TestClientError("no \(template) delivery to \(recipient) within \(timeout)")
+    }
+
     func route(_ builder: inout Router.Builder) {
         builder.add(.post, "/sink") { [self] context in
             let body = context.request.body
@@ -38,7 +56,7 @@ final class WebhookSink: Sendable {
             let valid = context.request.headers["X-Roost-Signature"] == expected
             let accepted = log.withLock { log -> Bool in
                 let earlier = log.filter { $0.id == id }.count
-                log.append(Received(id: id, accepted: earlier >= failures, signatureValid: valid))
+                log.append(Received(id: id, accepted: earlier >= failures, signatureValid: valid, body: body))
                 return earlier >= failures
             }
             return HTTPResponse(status: accepted ? .ok : .serviceUnavailable)
@@ -46,138 +64,145 @@ final class WebhookSink: Sendable {
     }
 }
 
+/// Suites that run outbox workers. A worker claims any due row of the shared test database, so
+/// two suites with workers running at once would take each other's deliveries: they run one
+/// after the other, nested here.
 @Suite(.enabled(if: TestDatabase.isConfigured, "needs TEST_DATABASE_URL (scripts/test sets it)"), .serialized)
-struct OutboxWorkerTests {
-    let pool: ConnectionPool
-    let tenant: UUID
+enum OutboxDeliveryTests {}
 
-    init() throws {
-        let setup = try TestDatabase.migratedConnection()
-        tenant = try TenantStore().create(slug: "outbox-\(UUID().uuidString.prefix(8).lowercased())", name: "Outbox", registration: .open, on: setup).id
-        pool = ConnectionPool(configuration: TestDatabase.configuration(), options: .init(maxConnections: 6))
-    }
+extension OutboxDeliveryTests {
+    @Suite struct Worker {
+        let pool: ConnectionPool
+        let tenant: UUID
 
-    func enqueue(_ count: Int) async throws -> [UUID] {
-        let tenant = self.tenant
-        return try await pool.withConnection { connection in
-            try connection.withTenantTransaction(tenant) { connection in
-                try (0..<count).map { index in
-                    try OutboxStore().enqueue(tenant: tenant, channel: "sms", recipient: "+4512345678", template: "invitation",
-                                              data: RawJSON(#"{"token":"secret-\#(index)","group_name":"Elm \"St\""}"#), on: connection)
+        init() throws {
+            let setup = try TestDatabase.migratedConnection()
+            tenant = try TenantStore().create(slug: "outbox-\(UUID().uuidString.prefix(8).lowercased())", name: "Outbox", registration: .open, on: setup).id
+            pool = ConnectionPool(configuration: TestDatabase.configuration(), options: .init(maxConnections: 6))
+        }
+
+        func enqueue(_ count: Int) async throws -> [UUID] {
+            let tenant = self.tenant
+            return try await pool.withConnection { connection in
+                try connection.withTenantTransaction(tenant) { connection in
+                    try (0..<count).map { index in
+                        try OutboxStore().enqueue(tenant: tenant, channel: "sms", recipient: "+4512345678", template: "invitation",
+                                                  data: RawJSON(#"{"token":"secret-\#(index)","group_name":"Elm \"St\""}"#), on: connection)
+                    }
                 }
             }
         }
-    }
 
-    func status(_ id: UUID) async throws -> (status: String, attempts: Int) {
-        let tenant = self.tenant
-        return try await pool.withConnection { connection in
-            try connection.withTenantTransaction(tenant) {
-                let row = try $0.query("SELECT status, attempts FROM outbox WHERE id = \(id)").rows[0]
-                return (try row.decode(String.self, "status"), try row.decode(Int.self, "attempts"))
+        func status(_ id: UUID) async throws -> (status: String, attempts: Int) {
+            let tenant = self.tenant
+            return try await pool.withConnection { connection in
+                try connection.withTenantTransaction(tenant) {
+                    let row = try $0.query("SELECT status, attempts FROM outbox WHERE id = \(id)").rows[0]
+                    return (try row.decode(String.self, "status"), try row.decode(Int.self, "attempts"))
+                }
             }
         }
-    }
 
-    /// Waits (bounded) until every row has left `pending`.
-    func awaitSettled(_ ids: [UUID], timeout: Duration = .seconds(20)) async throws {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            var pending = false
-            for id in ids where try await status(id).status == "pending" { pending = true }
-            if !pending { return }
-            try await Task.sleep(for: .milliseconds(20))
+        /// Waits (bounded) until every row has left `pending`.
+        func awaitSettled(_ ids: [UUID], timeout: Duration = .seconds(20)) async throws {
+            let deadline = ContinuousClock.now + timeout
+            while ContinuousClock.now < deadline {
+                var pending = false
+                for id in ids where try await status(id).status == "pending" { pending = true }
+                if !pending { return }
+                try await Task.sleep(for: .milliseconds(20))
+            }
         }
-    }
 
-    func worker(sinkPort: UInt16, secret: String?, maxAttempts: Int = 6) -> OutboxWorker {
-        var options = OutboxWorker.Options()
-        options.baseBackoffSeconds = 0.02
-        options.pollIntervalMilliseconds = 10
-        options.maxAttempts = maxAttempts
-        return OutboxWorker(pool: pool, mode: .webhook(url: URL(string: "http://127.0.0.1:\(sinkPort)/sink")!, secret: secret),
-                            options: options, log: Log(level: .error))
-    }
-
-    @Test func aSinkThatFailsThreeTimesGetsTheDeliveryExactlyOnceSigned() async throws {
-        let sink = WebhookSink(failures: 3)
-        let server = try TestServer(extraRoutes: { sink.route(&$0) })
-        let ids = try await enqueue(1)
-        let worker = worker(sinkPort: server.port, secret: sink.secret)
-        worker.start()
-        try await awaitSettled(ids)
-        await worker.stop()
-        let id = ids[0].uuidString.lowercased()
-        #expect(try await status(ids[0]) == ("delivered", 4))
-        #expect(sink.acceptedCount(id) == 1)
-        #expect(sink.received.filter { $0.id == id }.count == 4)
-        #expect(sink.received.allSatisfy { $0.signatureValid })
-        await server.stop()
-        pool.close()
-    }
-
-    @Test func twoWorkersDeliverEachRowOnce() async throws {
-        let sink = WebhookSink(failures: 0)
-        let server = try TestServer(extraRoutes: { sink.route(&$0) })
-        let ids = try await enqueue(40)
-        let first = worker(sinkPort: server.port, secret: nil), second = worker(sinkPort: server.port, secret: nil)
-        first.start()
-        second.start()
-        try await awaitSettled(ids)
-        await first.stop()
-        await second.stop()
-        for id in ids {
-            #expect(sink.acceptedCount(id.uuidString.lowercased()) == 1)
-            #expect(try await status(id) == ("delivered", 1))
+        func worker(sinkPort: UInt16, secret: String?, maxAttempts: Int = 6) -> OutboxWorker {
+            var options = OutboxWorker.Options()
+            options.baseBackoffSeconds = 0.02
+            options.pollIntervalMilliseconds = 10
+            options.maxAttempts = maxAttempts
+            return OutboxWorker(pool: pool, mode: .webhook(url: URL(string: "http://127.0.0.1:\(sinkPort)/sink")!, secret: secret),
+                                options: options, log: Log(level: .error))
         }
-        // Only this test's rows: the workers also deliver what other tests queued in the shared database.
-        let ours = Set(ids.map { $0.uuidString.lowercased() })
-        #expect(sink.received.filter { ours.contains($0.id) }.count == 40)
-        await server.stop()
-        pool.close()
-    }
 
-    @Test func aDeliveryThatNeverSucceedsEndsFailedAfterItsAttempts() async throws {
-        let sink = WebhookSink(failures: 100)
-        let server = try TestServer(extraRoutes: { sink.route(&$0) })
-        let ids = try await enqueue(1)
-        let worker = worker(sinkPort: server.port, secret: nil, maxAttempts: 5)
-        worker.start()
-        try await awaitSettled(ids)
-        await worker.stop()
-        #expect(try await status(ids[0]) == ("failed", 5))
-        let jobs = try await pool.withConnection { try $0.query("SELECT count(*) AS n FROM outbox_jobs WHERE outbox_id = \(ids[0])").rows[0].decode(Int.self, "n") }
-        #expect(jobs == 0)
-        await server.stop()
-        pool.close()
-    }
+        @Test func aSinkThatFailsThreeTimesGetsTheDeliveryExactlyOnceSigned() async throws {
+            let sink = WebhookSink(failures: 3)
+            let server = try TestServer(extraRoutes: { sink.route(&$0) })
+            let ids = try await enqueue(1)
+            let worker = worker(sinkPort: server.port, secret: sink.secret)
+            worker.start()
+            try await awaitSettled(ids)
+            await worker.stop()
+            let id = ids[0].uuidString.lowercased()
+            #expect(try await status(ids[0]) == ("delivered", 4))
+            #expect(sink.acceptedCount(id) == 1)
+            #expect(sink.received.filter { $0.id == id }.count == 4)
+            #expect(sink.received.allSatisfy { $0.signatureValid })
+            await server.stop()
+            pool.close()
+        }
 
-    @Test func aWorkerStoppedMidRetryLosesNothing() async throws {
-        let sink = WebhookSink(failures: 2)
-        let server = try TestServer(extraRoutes: { sink.route(&$0) })
-        let ids = try await enqueue(1)
-        let first = worker(sinkPort: server.port, secret: nil)
-        first.start()
-        while try await status(ids[0]).attempts < 1 { try await Task.sleep(for: .milliseconds(10)) }
-        await first.stop()
-        // A new worker (a restarted node) picks the row up where the first left it.
-        let second = worker(sinkPort: server.port, secret: nil)
-        second.start()
-        try await awaitSettled(ids)
-        await second.stop()
-        #expect(try await status(ids[0]).status == "delivered")
-        #expect(sink.acceptedCount(ids[0].uuidString.lowercased()) == 1)
-        await server.stop()
-        pool.close()
-    }
+        @Test func twoWorkersDeliverEachRowOnce() async throws {
+            let sink = WebhookSink(failures: 0)
+            let server = try TestServer(extraRoutes: { sink.route(&$0) })
+            let ids = try await enqueue(40)
+            let first = worker(sinkPort: server.port, secret: nil), second = worker(sinkPort: server.port, secret: nil)
+            first.start()
+            second.start()
+            try await awaitSettled(ids)
+            await first.stop()
+            await second.stop()
+            for id in ids {
+                #expect(sink.acceptedCount(id.uuidString.lowercased()) == 1)
+                #expect(try await status(id) == ("delivered", 1))
+            }
+            // Only this test's rows: the workers also deliver what other tests queued in the shared database.
+            let ours = Set(ids.map { $0.uuidString.lowercased() })
+            #expect(sink.received.filter { ours.contains($0.id) }.count == 40)
+            await server.stop()
+            pool.close()
+        }
 
-    @Test func anUnreachableWebhookIsRetriedNotLost() async throws {
-        let ids = try await enqueue(1)
-        let worker = worker(sinkPort: 1, secret: nil, maxAttempts: 2)  // nothing listens on port 1
-        worker.start()
-        try await awaitSettled(ids)
-        await worker.stop()
-        #expect(try await status(ids[0]) == ("failed", 2))
-        pool.close()
+        @Test func aDeliveryThatNeverSucceedsEndsFailedAfterItsAttempts() async throws {
+            let sink = WebhookSink(failures: 100)
+            let server = try TestServer(extraRoutes: { sink.route(&$0) })
+            let ids = try await enqueue(1)
+            let worker = worker(sinkPort: server.port, secret: nil, maxAttempts: 5)
+            worker.start()
+            try await awaitSettled(ids)
+            await worker.stop()
+            #expect(try await status(ids[0]) == ("failed", 5))
+            let jobs = try await pool.withConnection { try $0.query("SELECT count(*) AS n FROM outbox_jobs WHERE outbox_id = \(ids[0])").rows[0].decode(Int.self, "n") }
+            #expect(jobs == 0)
+            await server.stop()
+            pool.close()
+        }
+
+        @Test func aWorkerStoppedMidRetryLosesNothing() async throws {
+            let sink = WebhookSink(failures: 2)
+            let server = try TestServer(extraRoutes: { sink.route(&$0) })
+            let ids = try await enqueue(1)
+            let first = worker(sinkPort: server.port, secret: nil)
+            first.start()
+            while try await status(ids[0]).attempts < 1 { try await Task.sleep(for: .milliseconds(10)) }
+            await first.stop()
+            // A new worker (a restarted node) picks the row up where the first left it.
+            let second = worker(sinkPort: server.port, secret: nil)
+            second.start()
+            try await awaitSettled(ids)
+            await second.stop()
+            #expect(try await status(ids[0]).status == "delivered")
+            #expect(sink.acceptedCount(ids[0].uuidString.lowercased()) == 1)
+            await server.stop()
+            pool.close()
+        }
+
+        @Test func anUnreachableWebhookIsRetriedNotLost() async throws {
+            let ids = try await enqueue(1)
+            let worker = worker(sinkPort: 1, secret: nil, maxAttempts: 2)  // nothing listens on port 1
+            worker.start()
+            try await awaitSettled(ids)
+            await worker.stop()
+            #expect(try await status(ids[0]) == ("failed", 2))
+            pool.close()
+        }
     }
 }

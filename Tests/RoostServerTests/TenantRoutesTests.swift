@@ -47,6 +47,28 @@ struct TenantRoutesTests {
         await test.stop()
     }
 
+    @Test func theOperatorRenamesATenantAndSwitchesItsRegistration() async throws {
+        let (test, pool) = try makeServer()
+        defer { pool.close() }
+        let client = try TestClient(port: test.port)
+        let slug = "sw-\(UUID().uuidString.prefix(8).lowercased())"
+        #expect(await post(client, #"{"slug":"\#(slug)","name":"Switch Lane","registration":"invite_only"}"#)?.status == 201)
+        func patch(_ path: String, _ body: String, token: String = Self.token) async throws -> TestClient.Response {
+            client.send("PATCH \(path) HTTP/1.1\r\nAuthorization: Bearer \(token)\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)")
+            return try #require(await client.readResponse())
+        }
+        let opened = try await patch("/v1/admin/tenants/\(slug)", #"{"registration":"open","name":" Switch Lane North "}"#)
+        #expect(opened.status == 200)
+        #expect(opened.text.contains(#""registration":"open""#) && opened.text.contains(#""name":"Switch Lane North""#))
+        #expect(try TenantStore().find(slug: slug, on: TestDatabase.migratedConnection())?.registration == .open)
+        #expect(try await patch("/v1/admin/tenants/\(slug)", #"{"registration":"sometimes"}"#).status == 400)
+        #expect(try await patch("/v1/admin/tenants/\(slug)", #"{"colour":"red"}"#).status == 400)
+        #expect(try await patch("/v1/admin/tenants/no-such-\(slug)", #"{"name":"X"}"#).status == 404)
+        #expect(try await patch("/v1/admin/tenants/'%3B--", #"{"name":"X"}"#).status == 404)
+        #expect(try await patch("/v1/admin/tenants/\(slug)", #"{"name":"X"}"#, token: "wrong").status == 401)
+        await test.stop()
+    }
+
     @Test func listsArePagedByCursor() async throws {
         let (test, pool) = try makeServer()
         defer { pool.close() }
