@@ -12,7 +12,7 @@ import Glibc
 /// `@unchecked Sendable`: the pool lends a connection to exactly one holder at a time, and
 /// libpq's handle is used only by that holder; nothing else touches `handle` or `isBroken`.
 public final class PostgresConnection: @unchecked Sendable {
-    private let handle: OpaquePointer
+    let handle: OpaquePointer
     /// Where the pool runs this connection's blocking calls: a serial queue of its own runs on
     /// libdispatch's overcommit threads, so ten connections can all wait on PostgreSQL at once
     /// (a concurrent queue would be capped near one thread per core on Linux).

@@ -34,7 +34,8 @@ public struct GroupStore: Sendable {
             """)
         let data = #"{"user_id":"\#(owner.uuidString.lowercased())","role":"owner"}"#
         try GroupEventLog().append(tenant: tenant, group: id, event: "member.joined", actorType: "user", actorID: owner,
-                                       data: RawJSON(data), on: connection)
+                                       data: RawJSON(data), subject: owner, on: connection)
+        try TemplateStore().replace(tenant: tenant, group: id, with: TemplateStore.defaults, on: connection)
         return try group(id: id, on: connection)!
     }
 
@@ -96,8 +97,12 @@ extension GroupStore {
             """)
     }
 
+    /// Deletes a group with everything in it, and tells every node (its members' streams get
+    /// `group.removed`).
     public func delete(group: UUID, on connection: PostgresConnection) throws {
-        try connection.query("DELETE FROM groups WHERE id = \(group)")
+        guard let tenant = try connection.query("DELETE FROM groups WHERE id = \(group) RETURNING tenant_id").first?
+            .decode(UUID.self, "tenant_id") else { return }
+        try GroupEventLog.notify("g/\(tenant.uuidString.lowercased())/\(group.uuidString.lowercased())", on: connection)
     }
 
     public func setRole(_ role: String, of user: UUID, in group: UUID, on connection: PostgresConnection) throws {

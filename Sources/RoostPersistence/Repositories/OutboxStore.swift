@@ -121,3 +121,24 @@ extension OutboxStore {
         return true
     }
 }
+
+extension OutboxStore {
+    /// One `push` delivery (template `alert`) per registered device of every member of the
+    /// group but the author, in the alert's own transaction; set-based, so a large group costs
+    /// two statements. Returns how many were queued.
+    @discardableResult
+    public func enqueueAlertPushes(group: UUID, excluding author: UUID?, alert: RawJSON, on connection: PostgresConnection) throws -> Int {
+        try connection.query("""
+            WITH queued AS (
+                INSERT INTO outbox (tenant_id, channel, recipient, template, data)
+                SELECT d.tenant_id, 'push', d.token, 'alert',
+                       jsonb_build_object('platform', d.platform, 'group_name', g.name, 'alert', \(alert))
+                FROM memberships m
+                JOIN devices d ON d.tenant_id = m.tenant_id AND d.user_id = m.user_id
+                JOIN groups g ON g.tenant_id = m.tenant_id AND g.id = m.group_id
+                WHERE m.group_id = \(group) AND m.user_id IS DISTINCT FROM \(author)
+                RETURNING id, tenant_id)
+            INSERT INTO outbox_jobs (outbox_id, tenant_id) SELECT id, tenant_id FROM queued
+            """).affectedRows
+    }
+}

@@ -71,7 +71,9 @@ public struct UserStore: Sendable {
                              password_hash = NULL, display_name = \(Self.deletedName), home = NULL, deleted_at = now()
             WHERE id = \(user)
             """)
-        try connection.query("DELETE FROM sessions WHERE user_id = \(user)")
+        if let tenant = try connection.query("DELETE FROM sessions WHERE user_id = \(user) RETURNING tenant_id").first?.decode(UUID.self, "tenant_id") {
+            try GroupEventLog.notify("u/\(tenant.uuidString.lowercased())/\(user.uuidString.lowercased())", on: connection)
+        }
         try connection.query("DELETE FROM devices WHERE user_id = \(user)")
         try connection.query("DELETE FROM contact_verifications WHERE user_id = \(user)")
     }
@@ -107,10 +109,25 @@ public struct UserStore: Sendable {
         return try decode(row)
     }
 
-    /// Ends one session; true if it existed.
+    /// Ends one session, and tells every node (its streams close with 1008); true if it existed.
     @discardableResult
     public func deleteSession(tokenHash: [UInt8], on connection: PostgresConnection) throws -> Bool {
-        try connection.query("DELETE FROM sessions WHERE token_hash = \(Data(tokenHash))").affectedRows == 1
+        guard let tenant = try connection.query("DELETE FROM sessions WHERE token_hash = \(Data(tokenHash)) RETURNING tenant_id").first?
+            .decode(UUID.self, "tenant_id") else { return false }
+        try GroupEventLog.notify("s/\(tenant.uuidString.lowercased())/\(Self.hex(tokenHash))", on: connection)
+        return true
+    }
+
+    /// Lower-case hex, as session notices carry token hashes.
+    public static func hex(_ bytes: [UInt8]) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count * 2)
+        for byte in bytes {
+            out.append(digits[Int(byte >> 4)])
+            out.append(digits[Int(byte & 0x0f)])
+        }
+        return String(decoding: out, as: UTF8.self)
     }
 
     private func decode(_ row: PostgresRow) throws -> User {

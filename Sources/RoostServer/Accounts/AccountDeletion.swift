@@ -35,7 +35,7 @@ enum AccountDeletion {
             // Leave first, then promote: at most one owner at any moment.
             try groups.removeMember(user.id, from: group, on: connection)
             try log.append(tenant: user.tenantID, group: group, event: "member.left", actorType: "user", actorID: user.id,
-                           data: RawJSON(#"{"user_id":"\#(userID)","reason":"account_deleted"}"#), on: connection)
+                           data: RawJSON(#"{"user_id":"\#(userID)","reason":"account_deleted"}"#), subject: user.id, on: connection)
             outcome.left.append(group)
             if let successor {
                 try groups.setRole("owner", of: successor.user, in: group, on: connection)

@@ -114,6 +114,7 @@ struct AccountRoutes: Sendable {
         GroupRoutes(accounts: self).add(to: &builder)
         MembershipRoutes(accounts: self).add(to: &builder)
         InvitationRoutes(accounts: self, lifetime: invitationLifetime).add(to: &builder)
+        MessageRoutes(accounts: self).add(to: &builder)
     }
 
     // MARK: - Use cases
@@ -248,7 +249,11 @@ struct AccountRoutes: Sendable {
     // MARK: - Helpers
 
     private func sessionToken(_ context: RequestContext) throws(APIError) -> TenantToken {
-        guard let text = context.bearerToken, let token = TenantToken(text) else {
+        try sessionToken(context.bearerToken)
+    }
+
+    func sessionToken(_ text: String?) throws(APIError) -> TenantToken {
+        guard let text, let token = TenantToken(text) else {
             throw APIError(.unauthorized, code: "unauthenticated", message: "a valid session token is required", headers: ["WWW-Authenticate": "Bearer"])
         }
         return token
@@ -256,7 +261,10 @@ struct AccountRoutes: Sendable {
 
     /// The signed-in user, or 401: the token's tenant is set before its session is looked up.
     func authenticate(_ context: RequestContext) async throws -> User {
-        let token = try sessionToken(context)
+        try await authenticate(sessionToken(context))
+    }
+
+    func authenticate(_ token: TenantToken) async throws -> User {
         let lifetime = sessionLifetime
         guard let user = try await pool.withConnection({ connection in
             try connection.withTenantTransaction(token.tenant) { try UserStore().sessionUser(tokenHash: token.hash, lifetime: lifetime, on: $0) }

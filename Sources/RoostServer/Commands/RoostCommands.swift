@@ -1,4 +1,5 @@
 import Foundation
+import RoostFanout
 import RoostPersistence
 
 /// What the `roost` executable does; it only parses arguments and calls these.
@@ -18,9 +19,11 @@ public enum RoostCommands {
         var builder = Router.Builder()
         OperationsRoutes.add(to: &builder, pool: pool) { serverBox.server }
         TenantRoutes.add(to: &builder, pool: pool, adminToken: configuration.adminToken)
-        AccountRoutes(pool: pool, sessionLifetime: configuration.sessionLifetimeSeconds, hashingThreads: max(1, threads),
-                      invitationLifetime: configuration.invitationLifetimeSeconds)
-            .add(to: &builder)
+        let accounts = AccountRoutes(pool: pool, sessionLifetime: configuration.sessionLifetimeSeconds, hashingThreads: max(1, threads),
+                                     invitationLifetime: configuration.invitationLifetimeSeconds)
+        accounts.add(to: &builder)
+        let hub = FanoutHub(pool: pool) { log.warning($0) }
+        StreamRoutes.add(to: &builder, accounts: accounts, hub: hub, queueLimit: configuration.network.maxOutboundQueueBytes)
         if configuration.conformanceEcho {
             log.warning("serving the test-only WebSocket echo at /v1/conformance/echo")
             builder.addWebSocket("/v1/conformance/echo") { _ in EchoSession() }
@@ -29,6 +32,12 @@ public enum RoostCommands {
             router: builder.build(), limits: configuration.network, addresses: addresses, threads: threads, log: log,
             accessLog: configuration.accessLog)
         serverBox.server = server
+        let listener = FanoutListener(configuration: pool.configuration, hub: hub, log: log)
+        do {
+            try listener.start(on: server)
+        } catch let error as DatabaseError {
+            throw StartupError(error)
+        }
         do {
             try server.start()
         } catch let error as SystemError {
@@ -42,6 +51,7 @@ public enum RoostCommands {
         ])
         let signal = await ShutdownSignal.wait()
         log.info("shutting down", ["signal": String(signal), "open_connections": String(server.openConnections)])
+        listener.stop()
         await server.shutdown()
         await outbox.stop()
         log.info("stopped")

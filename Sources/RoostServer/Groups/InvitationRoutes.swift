@@ -211,6 +211,6 @@ struct InvitationRoutes: Sendable {
         }
         let data = #"{"user_id":"\#(user.id.uuidString.lowercased())","role":"\#(invitation.role)"}"#
         try GroupEventLog().append(tenant: user.tenantID, group: invitation.groupID, event: "member.joined",
-                                   actorType: "user", actorID: user.id, data: RawJSON(data), on: connection)
+                                   actorType: "user", actorID: user.id, data: RawJSON(data), subject: user.id, on: connection)
     }
 }

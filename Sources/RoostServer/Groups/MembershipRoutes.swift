@@ -116,7 +116,7 @@ struct MembershipRoutes: Sendable {
                 try GroupStore().removeMember(target, from: group, on: connection)
                 let data = #"{"user_id":"\#(target.uuidString.lowercased())"}"#
                 try GroupEventLog().append(tenant: caller.user.tenantID, group: group, event: leaving ? "member.left" : "member.removed",
-                                               actorType: "user", actorID: caller.user.id, data: RawJSON(data), on: connection)
+                                               actorType: "user", actorID: caller.user.id, data: RawJSON(data), subject: target, on: connection)
             }
             return HTTPResponse(status: .noContent)
         }

@@ -35,6 +35,12 @@ public final class HTTPServer: Sendable {
         context.metrics.render(pool: pool, runningHandlers: runningHandlers)
     }
 
+    /// Runs `work` on the first event loop (to register another descriptor with it).
+    func onFirstLoop(_ work: @escaping @Sendable (EventLoop) -> Void) {
+        let loop = loops[0]
+        loop.execute { work(loop) }
+    }
+
     /// Binds every address and starts the loop threads.
     public func start() throws {
         var listeners: [(Int, Int32)] = []

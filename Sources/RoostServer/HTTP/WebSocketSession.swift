@@ -40,6 +40,15 @@ public final class WebSocketChannel: Sendable {
         send(frame: frame)
     }
 
+    /// Bytes queued on the connection and not yet written (0 once it is closed): a producer of
+    /// many frames (a replay) waits for this to fall rather than overrun the bounded queue.
+    public func queuedBytes() async -> Int {
+        let connection = self.connection
+        return await withCheckedContinuation { continuation in
+            loop.execute { continuation.resume(returning: connection.value.isClosed ? 0 : connection.value.outbound.byteCount) }
+        }
+    }
+
     /// Starts the closing handshake (RFC 6455 §7.1.2).
     public func close(_ code: WebSocketCloseCode, reason: String = "") {
         let connection = self.connection

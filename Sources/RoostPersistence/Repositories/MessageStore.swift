@@ -1,0 +1,189 @@
+import Foundation
+
+/// What a member posts (API.md "Messages and alerts"), already validated.
+public struct NewMessage: Sendable {
+    public var clientMessageID: String?
+    public var text: String
+    public var kind: String
+    public var severity: String?
+    public var template: String?
+    /// `{"lat":..,"lon":..,"accuracy_m":..}` as JSON text.
+    public var location: String?
+    public var replyTo: Int64?
+
+    public init(clientMessageID: String?, text: String, kind: String, severity: String?, template: String?, location: String?, replyTo: Int64?) {
+        self.clientMessageID = clientMessageID
+        self.text = text
+        self.kind = kind
+        self.severity = severity
+        self.template = template
+        self.location = location
+        self.replyTo = replyTo
+    }
+}
+
+/// Messages, alerts, acknowledgements and templates, in a tenant transaction. Every change is
+/// an event appended through `GroupEventLog` with its projections, in the caller's transaction.
+public struct MessageStore: Sendable {
+    public init() {}
+
+    /// The API's `message` object, built by PostgreSQL from the projections, so the event a
+    /// post appends and every later read show the same shape. `m` is the messages row.
+    static let messageJSON = """
+        jsonb_build_object(
+            'id', m.id, 'group_id', m.group_id, 'seq', m.seq, 'kind', m.kind,
+            'author', jsonb_build_object('type', m.author_type, 'id', m.author_id,
+                                         'display_name', coalesce(u.display_name, m.author_type)),
+            'text', m.text, 'template', m.template, 'location', m.location, 'reply_to', m.reply_to,
+            'created_at', to_char(m.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+            'client_msg_id', m.client_msg_id,
+            'redacted', m.redacted_at IS NOT NULL,
+            'alert', CASE WHEN a.seq IS NULL THEN NULL ELSE jsonb_build_object(
+                'severity', a.severity, 'status', a.status,
+                'opened_at', to_char(a.opened_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+                'closed_at', to_char(a.closed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+                'closed_by', CASE WHEN a.closed_by_type IS NULL THEN NULL
+                                  ELSE jsonb_build_object('type', a.closed_by_type, 'id', a.closed_by) END,
+                'resolution', a.resolution, 'dedup_key', a.dedup_key, 'repeat_count', a.repeat_count,
+                'acks', coalesce((
+                    SELECT jsonb_agg(jsonb_build_object(
+                        'user_id', k.user_id, 'response', k.response, 'note', k.note,
+                        'at', to_char(k.at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')) ORDER BY k.at, k.user_id)
+                    FROM alert_acks k WHERE k.tenant_id = a.tenant_id AND k.group_id = a.group_id AND k.seq = a.seq), '[]'::jsonb))
+            END)::text
+        """
+
+    static let messageJoins = """
+        LEFT JOIN users u ON u.tenant_id = m.tenant_id AND u.id = m.author_id AND m.author_type = 'user'
+        LEFT JOIN alerts a ON a.tenant_id = m.tenant_id AND a.group_id = m.group_id AND a.seq = m.seq
+        """
+
+    /// One message as JSON text, or nil.
+    public func message(group: UUID, seq: Int64, on connection: PostgresConnection) throws -> String? {
+        try connection.query("""
+            SELECT \(unsafeRaw: Self.messageJSON) AS json FROM messages m \(unsafeRaw: Self.messageJoins)
+            WHERE m.group_id = \(group) AND m.seq = \(seq)
+            """).first?.decode(String.self, "json")
+    }
+
+    /// The message an author already posted under this client id, if any.
+    public func idempotent(group: UUID, author: UUID, clientMessageID: String, on connection: PostgresConnection) throws -> String? {
+        try connection.query("""
+            SELECT \(unsafeRaw: Self.messageJSON) AS json FROM messages m \(unsafeRaw: Self.messageJoins)
+            WHERE m.group_id = \(group) AND m.author_id = \(author) AND m.client_msg_id = \(clientMessageID)
+            """).first?.decode(String.self, "json")
+    }
+
+    /// Whether `seq` is a message of the group (for `reply_to`).
+    public func exists(group: UUID, seq: Int64, on connection: PostgresConnection) throws -> Bool {
+        try connection.query("SELECT 1 FROM messages WHERE group_id = \(group) AND seq = \(seq)").first != nil
+    }
+
+    /// Posts a message (and its alert): the `message.created` event, the projections, and the
+    /// event's data set to the finished message. Returns the seq and the message JSON. A repeat
+    /// of `client_msg_id` by the same author surfaces as `uniqueViolation`.
+    public func post(
+        tenant: UUID, group: UUID, authorType: String, authorID: UUID?, message: NewMessage, dedupKey: String? = nil, bridge: UUID? = nil,
+        on connection: PostgresConnection
+    ) throws -> (seq: Int64, json: String) {
+        let log = GroupEventLog()
+        let event = try log.append(tenant: tenant, group: group, event: "message.created", actorType: authorType, actorID: authorID,
+                                   data: RawJSON("{}"), on: connection)
+        try connection.query("""
+            INSERT INTO messages (tenant_id, group_id, seq, author_type, author_id, kind, text, template, location, reply_to,
+                                  client_msg_id, created_at)
+            VALUES (\(tenant), \(group), \(event.seq), \(authorType), \(authorID), \(message.kind), \(message.text), \(message.template),
+                    \(message.location.map(RawJSON.init)), \(message.replyTo), \(message.clientMessageID), \(event.at))
+            """)
+        if message.kind == "alert" {
+            try connection.query("""
+                INSERT INTO alerts (tenant_id, group_id, seq, severity, opened_at, dedup_key, bridge_id)
+                VALUES (\(tenant), \(group), \(event.seq), \(message.severity ?? "amber"), \(event.at), \(dedupKey), \(bridge))
+                """)
+        }
+        let json = try self.message(group: group, seq: event.seq, on: connection)!
+        try log.setData(group: group, seq: event.seq, data: RawJSON(json), on: connection)
+        return (event.seq, json)
+    }
+
+    /// Newest first, before `seq` (exclusive) when given.
+    public func messages(group: UUID, before: Int64?, limit: Int, on connection: PostgresConnection) throws -> [(seq: Int64, json: String)] {
+        try connection.query("""
+            SELECT m.seq, \(unsafeRaw: Self.messageJSON) AS json FROM messages m \(unsafeRaw: Self.messageJoins)
+            WHERE m.group_id = \(group) AND (\(before)::bigint IS NULL OR m.seq < \(before))
+            ORDER BY m.seq DESC LIMIT \(limit)
+            """).rows.map { (try $0.decode(Int64.self, "seq"), try $0.decode(String.self, "json")) }
+    }
+
+    /// Alerts of one group with their state, newest first.
+    public func alerts(group: UUID, status: String?, before: Int64?, limit: Int, on connection: PostgresConnection) throws -> [(seq: Int64, json: String)] {
+        try connection.query("""
+            SELECT m.seq, \(unsafeRaw: Self.messageJSON) AS json FROM messages m \(unsafeRaw: Self.messageJoins)
+            WHERE m.group_id = \(group) AND a.seq IS NOT NULL AND (\(status)::text IS NULL OR a.status = \(status))
+              AND (\(before)::bigint IS NULL OR m.seq < \(before))
+            ORDER BY m.seq DESC LIMIT \(limit)
+            """).rows.map { (try $0.decode(Int64.self, "seq"), try $0.decode(String.self, "json")) }
+    }
+
+    /// Open alerts across every group the user is in, newest first, in one indexed query.
+    public func openAlerts(of user: UUID, limit: Int, on connection: PostgresConnection) throws -> [String] {
+        try connection.query("""
+            SELECT \(unsafeRaw: Self.messageJSON) AS json
+            FROM memberships mb
+            JOIN alerts a ON a.tenant_id = mb.tenant_id AND a.group_id = mb.group_id AND a.status = 'open'
+            JOIN messages m ON m.tenant_id = a.tenant_id AND m.group_id = a.group_id AND m.seq = a.seq
+            LEFT JOIN users u ON u.tenant_id = m.tenant_id AND u.id = m.author_id AND m.author_type = 'user'
+            WHERE mb.user_id = \(user)
+            ORDER BY a.opened_at DESC, m.group_id, m.seq LIMIT \(limit)
+            """).rows.map { try $0.decode(String.self, "json") }
+    }
+
+    /// An alert's author and status, locked for a change.
+    public func alertState(group: UUID, seq: Int64, on connection: PostgresConnection) throws -> (authorID: UUID?, status: String)? {
+        try connection.query("""
+            SELECT m.author_id, a.status FROM alerts a JOIN messages m ON m.tenant_id = a.tenant_id AND m.group_id = a.group_id AND m.seq = a.seq
+            WHERE a.group_id = \(group) AND a.seq = \(seq) FOR UPDATE OF a
+            """).first.map { (try $0.decode(UUID?.self, "author_id"), try $0.decode(String.self, "status")) }
+    }
+
+    public func close(group: UUID, seq: Int64, byType: String, by: UUID?, resolution: String?, on connection: PostgresConnection) throws {
+        try connection.query("""
+            UPDATE alerts SET status = 'closed', closed_at = now(), closed_by_type = \(byType), closed_by = \(by), resolution = \(resolution)
+            WHERE group_id = \(group) AND seq = \(seq)
+            """)
+    }
+
+    public func reopen(group: UUID, seq: Int64, on connection: PostgresConnection) throws {
+        try connection.query("""
+            UPDATE alerts SET status = 'open', closed_at = NULL, closed_by_type = NULL, closed_by = NULL, resolution = NULL
+            WHERE group_id = \(group) AND seq = \(seq)
+            """)
+    }
+
+    /// One current response per member: a new one replaces the last.
+    public func acknowledge(tenant: UUID, group: UUID, seq: Int64, user: UUID, response: String, note: String?, on connection: PostgresConnection) throws {
+        try connection.query("""
+            INSERT INTO alert_acks (tenant_id, group_id, seq, user_id, response, note) VALUES (\(tenant), \(group), \(seq), \(user), \(response), \(note))
+            ON CONFLICT (tenant_id, group_id, seq, user_id) DO UPDATE SET response = excluded.response, note = excluded.note, at = now()
+            """)
+    }
+
+    /// A message's author and whether it is redacted already, locked for the redaction.
+    public func authorForRedaction(group: UUID, seq: Int64, on connection: PostgresConnection) throws -> (authorID: UUID?, redacted: Bool)? {
+        try connection.query("""
+            SELECT author_id, redacted_at IS NOT NULL AS redacted FROM messages WHERE group_id = \(group) AND seq = \(seq) FOR UPDATE
+            """).first.map { (try $0.decode(UUID?.self, "author_id"), try $0.decode(Bool.self, "redacted")) }
+    }
+
+    /// Blanks a message's text (and location); the event stays, and so does the original
+    /// `message.created` event's record that something was said, but not what.
+    public func redact(group: UUID, seq: Int64, on connection: PostgresConnection) throws {
+        try connection.query("""
+            UPDATE messages SET text = '', location = NULL, redacted_at = now() WHERE group_id = \(group) AND seq = \(seq)
+            """)
+        try connection.query("""
+            UPDATE group_events SET data = jsonb_set(jsonb_set(data, '{text}', '""'), '{location}', 'null')
+            WHERE group_id = \(group) AND seq = \(seq) AND event = 'message.created'
+            """)
+    }
+}

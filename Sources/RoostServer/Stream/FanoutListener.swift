@@ -1,0 +1,96 @@
+import Dispatch
+import Foundation
+import RoostFanout
+import RoostPersistence
+
+/// The node's LISTEN connection, driven by an event loop: its socket sits in the loop's epoll
+/// set and readability drains notifications into the hub. Connecting happens off the loop
+/// (it blocks). When the connection is lost, the listener reconnects with backoff and then
+/// asks the hub to catch every group up from the log, since notifications sent while nobody
+/// listened are gone.
+///
+/// `@unchecked Sendable`: `listener` is touched only on the loop thread; reconnection runs on
+/// `connectQueue` and hands the new connection to the loop.
+final class FanoutListener: EventHandler, @unchecked Sendable {
+    private let configuration: ConnectionConfiguration
+    private let hub: FanoutHub
+    private let log: Log
+    private var loop: EventLoop?
+    private var listener: PostgresListener?
+    private var stopped = false
+    private let connectQueue = DispatchQueue(label: "roost.fanout.listen")
+
+    init(configuration: ConnectionConfiguration, hub: FanoutHub, log: Log) {
+        self.configuration = configuration
+        self.hub = hub
+        self.log = log
+    }
+
+    /// Connects now (at start-up, blocking) and attaches to the server's first loop.
+    func start(on server: HTTPServer) throws {
+        let first = try PostgresListener(configuration, channel: GroupEventLog.channel)
+        server.onFirstLoop { [self] loop in
+            self.loop = loop
+            attach(first)
+        }
+    }
+
+    func stop() {
+        loop?.execute { [self] in
+            stopped = true
+            detach()
+        }
+    }
+
+    private func attach(_ listener: PostgresListener) {
+        guard let loop, !stopped else { return }
+        do {
+            try loop.register(listener.socket, self)
+            self.listener = listener
+        } catch {
+            log.error("fanout: cannot watch the LISTEN connection", ["error": "\(error)"])
+            reconnect(attempt: 1)
+        }
+    }
+
+    private func detach() {
+        guard let listener, let loop else { return }
+        loop.deregister(listener.socket)
+        self.listener = nil
+    }
+
+    func handleEvent(readable: Bool, writable: Bool) {
+        guard let listener else { return }
+        do {
+            let payloads = try listener.drain()
+            if !payloads.isEmpty { hub.received(payloads) }
+        } catch {
+            log.warning("fanout: the LISTEN connection was lost; reconnecting", ["error": "\(error)"])
+            detach()
+            reconnect(attempt: 1)
+        }
+    }
+
+    /// Tries again off the loop, waiting longer each time (up to 2 s); on success the hub
+    /// catches up every group it serves.
+    private func reconnect(attempt: Int) {
+        guard !stopped else { return }
+        let configuration = self.configuration
+        let delay = min(2.0, 0.05 * pow(2, Double(attempt - 1)))
+        connectQueue.asyncAfter(deadline: .now() + delay) { [self] in
+            do {
+                let fresh = try PostgresListener(configuration, channel: GroupEventLog.channel)
+                loop?.execute { [self] in
+                    attach(fresh)
+                    log.info("fanout: listening again; catching up", ["attempts": String(attempt)])
+                    hub.catchUp()
+                }
+            } catch {
+                if attempt == 1 || attempt % 10 == 0 {
+                    log.warning("fanout: still cannot LISTEN", ["attempts": String(attempt), "error": "\(error)"])
+                }
+                loop?.execute { [self] in reconnect(attempt: attempt + 1) }
+            }
+        }
+    }
+}

@@ -1,0 +1,218 @@
+import Foundation
+import RoostFanout
+import RoostPersistence
+import RoostProtocol
+import Synchronization
+
+/// One `GET /v1/stream` connection (API.md "The stream"): `ready` first, then live events of
+/// the user's groups; a `resume` replays each named group from its cursor and joins it to the
+/// live flow without a gap or a duplicate.
+///
+/// Exactly once, per group: the hub delivers live events in seq order; `lastSent` is the
+/// highest seq this connection has sent, and anything at or below it is dropped. While a group
+/// is being replayed its live events are held back, then sent after the replay if still newer.
+final class StreamSession: WebSocketSession, StreamSubscriber {
+    struct State {
+        var channel: WebSocketChannel?
+        /// Until `ready` is out, live events wait here (the starting point is not known yet).
+        var starting: [(StreamEvent, [UInt8])]? = []
+        var lastSent: [UUID: Int64] = [:]
+        var replaying: [UUID: [(StreamEvent, [UInt8])]] = [:]
+        var closed = false
+        var resumes: Task<Void, Never>?
+    }
+
+    let tenantID: UUID
+    let userID: UUID
+    let sessionHash: String
+    private let hub: FanoutHub
+    private let pool: ConnectionPool
+    private let queueLimit: Int
+    private let state = Mutex(State())
+    static let replayPage = 200
+
+    init(user: User, sessionHash: String, hub: FanoutHub, pool: ConnectionPool, queueLimit: Int) {
+        tenantID = user.tenantID
+        userID = user.id
+        self.sessionHash = sessionHash
+        self.hub = hub
+        self.pool = pool
+        self.queueLimit = queueLimit
+    }
+
+    var acceptsBinary: Bool { false }
+
+    func opened(_ channel: WebSocketChannel) {
+        state.withLock { $0.channel = channel }
+        Task { await start(channel) }
+    }
+
+    /// Subscribes first, then reads where each group stands, so nothing committed in between is lost.
+    private func start(_ channel: WebSocketChannel) async {
+        let (tenant, user, hash) = (tenantID, userID, sessionHash)
+        do {
+            let groups = try await pool.withConnection { connection in
+                try connection.withTenantTransaction(tenant) { try GroupStore().groups(of: user, on: $0).map(\.id) }
+            }
+            hub.subscribe(self, to: groups)
+            // Read after subscribing; the session is checked again here, since its end may have
+            // been announced before this stream was subscribed to hear it.
+            let standing = try await pool.withConnection { connection in
+                try connection.withTenantTransaction(tenant) { connection -> [(UUID, Int64)]? in
+                    guard try connection.query("""
+                        SELECT 1 FROM sessions WHERE encode(token_hash, 'hex') = \(hash) AND expires_at > now()
+                        """).first != nil else { return nil }
+                    return try GroupStore().groups(of: user, on: connection).map { ($0.id, $0.lastSeq) }
+                }
+            }
+            guard let standing else {
+                channel.close(.policyViolation, reason: "session ended")
+                return
+            }
+            for (group, seq) in standing { hub.started(group, at: seq) }
+            state.withLock { state in
+                for (group, seq) in standing { state.lastSent[group] = seq }
+                channel.send(frame: StreamFrames.groups(type: "ready", userID: user, standing))
+                for (event, frame) in state.starting ?? [] { Self.send(event, frame, &state) }
+                state.starting = nil
+            }
+        } catch {
+            channel.close(.tryAgainLater, reason: "database unavailable")
+        }
+    }
+
+    func received(_ message: WebSocketMessage, on channel: WebSocketChannel) {
+        guard case .text(let text) = message else { return }
+        guard let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else {
+            channel.send(frame: StreamFrames.error(code: "invalid_json", message: "frames must be JSON objects"))
+            return
+        }
+        guard object["type"] as? String == "resume" else {
+            channel.send(frame: StreamFrames.error(code: "unknown_type", message: "the only client frame is {\"type\":\"resume\",\"cursors\":{...}}"))
+            return
+        }
+        guard let raw = object["cursors"] as? [String: Any] else {
+            channel.send(frame: StreamFrames.error(code: "validation_failed", message: "resume needs cursors: {\"<group id>\": <last seq seen>}"))
+            return
+        }
+        var cursors: [(UUID, Int64)] = []
+        for (key, value) in raw {
+            guard let group = UUID(uuidString: key), let seq = value as? Int, seq >= 0 else {
+                channel.send(frame: StreamFrames.error(code: "validation_failed", message: "each cursor is a group id and a whole seq ≥ 0"))
+                return
+            }
+            cursors.append((group, Int64(seq)))
+        }
+        let requested = cursors
+        let previous = state.withLock { $0.resumes }
+        let task = Task { [self] in
+            await previous?.value
+            await resume(requested, on: channel)
+        }
+        state.withLock { $0.resumes = task }
+    }
+
+    /// Replays each group from its cursor in bounded pages, waiting for the connection's queue
+    /// to drain between pages, then hands the group back to the live flow.
+    private func resume(_ cursors: [(UUID, Int64)], on channel: WebSocketChannel) async {
+        // Wait for `ready`: replay starts from a settled state.
+        while state.withLock({ $0.starting != nil && !$0.closed }) { try? await Task.sleep(for: .milliseconds(2)) }
+        // Only the user's own groups are replayed; others are named in an error.
+        let (cursors, unknown) = state.withLock { state -> ([(UUID, Int64)], [UUID]) in
+            var known: [(UUID, Int64)] = []
+            var unknown: [UUID] = []
+            for (group, cursor) in cursors.sorted(by: { $0.0.uuidString < $1.0.uuidString }) {
+                guard state.lastSent[group] != nil else {
+                    unknown.append(group)
+                    continue
+                }
+                state.lastSent[group] = cursor
+                state.replaying[group] = []
+                known.append((group, cursor))
+            }
+            return (known, unknown)
+        }
+        if !unknown.isEmpty {
+            channel.send(frame: StreamFrames.error(
+                code: "not_found", message: "not a group of yours: " + unknown.map { $0.uuidString.lowercased() }.joined(separator: ", ")))
+        }
+        let tenant = tenantID
+        for (group, _) in cursors {
+            while true {
+                if state.withLock({ $0.closed }) { return }
+                while await channel.queuedBytes() > queueLimit / 2 {
+                    if state.withLock({ $0.closed }) { return }
+                    try? await Task.sleep(for: .milliseconds(5))
+                }
+                let after = state.withLock { $0.lastSent[group] ?? 0 }
+                let page: [StreamEvent]
+                do {
+                    page = try await pool.withConnection { connection in
+                        try connection.withTenantTransaction(tenant) {
+                            try GroupEventLog().streamEvents(group: group, after: after, limit: Self.replayPage, on: $0)
+                        }
+                    }
+                } catch {
+                    channel.close(.tryAgainLater, reason: "database unavailable")
+                    return
+                }
+                state.withLock { state in
+                    for event in page { Self.send(event, StreamFrames.event(event), &state) }
+                    if page.count < Self.replayPage {
+                        for (event, frame) in state.replaying.removeValue(forKey: group) ?? [] { Self.send(event, frame, &state) }
+                    }
+                }
+                if page.count < Self.replayPage { break }
+            }
+        }
+        state.withLock { state in
+            let groups = cursors.compactMap { cursor in state.lastSent[cursor.0].map { (cursor.0, $0) } }
+            state.channel?.send(frame: StreamFrames.groups(type: "resumed", userID: nil, groups))
+        }
+    }
+
+    /// Sends an event if it is newer than what this connection has sent of its group.
+    private static func send(_ event: StreamEvent, _ frame: [UInt8], _ state: inout State) {
+        guard let channel = state.channel else { return }
+        if let last = state.lastSent[event.group], event.seq <= last { return }
+        state.lastSent[event.group] = event.seq
+        channel.send(frame: frame)
+    }
+
+    // MARK: - StreamSubscriber
+
+    func deliver(_ event: StreamEvent, frame: [UInt8]) {
+        state.withLock { state in
+            guard !state.closed else { return }
+            if state.starting != nil {
+                state.starting!.append((event, frame))
+            } else if state.replaying[event.group] != nil {
+                state.replaying[event.group]!.append((event, frame))
+            } else {
+                Self.send(event, frame, &state)
+            }
+        }
+    }
+
+    func removed(from group: UUID, notice: [UInt8]) {
+        state.withLock { state in
+            state.lastSent.removeValue(forKey: group)
+            state.replaying.removeValue(forKey: group)
+            state.starting?.removeAll { $0.0.group == group }
+            state.channel?.send(frame: notice)
+        }
+    }
+
+    func sessionEnded() {
+        state.withLock { $0.channel }?.close(.policyViolation, reason: "session ended")
+    }
+
+    func closed(code: WebSocketCloseCode?) {
+        let resumes = state.withLock { state -> Task<Void, Never>? in
+            state.closed = true
+            return state.resumes
+        }
+        resumes?.cancel()
+        hub.unsubscribe(self)
+    }
+}
