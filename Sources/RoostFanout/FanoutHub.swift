@@ -148,7 +148,8 @@ public final class FanoutHub: Sendable {
                     // Nobody here follows the group, unless this event is about someone who
                     // streams here (a member who just joined starts receiving it at once).
                     guard let subject, let streams = state.byUser[subject], !streams.isEmpty else { return false }
-                    state.groups[group] = GroupState(tenant: tenant, delivered: seq - 1)
+                    state.groups[group] = GroupState(tenant: tenant, delivered: seq - 1, subscribers: streams)
+                    for id in streams.keys { state.groupsOf[id, default: []].insert(group) }
                 }
                 state.groups[group]!.wanted = max(state.groups[group]!.wanted, seq)
                 return true

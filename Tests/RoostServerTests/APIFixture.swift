@@ -1,4 +1,5 @@
 import Foundation
+import RoostFanout
 import RoostPersistence
 import RoostProtocol
 @testable import RoostServer
@@ -16,7 +17,11 @@ struct APIFixture {
     let tenant: String
     let closedTenant: String
 
-    init(invitationLifetime: Int = 3600) throws {
+    /// The stream's hub and LISTEN connection (with `stream: true`).
+    let hub: FanoutHub?
+    private let listener: FanoutListener?
+
+    init(invitationLifetime: Int = 3600, stream: Bool = false) throws {
         let setup = try TestDatabase.migratedConnection()
         let suffix = UUID().uuidString.prefix(8).lowercased()
         tenant = "acct-\(suffix)"
@@ -28,20 +33,28 @@ struct APIFixture {
         // A cheap scrypt cost keeps the suite fast; the standard cost is asserted elsewhere.
         let routes = AccountRoutes(pool: pool, hasher: PasswordHasher(parameters: .init(logN: 10, r: 8, p: 1)),
                                    sessionLifetime: 3600, hashingThreads: 2, invitationLifetime: invitationLifetime)
-        test = try TestServer(extraRoutes: { routes.add(to: &$0) })
+        let hub = stream ? FanoutHub(pool: pool) : nil
+        test = try TestServer(extraRoutes: { builder in
+            routes.add(to: &builder)
+            if let hub { StreamRoutes.add(to: &builder, accounts: routes, hub: hub, queueLimit: NetworkLimits().maxOutboundQueueBytes) }
+        })
+        self.hub = hub
+        if let hub {
+            let listener = FanoutListener(configuration: TestDatabase.configuration(), hub: hub, log: Log(level: .error))
+            try listener.start(on: test.server)
+            self.listener = listener
+        } else {
+            listener = nil
+        }
         connection = ClientBox(client: try TestClient(port: test.port), port: test.port)
     }
 
     func call(_ method: String, _ path: String, _ body: [String: Any]? = nil, token: String? = nil) async throws -> (Int, [String: Any]) {
-        let data = try body.map { try JSONSerialization.data(withJSONObject: $0) } ?? Data()
-        let auth = token.map { "Authorization: Bearer \($0)\r\n" } ?? ""
-        client.send("\(method) \(path) HTTP/1.1\r\n\(auth)Content-Type: application/json\r\nContent-Length: \(data.count)\r\n\r\n"
-                    + String(decoding: data, as: UTF8.self))
-        let response = try #require(await client.readResponse())
-        if response.headers["connection"] == "close" { try connection.reconnect() }
-        let object = response.body.isEmpty ? [:] : (try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any] ?? [:])
-        return (response.status, object)
+        try await connection.call(method, path, body, token: token)
     }
+
+    /// Another connection to the fixture's server, for a second caller working concurrently.
+    typealias Client = ClientBox
 
     /// Runs `body` in a transaction of the fixture's open tenant (test setup and inspection).
     @discardableResult
@@ -63,6 +76,13 @@ struct APIFixture {
         }
     }
 
+    /// Stops the server (and the LISTEN connection) and closes the pool.
+    func stop() async {
+        listener?.stop()
+        await test.stop()
+        pool.close()
+    }
+
     func register(_ fields: [String: Any]) async throws -> (Int, [String: Any]) {
         var body: [String: Any] = ["tenant": tenant, "password": "a long enough password", "display_name": "Anna"]
         body.merge(fields) { $1 }
@@ -80,6 +100,22 @@ final class ClientBox: @unchecked Sendable {
     init(client: TestClient, port: UInt16) {
         self.client = client
         self.port = port
+    }
+
+    convenience init(port: UInt16) throws {
+        self.init(client: try TestClient(port: port), port: port)
+    }
+
+    /// One JSON request and its answer; reconnects when the server closed the connection.
+    func call(_ method: String, _ path: String, _ body: [String: Any]? = nil, token: String? = nil) async throws -> (Int, [String: Any]) {
+        let data = try body.map { try JSONSerialization.data(withJSONObject: $0) } ?? Data()
+        let auth = token.map { "Authorization: Bearer \($0)\r\n" } ?? ""
+        client.send("\(method) \(path) HTTP/1.1\r\n\(auth)Content-Type: application/json\r\nContent-Length: \(data.count)\r\n\r\n"
+                    + String(decoding: data, as: UTF8.self))
+        let response = try #require(await client.readResponse())
+        if response.headers["connection"] == "close" { try reconnect() }
+        let object = response.body.isEmpty ? [:] : (try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any] ?? [:])
+        return (response.status, object)
     }
 
     func reconnect() throws {

@@ -1,3 +1,4 @@
+import Foundation
 import RoostProtocol
 import RoostTestSupport
 
@@ -11,9 +12,11 @@ final class WebSocketTestClient: @unchecked Sendable {
     }
 
     /// Connects and upgrades; throws if the server does not answer 101.
-    static func connect(port: UInt16, path: String = "/v1/conformance/echo", receiveBuffer: Int32? = nil) async throws -> WebSocketTestClient {
+    static func connect(port: UInt16, path: String = "/v1/conformance/echo", receiveBuffer: Int32? = nil,
+                        token: String? = nil) async throws -> WebSocketTestClient {
         let client = try TestClient(port: port, receiveBuffer: receiveBuffer)
-        client.send("GET \(path) HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
+        let auth = token.map { "Authorization: Bearer \($0)\r\n" } ?? ""
+        client.send("GET \(path) HTTP/1.1\r\nHost: x\r\n\(auth)Upgrade: websocket\r\nConnection: Upgrade\r\n" +
                     "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
         guard let response = await client.readResponse(), response.status == 101,
               response.headers["sec-websocket-accept"] == "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=" else {
@@ -32,6 +35,21 @@ final class WebSocketTestClient: @unchecked Sendable {
 
     func receive() async -> WebSocketMessage? {
         await offload { self.receiveBlocking() }
+    }
+
+    /// The next text frame as a JSON object (pings skipped); nil on timeout, close or EOF.
+    func receiveJSON() async -> [String: Any]? {
+        let text = await offload { () -> String? in
+            while let message = self.receiveBlocking() {
+                switch message {
+                case .text(let text): return text
+                case .close: return nil
+                default: continue
+                }
+            }
+            return nil
+        }
+        return text.flatMap { (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any] }
     }
 
     func receiveClose() async -> WebSocketCloseCode?? {

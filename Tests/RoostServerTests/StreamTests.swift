@@ -1,0 +1,203 @@
+import Foundation
+import RoostPersistence
+import RoostProtocol
+@testable import RoostServer
+import RoostTestSupport
+import Testing
+
+/// `/v1/stream` against the real database: ready, live events through LISTEN/NOTIFY, resume
+/// without gaps or duplicates, membership and session changes taking effect at once.
+@Suite(.enabled(if: TestDatabase.isConfigured, "needs TEST_DATABASE_URL (scripts/test sets it)"))
+struct StreamTests {
+    struct Person {
+        let token: String
+        let id: String
+    }
+
+    func person(_ api: APIFixture, _ email: String) async throws -> Person {
+        let (status, body) = try await api.register(["email": email, "display_name": String(email.prefix { $0 != "@" })])
+        #expect(status == 201)
+        return Person(token: try #require(body["token"] as? String), id: try #require((body["user"] as? [String: Any])?["id"] as? String))
+    }
+
+    func group(_ api: APIFixture, _ owner: Person, _ name: String) async throws -> String {
+        try #require(try await api.call("POST", "/v1/groups", ["name": name], token: owner.token).1["id"] as? String)
+    }
+
+    func post(_ api: APIFixture, _ group: String, _ text: String, as person: Person, kind: String = "chat") async throws -> Int {
+        let (status, body) = try await api.call("POST", "/v1/groups/\(group)/messages",
+                                                ["client_msg_id": UUID().uuidString, "text": text, "kind": kind], token: person.token)
+        #expect(status == 201, "\(body)")
+        return try #require(body["seq"] as? Int)
+    }
+
+    func stream(_ api: APIFixture, _ person: Person) async throws -> (WebSocketTestClient, [String: Any]) {
+        let client = try await WebSocketTestClient.connect(port: api.test.port, path: "/v1/stream", token: person.token)
+        let ready = try #require(await client.receiveJSON())
+        #expect(ready["type"] as? String == "ready")
+        return (client, ready)
+    }
+
+    /// The next frame of type `event` (or whatever `type` says).
+    func next(_ client: WebSocketTestClient, _ type: String = "event") async throws -> [String: Any] {
+        let frame = try #require(await client.receiveJSON(), "no \(type) frame")
+        #expect(frame["type"] as? String == type, "\(frame)")
+        return frame
+    }
+
+    @Test func readyComesFirstThenEachNewEventLive() async throws {
+        let api = try APIFixture(stream: true)
+        let owner = try await person(api, "ana@example.org")
+        let elm = try await group(api, owner, "Elm")
+        let (client, ready) = try await stream(api, owner)
+        #expect(ready["user_id"] as? String == owner.id)
+        let groups = try #require(ready["groups"] as? [[String: Any]])
+        #expect(groups.count == 1 && groups[0]["id"] as? String == elm && groups[0]["last_seq"] as? Int == 1)
+
+        let seq = try await post(api, elm, "Van parked with engine running", as: owner, kind: "alert")
+        let event = try await next(client)
+        #expect(event["group_id"] as? String == elm && event["seq"] as? Int == seq && event["event"] as? String == "message.created")
+        let message = try #require(event["data"] as? [String: Any])
+        #expect(message["text"] as? String == "Van parked with engine running")
+        #expect((message["alert"] as? [String: Any])?["severity"] as? String == "amber")
+        #expect((message["author"] as? [String: Any])?["display_name"] as? String == "ana")
+        #expect((event["at"] as? String)?.hasSuffix("Z") == true)
+        await api.stop()
+    }
+
+    @Test func resumeReplaysFromEachCursorWhileWritersPostThenGoesLiveWithoutGapsOrDuplicates() async throws {
+        let api = try APIFixture(stream: true)
+        let owner = try await person(api, "bo@example.org")
+        let oak = try await group(api, owner, "Oak")
+        let ash = try await group(api, owner, "Ash")
+        for index in 0..<30 { _ = try await post(api, oak, "before \(index)", as: owner) }
+        let (client, _) = try await stream(api, owner)
+
+        // Writers keep posting to both groups while the replay runs.
+        let (port, token) = (api.test.port, owner.token)
+        let writer = Task {
+            let other = try APIFixture.Client(port: port)
+            for index in 0..<40 {
+                for target in [oak, ash] {
+                    let (status, _) = try await other.call("POST", "/v1/groups/\(target)/messages",
+                                                           ["client_msg_id": "w\(index)-\(target)", "text": "during \(index)", "kind": "chat"],
+                                                           token: token)
+                    #expect(status == 201)
+                }
+            }
+        }
+        client.sendText(#"{"type":"resume","cursors":{"\#(oak)":5,"\#(ash)":0}}"#)
+        var seen: [String: [Int]] = [oak: [], ash: []]
+        var resumed: [String: Any]?
+        try await writer.value
+        let lastSeq = try await api.inTenant { _, connection in
+            try [oak, ash].map { try GroupStore().group(id: UUID(uuidString: $0)!, on: connection)!.lastSeq }
+        }
+        while (seen[oak]?.last ?? 0) < Int(lastSeq[0]) || (seen[ash]?.last ?? 0) < Int(lastSeq[1]) || resumed == nil {
+            let frame = try #require(await client.receiveJSON(), "stream ended; saw \(seen.mapValues(\.count))")
+            switch frame["type"] as? String {
+            case "event": seen[frame["group_id"] as! String, default: []].append(frame["seq"] as! Int)
+            case "resumed": resumed = frame
+            default: Issue.record("unexpected frame \(frame)")
+            }
+        }
+        #expect(seen[oak] == Array(6...Int(lastSeq[0])))
+        #expect(seen[ash] == Array(1...Int(lastSeq[1])))
+        await api.stop()
+    }
+
+    @Test func aRemovedMemberGetsANoticeAndNoMoreOfTheGroup() async throws {
+        let api = try APIFixture(stream: true)
+        let owner = try await person(api, "cy@example.org")
+        let member = try await person(api, "di@example.org")
+        let pine = try await group(api, owner, "Pine")
+        let yew = try await group(api, owner, "Yew")
+        try await api.addMember(member.id, to: pine, role: "member")
+        try await api.addMember(member.id, to: yew, role: "member")
+        let (ownerStream, _) = try await stream(api, owner)
+        let (memberStream, ready) = try await stream(api, member)
+        #expect((ready["groups"] as? [[String: Any]])?.count == 2)
+
+        #expect(try await api.call("DELETE", "/v1/groups/\(pine)/members/\(member.id)", token: owner.token).0 == 204)
+        let notice = try await next(memberStream, "notice")
+        #expect(notice["event"] as? String == "group.removed")
+        #expect((notice["data"] as? [String: Any])?["group_id"] as? String == pine)
+        #expect(try await next(ownerStream)["event"] as? String == "member.removed")
+        // A post to the old group reaches the owner; the member's next frame is the other group's.
+        let after = try await post(api, pine, "members only", as: owner)
+        #expect(try await next(ownerStream)["seq"] as? Int == after)
+        _ = try await post(api, yew, "still here", as: owner)
+        let next = try await next(memberStream)
+        #expect(next["group_id"] as? String == yew)
+        // Nor can the member resume the old group.
+        memberStream.sendText(#"{"type":"resume","cursors":{"\#(pine)":0}}"#)
+        let error = try await self.next(memberStream, "error")
+        #expect(error["code"] as? String == "not_found")
+        await api.stop()
+    }
+
+    @Test func aNewMemberReceivesTheGroupLiveFromJoining() async throws {
+        let api = try APIFixture(stream: true)
+        let owner = try await person(api, "ed@example.org")
+        let newcomer = try await person(api, "fay@example.org")
+        let fir = try await group(api, owner, "Fir")
+        let (stream, ready) = try await stream(api, newcomer)
+        #expect((ready["groups"] as? [Any])?.isEmpty == true)
+        let invitation = try #require(try await api.call("POST", "/v1/groups/\(fir)/invitations", ["email": "fay@example.org"],
+                                                         token: owner.token).1["id"] as? String)
+        let token = try await api.inTenant { _, connection in
+            try connection.query("SELECT data->>'token' AS token FROM outbox WHERE data->>'invitation_id' = \(invitation)").rows[0].decode(String.self, "token")
+        }
+        #expect(try await api.call("POST", "/v1/invitations/accept", ["token": token], token: newcomer.token).0 == 200)
+        let joined = try await next(stream)
+        #expect(joined["event"] as? String == "member.joined" && joined["group_id"] as? String == fir)
+        let seq = try await post(api, fir, "Welcome, Fay", as: owner)
+        #expect(try await next(stream)["seq"] as? Int == seq)
+        await api.stop()
+    }
+
+    @Test func logoutAndAccountDeletionCloseStreamsWith1008() async throws {
+        let api = try APIFixture(stream: true)
+        let gus = try await person(api, "gus@example.org")
+        let (first, _) = try await stream(api, gus)
+        #expect(try await api.call("POST", "/v1/auth/logout", token: gus.token).0 == 204)
+        #expect(await first.receiveClose() == .some(.policyViolation))
+
+        let hal = try await person(api, "hal@example.org")
+        let (second, _) = try await stream(api, hal)
+        #expect(try await api.call("DELETE", "/v1/me", token: hal.token).0 == 204)
+        #expect(await second.receiveClose() == .some(.policyViolation))
+        await api.stop()
+    }
+
+    @Test func badFramesGetAnErrorAndTheStreamStaysOpen() async throws {
+        let api = try APIFixture(stream: true)
+        let ivy = try await person(api, "ivy@example.org")
+        let elm = try await group(api, ivy, "Elm")
+        // A browser's ?access_token= works as well as the header.
+        let client = try await WebSocketTestClient.connect(port: api.test.port, path: "/v1/stream?access_token=\(ivy.token)")
+        #expect(try await next(client, "ready")["user_id"] as? String == ivy.id)
+        for bad in ["not json", "[1,2]", #"{"type":"subscribe"}"#, #"{"type":"resume"}"#, #"{"type":"resume","cursors":{"x":1}}"#,
+                    #"{"type":"resume","cursors":{"\#(elm)":-1}}"#, #"{"type":"resume","cursors":{"\#(elm)":"1"}}"#] {
+            client.sendText(bad)
+            let error = try await next(client, "error")
+            #expect(error["code"] is String && error["message"] is String, "\(bad)")
+        }
+        // A group that is not the user's: an error naming it, and a resume of nothing.
+        let stranger = UUID().uuidString.lowercased()
+        client.sendText(#"{"type":"resume","cursors":{"\#(stranger)":0}}"#)
+        #expect((try await next(client, "error")["message"] as? String)?.contains(stranger) == true)
+        #expect((try await next(client, "resumed")["groups"] as? [Any])?.isEmpty == true)
+        client.sendText(#"{"type":"resume","cursors":{"\#(elm)":0}}"#)
+        #expect(try await next(client)["seq"] as? Int == 1)
+        #expect(try await next(client, "resumed")["groups"] as? [[String: Any]] != nil)
+        // No token, a forged token: the upgrade is refused with 401.
+        for path in ["/v1/stream", "/v1/stream?access_token=rst_forged"] {
+            let raw = try TestClient(port: api.test.port)
+            raw.send("GET \(path) HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                     + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
+            #expect(await raw.readResponse()?.status == 401)
+        }
+        await api.stop()
+    }
+}
