@@ -5,7 +5,7 @@ import RoostProtocol
 import RoostTestSupport
 import Testing
 
-/// Every endpoint of API.md's Accounts, Groups and members, and Invitations sections × every
+/// Every endpoint of API.md's Accounts, Groups and members, Invitations, and Messages and alerts sections × every
 /// kind of caller → the status API.md prescribes. A caller who may not see a group, an
 /// invitation or a device gets exactly the answer for one that does not exist.
 @Suite(.enabled(if: TestDatabase.isConfigured, "needs TEST_DATABASE_URL (scripts/test sets it)"))
@@ -59,6 +59,29 @@ struct AuthorizationMatrixTests {
          [.owner: 202, .admin: 202, .member: 202, .sameTenantOutsider: 202, .otherTenant: 202, .noToken: 401, .badToken: 401]),
         ("POST", "/v1/me/contacts/confirm", ["channel": "email", "code": "12345x"],
          [.owner: 400, .admin: 400, .member: 400, .sameTenantOutsider: 400, .otherTenant: 400, .noToken: 401, .badToken: 401]),
+        ("POST", "/v1/groups/{g}/messages", ["client_msg_id": "m1", "text": "Gate left open", "kind": "chat"],
+         [.owner: 201, .admin: 201, .member: 201, .sameTenantOutsider: 404, .otherTenant: 404, .noToken: 401, .badToken: 401]),
+        ("GET", "/v1/groups/{g}/messages", nil,
+         [.owner: 200, .admin: 200, .member: 200, .sameTenantOutsider: 404, .otherTenant: 404, .noToken: 401, .badToken: 401]),
+        ("GET", "/v1/groups/{g}/events?after=0", nil,
+         [.owner: 200, .admin: 200, .member: 200, .sameTenantOutsider: 404, .otherTenant: 404, .noToken: 401, .badToken: 401]),
+        ("GET", "/v1/groups/{g}/alerts?status=open", nil,
+         [.owner: 200, .admin: 200, .member: 200, .sameTenantOutsider: 404, .otherTenant: 404, .noToken: 401, .badToken: 401]),
+        ("GET", "/v1/alerts?status=open", nil,
+         [.owner: 200, .admin: 200, .member: 200, .sameTenantOutsider: 200, .otherTenant: 200, .noToken: 401, .badToken: 401]),
+        ("POST", "/v1/groups/{g}/alerts/{s}/ack", ["response": "on_my_way"],
+         [.owner: 200, .admin: 200, .member: 200, .sameTenantOutsider: 404, .otherTenant: 404, .noToken: 401, .badToken: 401]),
+        // The alert is the owner's: its author and the managers close and reopen it.
+        ("POST", "/v1/groups/{g}/alerts/{s}/close", ["resolution": "Neighbour's alarm, false"],
+         [.owner: 200, .admin: 200, .member: 403, .sameTenantOutsider: 404, .otherTenant: 404, .noToken: 401, .badToken: 401]),
+        ("POST", "/v1/groups/{g}/alerts/{c}/reopen", nil,
+         [.owner: 200, .admin: 200, .member: 403, .sameTenantOutsider: 404, .otherTenant: 404, .noToken: 401, .badToken: 401]),
+        ("DELETE", "/v1/groups/{g}/messages/{s}", nil,
+         [.owner: 204, .admin: 204, .member: 403, .sameTenantOutsider: 404, .otherTenant: 404, .noToken: 401, .badToken: 401]),
+        ("GET", "/v1/groups/{g}/templates", nil,
+         [.owner: 200, .admin: 200, .member: 200, .sameTenantOutsider: 404, .otherTenant: 404, .noToken: 401, .badToken: 401]),
+        ("PUT", "/v1/groups/{g}/templates", ["templates": [["key": "fire", "text": "Fire!", "kind": "alert", "severity": "red"]]],
+         [.owner: 200, .admin: 200, .member: 403, .sameTenantOutsider: 404, .otherTenant: 404, .noToken: 401, .badToken: 401]),
     ] }
 
     /// Endpoints that end the caller's session or account: run last, each caller on a fresh session.
@@ -98,8 +121,18 @@ struct AuthorizationMatrixTests {
                     device = try #require(try await api.call("POST", "/v1/me/devices", ["platform": "fcm", "token": "matrix-\(invitee)"],
                                                              token: tokens[.owner]!).1["id"] as? String)
                 }
+                var alert = "", closed = ""
+                if template.contains("{s}") || template.contains("{c}") {
+                    let (_, posted) = try await api.call("POST", "/v1/groups/\(group)/messages",
+                                                         ["client_msg_id": "a\(invitee)", "text": "Smoke alarm", "kind": "alert"], token: tokens[.owner]!)
+                    alert = String(try #require(posted["seq"] as? Int))
+                    closed = alert
+                    if template.contains("{c}") {
+                        #expect(try await api.call("POST", "/v1/groups/\(group)/alerts/\(alert)/close", token: tokens[.owner]!).0 == 200)
+                    }
+                }
                 // Leaving is the member's own right: as member, the target is the member themself.
-                let placeholders = ["{g}": group, "{m}": ids[.member]!, "{i}": invitation, "{d}": device]
+                let placeholders = ["{g}": group, "{m}": ids[.member]!, "{i}": invitation, "{d}": device, "{s}": alert, "{c}": closed]
                 let path = placeholders.reduce(template) { $0.replacingOccurrences(of: $1.key, with: $1.value) }
                 let resolved = body.map { $0.mapValues { value in (value as? String).flatMap { placeholders[$0] } ?? value } }
                 let (status, response) = try await api.call(method, path, resolved, token: tokens[caller]!)
