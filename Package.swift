@@ -53,7 +53,7 @@ let package = Package(
         ),
 
         // Helpers the database-backed tests share: the throwaway database, scratch clusters, subprocesses.
-        .target(name: "RoostTestSupport", dependencies: ["RoostPersistence"], path: "Tests/RoostTestSupport"),
+        .target(name: "RoostTestSupport", dependencies: ["RoostPersistence", "RoostProtocol"], path: "Tests/RoostTestSupport"),
         .testTarget(name: "RoostProtocolTests", dependencies: ["RoostProtocol"]),
         .testTarget(name: "RoostPersistenceTests", dependencies: ["RoostPersistence", "RoostTestSupport"]),
         .testTarget(name: "RoostServerTests", dependencies: ["RoostServer", "RoostTestSupport"]),

@@ -11,7 +11,7 @@ import Testing
 struct APIFixture {
     let test: TestServer
     let pool: ConnectionPool
-    private let connection: ClientBox
+    private let connection: APIClient
     /// The current connection (a new one after the server closed the last, e.g. after a 413).
     var client: TestClient { connection.client }
     let tenant: String
@@ -46,7 +46,7 @@ struct APIFixture {
         } else {
             listener = nil
         }
-        connection = ClientBox(client: try TestClient(port: test.port), port: test.port)
+        connection = APIClient(client: try TestClient(port: test.port), port: test.port)
     }
 
     func call(_ method: String, _ path: String, _ body: [String: Any]? = nil, token: String? = nil) async throws -> (Int, [String: Any]) {
@@ -54,7 +54,7 @@ struct APIFixture {
     }
 
     /// Another connection to the fixture's server, for a second caller working concurrently.
-    typealias Client = ClientBox
+    typealias Client = APIClient
 
     /// Runs `body` in a transaction of the fixture's open tenant (test setup and inspection).
     @discardableResult
@@ -89,36 +89,4 @@ struct APIFixture {
         return try await call("POST", "/v1/auth/register", body)
     }
 
-}
-
-/// The fixture's connection, replaced when the server closes it.
-final class ClientBox: @unchecked Sendable {
-    // `@unchecked Sendable`: used by one test at a time, like the TestClient it holds.
-    private(set) var client: TestClient
-    let port: UInt16
-
-    init(client: TestClient, port: UInt16) {
-        self.client = client
-        self.port = port
-    }
-
-    convenience init(port: UInt16) throws {
-        self.init(client: try TestClient(port: port), port: port)
-    }
-
-    /// One JSON request and its answer; reconnects when the server closed the connection.
-    func call(_ method: String, _ path: String, _ body: [String: Any]? = nil, token: String? = nil) async throws -> (Int, [String: Any]) {
-        let data = try body.map { try JSONSerialization.data(withJSONObject: $0) } ?? Data()
-        let auth = token.map { "Authorization: Bearer \($0)\r\n" } ?? ""
-        client.send("\(method) \(path) HTTP/1.1\r\n\(auth)Content-Type: application/json\r\nContent-Length: \(data.count)\r\n\r\n"
-                    + String(decoding: data, as: UTF8.self))
-        let response = try #require(await client.readResponse())
-        if response.headers["connection"] == "close" { try reconnect() }
-        let object = response.body.isEmpty ? [:] : (try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any] ?? [:])
-        return (response.status, object)
-    }
-
-    func reconnect() throws {
-        client = try TestClient(port: port)
-    }
 }

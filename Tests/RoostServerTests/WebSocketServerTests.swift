@@ -1,6 +1,7 @@
 import Foundation
 import RoostProtocol
 @testable import RoostServer
+import RoostTestSupport
 import Testing
 
 extension TestServer {

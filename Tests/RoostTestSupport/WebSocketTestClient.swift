@@ -1,10 +1,9 @@
 import Foundation
 import RoostProtocol
-import RoostTestSupport
 
 /// A WebSocket client over `TestClient`: masked frames out, RoostProtocol's reader in.
-final class WebSocketTestClient: @unchecked Sendable {
-    let client: TestClient
+public final class WebSocketTestClient: @unchecked Sendable {
+    public let client: TestClient
     private var reader = WebSocketReader(role: .client, maxMessageBytes: 16 << 20)
 
     private init(client: TestClient) {
@@ -12,7 +11,7 @@ final class WebSocketTestClient: @unchecked Sendable {
     }
 
     /// Connects and upgrades; throws if the server does not answer 101.
-    static func connect(port: UInt16, path: String = "/v1/conformance/echo", receiveBuffer: Int32? = nil,
+    public static func connect(port: UInt16, path: String = "/v1/conformance/echo", receiveBuffer: Int32? = nil,
                         token: String? = nil) async throws -> WebSocketTestClient {
         let client = try TestClient(port: port, receiveBuffer: receiveBuffer)
         let auth = token.map { "Authorization: Bearer \($0)\r\n" } ?? ""
@@ -25,20 +24,20 @@ final class WebSocketTestClient: @unchecked Sendable {
         return WebSocketTestClient(client: client)
     }
 
-    func send(_ opcode: WebSocketOpcode, _ payload: [UInt8], fin: Bool = true) {
+    public func send(_ opcode: WebSocketOpcode, _ payload: [UInt8], fin: Bool = true) {
         var frame: [UInt8] = []
         WebSocketFrameEncoder.encode(opcode, payload: payload, fin: fin, maskKey: 0xA1B2_C3D4, into: &frame)
         client.send(frame)
     }
 
-    func sendText(_ text: String) { send(.text, Array(text.utf8)) }
+    public func sendText(_ text: String) { send(.text, Array(text.utf8)) }
 
-    func receive() async -> WebSocketMessage? {
+    public func receive() async -> WebSocketMessage? {
         await offload { self.receiveBlocking() }
     }
 
     /// The next text frame as a JSON object (pings skipped); nil on timeout, close or EOF.
-    func receiveJSON() async -> [String: Any]? {
+    public func receiveJSON() async -> [String: Any]? {
         let text = await offload { () -> String? in
             while let message = self.receiveBlocking() {
                 switch message {
@@ -52,12 +51,12 @@ final class WebSocketTestClient: @unchecked Sendable {
         return text.flatMap { (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any] }
     }
 
-    func receiveClose() async -> WebSocketCloseCode?? {
+    public func receiveClose() async -> WebSocketCloseCode?? {
         await offload { self.receiveCloseBlocking() }
     }
 
     /// The next message or control frame; nil on timeout, EOF, or a frame the reader refuses.
-    func receiveBlocking() -> WebSocketMessage? {
+    public func receiveBlocking() -> WebSocketMessage? {
         while true {
             switch reader.next() {
             case .message(let message): return message
@@ -70,7 +69,7 @@ final class WebSocketTestClient: @unchecked Sendable {
     }
 
     /// Skips pings and returns the close frame's code, or nil if the connection ends without one.
-    func receiveCloseBlocking() -> WebSocketCloseCode?? {
+    public func receiveCloseBlocking() -> WebSocketCloseCode?? {
         while let message = receiveBlocking() {
             if case .close(let code, _) = message { return .some(code) }
         }

@@ -1,5 +1,4 @@
 import Foundation
-import RoostTestSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -9,18 +8,18 @@ import Glibc
 ///
 /// `@unchecked Sendable`: a test hands a client to at most one other task at a time (a
 /// trickling writer), which only sends while the test only reads.
-final class TestClient: @unchecked Sendable {
-    let fd: Int32
+public final class TestClient: @unchecked Sendable {
+    public let fd: Int32
     private var pending: [UInt8] = []
 
-    struct Response {
-        let status: Int
-        let headers: [String: String]
-        let body: [UInt8]
-        var text: String { String(decoding: body, as: UTF8.self) }
+    public struct Response: Sendable {
+        public let status: Int
+        public let headers: [String: String]
+        public let body: [UInt8]
+        public var text: String { String(decoding: body, as: UTF8.self) }
     }
 
-    init(port: UInt16, receiveBuffer: Int32? = nil) throws {
+    public init(port: UInt16, receiveBuffer: Int32? = nil) throws {
         guard let fd = connectToLoopback(port: port, receiveBuffer: receiveBuffer) else {
             throw TestClientError("connect failed: errno \(errno)")
         }
@@ -29,14 +28,14 @@ final class TestClient: @unchecked Sendable {
 
     deinit { close(fd) }
 
-    func setTimeout(seconds: Double) {
+    public func setTimeout(seconds: Double) {
         var value = timeval(tv_sec: Int(seconds), tv_usec: Int((seconds - Double(Int(seconds))) * 1e6))
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &value, socklen_t(MemoryLayout<timeval>.size))
     }
 
-    func send(_ text: String) { send(Array(text.utf8)) }
+    public func send(_ text: String) { send(Array(text.utf8)) }
 
-    func send(_ bytes: [UInt8]) {
+    public func send(_ bytes: [UInt8]) {
         var offset = 0
         while offset < bytes.count {
             let sent = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
@@ -46,7 +45,7 @@ final class TestClient: @unchecked Sendable {
     }
 
     /// Reads up to `max` bytes once; [] on EOF or reset; nil on timeout or error.
-    func readSome(max: Int = 65_536) -> [UInt8]? {
+    public func readSome(max: Int = 65_536) -> [UInt8]? {
         if !pending.isEmpty {
             defer { pending = [] }
             return pending
@@ -60,17 +59,17 @@ final class TestClient: @unchecked Sendable {
 
     /// Reads one complete HTTP response off the cooperative threads (which the server's
     /// handlers need): tests must never block them.
-    func readResponse() async -> Response? {
+    public func readResponse() async -> Response? {
         await offload { self.readResponseBlocking() }
     }
 
     /// True when the server closes the connection within the receive timeout.
-    func waitForClose() async -> Bool {
+    public func waitForClose() async -> Bool {
         await offload { self.waitForCloseBlocking() }
     }
 
     /// Reads one complete HTTP response (Content-Length framed); nil on timeout or EOF.
-    func readResponseBlocking() -> Response? {
+    public func readResponseBlocking() -> Response? {
         var data = pending
         pending = []
         func find(_ needle: [UInt8]) -> Int? {
@@ -102,7 +101,7 @@ final class TestClient: @unchecked Sendable {
         return Response(status: status, headers: headers, body: Array(data[bodyStart..<(bodyStart + length)]))
     }
 
-    func waitForCloseBlocking() -> Bool {
+    public func waitForCloseBlocking() -> Bool {
         while true {
             guard let bytes = readSome() else { return false }
             if bytes.isEmpty { return true }
@@ -110,9 +109,9 @@ final class TestClient: @unchecked Sendable {
     }
 }
 
-struct TestClientError: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
+public struct TestClientError: Error, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
 }
 
 

@@ -1,0 +1,33 @@
+import Foundation
+
+/// A JSON API client on one keep-alive connection, replaced when the server closes it.
+public final class APIClient: @unchecked Sendable {
+    // `@unchecked Sendable`: used by one test at a time, like the TestClient it holds.
+    public private(set) var client: TestClient
+    public let port: UInt16
+
+    public init(client: TestClient, port: UInt16) {
+        self.client = client
+        self.port = port
+    }
+
+    public convenience init(port: UInt16) throws {
+        self.init(client: try TestClient(port: port), port: port)
+    }
+
+    /// One JSON request and its answer; reconnects when the server closed the connection.
+    public func call(_ method: String, _ path: String, _ body: [String: Any]? = nil, token: String? = nil) async throws -> (Int, [String: Any]) {
+        let data = try body.map { try JSONSerialization.data(withJSONObject: $0) } ?? Data()
+        let auth = token.map { "Authorization: Bearer \($0)\r\n" } ?? ""
+        client.send("\(method) \(path) HTTP/1.1\r\n\(auth)Content-Type: application/json\r\nContent-Length: \(data.count)\r\n\r\n"
+                    + String(decoding: data, as: UTF8.self))
+        guard let response = await client.readResponse() else { throw TestClientError("no response to \(method) \(path)") }
+        if response.headers["connection"] == "close" { try reconnect() }
+        let object = response.body.isEmpty ? [:] : (try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any] ?? [:])
+        return (response.status, object)
+    }
+
+    public func reconnect() throws {
+        client = try TestClient(port: port)
+    }
+}
