@@ -101,8 +101,10 @@ struct StreamNodesTests {
             var client = try APIClient(port: portA)
             var onB = false
             var acknowledged: [Int] = []
+            let deadline = ContinuousClock.now + .seconds(60)
             for index in 0..<80 {
                 while true {
+                    guard ContinuousClock.now < deadline else { throw TestClientError("no node took the posts within 60 s") }
                     do {
                         let (status, message) = try await client.call("POST", "/v1/groups/\(group)/messages",
                                                                       ["client_msg_id": "k\(index)", "text": "load \(index)", "kind": "chat"], token: token)

@@ -118,7 +118,7 @@ final class EventLoop: @unchecked Sendable {
 
     /// Forgets `fd`; the caller closes it afterwards.
     func deregister(_ fd: Int32) {
-        guard Int(fd) < slots.count, slots[Int(fd)] != nil else { return }
+        guard fd >= 0, Int(fd) < slots.count, slots[Int(fd)] != nil else { return }
         epoll_ctl(epollFD, EPOLL_CTL_DEL, fd, nil)
         slots[Int(fd)] = nil
     }

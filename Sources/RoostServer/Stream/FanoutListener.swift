@@ -17,6 +17,9 @@ final class FanoutListener: EventHandler, @unchecked Sendable {
     private let log: Log
     private var loop: EventLoop?
     private var listener: PostgresListener?
+    /// The descriptor registered for `listener`: libpq reports -1 once the connection is lost,
+    /// so it is remembered to take it out of epoll before libpq closes it.
+    private var registered: Int32 = -1
     private var stopped = false
     private let connectQueue = DispatchQueue(label: "roost.fanout.listen")
 
@@ -45,7 +48,8 @@ final class FanoutListener: EventHandler, @unchecked Sendable {
     private func attach(_ listener: PostgresListener) {
         guard let loop, !stopped else { return }
         do {
-            try loop.register(listener.socket, self)
+            registered = listener.socket
+            try loop.register(registered, self)
             self.listener = listener
         } catch {
             log.error("fanout: cannot watch the LISTEN connection", ["error": "\(error)"])
@@ -54,9 +58,10 @@ final class FanoutListener: EventHandler, @unchecked Sendable {
     }
 
     private func detach() {
-        guard let listener, let loop else { return }
-        loop.deregister(listener.socket)
-        self.listener = nil
+        guard listener != nil, let loop else { return }
+        loop.deregister(registered)
+        registered = -1
+        listener = nil  // libpq closes the socket, now out of epoll
     }
 
     func handleEvent(readable: Bool, writable: Bool) {
