@@ -32,6 +32,7 @@ struct DatabaseRestartTests {
         for port in [a.port, b.port] {
             let client = try await WebSocketTestClient.connect(port: port, path: "/v1/stream", token: token)
             #expect(await client.receiveJSON()?["type"] as? String == "ready")
+            client.sendText(#"{"type":"resume","cursors":{}}"#)  // live at once
             streams.append((port, client, []))
         }
 

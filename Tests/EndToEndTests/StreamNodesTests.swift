@@ -59,6 +59,7 @@ struct StreamNodesTests {
         }
         #expect(try await onA.call("POST", "/v1/invitations/accept", ["token": token], token: member.token).0 == 200)
 
+        // This client never sends a frame: live delivery starts by itself shortly after `ready`.
         let stream = try await WebSocketTestClient.connect(port: b.port, path: "/v1/stream", token: member.token)
         #expect(await stream.receiveJSON()?["type"] as? String == "ready")
         var posted: [Int] = []
@@ -92,8 +93,10 @@ struct StreamNodesTests {
         let group = try #require(try await onA.call("POST", "/v1/groups", ["name": "Crash"], token: owner.token).1["id"] as? String)
         let onStreamA = try await WebSocketTestClient.connect(port: a.port, path: "/v1/stream", token: owner.token)
         let onStreamB = try await WebSocketTestClient.connect(port: b.port, path: "/v1/stream", token: owner.token)
-        #expect(await onStreamA.receiveJSON()?["type"] as? String == "ready")
-        #expect(await onStreamB.receiveJSON()?["type"] as? String == "ready")
+        for stream in [onStreamA, onStreamB] {
+            #expect(await stream.receiveJSON()?["type"] as? String == "ready")
+            stream.sendText(#"{"type":"resume","cursors":{}}"#)  // live at once
+        }
 
         // The writer posts to A, and after A dies retries the same client_msg_id on B (idempotent).
         let (portA, portB, token) = (a.port, b.port, owner.token)

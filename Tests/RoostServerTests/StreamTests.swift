@@ -31,10 +31,15 @@ struct StreamTests {
         return try #require(body["seq"] as? Int)
     }
 
-    func stream(_ api: APIFixture, _ person: Person) async throws -> (WebSocketTestClient, [String: Any]) {
+    /// A stream past `ready`; with `live`, past an empty resume too, so live events flow at once.
+    func stream(_ api: APIFixture, _ person: Person, live: Bool = true) async throws -> (WebSocketTestClient, [String: Any]) {
         let client = try await WebSocketTestClient.connect(port: api.test.port, path: "/v1/stream", token: person.token)
         let ready = try #require(await client.receiveJSON())
         #expect(ready["type"] as? String == "ready")
+        if live {
+            client.sendText(#"{"type":"resume","cursors":{}}"#)
+            #expect(await client.receiveJSON()?["type"] as? String == "resumed")
+        }
         return (client, ready)
     }
 
@@ -71,7 +76,7 @@ struct StreamTests {
         let oak = try await group(api, owner, "Oak")
         let ash = try await group(api, owner, "Ash")
         for index in 0..<30 { _ = try await post(api, oak, "before \(index)", as: owner) }
-        let (client, _) = try await stream(api, owner)
+        let (client, _) = try await stream(api, owner, live: false)
 
         // Writers keep posting to both groups while the replay runs.
         let (port, token) = (api.test.port, owner.token)
@@ -103,6 +108,78 @@ struct StreamTests {
         }
         #expect(seen[oak] == Array(6...Int(lastSeq[0])))
         #expect(seen[ash] == Array(1...Int(lastSeq[1])))
+        await api.stop()
+    }
+
+    @Test func clientsThatDropAndResumeAtRandomCursorsUnderLoadEndWithEveryEventOnceInOrder() async throws {
+        let api = try APIFixture(stream: true)
+        let owner = try await person(api, "kai@example.org")
+        let groups = [try await group(api, owner, "North"), try await group(api, owner, "South")]
+        let (port, token) = (api.test.port, owner.token)
+        // Three writers post to both groups throughout.
+        let writers = (0..<3).map { writer in
+            Task {
+                let client = try APIFixture.Client(port: port)
+                for index in 0..<30 {
+                    let (status, _) = try await client.call("POST", "/v1/groups/\(groups[index % 2])/messages",
+                                                            ["client_msg_id": "w\(writer)-\(index)", "text": "w\(writer) \(index)", "kind": "chat"],
+                                                            token: token)
+                    #expect(status == 201)
+                }
+            }
+        }
+        // Three clients, each on up to five connections: every connection resumes each group from
+        // a random cursor at or before what the client has seen, reads a random number of
+        // frames, and drops. Per connection, each group's events must run on from its cursor by one.
+        let readers = (0..<3).map { reader in
+            Task { () -> [String: Int] in
+                var seen = Dictionary(uniqueKeysWithValues: groups.map { ($0, 0) })
+                var generator = SystemRandomNumberGenerator()
+                for round in 0..<5 {
+                    let client = try await WebSocketTestClient.connect(port: port, path: "/v1/stream", token: token)
+                    _ = await client.receiveJSON()
+                    var expected = seen.mapValues { $0 == 0 ? 0 : Int.random(in: max(0, $0 - 5)...$0, using: &generator) }
+                    let cursors = expected.map { "\"\($0.key)\":\($0.value)" }.joined(separator: ",")
+                    client.sendText("{\"type\":\"resume\",\"cursors\":{\(cursors)}}")
+                    let frames = round == 4 ? Int.max : Int.random(in: 1...40, using: &generator)
+                    var read = 0
+                    var resumed = false
+                    while read < frames || !resumed {
+                        guard let frame = await client.receiveJSON() else { break }
+                        read += 1
+                        if frame["type"] as? String == "resumed" {
+                            resumed = true
+                            if round == 4 { break }
+                            continue
+                        }
+                        guard let group = frame["group_id"] as? String, let seq = frame["seq"] as? Int else { continue }
+                        #expect(seq == expected[group]! + 1, "reader \(reader) round \(round): \(seq) after \(expected[group]!)")
+                        expected[group] = seq
+                        seen[group] = max(seen[group]!, seq)
+                    }
+                }
+                return seen
+            }
+        }
+        for writer in writers { try await writer.value }
+        let last = try await api.inTenant { _, connection in
+            try Dictionary(uniqueKeysWithValues: groups.map { ($0, Int(try GroupStore().group(id: UUID(uuidString: $0)!, on: connection)!.lastSeq)) })
+        }
+        for reader in readers {
+            var seen = try await reader.value
+            // The last connection resumed after every writer may still have been posting: catch up now.
+            let client = try await WebSocketTestClient.connect(port: port, path: "/v1/stream", token: token)
+            _ = await client.receiveJSON()
+            client.sendText("{\"type\":\"resume\",\"cursors\":{\(seen.map { "\"\($0.key)\":\($0.value)" }.joined(separator: ","))}}")
+            var expected = seen
+            while let frame = await client.receiveJSON(), frame["type"] as? String != "resumed" {
+                guard let group = frame["group_id"] as? String, let seq = frame["seq"] as? Int else { continue }
+                #expect(seq == expected[group]! + 1)
+                expected[group] = seq
+                seen[group] = seq
+            }
+            #expect(seen == last)
+        }
         await api.stop()
     }
 

@@ -11,11 +11,19 @@ import Synchronization
 /// Exactly once, per group: the hub delivers live events in seq order; `lastSent` is the
 /// highest seq this connection has sent, and anything at or below it is dropped. While a group
 /// is being replayed its live events are held back, then sent after the replay if still newer.
+///
+/// Live delivery starts with the client's first frame (normally its `resume`) or `liveGrace`
+/// after `ready`, whichever comes first; until then live events wait. A client that resumes
+/// right after `ready` thus never sees a live event ahead of the replay it asked for. A resume
+/// of a group that has gone live since replays from the cursor again, so events the client
+/// already had on this connection may repeat (in order); clients drop seqs at or below their
+/// cursor.
 final class StreamSession: WebSocketSession, StreamSubscriber {
     struct State {
         var channel: WebSocketChannel?
-        /// Until `ready` is out, live events wait here (the starting point is not known yet).
-        var starting: [(StreamEvent, [UInt8])]? = []
+        /// Until live delivery starts (see above), live events wait here.
+        var pending: [(StreamEvent, [UInt8])]? = []
+        var readySent = false
         var lastSent: [UUID: Int64] = [:]
         var replaying: [UUID: [(StreamEvent, [UInt8])]] = [:]
         var closed = false
@@ -30,8 +38,10 @@ final class StreamSession: WebSocketSession, StreamSubscriber {
     private let queueLimit: Int
     private let state = Mutex(State())
     static let replayPage = 200
+    private let liveGrace: Duration
 
-    init(user: User, sessionHash: String, hub: FanoutHub, pool: ConnectionPool, queueLimit: Int) {
+    init(user: User, sessionHash: String, hub: FanoutHub, pool: ConnectionPool, queueLimit: Int, liveGrace: Duration = .seconds(2)) {
+        self.liveGrace = liveGrace
         tenantID = user.tenantID
         userID = user.id
         self.sessionHash = sessionHash
@@ -73,12 +83,22 @@ final class StreamSession: WebSocketSession, StreamSubscriber {
             state.withLock { state in
                 for (group, seq) in standing { state.lastSent[group] = seq }
                 channel.send(frame: StreamFrames.groups(type: "ready", userID: user, standing))
-                for (event, frame) in state.starting ?? [] { Self.send(event, frame, &state) }
-                state.starting = nil
+                state.readySent = true
             }
+            try? await Task.sleep(for: liveGrace)
+            state.withLock { state in Self.goLive(except: [], &state) }
         } catch {
             channel.close(.tryAgainLater, reason: "database unavailable")
         }
+    }
+
+    /// Sends the waiting live events (but those of `replayed` groups, which their replay takes
+    /// over) and delivers live from now on.
+    private static func goLive(except replayed: Set<UUID>, _ state: inout State) {
+        guard let pending = state.pending, state.readySent else { return }
+        state.pending = nil
+        for (event, frame) in pending where !replayed.contains(event.group) { send(event, frame, &state) }
+        for (event, frame) in pending where replayed.contains(event.group) { state.replaying[event.group]?.append((event, frame)) }
     }
 
     func received(_ message: WebSocketMessage, on channel: WebSocketChannel) {
@@ -116,7 +136,7 @@ final class StreamSession: WebSocketSession, StreamSubscriber {
     /// to drain between pages, then hands the group back to the live flow.
     private func resume(_ cursors: [(UUID, Int64)], on channel: WebSocketChannel) async {
         // Wait for `ready`: replay starts from a settled state.
-        while state.withLock({ $0.starting != nil && !$0.closed }) { try? await Task.sleep(for: .milliseconds(2)) }
+        while state.withLock({ !$0.readySent && !$0.closed }) { try? await Task.sleep(for: .milliseconds(2)) }
         // Only the user's own groups are replayed; others are named in an error.
         let (cursors, unknown) = state.withLock { state -> ([(UUID, Int64)], [UUID]) in
             var known: [(UUID, Int64)] = []
@@ -130,6 +150,7 @@ final class StreamSession: WebSocketSession, StreamSubscriber {
                 state.replaying[group] = []
                 known.append((group, cursor))
             }
+            Self.goLive(except: Set(known.map(\.0)), &state)
             return (known, unknown)
         }
         if !unknown.isEmpty {
@@ -184,8 +205,8 @@ final class StreamSession: WebSocketSession, StreamSubscriber {
     func deliver(_ event: StreamEvent, frame: [UInt8]) {
         state.withLock { state in
             guard !state.closed else { return }
-            if state.starting != nil {
-                state.starting!.append((event, frame))
+            if state.pending != nil {
+                state.pending!.append((event, frame))
             } else if state.replaying[event.group] != nil {
                 state.replaying[event.group]!.append((event, frame))
             } else {
@@ -198,7 +219,7 @@ final class StreamSession: WebSocketSession, StreamSubscriber {
         state.withLock { state in
             state.lastSent.removeValue(forKey: group)
             state.replaying.removeValue(forKey: group)
-            state.starting?.removeAll { $0.0.group == group }
+            state.pending?.removeAll { $0.0.group == group }
             state.channel?.send(frame: notice)
         }
     }
