@@ -45,6 +45,12 @@ let package = Package(
             name: "roost",
             dependencies: ["RoostServer"]
         ),
+        // The system benchmark: drives a running server from outside with an epoll client loop.
+        .executableTarget(
+            name: "roost-bench",
+            dependencies: ["RoostServer", "RoostPersistence", "RoostProtocol", "CLinuxEvents"],
+            path: "Benchmarks/RoostBench"
+        ),
         // Micro-benchmark of the codecs (release build; prints figures, asserts nothing).
         .executableTarget(
             name: "roost-protocol-bench",

@@ -1,0 +1,122 @@
+import CLinuxEvents
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Monotonic nanoseconds.
+func now() -> UInt64 {
+    var time = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &time)
+    return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
+}
+
+func milliseconds(_ nanoseconds: UInt64) -> String { String(format: "%.2f ms", Double(nanoseconds) / 1e6) }
+
+/// The value at fraction `q` of sorted samples (nearest rank).
+func percentile(_ sorted: [UInt64], _ q: Double) -> UInt64 {
+    guard !sorted.isEmpty else { return 0 }
+    return sorted[min(sorted.count - 1, max(0, Int((Double(sorted.count) * q).rounded(.up)) - 1))]
+}
+
+/// CPU seconds (user + system) a process has used, from /proc/PID/stat.
+func cpuSeconds(pid: Int32) -> Double {
+    guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+          let close = text.lastIndex(of: ")") else { return 0 }
+    let fields = text[text.index(after: close)...].split(separator: " ")
+    // After the command: state is field 3; utime and stime are fields 14 and 15 (1-based).
+    guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
+    return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+}
+
+/// A line of `/proc/PID/status` in kB, e.g. `VmRSS`.
+func statusKilobytes(pid: Int32, _ field: String) -> Int {
+    guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return 0 }
+    for line in text.split(separator: "\n") where line.hasPrefix(field + ":") {
+        return Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "0") ?? 0
+    }
+    return 0
+}
+
+func raiseDescriptorLimit() {
+    var limit = rlimit()
+    getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+    limit.rlim_cur = limit.rlim_max
+    setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+}
+
+struct BenchError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// A blocking HTTP/1.1 keep-alive client for posting (one per poster thread).
+final class HTTPPoster {
+    private var fd: Int32 = -1
+    private let port: UInt16
+    private var buffer: [UInt8] = []
+
+    init(port: UInt16) throws {
+        self.port = port
+        try connect()
+    }
+
+    deinit { if fd >= 0 { Glibc.close(fd) } }
+
+    private func connect() throws {
+        if fd >= 0 { Glibc.close(fd) }
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var one: Int32 = 1
+        setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard result == 0 else { throw BenchError("cannot connect to 127.0.0.1:\(port)") }
+        buffer = []
+    }
+
+    /// Sends one request and returns the status and body.
+    func request(_ method: String, _ path: String, body: String, token: String) throws -> (Int, String) {
+        let bytes = Array(body.utf8)
+        let head = "\(method) \(path) HTTP/1.1\r\nHost: bench\r\nAuthorization: Bearer \(token)\r\n"
+            + "Content-Type: application/json\r\nContent-Length: \(bytes.count)\r\n\r\n"
+        let request = Array(head.utf8) + bytes
+        var offset = 0
+        while offset < request.count {
+            let sent = request[offset...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            guard sent > 0 else { throw BenchError("send failed") }
+            offset += sent
+        }
+        var chunk = [UInt8](repeating: 0, count: 16_384)
+        while true {
+            if let end = find(Array("\r\n\r\n".utf8)) {
+                let header = String(decoding: buffer[0..<end], as: UTF8.self)
+                let status = Int(header.split(separator: " ")[1]) ?? 0
+                let length = header.split(separator: "\r\n").first { $0.lowercased().hasPrefix("content-length:") }
+                    .flatMap { Int($0.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) } ?? 0
+                if buffer.count >= end + 4 + length {
+                    let text = String(decoding: buffer[(end + 4)..<(end + 4 + length)], as: UTF8.self)
+                    buffer.removeFirst(end + 4 + length)
+                    return (status, text)
+                }
+            }
+            let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            guard count > 0 else { throw BenchError("connection closed") }
+            buffer += chunk[0..<count]
+        }
+    }
+
+    private func find(_ needle: [UInt8]) -> Int? {
+        guard buffer.count >= needle.count else { return nil }
+        for index in 0...(buffer.count - needle.count) where buffer[index] == needle[0] && Array(buffer[index..<(index + needle.count)]) == needle {
+            return index
+        }
+        return nil
+    }
+}
