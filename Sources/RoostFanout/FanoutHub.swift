@@ -1,5 +1,6 @@
 import Foundation
 import RoostPersistence
+import RoostProtocol
 import Synchronization
 
 /// One live stream connection, as the hub sees it. Calls come from the hub's tasks, one group's
@@ -126,7 +127,10 @@ public final class FanoutHub: Sendable {
         for group in groups { startReading(group) }
     }
 
-    private func handle(_ payload: String) {
+    private func handle(_ notification: String) {
+        // An event's notice may carry its frame after a newline (GroupEventLog's formats).
+        let split = notification.firstIndex(of: "\n")
+        let payload = split.map { notification[..<$0] } ?? notification[...]
         let parts = payload.split(separator: "/", omittingEmptySubsequences: false)
         switch parts.first {
         case "g" where parts.count == 3:
@@ -143,18 +147,32 @@ public final class FanoutHub: Sendable {
             guard parts.count == 3 || parts.count == 4, let tenant = UUID(uuidString: String(parts[0])),
                   let group = UUID(uuidString: String(parts[1])), let seq = Int64(parts[2]) else { return }
             let subject = parts.count == 4 ? UUID(uuidString: String(parts[3])) : nil
-            let follow = state.withLock { state -> Bool in
+            enum Next { case ignore, read, deliver }
+            let next = state.withLock { state -> Next in
                 if state.groups[group] == nil {
                     // Nobody here follows the group, unless this event is about someone who
                     // streams here (a member who just joined starts receiving it at once).
-                    guard let subject, let streams = state.byUser[subject], !streams.isEmpty else { return false }
+                    guard let subject, let streams = state.byUser[subject], !streams.isEmpty else { return .ignore }
                     state.groups[group] = GroupState(tenant: tenant, delivered: seq - 1, subscribers: streams)
                     for id in streams.keys { state.groupsOf[id, default: []].insert(group) }
                 }
-                state.groups[group]!.wanted = max(state.groups[group]!.wanted, seq)
-                return true
+                let found = state.groups[group]!
+                if let delivered = found.delivered, seq <= delivered { return .ignore }
+                // The next event in line, with its frame at hand and no reader busy: no read needed.
+                if split != nil && !found.reading && (found.delivered.map { $0 == seq - 1 } ?? true) && found.wanted < seq {
+                    return .deliver
+                }
+                state.groups[group]!.wanted = max(found.wanted, seq)
+                return .read
             }
-            if follow { startReading(group) }
+            switch next {
+            case .ignore: return
+            case .read: startReading(group)
+            case .deliver:
+                let frame = String(notification[notification.index(after: split!)...])
+                let name = Self.eventName(inFrame: frame) ?? ""
+                deliver(StreamEvent(group: group, seq: seq, event: name, at: "", data: ""), frame: WebSocketFrameEncoder.text(frame), subject: subject)
+            }
         }
     }
 
@@ -222,17 +240,22 @@ public final class FanoutHub: Sendable {
                 }
                 continue
             }
-            for event in page { deliver(event) }
+            for event in page {
+                let subject = event.event.hasPrefix("member.") ? Self.userID(in: event.data) : nil
+                deliver(event, frame: StreamFrames.event(event), subject: subject)
+            }
         }
     }
 
-    private func deliver(_ event: StreamEvent) {
-        let frame = StreamFrames.event(event)
-        let membership = event.event.hasPrefix("member.") ? Self.userID(in: event.data) : nil
+    /// Hands one event to the group's subscribers (in seq order: callers guarantee it) and applies
+    /// what a membership event means for this node's streams; `subject` is the member it is about.
+    private func deliver(_ event: StreamEvent, frame: [UInt8], subject: UUID?) {
+        let membership = subject
         var leaving: [any StreamSubscriber] = []
         let receivers = state.withLock { state -> [any StreamSubscriber] in
             guard state.groups[event.group] != nil else { return [] }
             state.groups[event.group]!.delivered = event.seq
+            state.groups[event.group]!.wanted = max(state.groups[event.group]!.wanted, event.seq)
             if let user = membership, event.event == "member.joined" {
                 for (id, subscriber) in state.byUser[user] ?? [:] {
                     state.groups[event.group]!.subscribers[id] = subscriber
@@ -253,6 +276,13 @@ public final class FanoutHub: Sendable {
             let notice = StreamFrames.groupRemoved(event.group, reason: event.event == "member.left" ? "left" : "removed")
             for subscriber in leaving { subscriber.removed(from: event.group, notice: notice) }
         }
+    }
+
+    /// The `event` name in an event frame built by `StreamEvent.frameJSON`.
+    static func eventName(inFrame frame: String) -> String? {
+        guard let start = frame.range(of: "\"event\":\"") else { return nil }
+        let rest = frame[start.upperBound...]
+        return rest.firstIndex(of: "\"").map { String(rest[..<$0]) }
     }
 
     /// `user_id` of a membership event's data.

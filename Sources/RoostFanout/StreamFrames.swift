@@ -6,12 +6,7 @@ import RoostProtocol
 /// event's frame is built once per node and the same bytes go to every subscriber.
 public enum StreamFrames {
     public static func event(_ event: StreamEvent) -> [UInt8] {
-        WebSocketFrameEncoder.text(eventJSON(event))
-    }
-
-    public static func eventJSON(_ event: StreamEvent) -> String {
-        "{\"type\":\"event\",\"group_id\":\"\(event.group.uuidString.lowercased())\",\"seq\":\(event.seq),"
-            + "\"event\":\(JSONString.quote(event.event)),\"at\":\(JSONString.quote(event.at)),\"data\":\(event.data)}"
+        WebSocketFrameEncoder.text(event.frameJSON)
     }
 
     /// `{"type":"notice","event":..,"data":{"group_id":..,"reason":..}}` for a group the user left.

@@ -20,18 +20,25 @@ extension PostgresConnection {
         retries: Int = 0,
         _ body: (PostgresConnection) throws -> Result
     ) throws -> Result {
+        try withTransaction(isolation: isolation, retries: retries, prelude: "", body)
+    }
+
+    private func withTransaction<Result>(
+        isolation: IsolationLevel, retries: Int, prelude: String, _ body: (PostgresConnection) throws -> Result
+    ) throws -> Result {
         var attempt = 0
         while true {
             do {
-                return try runTransactionOnce(isolation: isolation, body)
+                return try runTransactionOnce(isolation: isolation, prelude: prelude, body)
             } catch let error as DatabaseError where error.isRetryableTransactionFailure && attempt < retries {
                 attempt += 1
             }
         }
     }
 
-    /// A transaction in which row-level security sees only `tenant`'s rows
-    /// (`set_config('roost.tenant_id', ..., true)` is `SET LOCAL` with a parameter).
+    /// A transaction in which row-level security sees only `tenant`'s rows. The tenant is set
+    /// with `SET LOCAL` in the same round trip as `BEGIN` (a UUID's text is hex and dashes only,
+    /// so it is safe to write into the statement).
     @discardableResult
     public func withTenantTransaction<Result>(
         _ tenant: UUID,
@@ -39,16 +46,19 @@ extension PostgresConnection {
         retries: Int = 0,
         _ body: (PostgresConnection) throws -> Result
     ) throws -> Result {
-        try withTransaction(isolation: isolation, retries: retries) { connection in
-            try connection.query("SELECT set_config('roost.tenant_id', \(tenant.uuidString.lowercased()), true)")
-            return try body(connection)
-        }
+        try withTransaction(isolation: isolation, retries: retries,
+                            prelude: "; SET LOCAL roost.tenant_id = '\(tenant.uuidString.lowercased())'", body)
     }
 
     private func runTransactionOnce<Result>(
-        isolation: IsolationLevel, _ body: (PostgresConnection) throws -> Result
+        isolation: IsolationLevel, prelude: String, _ body: (PostgresConnection) throws -> Result
     ) throws -> Result {
-        try run(script: "BEGIN ISOLATION LEVEL \(isolation.sql)")
+        do {
+            try run(script: "BEGIN ISOLATION LEVEL \(isolation.sql)" + prelude)
+        } catch {
+            rollBackQuietly()  // BEGIN took effect even if what followed it failed
+            throw error
+        }
         let result: Result
         do {
             result = try body(self)

@@ -1,4 +1,5 @@
 import Foundation
+import RoostProtocol
 
 /// A JSON document passed through as text (already encoded by the caller).
 public struct RawJSON: PostgresEncodable, Sendable {
@@ -23,6 +24,12 @@ public struct StreamEvent: Sendable, Equatable {
         self.at = at
         self.data = data
     }
+
+    /// The stream's `event` frame: `{"type":"event","group_id","seq","event","at","data"}`.
+    public var frameJSON: String {
+        "{\"type\":\"event\",\"group_id\":\"\(group.uuidString.lowercased())\",\"seq\":\(seq),"
+            + "\"event\":\(JSONString.quote(event)),\"at\":\(JSONString.quote(at)),\"data\":\(data)}"
+    }
 }
 
 /// One appended event: its group, its place in the group's log, and when it happened.
@@ -46,31 +53,66 @@ public struct GroupEventLog: Sendable {
 
     /// `subject`: the member a membership event is about, carried in the notification so a
     /// node can start (or stop) that member's streams on the group without reading the event.
+    /// One statement: take the seq, insert the event, notify.
     @discardableResult
     public func append(
         tenant: UUID, group: UUID, event: String, actorType: String?, actorID: UUID?, data: RawJSON, subject: UUID? = nil,
         on connection: PostgresConnection
     ) throws -> AppendedEvent {
+        guard let row = try connection.query("""
+            WITH next AS (UPDATE groups SET last_seq = last_seq + 1 WHERE id = \(group) RETURNING last_seq)
+            INSERT INTO group_events (tenant_id, group_id, seq, event, actor_type, actor_id, data)
+            SELECT \(tenant), \(group), last_seq, \(event), \(actorType), \(actorID), \(data) FROM next
+            RETURNING seq, created_at, \(unsafeRaw: Self.atText) AS at, data::text AS data
+            """).first else {
+            throw DatabaseError(.client, "group \(group) does not exist in this tenant")
+        }
+        let appended = try AppendedEvent(tenant: tenant, group: group, seq: row.decode(Int64.self, "seq"), at: row.decode(Date.self, "created_at"))
+        try notify(appended, event: event, at: row.decode(String.self, "at"), data: row.decode(String.self, "data"), subject: subject, on: connection)
+        return appended
+    }
+
+    /// Appends an event whose data names its own seq or time (a message carries both): the seq
+    /// and time are taken first, then `data` is built from them and the event inserted and
+    /// announced. Two statements.
+    @discardableResult
+    public func append(
+        tenant: UUID, group: UUID, event: String, actorType: String?, actorID: UUID?, subject: UUID? = nil,
+        on connection: PostgresConnection, data: (_ seq: Int64, _ at: String) throws -> RawJSON
+    ) throws -> (event: AppendedEvent, data: String) {
         guard let next = try connection.query("""
-            UPDATE groups SET last_seq = last_seq + 1 WHERE id = \(group) RETURNING last_seq
+            UPDATE groups SET last_seq = last_seq + 1 WHERE id = \(group)
+            RETURNING last_seq, now() AS created_at, \(unsafeRaw: Self.atText.replacingOccurrences(of: "created_at", with: "now()")) AS at
             """).first else {
             throw DatabaseError(.client, "group \(group) does not exist in this tenant")
         }
         let seq = try next.decode(Int64.self, "last_seq")
-        let at = try connection.query("""
+        let at = try next.decode(String.self, "at")
+        let row = try connection.query("""
             INSERT INTO group_events (tenant_id, group_id, seq, event, actor_type, actor_id, data)
-            VALUES (\(tenant), \(group), \(seq), \(event), \(actorType), \(actorID), \(data))
-            RETURNING created_at
-            """).rows[0].decode(Date.self, "created_at")
-        try Self.notify(Self.eventPayload(tenant: tenant, group: group, seq: seq, subject: subject), on: connection)
-        return AppendedEvent(tenant: tenant, group: group, seq: seq, at: at)
+            VALUES (\(tenant), \(group), \(seq), \(event), \(actorType), \(actorID), \(data(seq, at)))
+            RETURNING created_at, data::text AS data
+            """).rows[0]
+        let appended = AppendedEvent(tenant: tenant, group: group, seq: seq, at: try row.decode(Date.self, "created_at"))
+        let text = try row.decode(String.self, "data")
+        try notify(appended, event: event, at: at, data: text, subject: subject, on: connection)
+        return (appended, text)
     }
 
-    /// Replaces an event's data in the appending transaction (for data that can only be built
-    /// once the event's projections are written, such as a message with its seq).
-    public func setData(group: UUID, seq: Int64, data: RawJSON, on connection: PostgresConnection) throws {
-        try connection.query("UPDATE group_events SET data = \(data) WHERE group_id = \(group) AND seq = \(seq)")
+    /// RFC 3339 UTC with milliseconds, as the API writes times.
+    static let atText = #"to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')"#
+
+    /// Announces an appended event; the stream frame rides along when it fits in a notification
+    /// (PostgreSQL allows under 8000 bytes), so nodes need not read it back.
+    private func notify(_ appended: AppendedEvent, event: String, at: String, data: String, subject: UUID?,
+                        on connection: PostgresConnection) throws {
+        var payload = Self.eventPayload(tenant: appended.tenant, group: appended.group, seq: appended.seq, subject: subject)
+        let frame = StreamEvent(group: appended.group, seq: appended.seq, event: event, at: at, data: data).frameJSON
+        if payload.utf8.count + 1 + frame.utf8.count < Self.maxNotificationBytes { payload += "\n" + frame }
+        try Self.notify(payload, on: connection)
     }
+
+    static let maxNotificationBytes = 7900
 
     // MARK: - Notifications between nodes
     //
@@ -78,6 +120,7 @@ public struct GroupEventLog: Sendable {
     // serves. Payloads (all ids lower-case):
     //   "<tenant>/<group>/<seq>"        an event was appended
     //   "<tenant>/<group>/<seq>/<user>" a membership event about that user
+    //   either of those, then "\n" and the event's stream frame (JSON), when it fits
     //   "g/<tenant>/<group>"            a group was deleted
     //   "s/<tenant>/<token hash hex>"   a session ended (logout)
     //   "u/<tenant>/<user>"             an account ended (deletion): every session of it

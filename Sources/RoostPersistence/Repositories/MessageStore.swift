@@ -1,4 +1,5 @@
 import Foundation
+import RoostProtocol
 
 /// What a member posts (API.md "Messages and alerts"), already validated.
 public struct NewMessage: Sendable {
@@ -79,31 +80,46 @@ public struct MessageStore: Sendable {
         try connection.query("SELECT 1 FROM messages WHERE group_id = \(group) AND seq = \(seq)").first != nil
     }
 
-    /// Posts a message (and its alert): the `message.created` event, the projections, and the
-    /// event's data set to the finished message. Returns the seq and the message JSON. A repeat
-    /// of `client_msg_id` by the same author surfaces as `uniqueViolation`.
+    /// Posts a message (and its alert): the `message.created` event, whose data is the finished
+    /// message (built here, so no read-back is needed), and the projections, in three
+    /// statements. A repeat of `client_msg_id` by the same author surfaces as `uniqueViolation`.
     public func post(
-        tenant: UUID, group: UUID, authorType: String, authorID: UUID?, message: NewMessage, dedupKey: String? = nil, bridge: UUID? = nil,
-        on connection: PostgresConnection
+        tenant: UUID, group: UUID, authorType: String, authorID: UUID?, authorName: String, message: NewMessage,
+        dedupKey: String? = nil, bridge: UUID? = nil, on connection: PostgresConnection
     ) throws -> (seq: Int64, json: String) {
-        let log = GroupEventLog()
-        let event = try log.append(tenant: tenant, group: group, event: "message.created", actorType: authorType, actorID: authorID,
-                                   data: RawJSON("{}"), on: connection)
-        try connection.query("""
-            INSERT INTO messages (tenant_id, group_id, seq, author_type, author_id, kind, text, template, location, reply_to,
-                                  client_msg_id, created_at)
-            VALUES (\(tenant), \(group), \(event.seq), \(authorType), \(authorID), \(message.kind), \(message.text), \(message.template),
-                    \(message.location.map(RawJSON.init)), \(message.replyTo), \(message.clientMessageID), \(event.at))
-            """)
-        if message.kind == "alert" {
-            try connection.query("""
-                INSERT INTO alerts (tenant_id, group_id, seq, severity, opened_at, dedup_key, bridge_id)
-                VALUES (\(tenant), \(group), \(event.seq), \(message.severity ?? "amber"), \(event.at), \(dedupKey), \(bridge))
-                """)
+        let id = UUID()
+        let (event, json) = try GroupEventLog().append(
+            tenant: tenant, group: group, event: "message.created", actorType: authorType, actorID: authorID, on: connection
+        ) { seq, at in
+            RawJSON(Self.json(id: id, group: group, seq: seq, at: at, authorType: authorType, authorID: authorID, authorName: authorName,
+                              message: message, dedupKey: dedupKey))
         }
-        let json = try self.message(group: group, seq: event.seq, on: connection)!
-        try log.setData(group: group, seq: event.seq, data: RawJSON(json), on: connection)
+        try connection.query("""
+            WITH posted AS (
+                INSERT INTO messages (tenant_id, group_id, seq, id, author_type, author_id, kind, text, template, location, reply_to,
+                                      client_msg_id, created_at)
+                VALUES (\(tenant), \(group), \(event.seq), \(id), \(authorType), \(authorID), \(message.kind), \(message.text),
+                        \(message.template), \(message.location.map(RawJSON.init)), \(message.replyTo), \(message.clientMessageID), now())
+                RETURNING seq)
+            INSERT INTO alerts (tenant_id, group_id, seq, severity, opened_at, dedup_key, bridge_id)
+            SELECT \(tenant), \(group), seq, \(message.severity ?? "amber"), now(), \(dedupKey), \(bridge) FROM posted
+            WHERE \(message.kind) = 'alert'
+            """)
         return (event.seq, json)
+    }
+
+    /// A new message as the API shows it (the same shape `messageJSON` builds from the tables).
+    static func json(id: UUID, group: UUID, seq: Int64, at: String, authorType: String, authorID: UUID?, authorName: String,
+                     message: NewMessage, dedupKey: String?) -> String {
+        func quote(_ text: String?) -> String { text.map(JSONString.quote) ?? "null" }
+        let author = "{\"type\":\(quote(authorType)),\"id\":\(quote(authorID?.uuidString.lowercased())),\"display_name\":\(quote(authorName))}"
+        let alert = message.kind != "alert" ? "null"
+            : "{\"severity\":\(quote(message.severity ?? "amber")),\"status\":\"open\",\"opened_at\":\(quote(at)),\"closed_at\":null,"
+                + "\"closed_by\":null,\"resolution\":null,\"dedup_key\":\(quote(dedupKey)),\"repeat_count\":0,\"acks\":[]}"
+        return "{\"id\":\(quote(id.uuidString.lowercased())),\"group_id\":\(quote(group.uuidString.lowercased())),\"seq\":\(seq),"
+            + "\"kind\":\(quote(message.kind)),\"author\":\(author),\"text\":\(quote(message.text)),\"template\":\(quote(message.template)),"
+            + "\"location\":\(message.location ?? "null"),\"reply_to\":\(message.replyTo.map(String.init) ?? "null"),\"created_at\":\(quote(at)),"
+            + "\"client_msg_id\":\(quote(message.clientMessageID)),\"redacted\":false,\"alert\":\(alert)}"
     }
 
     /// Newest first, before `seq` (exclusive) when given.

@@ -248,7 +248,7 @@ struct AccountRoutes: Sendable {
 
     // MARK: - Helpers
 
-    private func sessionToken(_ context: RequestContext) throws(APIError) -> TenantToken {
+    func sessionToken(_ context: RequestContext) throws(APIError) -> TenantToken {
         try sessionToken(context.bearerToken)
     }
 
@@ -268,11 +268,12 @@ struct AccountRoutes: Sendable {
         let lifetime = sessionLifetime
         guard let user = try await pool.withConnection({ connection in
             try connection.withTenantTransaction(token.tenant) { try UserStore().sessionUser(tokenHash: token.hash, lifetime: lifetime, on: $0) }
-        }) else {
-            throw APIError(.unauthorized, code: "unauthenticated", message: "the session has ended or the token is not valid", headers: ["WWW-Authenticate": "Bearer"])
-        }
+        }) else { throw Self.sessionEnded }
         return user
     }
+
+    static let sessionEnded = APIError(.unauthorized, code: "unauthenticated", message: "the session has ended or the token is not valid",
+                                       headers: ["WWW-Authenticate": "Bearer"])
 
     private func findTenant(_ slug: String) async throws -> Tenant {
         // A slug of the wrong shape cannot exist: no query for it.

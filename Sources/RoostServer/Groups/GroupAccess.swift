@@ -25,9 +25,14 @@ extension AccountRoutes {
     func inGroup<Value: Sendable>(
         _ context: RequestContext, _ group: UUID, _ body: @escaping @Sendable (GroupCaller, PostgresConnection) throws -> Value
     ) async throws -> Value {
-        let user = try await authenticate(context)
+        // The session is checked in the same transaction: one round of BEGIN/COMMIT, not two.
+        let token = try sessionToken(context)
+        let lifetime = sessionLifetime
         return try await pool.withConnection { connection in
-            try connection.withTenantTransaction(user.tenantID) { connection in
+            try connection.withTenantTransaction(token.tenant) { connection in
+                guard let user = try UserStore().sessionUser(tokenHash: token.hash, lifetime: lifetime, on: connection) else {
+                    throw Self.sessionEnded
+                }
                 guard let role = try connection.query("""
                     SELECT role FROM memberships WHERE group_id = \(group) AND user_id = \(user.id) FOR UPDATE
                     """).first?.decode(String.self, "role") else { throw Self.noSuchGroup }

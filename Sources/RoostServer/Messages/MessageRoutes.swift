@@ -229,9 +229,6 @@ struct MessageRoutes: Sendable {
         do {
             let (created, json) = try await accounts.inGroup(context, group) { caller, connection -> (Bool, String) in
                 let store = MessageStore()
-                if let earlier = try store.idempotent(group: group, author: caller.user.id, clientMessageID: clientID, on: connection) {
-                    return (false, earlier)
-                }
                 var message = NewMessage(clientMessageID: clientID, text: text, kind: body.kind, severity: nil, template: nil,
                                          location: location, replyTo: body.replyTo)
                 if let key = body.template {
@@ -246,8 +243,9 @@ struct MessageRoutes: Sendable {
                 if let replyTo = body.replyTo, !(try store.exists(group: group, seq: replyTo, on: connection)) {
                     throw Self.invalid("reply_to must be a seq of this group", "reply_to")
                 }
+                // A repeated client_msg_id fails the insert (uniqueViolation), answered below.
                 let posted = try store.post(tenant: caller.user.tenantID, group: group, authorType: "user", authorID: caller.user.id,
-                                            message: message, on: connection)
+                                            authorName: caller.user.displayName, message: message, on: connection)
                 if message.severity == "amber" || message.severity == "red" {
                     try OutboxStore().enqueueAlertPushes(group: group, excluding: caller.user.id, alert: RawJSON(posted.json), on: connection)
                 }
