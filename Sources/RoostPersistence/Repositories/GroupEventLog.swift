@@ -59,17 +59,30 @@ public struct GroupEventLog: Sendable {
         tenant: UUID, group: UUID, event: String, actorType: String?, actorID: UUID?, data: RawJSON, subject: UUID? = nil,
         on connection: PostgresConnection
     ) throws -> AppendedEvent {
+        // The notice (with the event's frame, when it fits) is assembled by the same statement,
+        // the only place the seq is known before the round trip ends.
+        let header = "\(tenant.uuidString.lowercased())/\(group.uuidString.lowercased())/"
+        let suffix = subject.map { "/" + $0.uuidString.lowercased() } ?? ""
+        let framePrefix = "{\"type\":\"event\",\"group_id\":\"\(group.uuidString.lowercased())\",\"seq\":"
+        let frameMiddle = ",\"event\":\(JSONString.quote(event)),\"at\":\""
+        let frameSuffix = "\",\"data\":\(data.text)}"
         guard let row = try connection.query("""
-            WITH next AS (UPDATE groups SET last_seq = last_seq + 1 WHERE id = \(group) RETURNING last_seq)
-            INSERT INTO group_events (tenant_id, group_id, seq, event, actor_type, actor_id, data)
-            SELECT \(tenant), \(group), last_seq, \(event), \(actorType), \(actorID), \(data) FROM next
-            RETURNING seq, created_at, \(unsafeRaw: Self.atText) AS at, data::text AS data
+            WITH next AS (UPDATE groups SET last_seq = last_seq + 1 WHERE id = \(group) RETURNING last_seq),
+            inserted AS (
+                INSERT INTO group_events (tenant_id, group_id, seq, event, actor_type, actor_id, data)
+                SELECT \(tenant), \(group), last_seq, \(event), \(actorType), \(actorID), \(data) FROM next
+                RETURNING seq, created_at, \(unsafeRaw: Self.atText) AS at),
+            framed AS (
+                SELECT seq, created_at, \(header) || seq || \(suffix) AS header,
+                       \(framePrefix) || seq || \(frameMiddle) || at || \(frameSuffix) AS frame
+                FROM inserted)
+            SELECT seq, created_at, pg_notify(\(Self.channel), CASE WHEN octet_length(header) + octet_length(frame) < \(Self.maxNotificationBytes)
+                                                                  THEN header || E'\\n' || frame ELSE header END) AS notified
+            FROM framed
             """).first else {
             throw DatabaseError(.client, "group \(group) does not exist in this tenant")
         }
-        let appended = try AppendedEvent(tenant: tenant, group: group, seq: row.decode(Int64.self, "seq"), at: row.decode(Date.self, "created_at"))
-        try notify(appended, event: event, at: row.decode(String.self, "at"), data: row.decode(String.self, "data"), subject: subject, on: connection)
-        return appended
+        return try AppendedEvent(tenant: tenant, group: group, seq: row.decode(Int64.self, "seq"), at: row.decode(Date.self, "created_at"))
     }
 
     /// Appends an event whose data names its own seq or time (a message carries both): the seq
@@ -88,28 +101,28 @@ public struct GroupEventLog: Sendable {
         }
         let seq = try next.decode(Int64.self, "last_seq")
         let at = try next.decode(String.self, "at")
-        let row = try connection.query("""
-            INSERT INTO group_events (tenant_id, group_id, seq, event, actor_type, actor_id, data)
-            VALUES (\(tenant), \(group), \(seq), \(event), \(actorType), \(actorID), \(data(seq, at)))
-            RETURNING created_at, data::text AS data
-            """).rows[0]
-        let appended = AppendedEvent(tenant: tenant, group: group, seq: seq, at: try row.decode(Date.self, "created_at"))
-        let text = try row.decode(String.self, "data")
-        try notify(appended, event: event, at: at, data: text, subject: subject, on: connection)
-        return (appended, text)
+        let text = try data(seq, at).text
+        // Everything the notice needs is known now: insert and notify in one statement.
+        let payload = Self.payload(tenant: tenant, group: group, seq: seq, subject: subject, event: event, at: at, data: text)
+        try connection.query("""
+            WITH inserted AS (
+                INSERT INTO group_events (tenant_id, group_id, seq, event, actor_type, actor_id, data)
+                VALUES (\(tenant), \(group), \(seq), \(event), \(actorType), \(actorID), \(RawJSON(text)))
+                RETURNING seq)
+            SELECT pg_notify(\(Self.channel), \(payload)) FROM inserted
+            """)
+        return (AppendedEvent(tenant: tenant, group: group, seq: seq, at: try next.decode(Date.self, "created_at")), text)
     }
 
     /// RFC 3339 UTC with milliseconds, as the API writes times.
     static let atText = #"to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')"#
 
-    /// Announces an appended event; the stream frame rides along when it fits in a notification
-    /// (PostgreSQL allows under 8000 bytes), so nodes need not read it back.
-    private func notify(_ appended: AppendedEvent, event: String, at: String, data: String, subject: UUID?,
-                        on connection: PostgresConnection) throws {
-        var payload = Self.eventPayload(tenant: appended.tenant, group: appended.group, seq: appended.seq, subject: subject)
-        let frame = StreamEvent(group: appended.group, seq: appended.seq, event: event, at: at, data: data).frameJSON
-        if payload.utf8.count + 1 + frame.utf8.count < Self.maxNotificationBytes { payload += "\n" + frame }
-        try Self.notify(payload, on: connection)
+    /// The notice of an appended event: its header, then the stream frame when it fits
+    /// (PostgreSQL allows notifications under 8000 bytes), so nodes need not read it back.
+    static func payload(tenant: UUID, group: UUID, seq: Int64, subject: UUID?, event: String, at: String, data: String) -> String {
+        let payload = eventPayload(tenant: tenant, group: group, seq: seq, subject: subject)
+        let frame = StreamEvent(group: group, seq: seq, event: event, at: at, data: data).frameJSON
+        return payload.utf8.count + 1 + frame.utf8.count < maxNotificationBytes ? payload + "\n" + frame : payload
     }
 
     static let maxNotificationBytes = 7900

@@ -109,6 +109,29 @@ public struct UserStore: Sendable {
         return try decode(row)
     }
 
+    /// The user of a live session with their role in `group`, the membership row locked
+    /// FOR UPDATE, in one statement (the common case of every group request); nil when the
+    /// session is not live or the user is not a member (`sessionUser` then tells which).
+    public func sessionMember(tokenHash: [UInt8], group: UUID, lifetime: Int, on connection: PostgresConnection) throws -> (User, String)? {
+        let hash = Data(tokenHash)
+        guard let row = try connection.query("""
+            SELECT u.id, u.tenant_id, u.email, u.phone, u.email_verified, u.phone_verified, u.display_name,
+                   u.password_hash, u.created_at, s.last_used_at < now() - interval '1 minute' AS stale, m.role
+            FROM sessions s
+            JOIN users u ON u.tenant_id = s.tenant_id AND u.id = s.user_id
+            JOIN memberships m ON m.tenant_id = u.tenant_id AND m.user_id = u.id AND m.group_id = \(group)
+            WHERE s.token_hash = \(hash) AND s.expires_at > now() AND u.deleted_at IS NULL
+            FOR UPDATE OF m
+            """).first else { return nil }
+        if try row.decode(Bool.self, "stale") {
+            try connection.query("""
+                UPDATE sessions SET last_used_at = now(), expires_at = now() + \(lifetime) * interval '1 second'
+                WHERE token_hash = \(hash)
+                """)
+        }
+        return (try decode(row), try row.decode(String.self, "role"))
+    }
+
     /// Ends one session, and tells every node (its streams close with 1008); true if it existed.
     @discardableResult
     public func deleteSession(tokenHash: [UInt8], on connection: PostgresConnection) throws -> Bool {

@@ -25,17 +25,16 @@ extension AccountRoutes {
     func inGroup<Value: Sendable>(
         _ context: RequestContext, _ group: UUID, _ body: @escaping @Sendable (GroupCaller, PostgresConnection) throws -> Value
     ) async throws -> Value {
-        // The session is checked in the same transaction: one round of BEGIN/COMMIT, not two.
+        // The session and the membership are checked by one statement in the same transaction.
         let token = try sessionToken(context)
         let lifetime = sessionLifetime
         return try await pool.withConnection { connection in
             try connection.withTenantTransaction(token.tenant) { connection in
-                guard let user = try UserStore().sessionUser(tokenHash: token.hash, lifetime: lifetime, on: connection) else {
-                    throw Self.sessionEnded
+                guard let (user, role) = try UserStore().sessionMember(tokenHash: token.hash, group: group, lifetime: lifetime, on: connection) else {
+                    // Which answer: no session (401), or not a member of such a group (404).
+                    guard try UserStore().sessionUser(tokenHash: token.hash, lifetime: lifetime, on: connection) != nil else { throw Self.sessionEnded }
+                    throw Self.noSuchGroup
                 }
-                guard let role = try connection.query("""
-                    SELECT role FROM memberships WHERE group_id = \(group) AND user_id = \(user.id) FOR UPDATE
-                    """).first?.decode(String.self, "role") else { throw Self.noSuchGroup }
                 return try body(GroupCaller(user: user, role: role), connection)
             }
         }
