@@ -11,11 +11,20 @@ public protocol StreamSubscriber: AnyObject, Sendable {
     /// Lower-case hex SHA-256 of the session token the stream signed in with.
     var sessionHash: String { get }
     /// An event of a group this subscriber is on, with its frame (the same bytes for everyone).
-    func deliver(_ event: StreamEvent, frame: [UInt8])
+    /// To send it now, the subscriber adds its connection to `batch`; the hub then hands the
+    /// frame to every connection in the batch at once (one hop per event loop, not one per
+    /// subscriber).
+    func deliver(_ event: StreamEvent, frame: [UInt8], into batch: inout FrameBatch)
     /// The user is no longer in `group`: the hub has already stopped its events.
     func removed(from group: UUID, notice: [UInt8])
     /// The user's session (or account) ended: close with 1008.
     func sessionEnded()
+}
+
+/// Connections that are to get one frame, gathered while the hub walks a group's subscribers.
+public struct FrameBatch {
+    public var targets: [AnyObject] = []
+    public init() {}
 }
 
 /// The node's side of fanout (DESIGN.md "How a request flows", steps 4–5). Notifications name
@@ -52,11 +61,15 @@ public final class FanoutHub: Sendable {
     private let state = Mutex(State())
     private let pageSize: Int
     private let onError: @Sendable (String) -> Void
+    private let send: @Sendable ([UInt8], [AnyObject]) -> Void
 
-    public init(pool: ConnectionPool, pageSize: Int = 500, onError: @escaping @Sendable (String) -> Void = { _ in }) {
+    /// `send(frame, targets)` writes one frame to the connections subscribers put in a batch.
+    public init(pool: ConnectionPool, pageSize: Int = 500, onError: @escaping @Sendable (String) -> Void = { _ in },
+                send: @escaping @Sendable ([UInt8], [AnyObject]) -> Void) {
         self.pool = pool
         self.pageSize = pageSize
         self.onError = onError
+        self.send = send
     }
 
     /// Subscribed connections and the groups they follow on this node.
@@ -271,7 +284,10 @@ public final class FanoutHub: Sendable {
             }
             return Array(state.groups[event.group]!.subscribers.values)
         }
-        for subscriber in receivers { subscriber.deliver(event, frame: frame) }
+        var batch = FrameBatch()
+        batch.targets.reserveCapacity(receivers.count)
+        for subscriber in receivers { subscriber.deliver(event, frame: frame, into: &batch) }
+        if !batch.targets.isEmpty { send(frame, batch.targets) }
         if !leaving.isEmpty {
             let notice = StreamFrames.groupRemoved(event.group, reason: event.event == "member.left" ? "left" : "removed")
             for subscriber in leaving { subscriber.removed(from: event.group, notice: notice) }

@@ -33,7 +33,7 @@ struct APIFixture {
         // A cheap scrypt cost keeps the suite fast; the standard cost is asserted elsewhere.
         let routes = AccountRoutes(pool: pool, hasher: PasswordHasher(parameters: .init(logN: 10, r: 8, p: 1)),
                                    sessionLifetime: 3600, hashingThreads: 2, invitationLifetime: invitationLifetime)
-        let hub = stream ? FanoutHub(pool: pool) : nil
+        let hub = stream ? FanoutHub(pool: pool, send: StreamRoutes.send) : nil
         test = try TestServer(extraRoutes: { builder in
             routes.add(to: &builder)
             if let hub { StreamRoutes.add(to: &builder, accounts: routes, hub: hub, queueLimit: NetworkLimits().maxOutboundQueueBytes) }

@@ -183,6 +183,29 @@ struct StreamTests {
         await api.stop()
     }
 
+    @Test func aCursorFarBehindIsReplayedPageByPageInOrder() async throws {
+        let api = try APIFixture(stream: true)
+        let owner = try await person(api, "lou@example.org")
+        let group = try await group(api, owner, "Backlog")
+        // More than two replay pages behind.
+        let total = StreamSession.replayPage * 2 + 50
+        try await api.inTenant { tenant, connection in
+            for index in 0..<total {
+                _ = try MessageStore().post(tenant: tenant, group: UUID(uuidString: group)!, authorType: "user", authorID: UUID(uuidString: owner.id),
+                                            authorName: "lou", message: NewMessage(clientMessageID: "b\(index)", text: "backlog \(index)", kind: "chat",
+                                                                                  severity: nil, template: nil, location: nil, replyTo: nil), on: connection)
+            }
+        }
+        let (client, _) = try await stream(api, owner, live: false)
+        client.sendText(#"{"type":"resume","cursors":{"\#(group)":1}}"#)
+        var seen: [Int] = []
+        while let frame = await client.receiveJSON(), frame["type"] as? String != "resumed" {
+            if let seq = frame["seq"] as? Int { seen.append(seq) }
+        }
+        #expect(seen == Array(2...(total + 1)))
+        await api.stop()
+    }
+
     @Test func aRemovedMemberGetsANoticeAndNoMoreOfTheGroup() async throws {
         let api = try APIFixture(stream: true)
         let owner = try await person(api, "cy@example.org")

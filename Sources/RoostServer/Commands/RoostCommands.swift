@@ -22,7 +22,7 @@ public enum RoostCommands {
         let accounts = AccountRoutes(pool: pool, sessionLifetime: configuration.sessionLifetimeSeconds, hashingThreads: max(1, threads),
                                      invitationLifetime: configuration.invitationLifetimeSeconds)
         accounts.add(to: &builder)
-        let hub = FanoutHub(pool: pool) { log.warning($0) }
+        let hub = FanoutHub(pool: pool, onError: { log.warning($0) }, send: StreamRoutes.send)
         StreamRoutes.add(to: &builder, accounts: accounts, hub: hub, queueLimit: configuration.network.maxOutboundQueueBytes)
         if configuration.conformanceEcho {
             log.warning("serving the test-only WebSocket echo at /v1/conformance/echo")

@@ -30,6 +30,18 @@ public final class WebSocketChannel: Sendable {
         loop.execute { connection.value.queueFrame(frame) }
     }
 
+    /// Queues one frame on many connections: a single hop to each event loop involved, in the
+    /// order the channels are given.
+    public static func send(frame: [UInt8], to channels: [WebSocketChannel]) {
+        var byLoop: [ObjectIdentifier: (EventLoop, [LoopBound<HTTPConnection>])] = [:]
+        for channel in channels {
+            byLoop[ObjectIdentifier(channel.loop), default: (channel.loop, [])].1.append(channel.connection)
+        }
+        for (loop, connections) in byLoop.values {
+            loop.execute { for connection in connections { connection.value.queueFrame(frame) } }
+        }
+    }
+
     public func send(text: String) {
         send(frame: WebSocketFrameEncoder.text(text))
     }
@@ -47,6 +59,13 @@ public final class WebSocketChannel: Sendable {
         return await withCheckedContinuation { continuation in
             loop.execute { continuation.resume(returning: connection.value.isClosed ? 0 : connection.value.outbound.byteCount) }
         }
+    }
+
+    /// Runs `action` on the connection's event loop after `milliseconds` (the loop's timer heap:
+    /// no thread or dispatch timer per connection).
+    public func schedule(afterMilliseconds milliseconds: Int, _ action: @escaping @Sendable () -> Void) {
+        let loop = self.loop
+        loop.execute { _ = loop.schedule(afterNanoseconds: UInt64(milliseconds) * 1_000_000) { action() } }
     }
 
     /// Starts the closing handshake (RFC 6455 §7.1.2).

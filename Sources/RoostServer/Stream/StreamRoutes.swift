@@ -13,4 +13,9 @@ enum StreamRoutes {
             return StreamSession(user: user, sessionHash: UserStore.hex(token.hash), hub: hub, pool: accounts.pool, queueLimit: queueLimit)
         }
     }
+
+    /// The hub's way to write one frame to a batch of stream connections.
+    static let send: @Sendable ([UInt8], [AnyObject]) -> Void = { frame, targets in
+        WebSocketChannel.send(frame: frame, to: targets.compactMap { $0 as? WebSocketChannel })
+    }
 }

@@ -28,6 +28,8 @@ final class StreamSession: WebSocketSession, StreamSubscriber {
         var replaying: [UUID: [(StreamEvent, [UInt8])]] = [:]
         var closed = false
         var resumes: Task<Void, Never>?
+        /// Resumes asked for before `ready` went out, started right after it.
+        var early: [[(UUID, Int64)]] = []
     }
 
     let tenantID: UUID
@@ -38,9 +40,10 @@ final class StreamSession: WebSocketSession, StreamSubscriber {
     private let queueLimit: Int
     private let state = Mutex(State())
     static let replayPage = 200
-    private let liveGrace: Duration
+    /// Milliseconds after `ready` at which live delivery starts without a client frame.
+    private let liveGrace: Int
 
-    init(user: User, sessionHash: String, hub: FanoutHub, pool: ConnectionPool, queueLimit: Int, liveGrace: Duration = .seconds(2)) {
+    init(user: User, sessionHash: String, hub: FanoutHub, pool: ConnectionPool, queueLimit: Int, liveGrace: Int = 2000) {
         self.liveGrace = liveGrace
         tenantID = user.tenantID
         userID = user.id
@@ -84,9 +87,12 @@ final class StreamSession: WebSocketSession, StreamSubscriber {
                 for (group, seq) in standing { state.lastSent[group] = seq }
                 channel.send(frame: StreamFrames.groups(type: "ready", userID: user, standing))
                 state.readySent = true
+                for cursors in state.early { enqueueResume(cursors, on: channel, &state) }
+                state.early = []
             }
-            try? await Task.sleep(for: liveGrace)
-            state.withLock { state in Self.goLive(except: [], &state) }
+            channel.schedule(afterMilliseconds: liveGrace) { [self] in
+                state.withLock { state in Self.goLive(except: [], &state) }
+            }
         } catch {
             channel.close(.tryAgainLater, reason: "database unavailable")
         }
@@ -124,19 +130,27 @@ final class StreamSession: WebSocketSession, StreamSubscriber {
             cursors.append((group, Int64(seq)))
         }
         let requested = cursors
-        let previous = state.withLock { $0.resumes }
-        let task = Task { [self] in
-            await previous?.value
-            await resume(requested, on: channel)
+        state.withLock { state in
+            if state.readySent {
+                enqueueResume(requested, on: channel, &state)
+            } else {
+                state.early.append(requested)
+            }
         }
-        state.withLock { $0.resumes = task }
+    }
+
+    /// Starts a resume after any still running (they run one at a time, in order).
+    private func enqueueResume(_ cursors: [(UUID, Int64)], on channel: WebSocketChannel, _ state: inout State) {
+        let previous = state.resumes
+        state.resumes = Task { [self] in
+            await previous?.value
+            await resume(cursors, on: channel)
+        }
     }
 
     /// Replays each group from its cursor in bounded pages, waiting for the connection's queue
     /// to drain between pages, then hands the group back to the live flow.
     private func resume(_ cursors: [(UUID, Int64)], on channel: WebSocketChannel) async {
-        // Wait for `ready`: replay starts from a settled state.
-        while state.withLock({ !$0.readySent && !$0.closed }) { try? await Task.sleep(for: .milliseconds(2)) }
         // Only the user's own groups are replayed; others are named in an error.
         let (cursors, unknown) = state.withLock { state -> ([(UUID, Int64)], [UUID]) in
             var known: [(UUID, Int64)] = []
@@ -202,17 +216,23 @@ final class StreamSession: WebSocketSession, StreamSubscriber {
 
     // MARK: - StreamSubscriber
 
-    func deliver(_ event: StreamEvent, frame: [UInt8]) {
-        state.withLock { state in
-            guard !state.closed else { return }
+    func deliver(_ event: StreamEvent, frame: [UInt8], into batch: inout FrameBatch) {
+        let target = state.withLock { state -> WebSocketChannel? in
+            guard !state.closed else { return nil }
             if state.pending != nil {
                 state.pending!.append((event, frame))
             } else if state.replaying[event.group] != nil {
                 state.replaying[event.group]!.append((event, frame))
-            } else {
-                Self.send(event, frame, &state)
+            } else if let channel = state.channel, (state.lastSent[event.group].map { event.seq > $0 } ?? true) {
+                // Sent with the rest of the batch, right after every subscriber has decided. Frames
+                // this connection queues under the lock (replay, flushes) are queued before this
+                // decision or after the batch: a replay needs a database round trip first.
+                state.lastSent[event.group] = event.seq
+                return channel
             }
+            return nil
         }
+        if let target { batch.targets.append(target) }
     }
 
     func removed(from group: UUID, notice: [UInt8]) {
