@@ -31,6 +31,9 @@ final class StreamClients: @unchecked Sendable {
     let closed = Atomic<Int>(0)
     private let stopping = Atomic<Bool>(false)
     private var thread: Thread?
+    /// One receive buffer for the loop, not one per read (zeroing 64 KiB per frame would cost
+    /// the client more than the server spends sending it).
+    private var buffer = [UInt8](repeating: 0, count: 65_536)
     private let finished = DispatchSemaphore(value: 0)
 
     /// `onDelivery(connection, post, receivedAt)` runs on the loop thread.
@@ -134,9 +137,9 @@ final class StreamClients: @unchecked Sendable {
             epoll_ctl(epollFD, EPOLL_CTL_MOD, connections[id].fd, &event)
             return
         }
-        var buffer = [UInt8](repeating: 0, count: 65_536)
         while connections[id].phase == .handshaking || connections[id].phase == .open {
-            let count = buffer.withUnsafeMutableBytes { recv(connections[id].fd, $0.baseAddress, $0.count, 0) }
+            let fd = connections[id].fd
+            let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
             if count == 0 || (count < 0 && errno != EAGAIN && errno != EWOULDBLOCK) { return fail(id) }
             if count < 0 { return }
             var bytes = Array(buffer[0..<count])
