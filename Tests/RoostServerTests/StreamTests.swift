@@ -229,6 +229,11 @@ struct StreamTests {
         _ = try await post(api, yew, "still here", as: owner)
         let next = try await next(memberStream)
         #expect(next["group_id"] as? String == yew)
+        // A deleted group is removed from every member's stream too.
+        #expect(try await api.call("DELETE", "/v1/groups/\(yew)", token: owner.token).0 == 204)
+        let deleted = try await self.next(memberStream, "notice")
+        #expect((deleted["data"] as? [String: Any])?["group_id"] as? String == yew)
+        #expect((deleted["data"] as? [String: Any])?["reason"] as? String == "deleted")
         // Nor can the member resume the old group.
         memberStream.sendText(#"{"type":"resume","cursors":{"\#(pine)":0}}"#)
         let error = try await self.next(memberStream, "error")
