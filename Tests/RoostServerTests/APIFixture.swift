@@ -36,6 +36,7 @@ struct APIFixture {
         let hub = stream ? FanoutHub(pool: pool, send: StreamRoutes.send) : nil
         test = try TestServer(extraRoutes: { builder in
             routes.add(to: &builder)
+            CheckinRoutes(accounts: routes, minimumSeconds: 1).add(to: &builder)
             if let hub { StreamRoutes.add(to: &builder, accounts: routes, hub: hub, queueLimit: NetworkLimits().maxOutboundQueueBytes) }
         })
         self.hub = hub

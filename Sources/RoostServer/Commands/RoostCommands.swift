@@ -22,6 +22,7 @@ public enum RoostCommands {
         let accounts = AccountRoutes(pool: pool, sessionLifetime: configuration.sessionLifetimeSeconds, hashingThreads: max(1, threads),
                                      invitationLifetime: configuration.invitationLifetimeSeconds)
         accounts.add(to: &builder)
+        CheckinRoutes(accounts: accounts, minimumSeconds: configuration.checkinMinSeconds).add(to: &builder)
         let hub = FanoutHub(pool: pool, onError: { log.warning($0) }, send: StreamRoutes.send)
         StreamRoutes.add(to: &builder, accounts: accounts, hub: hub, queueLimit: configuration.network.maxOutboundQueueBytes)
         if configuration.conformanceEcho {
@@ -45,6 +46,8 @@ public enum RoostCommands {
         }
         let outbox = OutboxWorker(pool: pool, mode: delivery, log: log)
         if configuration.outboxWorker { outbox.start() }
+        let checkins = CheckinScheduler(pool: pool, log: log)
+        checkins.start()
         log.info("listening", [
             "addresses": addresses.map(\.description).joined(separator: ","),
             "ports": server.boundPorts.map(String.init).joined(separator: ","), "threads": String(threads),
@@ -54,6 +57,7 @@ public enum RoostCommands {
         listener.stop()
         await server.shutdown()
         await outbox.stop()
+        await checkins.stop()
         log.info("stopped")
     }
 

@@ -1,0 +1,105 @@
+import Foundation
+import RoostPersistence
+import RoostProtocol
+import Synchronization
+
+/// Raises the alert for check-ins nobody checked in on. Every node runs one: each round it
+/// claims due deadlines one at a time (`FOR UPDATE SKIP LOCKED`, so nodes never take the same
+/// one), and in that same transaction marks the check-in `missed` and posts a red alert by its
+/// member (template `missed_checkin`, the note, the last location) with push deliveries to the
+/// group's other members. A deadline that passed while every node was down fires on the first
+/// round of the first node up.
+final class CheckinScheduler: Sendable {
+    private let pool: ConnectionPool
+    private let log: Log
+    private let intervalMilliseconds: Int
+    private let running = Mutex<Task<Void, Never>?>(nil)
+    static let perRound = 100
+
+    init(pool: ConnectionPool, log: Log, intervalMilliseconds: Int = 500) {
+        self.pool = pool
+        self.log = log
+        self.intervalMilliseconds = intervalMilliseconds
+    }
+
+    func start() {
+        running.withLock { task in
+            guard task == nil else { return }
+            task = Task { [self] in
+                while !Task.isCancelled {
+                    do {
+                        try await runOnce()
+                    } catch {
+                        log.warning("check-ins: a round failed; retrying", ["error": "\(error)"])
+                    }
+                    try? await Task.sleep(for: .milliseconds(intervalMilliseconds))
+                }
+            }
+        }
+    }
+
+    func stop() async {
+        let task = running.withLock { task -> Task<Void, Never>? in
+            defer { task = nil }
+            return task
+        }
+        task?.cancel()
+        await task?.value
+    }
+
+    /// One round: handles due deadlines until none is left (or `perRound`); returns how many alerts it raised.
+    @discardableResult
+    func runOnce() async throws -> Int {
+        var raised = 0
+        for _ in 0..<Self.perRound {
+            let outcome = try await pool.withConnection { connection in try Self.handleOne(on: connection) }
+            switch outcome {
+            case .none: return raised
+            case .raised(let checkin, let group, let seq):
+                raised += 1
+                log.info("check-ins: missed; alert raised", ["checkin_id": checkin.uuidString.lowercased(),
+                                                            "group_id": group.uuidString.lowercased(), "seq": String(seq)])
+            case .skipped: continue
+            }
+        }
+        return raised
+    }
+
+    enum Outcome: Sendable {
+        case none
+        case skipped
+        case raised(checkin: UUID, group: UUID, seq: Int64)
+    }
+
+    static func handleOne(on connection: PostgresConnection) throws -> Outcome {
+        try connection.withTransaction { connection in
+            let store = CheckinStore()
+            guard let (id, tenant) = try store.claimDue(limit: 1, on: connection).first else { return .none }
+            try connection.run(script: "SET LOCAL roost.tenant_id = '\(tenant.uuidString.lowercased())'")
+            let checkin: Checkin
+            switch try store.claimed(id, on: connection) {
+            case .busy:
+                return .skipped
+            case .notDue(let exists, let active):
+                if !exists || !active { try store.dropDeadline(id, on: connection) }
+                return .skipped
+            case .due(let found):
+                checkin = found
+            }
+            // A member who has left the group since: the check-in ends without an alert there.
+            guard try GroupStore().role(of: checkin.userID, in: checkin.groupID, on: connection) != nil else {
+                _ = try store.end(id, status: "missed", on: connection)
+                return .skipped
+            }
+            let name = try UserStore().find(id: checkin.userID, on: connection)?.displayName ?? UserStore.deletedName
+            let text = checkin.note.isEmpty ? "\(name) did not check in on time" : checkin.note
+            let message = NewMessage(clientMessageID: "checkin:\(id.uuidString.lowercased())", text: text, kind: "alert", severity: "red",
+                                     template: "missed_checkin", location: checkin.location, replyTo: nil)
+            let posted = try MessageStore().post(tenant: tenant, group: checkin.groupID, authorType: "user", authorID: checkin.userID,
+                                                 authorName: name, message: message, on: connection)
+            try OutboxStore().enqueueAlertPushes(group: checkin.groupID, excluding: checkin.userID, alert: RawJSON(posted.json), on: connection)
+            _ = try store.end(id, status: "missed", alertSeq: posted.seq, on: connection)
+            return .raised(checkin: id, group: checkin.groupID, seq: posted.seq)
+        }
+    }
+}
