@@ -5,7 +5,7 @@ import RoostProtocol
 import RoostTestSupport
 import Testing
 
-/// Hostile input on every endpoint of the account, group, invitation and message sections: each answer is a client error in the API's
+/// Hostile input on every endpoint of the account, group, invitation, message and check-in sections: each answer is a client error in the API's
 /// shape (or a success that stored the value as written), never a 5xx, and the server keeps
 /// serving afterwards.
 @Suite(.enabled(if: TestDatabase.isConfigured, "needs TEST_DATABASE_URL (scripts/test sets it)"))
@@ -44,6 +44,7 @@ struct BadInputTests {
             ("POST", "/v1/groups/\(group)/alerts/1/ack", ["response": "seen", "note": "n"], true),
             ("POST", "/v1/groups/\(group)/alerts/1/close", ["resolution": "r"], true),
             ("PUT", "/v1/groups/\(group)/templates", ["templates": [["key": "k", "text": "t", "kind": "chat"]]], true),
+            ("POST", "/v1/checkins", ["group_id": group, "due_in_s": 600, "note": "n", "location": ["lat": 1, "lon": 2]], true),
         ]
         var outcomes: [Int: Int] = [:]
         for (method, path, valid, authenticated) in endpoints {
@@ -67,7 +68,8 @@ struct BadInputTests {
                      "/v1/me/devices/'; DROP TABLE devices; --", "/v1/groups/\(group)/members/12345",
                      "/v1/groups/\(group)/invitations/%27%3B--", "/v1/invitations/not-a-uuid/decline",
                      "/v1/groups/\(group)/messages?before=%27%3B--", "/v1/groups/\(group)/events?after=abc", "/v1/groups/\(group)/alerts?status=%00",
-                     "/v1/groups/\(group)/alerts/99999999999999999999/ack", "/v1/groups/\(group)/messages?limit=100000"] {
+                     "/v1/groups/\(group)/alerts/99999999999999999999/ack", "/v1/groups/\(group)/messages?limit=100000",
+                     "/v1/checkins?status=%27%3B--", "/v1/checkins/not-a-uuid/complete"] {
             let status = try await api.call("GET", path, token: token).0
             #expect(status == 404 || status == 400 || status == 405, "\(path) → \(status)")
         }
