@@ -132,3 +132,13 @@ extension GroupStore {
             """).first.map { (try $0.decode(UUID.self, "user_id"), try $0.decode(String.self, "role")) }
     }
 }
+
+extension GroupStore {
+    /// Locks the group's row for the rest of the transaction. Appending an event locks it too,
+    /// so a change that locks an alert and then appends must take this lock first: otherwise it
+    /// and a concurrent post (which holds the group and then waits on the alert's unique index)
+    /// wait for each other.
+    public func lock(_ group: UUID, on connection: PostgresConnection) throws {
+        try connection.query("SELECT 1 FROM groups WHERE id = \(group) FOR UPDATE")
+    }
+}

@@ -34,7 +34,7 @@ public struct MessageStore: Sendable {
         jsonb_build_object(
             'id', m.id, 'group_id', m.group_id, 'seq', m.seq, 'kind', m.kind,
             'author', jsonb_build_object('type', m.author_type, 'id', m.author_id,
-                                         'display_name', coalesce(u.display_name, m.author_type)),
+                                         'display_name', coalesce(u.display_name, b.name, m.author_type)),
             'text', m.text, 'template', m.template, 'location', m.location, 'reply_to', m.reply_to,
             'created_at', to_char(m.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
             'client_msg_id', m.client_msg_id,
@@ -45,7 +45,7 @@ public struct MessageStore: Sendable {
                 'closed_at', to_char(a.closed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
                 'closed_by', CASE WHEN a.closed_by_type IS NULL THEN NULL
                                   ELSE jsonb_build_object('type', a.closed_by_type, 'id', a.closed_by) END,
-                'resolution', a.resolution, 'dedup_key', a.dedup_key, 'repeat_count', a.repeat_count,
+                'resolution', a.resolution, 'dedup_key', a.dedup_key, 'repeat_count', a.repeat_count, 'details', a.details,
                 'acks', coalesce((
                     SELECT jsonb_agg(jsonb_build_object(
                         'user_id', k.user_id, 'response', k.response, 'note', k.note,
@@ -56,6 +56,7 @@ public struct MessageStore: Sendable {
 
     static let messageJoins = """
         LEFT JOIN users u ON u.tenant_id = m.tenant_id AND u.id = m.author_id AND m.author_type = 'user'
+        LEFT JOIN bridges b ON b.tenant_id = m.tenant_id AND b.id = m.author_id AND m.author_type = 'bridge'
         LEFT JOIN alerts a ON a.tenant_id = m.tenant_id AND a.group_id = m.group_id AND a.seq = m.seq
         """
 
@@ -85,14 +86,14 @@ public struct MessageStore: Sendable {
     /// statements. A repeat of `client_msg_id` by the same author surfaces as `uniqueViolation`.
     public func post(
         tenant: UUID, group: UUID, authorType: String, authorID: UUID?, authorName: String, message: NewMessage,
-        dedupKey: String? = nil, bridge: UUID? = nil, on connection: PostgresConnection
+        dedupKey: String? = nil, bridge: UUID? = nil, details: String? = nil, on connection: PostgresConnection
     ) throws -> (seq: Int64, json: String) {
         let id = UUID()
         let (event, json) = try GroupEventLog().append(
             tenant: tenant, group: group, event: "message.created", actorType: authorType, actorID: authorID, on: connection
         ) { seq, at in
             RawJSON(Self.json(id: id, group: group, seq: seq, at: at, authorType: authorType, authorID: authorID, authorName: authorName,
-                              message: message, dedupKey: dedupKey))
+                              message: message, dedupKey: dedupKey, details: details))
         }
         try connection.query("""
             WITH posted AS (
@@ -101,8 +102,8 @@ public struct MessageStore: Sendable {
                 VALUES (\(tenant), \(group), \(event.seq), \(id), \(authorType), \(authorID), \(message.kind), \(message.text),
                         \(message.template), \(message.location.map(RawJSON.init)), \(message.replyTo), \(message.clientMessageID), now())
                 RETURNING seq)
-            INSERT INTO alerts (tenant_id, group_id, seq, severity, opened_at, dedup_key, bridge_id)
-            SELECT \(tenant), \(group), seq, \(message.severity ?? "amber"), now(), \(dedupKey), \(bridge) FROM posted
+            INSERT INTO alerts (tenant_id, group_id, seq, severity, opened_at, dedup_key, bridge_id, details)
+            SELECT \(tenant), \(group), seq, \(message.severity ?? "amber"), now(), \(dedupKey), \(bridge), \(details.map(RawJSON.init)) FROM posted
             WHERE \(message.kind) = 'alert'
             """)
         return (event.seq, json)
@@ -110,12 +111,12 @@ public struct MessageStore: Sendable {
 
     /// A new message as the API shows it (the same shape `messageJSON` builds from the tables).
     static func json(id: UUID, group: UUID, seq: Int64, at: String, authorType: String, authorID: UUID?, authorName: String,
-                     message: NewMessage, dedupKey: String?) -> String {
+                     message: NewMessage, dedupKey: String?, details: String? = nil) -> String {
         func quote(_ text: String?) -> String { text.map(JSONString.quote) ?? "null" }
         let author = "{\"type\":\(quote(authorType)),\"id\":\(quote(authorID?.uuidString.lowercased())),\"display_name\":\(quote(authorName))}"
         let alert = message.kind != "alert" ? "null"
             : "{\"severity\":\(quote(message.severity ?? "amber")),\"status\":\"open\",\"opened_at\":\(quote(at)),\"closed_at\":null,"
-                + "\"closed_by\":null,\"resolution\":null,\"dedup_key\":\(quote(dedupKey)),\"repeat_count\":0,\"acks\":[]}"
+                + "\"closed_by\":null,\"resolution\":null,\"dedup_key\":\(quote(dedupKey)),\"repeat_count\":0,\"details\":\(details ?? "null"),\"acks\":[]}"
         return "{\"id\":\(quote(id.uuidString.lowercased())),\"group_id\":\(quote(group.uuidString.lowercased())),\"seq\":\(seq),"
             + "\"kind\":\(quote(message.kind)),\"author\":\(author),\"text\":\(quote(message.text)),\"template\":\(quote(message.template)),"
             + "\"location\":\(message.location ?? "null"),\"reply_to\":\(message.replyTo.map(String.init) ?? "null"),\"created_at\":\(quote(at)),"
@@ -149,14 +150,16 @@ public struct MessageStore: Sendable {
             JOIN alerts a ON a.tenant_id = mb.tenant_id AND a.group_id = mb.group_id AND a.status = 'open'
             JOIN messages m ON m.tenant_id = a.tenant_id AND m.group_id = a.group_id AND m.seq = a.seq
             LEFT JOIN users u ON u.tenant_id = m.tenant_id AND u.id = m.author_id AND m.author_type = 'user'
+            LEFT JOIN bridges b ON b.tenant_id = m.tenant_id AND b.id = m.author_id AND m.author_type = 'bridge'
             WHERE mb.user_id = \(user)
             ORDER BY a.opened_at DESC, m.group_id, m.seq LIMIT \(limit)
             """).rows.map { try $0.decode(String.self, "json") }
     }
 
-    /// An alert's author and status, locked for a change.
+    /// An alert's author and status, locked for a change (the group first: see `GroupStore.lock`).
     public func alertState(group: UUID, seq: Int64, on connection: PostgresConnection) throws -> (authorID: UUID?, status: String)? {
-        try connection.query("""
+        try GroupStore().lock(group, on: connection)
+        return try connection.query("""
             SELECT m.author_id, a.status FROM alerts a JOIN messages m ON m.tenant_id = a.tenant_id AND m.group_id = a.group_id AND m.seq = a.seq
             WHERE a.group_id = \(group) AND a.seq = \(seq) FOR UPDATE OF a
             """).first.map { (try $0.decode(UUID?.self, "author_id"), try $0.decode(String.self, "status")) }

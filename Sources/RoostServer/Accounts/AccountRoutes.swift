@@ -115,6 +115,7 @@ struct AccountRoutes: Sendable {
         MembershipRoutes(accounts: self).add(to: &builder)
         InvitationRoutes(accounts: self, lifetime: invitationLifetime).add(to: &builder)
         MessageRoutes(accounts: self).add(to: &builder)
+        BridgeRoutes(accounts: self).add(to: &builder)
     }
 
     // MARK: - Use cases

@@ -11,6 +11,7 @@ import RoostProtocol
 public struct TenantToken: Sendable, Equatable {
     public static let session = "rst_"
     public static let invitation = "riv_"
+    public static let bridge = "rbk_"
 
     public let tenant: UUID
     /// SHA-256 of the token's text: what the sessions table keys on.

@@ -1,0 +1,103 @@
+import Foundation
+
+/// A bridge as its group's managers see it; the key is never stored, the signing secret only
+/// for verifying.
+public struct Bridge: Sendable, Equatable {
+    public let id: UUID
+    public let groupID: UUID
+    public let name: String
+    public let signingSecret: String?
+    public let heartbeatSeconds: Int?
+    public let lastSeenAt: Date?
+    public let ratePerMinute: Int
+    public let burst: Int
+    public let createdAt: Date
+}
+
+/// Bridges, in a tenant transaction.
+public struct BridgeStore: Sendable {
+    public init() {}
+
+    static let columns = "id, group_id, name, signing_secret, heartbeat_s, last_seen_at, rate_per_minute, burst, created_at"
+
+    public func create(tenant: UUID, group: UUID, name: String, keyHash: [UInt8], signingSecret: String?, heartbeatSeconds: Int?,
+                       ratePerMinute: Int, burst: Int, createdBy: UUID, on connection: PostgresConnection) throws -> Bridge {
+        try decode(connection.query("""
+            INSERT INTO bridges (tenant_id, group_id, name, key_hash, signing_secret, heartbeat_s, rate_per_minute, burst, tokens, created_by)
+            VALUES (\(tenant), \(group), \(name), \(Data(keyHash)), \(signingSecret), \(heartbeatSeconds), \(ratePerMinute), \(burst),
+                    \(Double(burst)), \(createdBy))
+            RETURNING \(unsafeRaw: Self.columns)
+            """).rows[0])
+    }
+
+    public func list(group: UUID, on connection: PostgresConnection) throws -> [Bridge] {
+        try connection.query("""
+            SELECT \(unsafeRaw: Self.columns) FROM bridges WHERE group_id = \(group) AND revoked_at IS NULL ORDER BY created_at, id
+            """).rows.map(decode)
+    }
+
+    /// Revokes a bridge; false when there is no such live bridge in the group.
+    public func revoke(_ id: UUID, group: UUID, on connection: PostgresConnection) throws -> Bool {
+        try connection.query("""
+            UPDATE bridges SET revoked_at = now() WHERE id = \(id) AND group_id = \(group) AND revoked_at IS NULL
+            """).affectedRows == 1
+    }
+
+    /// The live bridge a key names, seen now (the heartbeat's clock counts any request).
+    public func authenticate(keyHash: [UInt8], on connection: PostgresConnection) throws -> Bridge? {
+        try connection.query("""
+            UPDATE bridges SET last_seen_at = now() WHERE key_hash = \(Data(keyHash)) AND revoked_at IS NULL
+            RETURNING \(unsafeRaw: Self.columns)
+            """).first.map(decode)
+    }
+
+    /// Takes one token from the bridge's bucket; the seconds to wait when it is empty, else nil.
+    public func consumeToken(_ id: UUID, on connection: PostgresConnection) throws -> Int? {
+        let row = try connection.query("""
+            UPDATE bridges SET
+                tokens = least(burst::double precision, tokens + extract(epoch FROM now() - tokens_at) * rate_per_minute / 60.0) - 1,
+                tokens_at = now()
+            WHERE id = \(id)
+            RETURNING tokens, rate_per_minute
+            """).rows[0]
+        let tokens = try row.decode(Double.self, "tokens")
+        guard tokens < 0 else { return nil }
+        // Put the token back (a refused request costs nothing) and say when the next one is due.
+        try connection.query("UPDATE bridges SET tokens = tokens + 1 WHERE id = \(id)")
+        let rate = Double(try row.decode(Int.self, "rate_per_minute"))
+        return max(1, Int((((-tokens) * 60.0) / rate).rounded(.up)))
+    }
+
+    /// Records a signature; false when it was seen within the window (a replay). Old ones are forgotten.
+    public func recordSignature(tenant: UUID, bridge: UUID, signature: [UInt8], window: Int, on connection: PostgresConnection) throws -> Bool {
+        try connection.query("""
+            DELETE FROM bridge_signatures WHERE bridge_id = \(bridge) AND seen_at < now() - \(window * 2) * interval '1 second'
+            """)
+        return try connection.query("""
+            INSERT INTO bridge_signatures (tenant_id, bridge_id, signature) VALUES (\(tenant), \(bridge), \(Data(signature)))
+            ON CONFLICT DO NOTHING
+            """).affectedRows == 1
+    }
+
+    /// The bridge's open alert under `dedupKey`, locked: its seq.
+    public func openAlert(bridge: UUID, dedupKey: String, on connection: PostgresConnection) throws -> Int64? {
+        try connection.query("""
+            SELECT seq FROM alerts WHERE bridge_id = \(bridge) AND dedup_key = \(dedupKey) AND status = 'open' FOR UPDATE
+            """).first?.decode(Int64.self, "seq")
+    }
+
+    /// Counts a repeat of an open alert; the new count.
+    public func repeatAlert(group: UUID, seq: Int64, on connection: PostgresConnection) throws -> Int {
+        try connection.query("""
+            UPDATE alerts SET repeat_count = repeat_count + 1 WHERE group_id = \(group) AND seq = \(seq) RETURNING repeat_count
+            """).rows[0].decode(Int.self, "repeat_count")
+    }
+
+    private func decode(_ row: PostgresRow) throws -> Bridge {
+        Bridge(
+            id: try row.decode(UUID.self, "id"), groupID: try row.decode(UUID.self, "group_id"), name: try row.decode(String.self, "name"),
+            signingSecret: try row.decode(String?.self, "signing_secret"), heartbeatSeconds: try row.decode(Int?.self, "heartbeat_s"),
+            lastSeenAt: try row.decode(Date?.self, "last_seen_at"), ratePerMinute: try row.decode(Int.self, "rate_per_minute"),
+            burst: try row.decode(Int.self, "burst"), createdAt: try row.decode(Date.self, "created_at"))
+    }
+}

@@ -1,0 +1,257 @@
+import Foundation
+import RoostPersistence
+import RoostProtocol
+
+/// API.md "Bridges (home security systems)": a group's managers create bridges (key shown once,
+/// stored as SHA-256; optional signing secret), and bridges post alerts deduplicated by their
+/// `dedup_key`. A bridge key works only on `/v1/bridge/...` and a user token never does.
+struct BridgeRoutes: Sendable {
+    let accounts: AccountRoutes
+    /// How far a signed request's timestamp may be from now, and how long signatures are remembered.
+    static let signatureWindow = 300
+    static let maxDetailsBytes = 16 * 1024
+
+    struct CreateBody: Decodable, KnownFields {
+        static var fieldNames: Set<String> { names(CodingKeys.self) }
+        let name: String
+        let signing: Bool?
+        let heartbeatSeconds: Int?
+        let ratePerMinute: Int?
+        let burst: Int?
+
+        enum CodingKeys: String, CodingKey, CaseIterable {
+            case name, signing, burst
+            case heartbeatSeconds = "heartbeat_s"
+            case ratePerMinute = "rate_per_minute"
+        }
+    }
+
+    struct AlertBody: Decodable, KnownFields {
+        static var fieldNames: Set<String> { names(CodingKeys.self).union(["details"]) }
+        let action: String
+        let dedupKey: String
+        let summary: String?
+        let severity: String?
+        let location: MessageRoutes.Location?
+        let occurredAt: String?
+
+        enum CodingKeys: String, CodingKey, CaseIterable {
+            case action, summary, severity, location
+            case dedupKey = "dedup_key"
+            case occurredAt = "occurred_at"
+        }
+    }
+
+    struct BridgeView: Encodable {
+        let bridge: Bridge
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(bridge.id.uuidString.lowercased(), forKey: .id)
+            try container.encode(bridge.name, forKey: .name)
+            try container.encode(bridge.groupID.uuidString.lowercased(), forKey: .groupID)
+            try container.encode(bridge.heartbeatSeconds, forKey: .heartbeatSeconds)
+            try container.encode(bridge.lastSeenAt, forKey: .lastSeenAt)
+            try container.encode(bridge.signingSecret != nil, forKey: .signing)
+            try container.encode(bridge.ratePerMinute, forKey: .ratePerMinute)
+            try container.encode(bridge.burst, forKey: .burst)
+            try container.encode(bridge.createdAt, forKey: .createdAt)
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case id, name, signing, burst
+            case groupID = "group_id"
+            case heartbeatSeconds = "heartbeat_s"
+            case lastSeenAt = "last_seen_at"
+            case ratePerMinute = "rate_per_minute"
+            case createdAt = "created_at"
+        }
+    }
+
+    struct CreatedView: Encodable {
+        let bridge: BridgeView
+        let key: String
+        let secret: String?
+    }
+
+    static func invalid(_ message: String, _ field: String) -> APIError {
+        APIError(.badRequest, code: "validation_failed", message: message, field: field)
+    }
+
+    func add(to builder: inout Router.Builder) {
+        builder.add(.post, "/v1/groups/{gid:uuid}/bridges", bodyLimit: 8 * 1024) { context in
+            let group = context.parameters.uuid("gid")!
+            let body = try context.decodeJSON(CreateBody.self)
+            let name = try ProfileRoutes.text(body.name, field: "name", range: 1...100)
+            if let heartbeat = body.heartbeatSeconds, !(10...86_400).contains(heartbeat) {
+                throw Self.invalid("heartbeat_s must be 10 to 86400", "heartbeat_s")
+            }
+            let rate = body.ratePerMinute ?? 60
+            guard (1...6000).contains(rate) else { throw Self.invalid("rate_per_minute must be 1 to 6000", "rate_per_minute") }
+            let burst = body.burst ?? 20
+            guard (1...1000).contains(burst) else { throw Self.invalid("burst must be 1 to 1000", "burst") }
+            let secret = body.signing == true ? "rbs_" + Secrets.base64URL(Secrets.randomBytes(32)) : nil
+            let (bridge, key) = try await accounts.inGroup(context, group) { caller, connection in
+                try caller.requireManager("only the owner and admins manage bridges")
+                let (text, token) = TenantToken.generate(TenantToken.bridge, tenant: caller.user.tenantID)
+                let bridge = try BridgeStore().create(
+                    tenant: caller.user.tenantID, group: group, name: name, keyHash: token.hash, signingSecret: secret,
+                    heartbeatSeconds: body.heartbeatSeconds, ratePerMinute: rate, burst: burst, createdBy: caller.user.id, on: connection)
+                return (bridge, text)
+            }
+            return try APIJSON.response(.created, CreatedView(bridge: BridgeView(bridge: bridge), key: key, secret: secret))
+        }
+        builder.add(.get, "/v1/groups/{gid:uuid}/bridges") { context in
+            let group = context.parameters.uuid("gid")!
+            let bridges = try await accounts.inGroup(context, group) { caller, connection in
+                try caller.requireManager("only the owner and admins manage bridges")
+                return try BridgeStore().list(group: group, on: connection)
+            }
+            return try APIJSON.response(.ok, Page(items: bridges.map(BridgeView.init), next: nil))
+        }
+        builder.add(.delete, "/v1/groups/{gid:uuid}/bridges/{bid:uuid}") { context in
+            let (group, id) = (context.parameters.uuid("gid")!, context.parameters.uuid("bid")!)
+            try await accounts.inGroup(context, group) { caller, connection in
+                try caller.requireManager("only the owner and admins manage bridges")
+                guard try BridgeStore().revoke(id, group: group, on: connection) else {
+                    throw APIError(.notFound, code: "not_found", message: "no such bridge")
+                }
+            }
+            return HTTPResponse(status: .noContent)
+        }
+        builder.add(.post, "/v1/bridge/alerts", bodyLimit: 64 * 1024) { context in try await alert(context) }
+        builder.add(.post, "/v1/bridge/heartbeat", bodyLimit: 4 * 1024) { context in
+            _ = try await admit(context)
+            return HTTPResponse(status: .noContent)
+        }
+    }
+
+    // MARK: - Bridge requests
+
+    static let unauthenticated = APIError(.unauthorized, code: "unauthenticated", message: "a valid bridge key is required",
+                                          headers: ["WWW-Authenticate": "Bearer"])
+
+    /// Authenticates a bridge request, spends a token of its rate limit and checks its
+    /// signature (when the bridge signs); the tenant and the bridge.
+    private func admit(_ context: RequestContext) async throws -> (UUID, Bridge) {
+        guard let text = context.bearerToken, let token = TenantToken(text, prefix: TenantToken.bridge) else { throw Self.unauthenticated }
+        let timestamp = context.request.headers["X-Roost-Timestamp"]
+        let signature = context.request.headers["X-Roost-Signature"]
+        let body = context.request.body
+        let bridge = try await accounts.pool.withConnection { connection in
+            try connection.withTenantTransaction(token.tenant) { connection -> Bridge in
+                let store = BridgeStore()
+                guard let bridge = try store.authenticate(keyHash: token.hash, on: connection) else { throw Self.unauthenticated }
+                if let wait = try store.consumeToken(bridge.id, on: connection) {
+                    throw APIError(.tooManyRequests, code: "rate_limited", message: "this bridge is sending too fast",
+                                   headers: ["Retry-After": String(wait)])
+                }
+                if let secret = bridge.signingSecret {
+                    let mac = try Self.verify(secret: secret, timestamp: timestamp, signature: signature, body: body)
+                    guard try store.recordSignature(tenant: token.tenant, bridge: bridge.id, signature: mac, window: Self.signatureWindow,
+                                                    on: connection) else {
+                        throw APIError(.conflict, code: "conflict", message: "this signed request was seen already (a replay)")
+                    }
+                }
+                return bridge
+            }
+        }
+        return (token.tenant, bridge)
+    }
+
+    /// Checks `X-Roost-Signature: sha256=<hex HMAC-SHA256 of "timestamp.body">` in constant time
+    /// and the timestamp's distance from now; the signature's bytes.
+    static func verify(secret: String, timestamp: String?, signature: String?, body: [UInt8]) throws(APIError) -> [UInt8] {
+        let refused = APIError(.unauthorized, code: "unauthenticated", message: "this bridge signs its requests: a valid X-Roost-Timestamp and X-Roost-Signature are required")
+        guard let timestamp, let seconds = Int(timestamp), let signature, signature.hasPrefix("sha256=") else { throw refused }
+        guard abs(Int(Date().timeIntervalSince1970) - seconds) <= signatureWindow else {
+            throw APIError(.unauthorized, code: "unauthenticated", message: "X-Roost-Timestamp is more than 5 minutes from now")
+        }
+        let expected = Secrets.hmacSHA256(key: Array(secret.utf8), message: Array((timestamp + ".").utf8) + body)
+        let given = Array(Digest.hex(expected).utf8)
+        guard Secrets.constantTimeEqual(Array(signature.dropFirst(7).lowercased().utf8), given) else { throw refused }
+        return expected
+    }
+
+    private func alert(_ context: RequestContext) async throws -> HTTPResponse {
+        let body = try context.decodeJSON(AlertBody.self)
+        guard body.action == "trigger" || body.action == "resolve" else { throw Self.invalid("action must be trigger or resolve", "action") }
+        guard (1...200).contains(body.dedupKey.count), !body.dedupKey.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+            throw Self.invalid("dedup_key must be 1 to 200 characters, no control characters", "dedup_key")
+        }
+        let summary = try body.summary.map { value throws(APIError) in try ProfileRoutes.text(value, field: "summary", range: 1...4000, allowNewlines: true) }
+        if body.action == "trigger" && summary == nil { throw Self.invalid("a trigger needs a summary", "summary") }
+        if let severity = body.severity, !MessageRoutes.severities.contains(severity) {
+            throw Self.invalid("severity must be info, amber or red", "severity")
+        }
+        if let occurred = body.occurredAt, CheckinRoutes.parseDate(occurred) == nil {
+            throw Self.invalid("occurred_at must be an RFC 3339 time", "occurred_at")
+        }
+        let location = try CheckinRoutes.locationJSON(body.location)
+        let details = try Self.details(context.request.body)
+        let (tenant, bridge) = try await admit(context)
+        let dedupKey = body.dedupKey
+        if body.action == "resolve" {
+            let json = try await accounts.pool.withConnection { connection in
+                try connection.withTenantTransaction(tenant) { connection -> String in
+                    try GroupStore().lock(bridge.groupID, on: connection)
+                    guard let seq = try BridgeStore().openAlert(bridge: bridge.id, dedupKey: dedupKey, on: connection) else {
+                        throw APIError(.notFound, code: "not_found", message: "no open alert under that dedup_key", field: "dedup_key")
+                    }
+                    try MessageStore().close(group: bridge.groupID, seq: seq, byType: "bridge", by: bridge.id, resolution: summary, on: connection)
+                    let data = "{\"seq\":\(seq),\"by\":{\"type\":\"bridge\",\"id\":\"\(bridge.id.uuidString.lowercased())\"},"
+                        + "\"resolution\":\(summary.map(JSONString.quote) ?? "null")}"
+                    try GroupEventLog().append(tenant: tenant, group: bridge.groupID, event: "alert.closed", actorType: "bridge",
+                                               actorID: bridge.id, data: RawJSON(data), on: connection)
+                    return try MessageStore().message(group: bridge.groupID, seq: seq, on: connection)!
+                }
+            }
+            return .json(.ok, Array(json.utf8))
+        }
+        // Trigger: a repeat of an open alert, or a new one. Twenty at once race on the partial
+        // unique index; the losers' transactions roll back and retry as repeats.
+        for _ in 0..<5 {
+            do {
+                let (created, json) = try await accounts.pool.withConnection { connection in
+                    try connection.withTenantTransaction(tenant) { connection -> (Bool, String) in
+                        try GroupStore().lock(bridge.groupID, on: connection)
+                        let store = BridgeStore()
+                        if let seq = try store.openAlert(bridge: bridge.id, dedupKey: dedupKey, on: connection) {
+                            let count = try store.repeatAlert(group: bridge.groupID, seq: seq, on: connection)
+                            try GroupEventLog().append(tenant: tenant, group: bridge.groupID, event: "alert.repeated", actorType: "bridge",
+                                                       actorID: bridge.id, data: RawJSON("{\"seq\":\(seq),\"repeat_count\":\(count)}"), on: connection)
+                            return (false, try MessageStore().message(group: bridge.groupID, seq: seq, on: connection)!)
+                        }
+                        let severity = body.severity ?? "amber"
+                        let message = NewMessage(clientMessageID: nil, text: summary!, kind: "alert", severity: severity, template: nil,
+                                                 location: location, replyTo: nil)
+                        let posted = try MessageStore().post(tenant: tenant, group: bridge.groupID, authorType: "bridge", authorID: bridge.id,
+                                                             authorName: bridge.name, message: message, dedupKey: dedupKey, bridge: bridge.id,
+                                                             details: details, on: connection)
+                        if severity == "amber" || severity == "red" {
+                            try OutboxStore().enqueueAlertPushes(group: bridge.groupID, excluding: nil, alert: RawJSON(posted.json), on: connection)
+                        }
+                        return (true, posted.json)
+                    }
+                }
+                return .json(created ? .created : .ok, Array(json.utf8))
+            } catch let error as DatabaseError where error.code == .uniqueViolation {
+                continue
+            }
+        }
+        throw APIError(.conflict, code: "conflict", message: "the alert changed under this request; send it again")
+    }
+
+    /// The `details` object of a bridge alert as JSON text (≤ 16 KiB), or nil.
+    static func details(_ body: [UInt8]) throws(APIError) -> String? {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any], let details = object["details"],
+              !(details is NSNull) else { return nil }
+        guard details is [String: Any], let data = try? JSONSerialization.data(withJSONObject: details) else {
+            throw invalid("details must be a JSON object", "details")
+        }
+        guard data.count <= maxDetailsBytes else {
+            throw APIError(.payloadTooLarge, code: "payload_too_large", message: "details must be at most 16 KiB of JSON", field: "details")
+        }
+        return String(decoding: data, as: UTF8.self)
+    }
+}
