@@ -19,6 +19,8 @@ public protocol StreamSubscriber: AnyObject, Sendable {
     func removed(from group: UUID, notice: [UInt8])
     /// The user's session (or account) ended: close with 1008.
     func sessionEnded()
+    /// A notice addressed to the user, not to a group (e.g. `bridge.offline`), as a frame.
+    func notice(_ frame: [UInt8])
 }
 
 /// Connections that are to get one frame, gathered while the hub walks a group's subscribers.
@@ -152,6 +154,13 @@ public final class FanoutHub: Sendable {
         case "s" where parts.count == 3:
             let ended = state.withLock { Array(($0.bySession[String(parts[2])] ?? [:]).values) }
             for subscriber in ended { subscriber.sessionEnded() }
+        case "n" where parts.count == 3:
+            // A notice to one user: the frame follows the header.
+            guard let user = UUID(uuidString: String(parts[2])), let split else { return }
+            let streams = state.withLock { Array(($0.byUser[user] ?? [:]).values) }
+            guard !streams.isEmpty else { return }
+            let frame = WebSocketFrameEncoder.text(String(notification[notification.index(after: split)...]))
+            for subscriber in streams { subscriber.notice(frame) }
         case "u" where parts.count == 3:
             guard let user = UUID(uuidString: String(parts[2])) else { return }
             let ended = state.withLock { Array(($0.byUser[user] ?? [:]).values) }

@@ -11,7 +11,7 @@ final class RecordingSubscriber: StreamSubscriber, @unchecked Sendable {
     let tenantID: UUID
     let userID: UUID
     let sessionHash: String
-    let log = Mutex<(seqs: [Int64], removed: [UUID], ended: Int)>(([], [], 0))
+    let log = Mutex<(seqs: [Int64], removed: [UUID], ended: Int, notices: Int)>(([], [], 0, 0))
 
     init(tenant: UUID, user: UUID = UUID(), session: String = "feed") {
         tenantID = tenant
@@ -25,6 +25,7 @@ final class RecordingSubscriber: StreamSubscriber, @unchecked Sendable {
     }
     func removed(from group: UUID, notice: [UInt8]) { log.withLock { $0.removed.append(group) } }
     func sessionEnded() { log.withLock { $0.ended += 1 } }
+    func notice(_ frame: [UInt8]) { log.withLock { $0.notices += 1 } }
 
     var seqs: [Int64] { log.withLock { $0.seqs } }
 
@@ -128,6 +129,8 @@ struct FanoutHubTests {
         hub.subscribe(other, to: [group])
         hub.received(["s/\(tenant.uuidString.lowercased())/aa"])
         #expect(mine.log.withLock { $0.ended } == 1 && other.log.withLock { $0.ended } == 0)
+        hub.received(["n/\(tenant.uuidString.lowercased())/\(user.uuidString.lowercased())\n{\"type\":\"notice\"}"])
+        #expect(mine.log.withLock { $0.notices } == 1 && other.log.withLock { $0.notices } == 0)
         hub.received(["u/\(tenant.uuidString.lowercased())/\(user.uuidString.lowercased())"])
         #expect(mine.log.withLock { $0.ended } == 2 && other.log.withLock { $0.ended } == 0)
         hub.received(["g/\(tenant.uuidString.lowercased())/\(group.uuidString.lowercased())"])

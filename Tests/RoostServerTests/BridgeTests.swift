@@ -135,6 +135,41 @@ struct BridgeTests {
         await setup.api.stop()
     }
 
+    @Test func aBridgeThatMissesTwoBeatsIsAnnouncedOfflineOnceThenOnlineWhenItReturns() async throws {
+        let api = try APIFixture(stream: true)
+        let email = "keeper-\(UUID().uuidString.prefix(6).lowercased())@example.org"
+        let (_, registered) = try await api.register(["email": email, "display_name": "Keeper"])
+        let owner = try #require(registered["token"] as? String)
+        let group = try #require(try await api.call("POST", "/v1/groups", ["name": "Watched"], token: owner).1["id"] as? String)
+        let (_, created) = try await api.call("POST", "/v1/groups/\(group)/bridges", ["name": "Gate camera", "heartbeat_s": 10], token: owner)
+        let key = try #require(created["key"] as? String)
+        let id = try #require((created["bridge"] as? [String: Any])?["id"] as? String)
+        let stream = try await WebSocketTestClient.connect(port: api.test.port, path: "/v1/stream", token: owner)
+        #expect(await stream.receiveJSON()?["type"] as? String == "ready")
+        stream.sendText(#"{"type":"resume","cursors":{}}"#)
+        #expect(await stream.receiveJSON()?["type"] as? String == "resumed")
+
+        // Two beats pass in silence (the clock moved by hand): one sweep announces it, once.
+        try await api.pool.withConnection { connection in
+            try connection.query("UPDATE bridge_watch SET silent_after = now() - interval '1 second' WHERE bridge_id = \(UUID(uuidString: id)!)")
+        }
+        #expect(try await BridgeNotices.sweep(pool: api.pool) >= 1)
+        let offline = try #require(await stream.receiveJSON())
+        #expect(offline["type"] as? String == "notice" && offline["event"] as? String == "bridge.offline")
+        #expect((offline["data"] as? [String: Any])?["bridge_id"] as? String == id)
+        _ = try await BridgeNotices.sweep(pool: api.pool)
+        // It beats again: back online, announced once.
+        #expect(try await api.call("POST", "/v1/bridge/heartbeat", token: key).0 == 204)
+        let online = try #require(await stream.receiveJSON())
+        #expect(online["event"] as? String == "bridge.online")
+        #expect(try await api.call("POST", "/v1/bridge/heartbeat", token: key).0 == 204)
+        let mails = try await api.inTenant { _, connection in
+            try connection.query("SELECT template FROM outbox WHERE recipient = \(email) ORDER BY created_at").rows.map { try $0.decode(String.self, "template") }
+        }
+        #expect(mails == ["bridge_offline", "bridge_online"])
+        await api.stop()
+    }
+
     @Test func aBridgePastItsRateLimitWaitsAndBadBodiesNameTheirField() async throws {
         let setup = try await setup()
         let api = setup.api

@@ -54,7 +54,7 @@ struct CheckinTests {
 
         // Two schedulers race for the same deadline: one alert.
         let pools = (0..<2).map { _ in ConnectionPool(configuration: TestDatabase.configuration(), options: .init(maxConnections: 2)) }
-        let schedulers = pools.map { CheckinScheduler(pool: $0, log: Log(level: .error)) }
+        let schedulers = pools.map { DeadlineScheduler(pool: $0, log: Log(level: .error)) }
         async let first = schedulers[0].runOnce()
         async let second = schedulers[1].runOnce()
         _ = try await (first, second)
@@ -88,7 +88,7 @@ struct CheckinTests {
         let (done, completed) = try await api.call("POST", "/v1/checkins/\(id)/complete", token: pat.token)
         #expect(done == 200 && completed["status"] as? String == "completed")
         try await expire(api, id)
-        let scheduler = CheckinScheduler(pool: api.pool, log: Log(level: .error))
+        let scheduler = DeadlineScheduler(pool: api.pool, log: Log(level: .error))
         _ = try await scheduler.runOnce()
         #expect(try await missedAlerts(api, group: group).isEmpty)
         let events = try await api.call("GET", "/v1/groups/\(group)/events?after=1", token: pat.token).1["items"] as? [[String: Any]]

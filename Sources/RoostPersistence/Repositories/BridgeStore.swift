@@ -36,11 +36,13 @@ public struct BridgeStore: Sendable {
             """).rows.map(decode)
     }
 
-    /// Revokes a bridge; false when there is no such live bridge in the group.
+    /// Revokes a bridge (and stops watching it); false when there is no such live bridge in the group.
     public func revoke(_ id: UUID, group: UUID, on connection: PostgresConnection) throws -> Bool {
-        try connection.query("""
+        guard try connection.query("""
             UPDATE bridges SET revoked_at = now() WHERE id = \(id) AND group_id = \(group) AND revoked_at IS NULL
-            """).affectedRows == 1
+            """).affectedRows == 1 else { return false }
+        try unwatch(id, on: connection)
+        return true
     }
 
     /// The live bridge a key names, seen now (the heartbeat's clock counts any request).
@@ -91,6 +93,47 @@ public struct BridgeStore: Sendable {
         try connection.query("""
             UPDATE alerts SET repeat_count = repeat_count + 1 WHERE group_id = \(group) AND seq = \(seq) RETURNING repeat_count
             """).rows[0].decode(Int.self, "repeat_count")
+    }
+
+    // MARK: - Heartbeats
+
+    /// Starts watching a bridge with a heartbeat: silent after two missed beats.
+    public func watch(tenant: UUID, bridge: UUID, heartbeatSeconds: Int, on connection: PostgresConnection) throws {
+        try connection.query("""
+            INSERT INTO bridge_watch (bridge_id, tenant_id, silent_after)
+            VALUES (\(bridge), \(tenant), now() + \(2 * heartbeatSeconds) * interval '1 second')
+            """)
+    }
+
+    public func unwatch(_ bridge: UUID, on connection: PostgresConnection) throws {
+        try connection.query("DELETE FROM bridge_watch WHERE bridge_id = \(bridge)")
+    }
+
+    /// A request from a watched bridge moves its silence deadline; true when it was offline
+    /// (it has just come back).
+    public func heard(_ bridge: UUID, heartbeatSeconds: Int, on connection: PostgresConnection) throws -> Bool {
+        try connection.query("""
+            UPDATE bridge_watch w SET silent_after = now() + \(2 * heartbeatSeconds) * interval '1 second', offline = false
+            FROM (SELECT offline FROM bridge_watch WHERE bridge_id = \(bridge) FOR UPDATE) before
+            WHERE w.bridge_id = \(bridge)
+            RETURNING before.offline AS was_offline
+            """).first?.decode(Bool.self, "was_offline") ?? false
+    }
+
+    /// Claims one watched bridge that has fallen silent (SKIP LOCKED: one node handles it) and
+    /// marks it offline; its id and tenant.
+    public func claimSilent(on connection: PostgresConnection) throws -> (bridge: UUID, tenant: UUID)? {
+        try connection.query("""
+            UPDATE bridge_watch SET offline = true
+            WHERE bridge_id = (SELECT bridge_id FROM bridge_watch WHERE NOT offline AND silent_after <= now()
+                               ORDER BY silent_after LIMIT 1 FOR UPDATE SKIP LOCKED)
+            RETURNING bridge_id, tenant_id
+            """).first.map { (try $0.decode(UUID.self, "bridge_id"), try $0.decode(UUID.self, "tenant_id")) }
+    }
+
+    /// A bridge by id (revoked or not), under the transaction's tenant.
+    public func find(_ id: UUID, on connection: PostgresConnection) throws -> Bridge? {
+        try connection.query("SELECT \(unsafeRaw: Self.columns) FROM bridges WHERE id = \(id)").first.map(decode)
     }
 
     private func decode(_ row: PostgresRow) throws -> Bridge {

@@ -137,9 +137,16 @@ public struct GroupEventLog: Sendable {
     //   "g/<tenant>/<group>"            a group was deleted
     //   "s/<tenant>/<token hash hex>"   a session ended (logout)
     //   "u/<tenant>/<user>"             an account ended (deletion): every session of it
+    //   "n/<tenant>/<user>", "\n", frame a notice to one user's streams (e.g. bridge.offline)
 
     public static func eventPayload(tenant: UUID, group: UUID, seq: Int64, subject: UUID? = nil) -> String {
         "\(tenant.uuidString.lowercased())/\(group.uuidString.lowercased())/\(seq)" + (subject.map { "/" + $0.uuidString.lowercased() } ?? "")
+    }
+
+    /// Sends a stream notice (`{"type":"notice","event":..,"data":..}`) to one user's streams on every node.
+    public static func notifyUser(tenant: UUID, user: UUID, event: String, data: String, on connection: PostgresConnection) throws {
+        let frame = "{\"type\":\"notice\",\"event\":\(JSONString.quote(event)),\"data\":\(data)}"
+        try notify("n/\(tenant.uuidString.lowercased())/\(user.uuidString.lowercased())\n" + frame, on: connection)
     }
 
     /// Sends a notice on the channel; PostgreSQL delivers it when (and only if) the transaction commits.

@@ -97,6 +97,9 @@ struct BridgeRoutes: Sendable {
                 let bridge = try BridgeStore().create(
                     tenant: caller.user.tenantID, group: group, name: name, keyHash: token.hash, signingSecret: secret,
                     heartbeatSeconds: body.heartbeatSeconds, ratePerMinute: rate, burst: burst, createdBy: caller.user.id, on: connection)
+                if let heartbeat = body.heartbeatSeconds {
+                    try BridgeStore().watch(tenant: caller.user.tenantID, bridge: bridge.id, heartbeatSeconds: heartbeat, on: connection)
+                }
                 return (bridge, text)
             }
             return try APIJSON.response(.created, CreatedView(bridge: BridgeView(bridge: bridge), key: key, secret: secret))
@@ -152,6 +155,10 @@ struct BridgeRoutes: Sendable {
                                                     on: connection) else {
                         throw APIError(.conflict, code: "conflict", message: "this signed request was seen already (a replay)")
                     }
+                }
+                // Any admitted request counts as a heartbeat; one after silence brings the bridge back.
+                if let heartbeat = bridge.heartbeatSeconds, try store.heard(bridge.id, heartbeatSeconds: heartbeat, on: connection) {
+                    try BridgeNotices.announce(bridge, tenant: token.tenant, event: "bridge.online", on: connection)
                 }
                 return bridge
             }

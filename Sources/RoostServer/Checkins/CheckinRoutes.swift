@@ -3,7 +3,7 @@ import RoostPersistence
 import RoostProtocol
 
 /// API.md "Check-ins (dead-man's switch)": a member promises to check in by a deadline; only
-/// its owner sees or touches a check-in (anyone else gets 404). `CheckinScheduler` raises the
+/// its owner sees or touches a check-in (anyone else gets 404). `DeadlineScheduler` raises the
 /// alert when the deadline passes.
 struct CheckinRoutes: Sendable {
     let accounts: AccountRoutes

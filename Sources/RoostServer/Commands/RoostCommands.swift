@@ -46,7 +46,7 @@ public enum RoostCommands {
         }
         let outbox = OutboxWorker(pool: pool, mode: delivery, log: log)
         if configuration.outboxWorker { outbox.start() }
-        let checkins = CheckinScheduler(pool: pool, log: log)
+        let checkins = DeadlineScheduler(pool: pool, log: log)
         checkins.start()
         log.info("listening", [
             "addresses": addresses.map(\.description).joined(separator: ","),

@@ -244,6 +244,10 @@ final class StreamSession: WebSocketSession, StreamSubscriber {
         }
     }
 
+    func notice(_ frame: [UInt8]) {
+        state.withLock { $0.channel }?.send(frame: frame)
+    }
+
     func sessionEnded() {
         state.withLock { $0.channel }?.close(.policyViolation, reason: "session ended")
     }

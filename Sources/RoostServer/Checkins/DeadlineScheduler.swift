@@ -3,13 +3,14 @@ import RoostPersistence
 import RoostProtocol
 import Synchronization
 
-/// Raises the alert for check-ins nobody checked in on. Every node runs one: each round it
+/// The deadlines every node watches: check-ins nobody checked in on, and bridges that missed
+/// two heartbeats in a row (`BridgeNotices.sweep`). For check-ins, each round it
 /// claims due deadlines one at a time (`FOR UPDATE SKIP LOCKED`, so nodes never take the same
 /// one), and in that same transaction marks the check-in `missed` and posts a red alert by its
 /// member (template `missed_checkin`, the note, the last location) with push deliveries to the
 /// group's other members. A deadline that passed while every node was down fires on the first
 /// round of the first node up.
-final class CheckinScheduler: Sendable {
+final class DeadlineScheduler: Sendable {
     private let pool: ConnectionPool
     private let log: Log
     private let intervalMilliseconds: Int
@@ -29,6 +30,7 @@ final class CheckinScheduler: Sendable {
                 while !Task.isCancelled {
                     do {
                         try await runOnce()
+                        try await BridgeNotices.sweep(pool: pool)
                     } catch {
                         log.warning("check-ins: a round failed; retrying", ["error": "\(error)"])
                     }

@@ -1,0 +1,54 @@
+import Foundation
+import RoostPersistence
+import RoostProtocol
+
+/// Tells a bridge's group managers that it went silent (`bridge.offline`, after two missed
+/// heartbeats) or came back (`bridge.online`): a notice on each manager's streams on every node,
+/// and an email through the outbox to each manager with an address.
+enum BridgeNotices {
+    static func announce(_ bridge: Bridge, tenant: UUID, event: String, on connection: PostgresConnection) throws {
+        let managers = try connection.query("""
+            SELECT m.user_id, u.email FROM memberships m JOIN users u ON u.tenant_id = m.tenant_id AND u.id = m.user_id
+            WHERE m.group_id = \(bridge.groupID) AND m.role IN ('owner', 'admin') AND u.deleted_at IS NULL
+            """).rows.map { (try $0.decode(UUID.self, "user_id"), try $0.decode(String?.self, "email")) }
+        let groupName = try GroupStore().group(id: bridge.groupID, on: connection)?.name ?? ""
+        let data = "{\"bridge_id\":\"\(bridge.id.uuidString.lowercased())\",\"name\":\(JSONString.quote(bridge.name)),"
+            + "\"group_id\":\"\(bridge.groupID.uuidString.lowercased())\",\"group_name\":\(JSONString.quote(groupName)),"
+            + "\"heartbeat_s\":\(bridge.heartbeatSeconds.map(String.init) ?? "null")}"
+        for (user, email) in managers {
+            try GroupEventLog.notifyUser(tenant: tenant, user: user, event: event, data: data, on: connection)
+            if let email {
+                try OutboxStore().enqueue(tenant: tenant, channel: "email", recipient: email, template: event.replacingOccurrences(of: ".", with: "_"),
+                                          data: RawJSON(data), on: connection)
+            }
+        }
+    }
+
+    /// One round of the watch: marks at most `limit` silent bridges offline, announcing each;
+    /// how many it announced.
+    @discardableResult
+    static func sweep(pool: ConnectionPool, limit: Int = 100) async throws -> Int {
+        var announced = 0
+        for _ in 0..<limit {
+            let found = try await pool.withConnection { connection in
+                try connection.withTransaction { connection -> Bool in
+                    guard let (id, tenant) = try BridgeStore().claimSilent(on: connection) else { return false }
+                    try connection.run(script: "SET LOCAL roost.tenant_id = '\(tenant.uuidString.lowercased())'")
+                    guard let bridge = try BridgeStore().find(id, on: connection), !(try isRevoked(id, on: connection)) else {
+                        try BridgeStore().unwatch(id, on: connection)
+                        return true
+                    }
+                    try announce(bridge, tenant: tenant, event: "bridge.offline", on: connection)
+                    return true
+                }
+            }
+            guard found else { break }
+            announced += 1
+        }
+        return announced
+    }
+
+    private static func isRevoked(_ id: UUID, on connection: PostgresConnection) throws -> Bool {
+        try connection.query("SELECT revoked_at IS NOT NULL AS revoked FROM bridges WHERE id = \(id)").first?.decode(Bool.self, "revoked") ?? true
+    }
+}
