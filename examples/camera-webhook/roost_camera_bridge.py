@@ -1,0 +1,60 @@
+#!/usr/bin/env python3
+"""Camera events → Roost bridge.
+
+Accepts Frigate's event messages (the JSON Frigate publishes on its `frigate/events` MQTT topic:
+`{"type": "new"|"update"|"end", "before": {...}, "after": {"id", "camera", "label", ...}}`,
+relayed here by any MQTT-to-HTTP forwarder) or a generic camera webhook
+(`{"camera", "label", "state": "start"|"end"}`). A detection raises an amber alert per camera and
+label (`dedup_key` "<camera>:<label>"); its end resolves it. Labels outside CAMERA_LABELS
+(default: person) are ignored.
+
+Environment: ROOST_URL, ROOST_BRIDGE_KEY, ROOST_BRIDGE_SECRET (optional), ADAPTER_LISTEN
+(default 127.0.0.1:8766), CAMERA_LABELS (comma-separated).
+"""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from roost_bridge import RoostBridge  # noqa: E402
+from webhook_server import serve  # noqa: E402
+
+
+def normalise(body):
+    """(camera, label, phase, extra) from a Frigate event or a generic webhook; None if neither."""
+    if "after" in body and isinstance(body.get("after"), dict):
+        after = body["after"]
+        phase = {"new": "start", "update": "update", "end": "end"}.get(body.get("type"))
+        extra = {key: after[key] for key in ("id", "score", "top_score", "current_zones") if key in after}
+        return after.get("camera"), after.get("label"), phase, extra
+    if "camera" in body:
+        return body.get("camera"), body.get("label"), body.get("state"), {}
+    return None
+
+
+def handler(bridge, labels):
+    def handle(body):
+        event = normalise(body)
+        if event is None:
+            return 400, {"error": "expected a Frigate event or {camera, label, state}"}
+        camera, label, phase, extra = event
+        if not isinstance(camera, str) or not isinstance(label, str) or phase not in ("start", "update", "end"):
+            return 400, {"error": "camera, label and a known state are required"}
+        if label not in labels or phase == "update":
+            return 200, {"ignored": label if label not in labels else phase}
+        key = f"{camera}:{label}"
+        if phase == "start":
+            status, answer = bridge.trigger(key, f"{label.capitalize()} seen by {camera}", severity="amber",
+                                            details={"camera": camera, "label": label, **extra})
+        else:
+            status, answer = bridge.resolve(key, f"{camera}: {label} gone")
+            if status == 404:
+                return 200, {"roost": 404}
+        return (200 if status < 300 else 502), {"roost": status, "seq": (answer or {}).get("seq")}
+    return handle
+
+
+if __name__ == "__main__":
+    bridge = RoostBridge(os.environ["ROOST_URL"], os.environ["ROOST_BRIDGE_KEY"], os.environ.get("ROOST_BRIDGE_SECRET"))
+    labels = {label.strip() for label in os.environ.get("CAMERA_LABELS", "person").split(",") if label.strip()}
+    serve(os.environ.get("ADAPTER_LISTEN", "127.0.0.1:8766"), handler(bridge, labels))
