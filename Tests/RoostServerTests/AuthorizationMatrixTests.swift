@@ -5,7 +5,7 @@ import RoostProtocol
 import RoostTestSupport
 import Testing
 
-/// Every endpoint of API.md's Accounts, Groups and members, Invitations, and Messages and alerts sections × every
+/// Every endpoint of API.md's Accounts, Groups and members, Invitations, Messages and alerts, Check-ins and Bridges sections × every
 /// kind of caller → the status API.md prescribes. A caller who may not see a group, an
 /// invitation or a device gets exactly the answer for one that does not exist.
 @Suite(.enabled(if: TestDatabase.isConfigured, "needs TEST_DATABASE_URL (scripts/test sets it)"))
@@ -82,6 +82,19 @@ struct AuthorizationMatrixTests {
          [.owner: 200, .admin: 200, .member: 200, .sameTenantOutsider: 404, .otherTenant: 404, .noToken: 401, .badToken: 401]),
         ("PUT", "/v1/groups/{g}/templates", ["templates": [["key": "fire", "text": "Fire!", "kind": "alert", "severity": "red"]]],
          [.owner: 200, .admin: 200, .member: 403, .sameTenantOutsider: 404, .otherTenant: 404, .noToken: 401, .badToken: 401]),
+        ("POST", "/v1/groups/{g}/bridges", ["name": "Panel"],
+         [.owner: 201, .admin: 201, .member: 403, .sameTenantOutsider: 404, .otherTenant: 404, .noToken: 401, .badToken: 401]),
+        ("GET", "/v1/groups/{g}/bridges", nil,
+         [.owner: 200, .admin: 200, .member: 403, .sameTenantOutsider: 404, .otherTenant: 404, .noToken: 401, .badToken: 401]),
+        ("DELETE", "/v1/groups/{g}/bridges/{b}", nil,
+         [.owner: 204, .admin: 204, .member: 403, .sameTenantOutsider: 404, .otherTenant: 404, .noToken: 401, .badToken: 401]),
+        // A user's token never works where a bridge key is expected.
+        ("POST", "/v1/bridge/alerts", ["action": "trigger", "dedup_key": "k", "summary": "s"],
+         [.owner: 401, .admin: 401, .member: 401, .sameTenantOutsider: 401, .otherTenant: 401, .noToken: 401, .badToken: 401]),
+        ("POST", "/v1/checkins", ["group_id": "{g}", "due_in_s": 600],
+         [.owner: 201, .admin: 201, .member: 201, .sameTenantOutsider: 404, .otherTenant: 404, .noToken: 401, .badToken: 401]),
+        ("GET", "/v1/checkins", nil,
+         [.owner: 200, .admin: 200, .member: 200, .sameTenantOutsider: 200, .otherTenant: 200, .noToken: 401, .badToken: 401]),
     ] }
 
     /// Endpoints that end the caller's session or account: run last, each caller on a fresh session.
@@ -131,14 +144,20 @@ struct AuthorizationMatrixTests {
                         #expect(try await api.call("POST", "/v1/groups/\(group)/alerts/\(alert)/close", token: tokens[.owner]!).0 == 200)
                     }
                 }
+                var bridge = ""
+                if template.contains("{b}") {
+                    bridge = try #require((try await api.call("POST", "/v1/groups/\(group)/bridges", ["name": "Matrix"], token: tokens[.owner]!)
+                        .1["bridge"] as? [String: Any])?["id"] as? String)
+                }
                 // Leaving is the member's own right: as member, the target is the member themself.
-                let placeholders = ["{g}": group, "{m}": ids[.member]!, "{i}": invitation, "{d}": device, "{s}": alert, "{c}": closed]
+                let placeholders = ["{g}": group, "{m}": ids[.member]!, "{i}": invitation, "{d}": device, "{s}": alert, "{c}": closed,
+                                    "{b}": bridge]
                 let path = placeholders.reduce(template) { $0.replacingOccurrences(of: $1.key, with: $1.value) }
                 let resolved = body.map { $0.mapValues { value in (value as? String).flatMap { placeholders[$0] } ?? value } }
                 let (status, response) = try await api.call(method, path, resolved, token: tokens[caller]!)
                 #expect(status == expected[caller], "\(method) \(template) as \(caller): \(status) \(response)")
                 if status == 404 {
-                    let message = template.hasPrefix("/v1/groups/") ? "no such group"
+                    let message = template.hasPrefix("/v1/groups/") || template == "/v1/checkins" ? "no such group"
                         : template.hasPrefix("/v1/invitations") ? "no such invitation" : "no such device"
                     #expect((response["error"] as? [String: Any])?["message"] as? String == message,
                             "\(method) \(template) as \(caller) revealed more than a missing resource would: \(response)")

@@ -5,7 +5,7 @@ import RoostProtocol
 import RoostTestSupport
 import Testing
 
-/// Hostile input on every endpoint of the account, group, invitation, message and check-in sections: each answer is a client error in the API's
+/// Hostile input on every endpoint of the account, group, invitation, message, check-in and bridge-management sections: each answer is a client error in the API's
 /// shape (or a success that stored the value as written), never a 5xx, and the server keeps
 /// serving afterwards.
 @Suite(.enabled(if: TestDatabase.isConfigured, "needs TEST_DATABASE_URL (scripts/test sets it)"))
@@ -45,6 +45,7 @@ struct BadInputTests {
             ("POST", "/v1/groups/\(group)/alerts/1/close", ["resolution": "r"], true),
             ("PUT", "/v1/groups/\(group)/templates", ["templates": [["key": "k", "text": "t", "kind": "chat"]]], true),
             ("POST", "/v1/checkins", ["group_id": group, "due_in_s": 600, "note": "n", "location": ["lat": 1, "lon": 2]], true),
+            ("POST", "/v1/groups/\(group)/bridges", ["name": "Panel", "signing": true, "heartbeat_s": 60, "rate_per_minute": 60, "burst": 20], true),
         ]
         var outcomes: [Int: Int] = [:]
         for (method, path, valid, authenticated) in endpoints {
