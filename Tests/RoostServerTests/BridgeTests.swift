@@ -149,11 +149,12 @@ struct BridgeTests {
         stream.sendText(#"{"type":"resume","cursors":{}}"#)
         #expect(await stream.receiveJSON()?["type"] as? String == "resumed")
 
-        // Two beats pass in silence (the clock moved by hand): one sweep announces it, once.
+        // Two beats pass in silence (the clock moved by hand): a sweep announces it, once. (The
+        // sweep may be another node's: end-to-end tests run nodes on the same database.)
         try await api.pool.withConnection { connection in
             try connection.query("UPDATE bridge_watch SET silent_after = now() - interval '1 second' WHERE bridge_id = \(UUID(uuidString: id)!)")
         }
-        #expect(try await BridgeNotices.sweep(pool: api.pool) >= 1)
+        _ = try await BridgeNotices.sweep(pool: api.pool)
         let offline = try #require(await stream.receiveJSON())
         #expect(offline["type"] as? String == "notice" && offline["event"] as? String == "bridge.offline")
         #expect((offline["data"] as? [String: Any])?["bridge_id"] as? String == id)
