@@ -1,0 +1,62 @@
+import Foundation
+import RoostTestSupport
+import Testing
+
+/// No Docker engine runs here, so the container files are checked for what can be checked
+/// without one: the Dockerfile's stages, base images and copied paths, and the compose file
+/// parsed as YAML with the services, health checks and files it relies on.
+struct DockerFilesTests {
+    static let root = TestDatabase.migrationsDirectory.deletingLastPathComponent()
+
+    @Test func theDockerfileBuildsInTheSwiftImageAndRunsSlimAsAnUnprivilegedUser() throws {
+        let text = try String(contentsOf: Self.root.appendingPathComponent("docker/Dockerfile"), encoding: .utf8)
+        let lines = text.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.hasPrefix("#") }
+        let stages = lines.filter { $0.hasPrefix("FROM ") }
+        #expect(stages.count == 2)
+        #expect(stages.first?.hasPrefix("FROM swift:") == true && stages.first?.hasSuffix(" AS build") == true)
+        #expect(stages.last == "FROM debian:bookworm-slim AS run")
+        // Every path copied from the build context exists in the repository.
+        for line in lines where line.hasPrefix("COPY ") && !line.contains("--from=") {
+            let source = String(line.split(separator: " ")[1])
+            #expect(FileManager.default.fileExists(atPath: Self.root.appendingPathComponent(source).path), "\(line)")
+        }
+        #expect(lines.contains { $0.hasPrefix("COPY --from=build /out/roost ") })
+        #expect(text.contains("libpq5") && text.contains("libssl3"))
+        #expect(lines.contains { $0.hasPrefix("USER ") && !$0.hasSuffix(" root") })
+        #expect(text.contains("HEALTHCHECK") && text.contains("/healthz"))
+        #expect(text.contains("ROOST_MIGRATIONS_DIR=/usr/share/roost/sql"))
+    }
+
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/python3"), "needs /usr/bin/python3 (with PyYAML)"))
+    func theComposeFileParsesAndWiresTheServices() throws {
+        let script = """
+            import json, os, sys, yaml
+            compose = yaml.safe_load(open(sys.argv[1]))
+            services = compose["services"]
+            base = os.path.dirname(sys.argv[1])
+            roost = services["roost"]
+            print(json.dumps({
+                "services": sorted(services),
+                "postgres_image": services["postgres"]["image"],
+                "postgres_healthcheck": "healthcheck" in services["postgres"],
+                "roost_waits_for_healthy": roost["depends_on"]["postgres"]["condition"],
+                "dockerfile_exists": os.path.exists(os.path.join(base, roost["build"]["context"], roost["build"]["dockerfile"])),
+                "caddy_profiles": services["caddy"].get("profiles"),
+                "mounted_files_exist": all(os.path.exists(os.path.join(base, v.split(":")[0]))
+                                           for s in services.values() for v in s.get("volumes", []) if v.startswith("./")),
+                "volumes": sorted(compose["volumes"]),
+            }))
+            """
+        let outcome = try Subprocess.run("/usr/bin/python3", ["-c", script, Self.root.appendingPathComponent("docker/compose.yaml").path])
+        #expect(outcome.status == 0, "\(outcome.output)")
+        let parsed = try #require(try JSONSerialization.jsonObject(with: Data(outcome.output.utf8)) as? [String: Any])
+        #expect(parsed["services"] as? [String] == ["caddy", "postgres", "roost"])
+        #expect((parsed["postgres_image"] as? String)?.hasPrefix("postgres:15") == true)
+        #expect(parsed["postgres_healthcheck"] as? Bool == true)
+        #expect(parsed["roost_waits_for_healthy"] as? String == "service_healthy")
+        #expect(parsed["dockerfile_exists"] as? Bool == true)
+        #expect(parsed["caddy_profiles"] as? [String] == ["tls"])
+        #expect(parsed["mounted_files_exist"] as? Bool == true)
+        #expect(parsed["volumes"] as? [String] == ["caddy_data", "pgdata"])
+    }
+}
