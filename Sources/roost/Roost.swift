@@ -20,6 +20,33 @@ struct Roost {
         Every command takes the serve options that concern the database (--database-url, ...).
         """
 
+    static let databaseNote = """
+
+        Database options, as for roost serve (each also read from its environment variable):
+          --database-url URL (DATABASE_URL), --migrations-dir PATH (ROOST_MIGRATIONS_DIR),
+          --db-connect-timeout-s N (ROOST_DB_CONNECT_TIMEOUT_S), --no-migrate (ROOST_NO_MIGRATE),
+          --allow-superuser (ROOST_ALLOW_SUPERUSER); roost serve --help lists every option and default.
+        """
+
+    static let tenantUsage = """
+        Usage: roost tenant create SLUG --name NAME [--registration open|invite_only]
+               roost tenant update SLUG [--name NAME] [--registration open|invite_only]
+               roost tenant list
+
+        Options:
+          --name NAME                        the tenant's name, 1 to 200 characters (required by create)
+          --registration open|invite_only    who may register: anyone, or only invited people (default: open)
+        """ + databaseNote
+
+    static let outboxUsage = """
+        Usage: roost outbox list --failed
+               roost outbox retry ID
+
+          list --failed    deliveries that ran out of attempts, one a line: id, tenant, channel, template,
+                           attempts, last error (tab-separated)
+          retry ID         queue a failed delivery again with a fresh set of attempts
+        """ + databaseNote
+
     static func main() async {
         var arguments = Array(CommandLine.arguments.dropFirst())
         guard let command = arguments.first else { exitUsage(usage) }
@@ -30,12 +57,16 @@ struct Roost {
                 if arguments.contains("--help") || arguments.contains("-h") { exitHelp(ServerConfiguration.helpText) }
                 try await RoostCommands.serve(load(arguments))
             case "migrate":
-                if arguments.contains("--help") || arguments.contains("-h") { exitHelp(ServerConfiguration.helpText) }
+                if arguments.contains("--help") || arguments.contains("-h") {
+                    exitHelp(ServerConfiguration.helpText.replacingOccurrences(of: "Usage: roost serve", with: "Usage: roost migrate"))
+                }
                 let applied = try await RoostCommands.migrate(load(arguments))
                 print(applied.isEmpty ? "database is up to date" : "applied \(applied.joined(separator: ", "))")
             case "tenant":
+                if arguments.contains("--help") || arguments.contains("-h") { exitHelp(tenantUsage) }
                 try await tenant(arguments)
             case "outbox":
+                if arguments.contains("--help") || arguments.contains("-h") { exitHelp(outboxUsage) }
                 try await outbox(arguments)
             case "help", "--help", "-h":
                 exitHelp(usage)

@@ -65,6 +65,20 @@ struct StartupTests {
         #expect(outcome.output.contains("--allow-superuser"))
     }
 
+    @Test func everySubcommandHasHelpAndBadUsageIsOneLineWithStatus2() throws {
+        for (arguments, expected) in [(["tenant", "--help"], "--registration open|invite_only"), (["tenant", "create", "-h"], "roost tenant create SLUG"),
+                                      (["outbox", "--help"], "roost outbox retry ID"), (["migrate", "--help"], "Usage: roost migrate"),
+                                      (["--help"], "outbox list --failed")] {
+            let outcome = try roost(arguments)
+            #expect(outcome.status == 0 && outcome.output.contains(expected), "roost \(arguments.joined(separator: " ")): \(outcome.output)")
+        }
+        for arguments in [["tenant", "frobnicate"], ["outbox"], ["outbox", "list"], ["outbox", "list", "--failed", "--bogus"], ["frobnicate"],
+                          ["tenant", "create", "ok-slug", "--name"]] {
+            let outcome = try roost(arguments)
+            #expect(outcome.status == 2 && lines(outcome.output).count == 1, "roost \(arguments.joined(separator: " ")): \(outcome.status) \(outcome.output)")
+        }
+    }
+
     @Test(.enabled(if: TestDatabase.isConfigured, "needs TEST_DATABASE_URL (scripts/test sets it)"))
     func migrateThenTenantCommandsWork() throws {
         let environment = ["DATABASE_URL": TestDatabase.url!]
