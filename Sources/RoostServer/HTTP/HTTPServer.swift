@@ -190,7 +190,7 @@ final class Listener: EventHandler {
         var bytes: [UInt8] = []
         let error = APIError(.serviceUnavailable, code: "unavailable", message: "the server has too many connections; try again shortly", headers: ["Retry-After": "1"])
         HTTPResponseWriter.write(HTTPResponse(error), keepAlive: false, date: context.httpDate, into: &bytes)
-        _ = bytes.withUnsafeBytes { Glibc.write(client, $0.baseAddress, $0.count) }
+        _ = bytes.withUnsafeBytes { send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
         Glibc.close(client)
     }
 

@@ -2,7 +2,7 @@
 import Glibc
 #endif
 
-/// Bytes waiting to go out on one socket, written with `writev` so several queued responses
+/// Bytes waiting to go out on one socket, written with one `sendmsg` so several queued responses
 /// or frames leave in one call. Chunks are shared arrays: the same encoded frame can sit in
 /// many connections' buffers without being copied.
 struct OutboundBuffer {
@@ -24,8 +24,13 @@ struct OutboundBuffer {
     mutating func write(to fd: Int32) throws(SystemError) -> Bool {
         while byteCount > 0 {
             let count = min(chunks.count - head, 64)
+            // sendmsg rather than writev: MSG_NOSIGNAL turns a write to a peer that has gone into
+            // EPIPE instead of a SIGPIPE that would end the whole process.
             let written: IOResult<Int> = try withVectors(count) { vectors throws(SystemError) in
-                try systemCall("writev") { writev(fd, vectors.baseAddress, Int32(count)) }
+                var message = msghdr()
+                message.msg_iov = vectors.baseAddress
+                message.msg_iovlen = count
+                return try systemCall("sendmsg") { sendmsg(fd, &message, Int32(MSG_NOSIGNAL)) }
             }
             guard case .done(let sent) = written else { return false }
             consume(sent)
