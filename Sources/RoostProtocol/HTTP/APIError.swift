@@ -16,6 +16,11 @@ public struct APIError: Error, Hashable, Sendable {
         self.headers = headers
     }
 
+    /// 400 `validation_failed` naming the field at fault.
+    public static func invalid(_ message: String, _ field: String) -> APIError {
+        APIError(.badRequest, code: "validation_failed", message: message, field: field)
+    }
+
     /// The response body, UTF-8 JSON.
     public var body: [UInt8] {
         var json = "{\"error\":{\"code\":\(JSONString.quote(code)),\"message\":\(JSONString.quote(message))"

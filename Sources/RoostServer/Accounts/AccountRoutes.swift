@@ -124,11 +124,11 @@ struct AccountRoutes: Sendable {
         let body = try context.decodeJSON(RegisterBody.self)
         let (email, phone) = try Self.identifiers(email: body.email, phone: body.phone)
         guard (10...1024).contains(body.password.count) else {
-            throw APIError(.badRequest, code: "validation_failed", message: "password must be 10 to 1024 characters", field: "password")
+            throw APIError.invalid("password must be 10 to 1024 characters", "password")
         }
         let name = body.displayName.trimmingCharacters(in: .whitespacesAndNewlines)
         guard (1...100).contains(name.count), !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
-            throw APIError(.badRequest, code: "validation_failed", message: "display_name must be 1 to 100 characters, no control characters", field: "display_name")
+            throw APIError.invalid("display_name must be 1 to 100 characters, no control characters", "display_name")
         }
         let tenant = try await findTenant(body.tenant)
         // The invitation, when one is given, is checked for shape and tenant before any hashing;
@@ -288,19 +288,19 @@ struct AccountRoutes: Sendable {
     /// At least one of email and phone, each normalised or refused naming its field.
     static func identifiers(email: String?, phone: String?) throws(APIError) -> (String?, String?) {
         guard email != nil || phone != nil else {
-            throw APIError(.badRequest, code: "validation_failed", message: "give an email or a phone number", field: "email")
+            throw APIError.invalid("give an email or a phone number", "email")
         }
         var normalizedEmail: String?
         var normalizedPhone: String?
         if let email {
             guard let value = EmailAddress.normalize(email) else {
-                throw APIError(.badRequest, code: "validation_failed", message: "email is not a valid address", field: "email")
+                throw APIError.invalid("email is not a valid address", "email")
             }
             normalizedEmail = value
         }
         if let phone {
             guard let value = PhoneNumber.normalize(phone) else {
-                throw APIError(.badRequest, code: "validation_failed", message: "phone must be an international number such as +45 12 34 56 78", field: "phone")
+                throw APIError.invalid("phone must be an international number such as +45 12 34 56 78", "phone")
             }
             normalizedPhone = value
         }

@@ -66,7 +66,7 @@ struct ContactRoutes: Sendable {
             let body = try context.decodeJSON(ConfirmBody.self)
             let address = try Self.address(of: user, channel: body.channel)
             guard body.code.utf8.count == 6, body.code.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) else {
-                throw APIError(.badRequest, code: "validation_failed", message: "code must be the 6 digits that were sent", field: "code")
+                throw APIError.invalid("code must be the 6 digits that were sent", "code")
             }
             let given = Self.hash(body.code, user: user.id, channel: body.channel, address: address)
             let outcome = try await pool.withConnection { connection in
@@ -92,16 +92,14 @@ struct ContactRoutes: Sendable {
             case .verified(let user):
                 return try APIJSON.response(.ok, AccountRoutes.UserView(user))
             case .wrongCode(let left):
-                throw APIError(.badRequest, code: "validation_failed",
-                               message: "that code is not right; \(left) \(left == 1 ? "try" : "tries") left", field: "code")
+                throw APIError.invalid("that code is not right; \(left) \(left == 1 ? "try" : "tries") left", "code")
             case .exhausted:
                 throw APIError(.tooManyRequests, code: "rate_limited", message: "too many wrong codes; ask for a new one",
                                headers: ["Retry-After": String(Self.resendInterval)])
             case .expired:
                 throw APIError(.gone, code: "expired", message: "the code has expired; ask for a new one", field: "code")
             case .nonePending:
-                throw APIError(.badRequest, code: "validation_failed", message: "no code is pending for that channel; ask for one first",
-                               field: "channel")
+                throw APIError.invalid("no code is pending for that channel; ask for one first", "channel")
             }
         }
     }
@@ -115,10 +113,10 @@ struct ContactRoutes: Sendable {
         case "email": (address, verified) = (user.email, user.emailVerified)
         case "phone": (address, verified) = (user.phone, user.phoneVerified)
         default:
-            throw APIError(.badRequest, code: "validation_failed", message: "channel must be email or phone", field: "channel")
+            throw APIError.invalid("channel must be email or phone", "channel")
         }
         guard let address else {
-            throw APIError(.badRequest, code: "validation_failed", message: "your account has no \(channel) to verify", field: "channel")
+            throw APIError.invalid("your account has no \(channel) to verify", "channel")
         }
         guard !verified else { throw APIError(.conflict, code: "conflict", message: "your \(channel) is verified already", field: "channel") }
         return address

@@ -96,7 +96,7 @@ struct ProfileRoutes: Sendable {
             let user = try await accounts.authenticate(context)
             let body = try context.decodeJSON(DeviceBody.self)
             guard Self.platforms.contains(body.platform) else {
-                throw APIError(.badRequest, code: "validation_failed", message: "platform must be apns, fcm, webpush or unifiedpush", field: "platform")
+                throw APIError.invalid("platform must be apns, fcm, webpush or unifiedpush", "platform")
             }
             let token = try Self.text(body.token, field: "token", range: 1...4096)
             let (device, created) = try await pool.withConnection { connection in
@@ -134,8 +134,7 @@ struct ProfileRoutes: Sendable {
             scalar.properties.generalCategory == .control && !(allowNewlines && (scalar == "\n" || scalar == "\r" || scalar == "\t"))
         }
         guard range.contains(trimmed.count), !badControl else {
-            throw APIError(.badRequest, code: "validation_failed",
-                           message: "\(field) must be \(range.lowerBound) to \(range.upperBound) characters without control characters", field: field)
+            throw APIError.invalid("\(field) must be \(range.lowerBound) to \(range.upperBound) characters without control characters", field)
         }
         return trimmed
     }

@@ -74,22 +74,18 @@ struct BridgeRoutes: Sendable {
         let secret: String?
     }
 
-    static func invalid(_ message: String, _ field: String) -> APIError {
-        APIError(.badRequest, code: "validation_failed", message: message, field: field)
-    }
-
     func add(to builder: inout Router.Builder) {
         builder.add(.post, "/v1/groups/{gid:uuid}/bridges", bodyLimit: 8 * 1024) { context in
             let group = context.parameters.uuid("gid")!
             let body = try context.decodeJSON(CreateBody.self)
             let name = try ProfileRoutes.text(body.name, field: "name", range: 1...100)
             if let heartbeat = body.heartbeatSeconds, !(10...86_400).contains(heartbeat) {
-                throw Self.invalid("heartbeat_s must be 10 to 86400", "heartbeat_s")
+                throw APIError.invalid("heartbeat_s must be 10 to 86400", "heartbeat_s")
             }
             let rate = body.ratePerMinute ?? 60
-            guard (1...6000).contains(rate) else { throw Self.invalid("rate_per_minute must be 1 to 6000", "rate_per_minute") }
+            guard (1...6000).contains(rate) else { throw APIError.invalid("rate_per_minute must be 1 to 6000", "rate_per_minute") }
             let burst = body.burst ?? 20
-            guard (1...1000).contains(burst) else { throw Self.invalid("burst must be 1 to 1000", "burst") }
+            guard (1...1000).contains(burst) else { throw APIError.invalid("burst must be 1 to 1000", "burst") }
             let secret = body.signing == true ? "rbs_" + Secrets.base64URL(Secrets.randomBytes(32)) : nil
             let (bridge, key) = try await accounts.inGroup(context, group) { caller, connection in
                 try caller.requireManager("only the owner and admins manage bridges")
@@ -182,19 +178,19 @@ struct BridgeRoutes: Sendable {
 
     private func alert(_ context: RequestContext) async throws -> HTTPResponse {
         let body = try context.decodeJSON(AlertBody.self)
-        guard body.action == "trigger" || body.action == "resolve" else { throw Self.invalid("action must be trigger or resolve", "action") }
+        guard body.action == "trigger" || body.action == "resolve" else { throw APIError.invalid("action must be trigger or resolve", "action") }
         guard (1...200).contains(body.dedupKey.count), !body.dedupKey.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
-            throw Self.invalid("dedup_key must be 1 to 200 characters, no control characters", "dedup_key")
+            throw APIError.invalid("dedup_key must be 1 to 200 characters, no control characters", "dedup_key")
         }
         let summary = try body.summary.map { value throws(APIError) in try ProfileRoutes.text(value, field: "summary", range: 1...4000, allowNewlines: true) }
-        if body.action == "trigger" && summary == nil { throw Self.invalid("a trigger needs a summary", "summary") }
+        if body.action == "trigger" && summary == nil { throw APIError.invalid("a trigger needs a summary", "summary") }
         if let severity = body.severity, !MessageRoutes.severities.contains(severity) {
-            throw Self.invalid("severity must be info, amber or red", "severity")
+            throw APIError.invalid("severity must be info, amber or red", "severity")
         }
         if let occurred = body.occurredAt, CheckinRoutes.parseDate(occurred) == nil {
-            throw Self.invalid("occurred_at must be an RFC 3339 time", "occurred_at")
+            throw APIError.invalid("occurred_at must be an RFC 3339 time", "occurred_at")
         }
-        let location = try CheckinRoutes.locationJSON(body.location)
+        let location = try body.location?.validatedJSON()
         let details = try Self.details(context.request.body)
         let (tenant, bridge) = try await admit(context)
         let dedupKey = body.dedupKey
@@ -254,7 +250,7 @@ struct BridgeRoutes: Sendable {
         guard let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any], let details = object["details"],
               !(details is NSNull) else { return nil }
         guard details is [String: Any], let data = try? JSONSerialization.data(withJSONObject: details) else {
-            throw invalid("details must be a JSON object", "details")
+            throw APIError.invalid("details must be a JSON object", "details")
         }
         guard data.count <= maxDetailsBytes else {
             throw APIError(.payloadTooLarge, code: "payload_too_large", message: "details must be at most 16 KiB of JSON", field: "details")

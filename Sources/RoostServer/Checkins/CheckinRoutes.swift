@@ -61,22 +61,18 @@ struct CheckinRoutes: Sendable {
 
     static let notFound = APIError(.notFound, code: "not_found", message: "no such check-in")
 
-    static func invalid(_ message: String, _ field: String) -> APIError {
-        APIError(.badRequest, code: "validation_failed", message: message, field: field)
-    }
-
     /// Seconds from now to a deadline given as `due_in_s` or an RFC 3339 `due_at`, within bounds.
     func seconds(dueIn: Int?, dueAt: String?) throws(APIError) -> Double {
         let seconds: Double
         switch (dueIn, dueAt) {
         case (let dueIn?, nil): seconds = Double(dueIn)
         case (nil, let text?):
-            guard let date = Self.parseDate(text) else { throw Self.invalid("due_at must be an RFC 3339 time such as 2026-11-21T18:00:00Z", "due_at") }
+            guard let date = Self.parseDate(text) else { throw APIError.invalid("due_at must be an RFC 3339 time such as 2026-11-21T18:00:00Z", "due_at") }
             seconds = date.timeIntervalSinceNow
-        default: throw Self.invalid("give exactly one of due_in_s and due_at", "due_in_s")
+        default: throw APIError.invalid("give exactly one of due_in_s and due_at", "due_in_s")
         }
         guard seconds >= Double(minimumSeconds) - 1, seconds <= Double(Self.maximumSeconds) else {
-            throw Self.invalid("the deadline must be \(minimumSeconds) s to 24 h away", dueAt == nil ? "due_in_s" : "due_at")
+            throw APIError.invalid("the deadline must be \(minimumSeconds) s to 24 h away", dueAt == nil ? "due_in_s" : "due_at")
         }
         return max(seconds, Double(minimumSeconds))
     }
@@ -87,21 +83,13 @@ struct CheckinRoutes: Sendable {
         return precise.date(from: text) ?? ISO8601DateFormatter().date(from: text)
     }
 
-    static func locationJSON(_ location: MessageRoutes.Location?) throws -> String? {
-        guard let location else { return nil }
-        guard (-90...90).contains(location.lat) else { throw invalid("lat must be between -90 and 90", "location.lat") }
-        guard (-180...180).contains(location.lon) else { throw invalid("lon must be between -180 and 180", "location.lon") }
-        if let accuracy = location.accuracyM, !(accuracy >= 0 && accuracy.isFinite) { throw invalid("accuracy_m must be 0 or more", "location.accuracy_m") }
-        return String(decoding: try APIJSON.encode(location), as: UTF8.self)
-    }
-
     func add(to builder: inout Router.Builder) {
         let pool = accounts.pool
         builder.add(.post, "/v1/checkins", bodyLimit: 16 * 1024) { context in
             let body = try context.decodeJSON(CreateBody.self)
             let seconds = try seconds(dueIn: body.dueInSeconds, dueAt: body.dueAt)
             let note = try ProfileRoutes.text(body.note ?? "", field: "note", range: 0...1000, allowNewlines: true)
-            let location = try Self.locationJSON(body.location)
+            let location = try body.location?.validatedJSON()
             let checkin = try await accounts.inGroup(context, body.groupID) { caller, connection in
                 let store = CheckinStore()
                 guard try store.activeCount(user: caller.user.id, on: connection) < Self.maxActive else {
@@ -116,7 +104,7 @@ struct CheckinRoutes: Sendable {
             let user = try await accounts.authenticate(context)
             let status = context.request.target.queryValue("status")
             guard status == nil || ["active", "completed", "missed"].contains(status!) else {
-                throw Self.invalid("status must be active, completed or missed", "status")
+                throw APIError.invalid("status must be active, completed or missed", "status")
             }
             let checkins = try await pool.withConnection { connection in
                 try connection.withTenantTransaction(user.tenantID) { try CheckinStore().list(user: user.id, status: status, on: $0) }
@@ -124,7 +112,7 @@ struct CheckinRoutes: Sendable {
             return try APIJSON.response(.ok, Page(items: checkins.map(CheckinView.init), next: nil))
         }
         builder.add(.post, "/v1/checkins/{id:uuid}/location", bodyLimit: 4 * 1024) { context in
-            let location = try Self.locationJSON(context.decodeJSON(MessageRoutes.Location.self))!
+            let location = try context.decodeJSON(MessageRoutes.Location.self).validatedJSON()
             try await mine(context) { _, checkin, connection in
                 guard checkin.status == "active" else { throw APIError(.conflict, code: "conflict", message: "the check-in has ended") }
                 try CheckinStore().setLocation(checkin.id, location: location, on: connection)

@@ -72,12 +72,12 @@ struct InvitationRoutes: Sendable {
             let group = context.parameters.uuid("gid")!
             let body = try context.decodeJSON(CreateBody.self)
             guard (body.email == nil) != (body.phone == nil) else {
-                throw APIError(.badRequest, code: "validation_failed", message: "give exactly one of email and phone", field: "email")
+                throw APIError.invalid("give exactly one of email and phone", "email")
             }
             let (email, phone) = try AccountRoutes.identifiers(email: body.email, phone: body.phone)
             let role = body.role ?? "member"
             guard role == "member" || role == "admin" else {
-                throw APIError(.badRequest, code: "validation_failed", message: "role must be member or admin", field: "role")
+                throw APIError.invalid("role must be member or admin", "role")
             }
             do {
                 let invitation = try await accounts.inGroup(context, group) { caller, connection in
@@ -135,7 +135,7 @@ struct InvitationRoutes: Sendable {
             let user = try await accounts.authenticate(context)
             let body = try context.decodeJSON(AcceptBody.self)
             guard (body.token == nil) != (body.invitationID == nil) else {
-                throw APIError(.badRequest, code: "validation_failed", message: "give exactly one of token and invitation_id", field: "token")
+                throw APIError.invalid("give exactly one of token and invitation_id", "token")
             }
             // A token of another tenant (or of no tenant at all) names nothing here.
             let tokenHash = try body.token.map { text throws(APIError) in

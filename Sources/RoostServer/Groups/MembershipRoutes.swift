@@ -81,7 +81,7 @@ struct MembershipRoutes: Sendable {
             let target = context.parameters.uuid("uid")!
             let body = try context.decodeJSON(RoleBody.self)
             guard body.role == "admin" || body.role == "member" else {
-                throw APIError(.badRequest, code: "validation_failed", message: "role must be admin or member (ownership moves with POST .../owner)", field: "role")
+                throw APIError.invalid("role must be admin or member (ownership moves with POST .../owner)", "role")
             }
             let member = try await inGroup(context, group) { caller, connection in
                 guard caller.role == "owner" else { throw Self.forbidden("only the owner can change roles") }
@@ -126,7 +126,7 @@ struct MembershipRoutes: Sendable {
             try await inGroup(context, group) { caller, connection in
                 guard caller.role == "owner" else { throw Self.forbidden("only the owner can transfer ownership") }
                 guard let current = try GroupStore().role(of: body.userID, in: group, on: connection) else {
-                    throw APIError(.badRequest, code: "validation_failed", message: "the new owner must be a member", field: "user_id")
+                    throw APIError.invalid("the new owner must be a member", "user_id")
                 }
                 guard current != "owner" else { return }
                 // Demote first: at most one owner at any moment (memberships_one_owner_key).

@@ -59,7 +59,7 @@ extension RequestContext {
     public func limit() throws(APIError) -> Int {
         guard let text = request.target.queryValue("limit") else { return 50 }
         guard let value = Int(text), (1...200).contains(value) else {
-            throw APIError(.badRequest, code: "validation_failed", message: "limit must be a whole number from 1 to 200", field: "limit")
+            throw APIError.invalid("limit must be a whole number from 1 to 200", "limit")
         }
         return value
     }

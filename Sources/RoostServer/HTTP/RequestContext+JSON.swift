@@ -28,7 +28,7 @@ extension RequestContext {
         if let known = (Body.self as? KnownFields.Type)?.fieldNames,
            let object = try? JSONSerialization.jsonObject(with: Data(request.body)) as? [String: Any],
            let unknown = object.keys.sorted().first(where: { !known.contains($0) }) {
-            throw APIError(.badRequest, code: "validation_failed", message: "\(unknown) is not a field of this request", field: unknown)
+            throw APIError.invalid("\(unknown) is not a field of this request", unknown)
         }
         do {
             return try JSONDecoder().decode(Body.self, from: Data(request.body))
@@ -46,18 +46,18 @@ extension RequestContext {
         switch error {
         case .keyNotFound(let key, let context):
             let name = field(context.codingPath, key)
-            return APIError(.badRequest, code: "validation_failed", message: "\(name) is required", field: name)
+            return APIError.invalid("\(name) is required", name)
         case .valueNotFound(_, let context):
             let name = field(context.codingPath)
-            return APIError(.badRequest, code: "validation_failed", message: "\(name) must not be null", field: name)
+            return APIError.invalid("\(name) must not be null", name)
         case .typeMismatch(let expected, let context):
             let name = field(context.codingPath)
-            return APIError(.badRequest, code: "validation_failed", message: "\(name) must be \(describe(expected))", field: name)
+            return APIError.invalid("\(name) must be \(describe(expected))", name)
         case .dataCorrupted(let context) where context.codingPath.isEmpty:
             return APIError(.badRequest, code: "invalid_json", message: "the body is not valid JSON")
         case .dataCorrupted(let context):
             let name = field(context.codingPath)
-            return APIError(.badRequest, code: "validation_failed", message: "\(name) is not valid: \(context.debugDescription)", field: name)
+            return APIError.invalid("\(name) is not valid: \(context.debugDescription)", name)
         @unknown default:
             return APIError(.badRequest, code: "invalid_json", message: "the body could not be read")
         }

@@ -9,11 +9,22 @@ import RoostProtocol
 struct MessageRoutes: Sendable {
     let accounts: AccountRoutes
 
+    /// A place on the map (messages, alerts from bridges, check-ins).
     struct Location: Codable, Sendable {
         let lat: Double
         let lon: Double
         let accuracyM: Double?
         enum CodingKeys: String, CodingKey { case lat, lon, accuracyM = "accuracy_m" }
+
+        /// The location as JSON text, once its coordinates are checked (400 naming the field).
+        func validatedJSON() throws -> String {
+            guard (-90...90).contains(lat) else { throw APIError.invalid("lat must be between -90 and 90", "location.lat") }
+            guard (-180...180).contains(lon) else { throw APIError.invalid("lon must be between -180 and 180", "location.lon") }
+            if let accuracyM, !(accuracyM >= 0 && accuracyM.isFinite) {
+                throw APIError.invalid("accuracy_m must be 0 or more", "location.accuracy_m")
+            }
+            return String(decoding: try APIJSON.encode(self), as: UTF8.self)
+        }
     }
 
     struct PostBody: Decodable, KnownFields {
@@ -52,10 +63,6 @@ struct MessageRoutes: Sendable {
     static let severities: Set<String> = ["info", "amber", "red"]
     static let responses: Set<String> = ["seen", "on_my_way", "cannot_help"]
 
-    static func invalid(_ message: String, _ field: String) -> APIError {
-        APIError(.badRequest, code: "validation_failed", message: message, field: field)
-    }
-
     /// A JSON list of items already encoded as JSON text.
     static func page(_ items: [String], next: String?) -> HTTPResponse {
         let nextText = next.map { JSONString.quote($0) } ?? "null"
@@ -65,7 +72,7 @@ struct MessageRoutes: Sendable {
     /// A `?name=` whole number ≥ 0, or nil when absent.
     static func seqParameter(_ context: RequestContext, _ name: String) throws(APIError) -> Int64? {
         guard let text = context.request.target.queryValue(name) else { return nil }
-        guard let value = Int64(text), value >= 0 else { throw invalid("\(name) must be a whole number ≥ 0", name) }
+        guard let value = Int64(text), value >= 0 else { throw APIError.invalid("\(name) must be a whole number ≥ 0", name) }
         return value
     }
 
@@ -98,7 +105,7 @@ struct MessageRoutes: Sendable {
             let limit = try context.limit()
             let before = try Self.seqParameter(context, "before")
             let status = context.request.target.queryValue("status")
-            guard status == nil || status == "open" || status == "closed" else { throw Self.invalid("status must be open or closed", "status") }
+            guard status == nil || status == "open" || status == "closed" else { throw APIError.invalid("status must be open or closed", "status") }
             let rows = try await accounts.inGroup(context, group) { _, connection in
                 try MessageStore().alerts(group: group, status: status, before: before, limit: limit, on: connection)
             }
@@ -108,7 +115,7 @@ struct MessageRoutes: Sendable {
             let user = try await accounts.authenticate(context)
             let limit = try context.limit()
             let status = context.request.target.queryValue("status") ?? "open"
-            guard status == "open" else { throw Self.invalid("status must be open (closed alerts are listed per group)", "status") }
+            guard status == "open" else { throw APIError.invalid("status must be open (closed alerts are listed per group)", "status") }
             let alerts = try await accounts.pool.withConnection { connection in
                 try connection.withTenantTransaction(user.tenantID) { try MessageStore().openAlerts(of: user.id, limit: limit, on: $0) }
             }
@@ -117,7 +124,7 @@ struct MessageRoutes: Sendable {
         builder.add(.post, "/v1/groups/{gid:uuid}/alerts/{seq:int}/ack", bodyLimit: 8 * 1024) { context in
             let (group, seq) = (context.parameters.uuid("gid")!, context.parameters.int("seq")!)
             let body = try context.decodeJSON(AckBody.self)
-            guard Self.responses.contains(body.response) else { throw Self.invalid("response must be seen, on_my_way or cannot_help", "response") }
+            guard Self.responses.contains(body.response) else { throw APIError.invalid("response must be seen, on_my_way or cannot_help", "response") }
             let note = try body.note.map { value throws(APIError) in try ProfileRoutes.text(value, field: "note", range: 0...1000, allowNewlines: true) }
             let json = try await accounts.inGroup(context, group) { caller, connection in
                 guard let alert = try MessageStore().alertState(group: group, seq: seq, on: connection) else { throw Self.noSuchAlert }
@@ -175,18 +182,18 @@ struct MessageRoutes: Sendable {
     static let noSuchAlert = APIError(.notFound, code: "not_found", message: "no such alert")
 
     static func validate(_ templates: [MessageTemplate]) throws(APIError) -> [MessageTemplate] {
-        guard templates.count <= 50 else { throw invalid("at most 50 templates", "templates") }
+        guard templates.count <= 50 else { throw APIError.invalid("at most 50 templates", "templates") }
         var keys: Set<String> = []
         var cleaned: [MessageTemplate] = []
         for (index, template) in templates.enumerated() {
             let field = "templates.\(index)"
             guard template.key.range(of: "^[a-z0-9_]{1,64}$", options: .regularExpression) != nil else {
-                throw invalid("a template key is 1 to 64 of a-z, 0-9 and _", field + ".key")
+                throw APIError.invalid("a template key is 1 to 64 of a-z, 0-9 and _", field + ".key")
             }
-            guard keys.insert(template.key).inserted else { throw invalid("template keys must be unique", field + ".key") }
-            guard template.kind == "chat" || template.kind == "alert" else { throw invalid("kind must be chat or alert", field + ".kind") }
+            guard keys.insert(template.key).inserted else { throw APIError.invalid("template keys must be unique", field + ".key") }
+            guard template.kind == "chat" || template.kind == "alert" else { throw APIError.invalid("kind must be chat or alert", field + ".kind") }
             if let severity = template.severity, !severities.contains(severity) || template.kind == "chat" {
-                throw invalid("severity is info, amber or red, and only for alerts", field + ".severity")
+                throw APIError.invalid("severity is info, amber or red, and only for alerts", field + ".severity")
             }
             let text = try ProfileRoutes.text(template.text, field: field + ".text", range: 1...4000, allowNewlines: true)
             cleaned.append(MessageTemplate(key: template.key, text: text, kind: template.kind,
@@ -202,28 +209,20 @@ struct MessageRoutes: Sendable {
         let body = try context.decodeJSON(PostBody.self)
         guard (1...200).contains(body.clientMessageID.count),
               !body.clientMessageID.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
-            throw Self.invalid("client_msg_id must be 1 to 200 characters, no control characters", "client_msg_id")
+            throw APIError.invalid("client_msg_id must be 1 to 200 characters, no control characters", "client_msg_id")
         }
-        guard body.kind == "chat" || body.kind == "alert" else { throw Self.invalid("kind must be chat or alert", "kind") }
+        guard body.kind == "chat" || body.kind == "alert" else { throw APIError.invalid("kind must be chat or alert", "kind") }
         if let severity = body.severity {
             guard body.kind == "alert", Self.severities.contains(severity) else {
-                throw Self.invalid("severity is info, amber or red, and only for alerts", "severity")
+                throw APIError.invalid("severity is info, amber or red, and only for alerts", "severity")
             }
         }
         let text = body.text.map { $0.trimmingCharacters(in: .whitespacesAndNewlines) } ?? ""
         if !(text.isEmpty && body.kind == "alert" && body.template != nil) {
             _ = try ProfileRoutes.text(text, field: "text", range: 1...4000, allowNewlines: true)
         }
-        var locationJSON: String?
-        if let location = body.location {
-            guard (-90...90).contains(location.lat) else { throw Self.invalid("lat must be between -90 and 90", "location.lat") }
-            guard (-180...180).contains(location.lon) else { throw Self.invalid("lon must be between -180 and 180", "location.lon") }
-            if let accuracy = location.accuracyM, !(accuracy >= 0 && accuracy.isFinite) {
-                throw Self.invalid("accuracy_m must be 0 or more", "location.accuracy_m")
-            }
-            locationJSON = String(decoding: try APIJSON.encode(location), as: UTF8.self)
-        }
-        if let replyTo = body.replyTo, replyTo < 1 { throw Self.invalid("reply_to must be a seq of this group", "reply_to") }
+        let locationJSON = try body.location?.validatedJSON()
+        if let replyTo = body.replyTo, replyTo < 1 { throw APIError.invalid("reply_to must be a seq of this group", "reply_to") }
         let clientID = body.clientMessageID
         let location = locationJSON
         do {
@@ -233,7 +232,7 @@ struct MessageRoutes: Sendable {
                                          location: location, replyTo: body.replyTo)
                 if let key = body.template {
                     guard let template = try TemplateStore().template(group: group, key: key, on: connection) else {
-                        throw Self.invalid("no such template in this group", "template")
+                        throw APIError.invalid("no such template in this group", "template")
                     }
                     message.template = key
                     if message.text.isEmpty { message.text = template.text }
@@ -241,7 +240,7 @@ struct MessageRoutes: Sendable {
                 }
                 if body.kind == "alert" { message.severity = body.severity ?? message.severity ?? "amber" }
                 if let replyTo = body.replyTo, !(try store.exists(group: group, seq: replyTo, on: connection)) {
-                    throw Self.invalid("reply_to must be a seq of this group", "reply_to")
+                    throw APIError.invalid("reply_to must be a seq of this group", "reply_to")
                 }
                 // A repeated client_msg_id fails the insert (uniqueViolation), answered below.
                 let posted = try store.post(tenant: caller.user.tenantID, group: group, authorType: "user", authorID: caller.user.id,

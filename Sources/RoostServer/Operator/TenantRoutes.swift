@@ -56,7 +56,7 @@ enum TenantRoutes {
             try authorize(context)
             let body = try context.decodeJSON(CreateBody.self)
             guard body.slug.range(of: "^[a-z0-9-]{2,40}$", options: .regularExpression) != nil else {
-                throw APIError(.badRequest, code: "validation_failed", message: "slug must be 2 to 40 of a-z, 0-9 and '-'", field: "slug")
+                throw APIError.invalid("slug must be 2 to 40 of a-z, 0-9 and '-'", "slug")
             }
             let name = body.name.trimmingCharacters(in: .whitespacesAndNewlines)
             try validate(name: name)
@@ -98,13 +98,13 @@ enum TenantRoutes {
 
     static func validate(name: String) throws(APIError) {
         guard (1...200).contains(name.count), !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
-            throw APIError(.badRequest, code: "validation_failed", message: "name must be 1 to 200 characters, no control characters", field: "name")
+            throw APIError.invalid("name must be 1 to 200 characters, no control characters", "name")
         }
     }
 
     static func parse(registration: String) throws(APIError) -> Tenant.Registration {
         guard let parsed = Tenant.Registration(rawValue: registration) else {
-            throw APIError(.badRequest, code: "validation_failed", message: "registration must be open or invite_only", field: "registration")
+            throw APIError.invalid("registration must be open or invite_only", "registration")
         }
         return parsed
     }
