@@ -47,7 +47,17 @@ extension PostgresConnection {
         _ body: (PostgresConnection) throws -> Result
     ) throws -> Result {
         try withTransaction(isolation: isolation, retries: retries,
-                            prelude: "; SET LOCAL roost.tenant_id = '\(tenant.uuidString.lowercased())'", body)
+                            prelude: "; " + Self.setTenant(tenant), body)
+    }
+
+    /// Switches the open transaction to `tenant` (a job claimed across tenants, then handled
+    /// under its own tenant's row security).
+    public func setTenant(_ tenant: UUID) throws {
+        try run(script: Self.setTenant(tenant))
+    }
+
+    private static func setTenant(_ tenant: UUID) -> String {
+        "SET LOCAL roost.tenant_id = '\(tenant.uuidString.lowercased())'"
     }
 
     private func runTransactionOnce<Result>(

@@ -33,7 +33,7 @@ enum BridgeNotices {
             let found = try await pool.withConnection { connection in
                 try connection.withTransaction { connection -> Bool in
                     guard let (id, tenant) = try BridgeStore().claimSilent(on: connection) else { return false }
-                    try connection.run(script: "SET LOCAL roost.tenant_id = '\(tenant.uuidString.lowercased())'")
+                    try connection.setTenant(tenant)
                     guard let bridge = try BridgeStore().find(id, on: connection), !(try isRevoked(id, on: connection)) else {
                         try BridgeStore().unwatch(id, on: connection)
                         return true

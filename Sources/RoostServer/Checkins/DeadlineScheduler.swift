@@ -77,7 +77,7 @@ final class DeadlineScheduler: Sendable {
         try connection.withTransaction { connection in
             let store = CheckinStore()
             guard let (id, tenant) = try store.claimDue(limit: 1, on: connection).first else { return .none }
-            try connection.run(script: "SET LOCAL roost.tenant_id = '\(tenant.uuidString.lowercased())'")
+            try connection.setTenant(tenant)
             let checkin: Checkin
             switch try store.claimed(id, on: connection) {
             case .busy:
