@@ -165,18 +165,27 @@ public struct MessageStore: Sendable {
             """).first.map { (try $0.decode(UUID?.self, "author_id"), try $0.decode(String.self, "status")) }
     }
 
-    public func close(group: UUID, seq: Int64, byType: String, by: UUID?, resolution: String?, on connection: PostgresConnection) throws {
-        try connection.query("""
-            UPDATE alerts SET status = 'closed', closed_at = now(), closed_by_type = \(byType), closed_by = \(by), resolution = \(resolution)
-            WHERE group_id = \(group) AND seq = \(seq)
-            """)
-    }
-
-    public func reopen(group: UUID, seq: Int64, on connection: PostgresConnection) throws {
-        try connection.query("""
-            UPDATE alerts SET status = 'open', closed_at = NULL, closed_by_type = NULL, closed_by = NULL, resolution = NULL
-            WHERE group_id = \(group) AND seq = \(seq)
-            """)
+    /// Closes an open alert (`close`) or reopens a closed one, with its `alert.closed` or
+    /// `alert.reopened` event `{seq, by: {type, id}, resolution}`; the message as it is now.
+    /// The caller has locked the alert (`alertState`, or a bridge's `openAlert`) and checked its state.
+    public func setAlert(closed close: Bool, tenant: UUID, group: UUID, seq: Int64, byType: String, by: UUID, resolution: String?,
+                         on connection: PostgresConnection) throws -> String {
+        if close {
+            try connection.query("""
+                UPDATE alerts SET status = 'closed', closed_at = now(), closed_by_type = \(byType), closed_by = \(by), resolution = \(resolution)
+                WHERE group_id = \(group) AND seq = \(seq)
+                """)
+        } else {
+            try connection.query("""
+                UPDATE alerts SET status = 'open', closed_at = NULL, closed_by_type = NULL, closed_by = NULL, resolution = NULL
+                WHERE group_id = \(group) AND seq = \(seq)
+                """)
+        }
+        let data = "{\"seq\":\(seq),\"by\":{\"type\":\(JSONString.quote(byType)),\"id\":\"\(by.uuidString.lowercased())\"},"
+            + "\"resolution\":\(resolution.map(JSONString.quote) ?? "null")}"
+        try GroupEventLog().append(tenant: tenant, group: group, event: close ? "alert.closed" : "alert.reopened", actorType: byType,
+                                   actorID: by, data: RawJSON(data), on: connection)
+        return try message(group: group, seq: seq, on: connection)!
     }
 
     /// One current response per member: a new one replaces the last.

@@ -201,12 +201,8 @@ struct BridgeRoutes: Sendable {
                     guard let seq = try BridgeStore().openAlert(bridge: bridge.id, dedupKey: dedupKey, on: connection) else {
                         throw APIError(.notFound, code: "not_found", message: "no open alert under that dedup_key", field: "dedup_key")
                     }
-                    try MessageStore().close(group: bridge.groupID, seq: seq, byType: "bridge", by: bridge.id, resolution: summary, on: connection)
-                    let data = "{\"seq\":\(seq),\"by\":{\"type\":\"bridge\",\"id\":\"\(bridge.id.uuidString.lowercased())\"},"
-                        + "\"resolution\":\(summary.map(JSONString.quote) ?? "null")}"
-                    try GroupEventLog().append(tenant: tenant, group: bridge.groupID, event: "alert.closed", actorType: "bridge",
-                                               actorID: bridge.id, data: RawJSON(data), on: connection)
-                    return try MessageStore().message(group: bridge.groupID, seq: seq, on: connection)!
+                    return try MessageStore().setAlert(closed: true, tenant: tenant, group: bridge.groupID, seq: seq, byType: "bridge",
+                                                       by: bridge.id, resolution: summary, on: connection)
                 }
             }
             return .json(.ok, Array(json.utf8))

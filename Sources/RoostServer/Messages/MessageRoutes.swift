@@ -282,17 +282,8 @@ struct MessageRoutes: Sendable {
             guard alert.status == (close ? "open" : "closed") else {
                 throw APIError(.conflict, code: "conflict", message: close ? "the alert is closed already" : "the alert is open")
             }
-            let user = caller.user
-            if close {
-                try store.close(group: group, seq: seq, byType: "user", by: user.id, resolution: resolution, on: connection)
-            } else {
-                try store.reopen(group: group, seq: seq, on: connection)
-            }
-            let data = "{\"seq\":\(seq),\"by\":{\"type\":\"user\",\"id\":\"\(user.id.uuidString.lowercased())\"},"
-                + "\"resolution\":\(resolution.map(JSONString.quote) ?? "null")}"
-            try GroupEventLog().append(tenant: user.tenantID, group: group, event: close ? "alert.closed" : "alert.reopened",
-                                       actorType: "user", actorID: user.id, data: RawJSON(data), on: connection)
-            return try store.message(group: group, seq: seq, on: connection)!
+            return try store.setAlert(closed: close, tenant: caller.user.tenantID, group: group, seq: seq, byType: "user", by: caller.user.id,
+                                      resolution: resolution, on: connection)
         }
         return .json(.ok, Array(json.utf8))
     }

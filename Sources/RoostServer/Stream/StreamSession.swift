@@ -208,10 +208,16 @@ final class StreamSession: WebSocketSession, StreamSubscriber {
 
     /// Sends an event if it is newer than what this connection has sent of its group.
     private static func send(_ event: StreamEvent, _ frame: [UInt8], _ state: inout State) {
-        guard let channel = state.channel else { return }
-        if let last = state.lastSent[event.group], event.seq <= last { return }
+        claim(event, &state)?.send(frame: frame)
+    }
+
+    /// The channel to send `event` on if it is newer than what this connection has sent of
+    /// its group (which it then counts as sent); nil to drop it.
+    private static func claim(_ event: StreamEvent, _ state: inout State) -> WebSocketChannel? {
+        guard let channel = state.channel else { return nil }
+        if let last = state.lastSent[event.group], event.seq <= last { return nil }
         state.lastSent[event.group] = event.seq
-        channel.send(frame: frame)
+        return channel
     }
 
     // MARK: - StreamSubscriber
@@ -223,12 +229,11 @@ final class StreamSession: WebSocketSession, StreamSubscriber {
                 state.pending!.append((event, frame))
             } else if state.replaying[event.group] != nil {
                 state.replaying[event.group]!.append((event, frame))
-            } else if let channel = state.channel, (state.lastSent[event.group].map { event.seq > $0 } ?? true) {
+            } else {
                 // Sent with the rest of the batch, right after every subscriber has decided. Frames
                 // this connection queues under the lock (replay, flushes) are queued before this
                 // decision or after the batch: a replay needs a database round trip first.
-                state.lastSent[event.group] = event.seq
-                return channel
+                return Self.claim(event, &state)
             }
             return nil
         }
