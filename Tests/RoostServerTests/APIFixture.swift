@@ -84,6 +84,24 @@ struct APIFixture {
         pool.close()
     }
 
+    /// A registered user: their session token and id.
+    struct Person {
+        let token: String
+        let id: String
+    }
+
+    /// Registers a user of the open tenant (201 expected) with these fields over the defaults.
+    func person(_ fields: [String: Any]) async throws -> Person {
+        let (status, body) = try await register(fields)
+        #expect(status == 201, "register \(fields.keys.sorted()): \(body)")
+        return Person(token: try #require(body["token"] as? String), id: try #require((body["user"] as? [String: Any])?["id"] as? String))
+    }
+
+    /// Registers a user by email, named after the address's local part.
+    func person(email: String) async throws -> Person {
+        try await person(["email": email, "display_name": String(email.prefix { $0 != "@" })])
+    }
+
     func register(_ fields: [String: Any]) async throws -> (Int, [String: Any]) {
         var body: [String: Any] = ["tenant": tenant, "password": "a long enough password", "display_name": "Anna"]
         body.merge(fields) { $1 }

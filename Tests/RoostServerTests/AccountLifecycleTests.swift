@@ -8,17 +8,11 @@ import Testing
 /// Verification codes' limits and account deletion, over real sockets and the real database.
 @Suite(.enabled(if: TestDatabase.isConfigured, "needs TEST_DATABASE_URL (scripts/test sets it)"))
 struct AccountLifecycleTests {
-    func person(_ api: APIFixture, _ fields: [String: Any]) async throws -> (token: String, id: String) {
-        let (status, body) = try await api.register(fields)
-        #expect(status == 201, "\(body)")
-        return (try #require(body["token"] as? String), try #require((body["user"] as? [String: Any])?["id"] as? String))
-    }
-
     static func error(_ body: [String: Any]) -> [String: Any] { body["error"] as? [String: Any] ?? [:] }
 
     @Test func verificationCodesAreHashedLimitedToFiveTriesAndExpire() async throws {
         let api = try APIFixture()
-        let ada = try await person(api, ["email": "ada@example.org", "phone": "+4520304050"])
+        let ada = try await api.person(["email": "ada@example.org", "phone": "+4520304050"])
         #expect(try await api.call("POST", "/v1/me/contacts/verify", ["channel": "phone"], token: ada.token).0 == 202)
         // One send a minute: each costs the tenant an SMS.
         let (again, againBody) = try await api.call("POST", "/v1/me/contacts/verify", ["channel": "phone"], token: ada.token)
@@ -57,7 +51,7 @@ struct AccountLifecycleTests {
             #expect(status == 400 && Self.error(answer)["field"] as? String == field, "\(body) → \(status) \(answer)")
         }
         // Nothing to verify: a phone-less account, or an address verified already.
-        let bea = try await person(api, ["email": "bea@example.org"])
+        let bea = try await api.person(["email": "bea@example.org"])
         #expect(try await api.call("POST", "/v1/me/contacts/verify", ["channel": "phone"], token: bea.token).0 == 400)
         try await api.inTenant { _, connection in try connection.query("UPDATE users SET email_verified = true WHERE email = 'bea@example.org'") }
         #expect(try await api.call("POST", "/v1/me/contacts/verify", ["channel": "email"], token: bea.token).0 == 409)
@@ -67,10 +61,10 @@ struct AccountLifecycleTests {
 
     @Test func deletingAnAccountErasesItAndHandsEachOwnedGroupOn() async throws {
         let api = try APIFixture()
-        let owner = try await person(api, ["email": "cleo@example.org", "phone": "+4530405060", "display_name": "Cleo"])
-        let older = try await person(api, ["email": "dag@example.org"])
-        let admin = try await person(api, ["email": "eva@example.org"])
-        let member = try await person(api, ["email": "finn@example.org"])
+        let owner = try await api.person(["email": "cleo@example.org", "phone": "+4530405060", "display_name": "Cleo"])
+        let older = try await api.person(["email": "dag@example.org"])
+        let admin = try await api.person(["email": "eva@example.org"])
+        let member = try await api.person(["email": "finn@example.org"])
         // Three owned groups: one with an admin (who inherits over an older plain member),
         // one with only a member (who inherits), one alone (deleted); and one joined as a member.
         let withAdmin = try #require(try await api.call("POST", "/v1/groups", ["name": "A"], token: owner.token).1["id"] as? String)
@@ -105,7 +99,7 @@ struct AccountLifecycleTests {
         }
         #expect(erased == [nil, nil, nil, nil, "deleted user", "0", "0"])
         // The same address can start afresh.
-        _ = try await person(api, ["email": "cleo@example.org"])
+        _ = try await api.person(["email": "cleo@example.org"])
 
         func roles(_ group: String, as token: String) async throws -> [String: String] {
             let items = try await api.call("GET", "/v1/groups/\(group)/members", token: token).1["items"] as? [[String: Any]] ?? []

@@ -8,17 +8,6 @@ import Testing
 /// Check-ins over real sockets and the real database; the scheduler's rounds are run by hand.
 @Suite(.enabled(if: TestDatabase.isConfigured, "needs TEST_DATABASE_URL (scripts/test sets it)"))
 struct CheckinTests {
-    struct Person {
-        let token: String
-        let id: String
-    }
-
-    func person(_ api: APIFixture, _ email: String) async throws -> Person {
-        let (status, body) = try await api.register(["email": email, "display_name": String(email.prefix { $0 != "@" })])
-        #expect(status == 201)
-        return Person(token: try #require(body["token"] as? String), id: try #require((body["user"] as? [String: Any])?["id"] as? String))
-    }
-
     /// Moves a check-in's deadline into the past, as time would.
     func expire(_ api: APIFixture, _ checkin: String) async throws {
         try await api.inTenant { _, connection in
@@ -39,8 +28,8 @@ struct CheckinTests {
 
     @Test func aMissedCheckinRaisesExactlyOneRedAlertWithTheLastLocationEvenWithTwoSchedulers() async throws {
         let api = try APIFixture()
-        let owner = try await person(api, "nia@example.org")
-        let walker = try await person(api, "oli@example.org")
+        let owner = try await api.person(email: "nia@example.org")
+        let walker = try await api.person(email: "oli@example.org")
         let group = try #require(try await api.call("POST", "/v1/groups", ["name": "Lane"], token: owner.token).1["id"] as? String)
         try await api.addMember(walker.id, to: group, role: "member")
         #expect(try await api.call("POST", "/v1/me/devices", ["platform": "fcm", "token": "nia-phone"], token: owner.token).0 == 201)
@@ -85,7 +74,7 @@ struct CheckinTests {
 
     @Test func completingInTimeRaisesNothingAndTellsTheGroup() async throws {
         let api = try APIFixture()
-        let pat = try await person(api, "pat@example.org")
+        let pat = try await api.person(email: "pat@example.org")
         let group = try #require(try await api.call("POST", "/v1/groups", ["name": "Close"], token: pat.token).1["id"] as? String)
         let id = try #require(try await api.call("POST", "/v1/checkins", ["group_id": group, "due_in_s": 900], token: pat.token).1["id"] as? String)
         let (extended, body) = try await api.call("POST", "/v1/checkins/\(id)/extend", ["due_in_s": 1800], token: pat.token)
@@ -104,8 +93,8 @@ struct CheckinTests {
 
     @Test func onlyItsOwnerTouchesACheckinAndLimitsHold() async throws {
         let api = try APIFixture()
-        let quin = try await person(api, "quin@example.org")
-        let rae = try await person(api, "rae@example.org")
+        let quin = try await api.person(email: "quin@example.org")
+        let rae = try await api.person(email: "rae@example.org")
         let group = try #require(try await api.call("POST", "/v1/groups", ["name": "Row"], token: quin.token).1["id"] as? String)
         let id = try #require(try await api.call("POST", "/v1/checkins", ["group_id": group, "due_in_s": 600], token: quin.token).1["id"] as? String)
         // Someone else (not even in the group) sees nothing.

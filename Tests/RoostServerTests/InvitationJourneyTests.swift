@@ -28,12 +28,8 @@ extension OutboxDeliveryTests {
                 worker.start()
             }
 
-            func person(_ fields: [String: Any], tenant: String? = nil) async throws -> (token: String, id: String) {
-                var body = fields
-                if let tenant { body["tenant"] = tenant }
-                let (status, answer) = try await api.register(body)
-                #expect(status == 201, "register \(fields): \(answer)")
-                return (try #require(answer["token"] as? String), try #require((answer["user"] as? [String: Any])?["id"] as? String))
+            func person(_ fields: [String: Any], tenant: String? = nil) async throws -> APIFixture.Person {
+                try await api.person(fields.merging(tenant.map { ["tenant": $0] } ?? [:]) { $1 })
             }
 
             func invitationToken(to recipient: String, tenant: String? = nil) async throws -> String {

@@ -7,17 +7,6 @@ import Testing
 
 @Suite(.enabled(if: TestDatabase.isConfigured, "needs TEST_DATABASE_URL (scripts/test sets it)"))
 struct InvitationRoutesTests {
-    struct Person {
-        let token: String
-        let id: String
-    }
-
-    func person(_ api: APIFixture, _ fields: [String: Any]) async throws -> Person {
-        let (status, body) = try await api.register(fields)
-        #expect(status == 201)
-        return Person(token: try #require(body["token"] as? String), id: try #require((body["user"] as? [String: Any])?["id"] as? String))
-    }
-
     /// The token as the outbox would deliver it (test-only: read straight from the row).
     func deliveredToken(_ api: APIFixture, invitation: String) async throws -> (token: String, channel: String, to: String) {
         try await api.inTenant { _, connection in
@@ -30,7 +19,7 @@ struct InvitationRoutesTests {
 
     @Test func invitedByPhoneTheNeighbourJoinsWithTheTokenAndTheAddressIsVerified() async throws {
         let api = try APIFixture()
-        let owner = try await person(api, ["email": "olu@example.org"])
+        let owner = try await api.person(["email": "olu@example.org"])
         let group = try #require(try await api.call("POST", "/v1/groups", ["name": "Elm"], token: owner.token).1["id"] as? String)
         let (status, invitation) = try await api.call("POST", "/v1/groups/\(group)/invitations", ["phone": "+45 87 65 43 21"], token: owner.token)
         #expect(status == 201)
@@ -42,7 +31,7 @@ struct InvitationRoutesTests {
         let delivered = try await deliveredToken(api, invitation: id)
         #expect(delivered.channel == "sms" && delivered.to == "+4587654321" && delivered.token.hasPrefix("riv_"))
 
-        let invitee = try await person(api, ["phone": "0045 87 65 43 21"])
+        let invitee = try await api.person(["phone": "0045 87 65 43 21"])
         let (accepted, joined) = try await api.call("POST", "/v1/invitations/accept", ["token": delivered.token], token: invitee.token)
         #expect(accepted == 200)
         #expect(joined["role"] as? String == "member")
@@ -52,7 +41,7 @@ struct InvitationRoutesTests {
         #expect(members?.map { $0["user_id"] as? String } == [owner.id, invitee.id])
 
         // Single use.
-        let other = try await person(api, ["email": "pat@example.org"])
+        let other = try await api.person(["email": "pat@example.org"])
         #expect(try await api.call("POST", "/v1/invitations/accept", ["token": delivered.token], token: other.token).0 == 410)
         await api.test.stop()
         api.pool.close()
@@ -60,13 +49,13 @@ struct InvitationRoutesTests {
 
     @Test func revokedAndExpiredInvitationsAreGoneAndOtherTenantsSeeNothing() async throws {
         let api = try APIFixture(invitationLifetime: 60)
-        let owner = try await person(api, ["email": "quin@example.org"])
+        let owner = try await api.person(["email": "quin@example.org"])
         let group = try #require(try await api.call("POST", "/v1/groups", ["name": "Oak"], token: owner.token).1["id"] as? String)
         let first = try #require(try await api.call("POST", "/v1/groups/\(group)/invitations", ["email": "ray@example.org"], token: owner.token).1["id"] as? String)
         let revokedToken = try await deliveredToken(api, invitation: first).token
         #expect(try await api.call("DELETE", "/v1/groups/\(group)/invitations/\(first)", token: owner.token).0 == 204)
         #expect(try await api.call("DELETE", "/v1/groups/\(group)/invitations/\(first)", token: owner.token).0 == 404)
-        let ray = try await person(api, ["email": "ray@example.org"])
+        let ray = try await api.person(["email": "ray@example.org"])
         #expect(try await api.call("POST", "/v1/invitations/accept", ["token": revokedToken], token: ray.token).0 == 410)
 
         let second = try #require(try await api.call("POST", "/v1/groups/\(group)/invitations", ["email": "sol@example.org"], token: owner.token).1["id"] as? String)
@@ -74,7 +63,7 @@ struct InvitationRoutesTests {
         try await api.inTenant { _, connection in
             try connection.query("UPDATE invitations SET expires_at = now() - interval '1 second' WHERE id = \(UUID(uuidString: second)!)")
         }
-        let sol = try await person(api, ["email": "sol@example.org"])
+        let sol = try await api.person(["email": "sol@example.org"])
         let (expired, body) = try await api.call("POST", "/v1/invitations/accept", ["token": expiringToken], token: sol.token)
         #expect(expired == 410)
         #expect((body["error"] as? [String: Any])?["code"] as? String == "expired")
@@ -93,7 +82,7 @@ struct InvitationRoutesTests {
 
     @Test func onlyManagersInviteAndNobodyIsInvitedTwice() async throws {
         let api = try APIFixture()
-        let owner = try await person(api, ["email": "uma@example.org"])
+        let owner = try await api.person(["email": "uma@example.org"])
         let group = try #require(try await api.call("POST", "/v1/groups", ["name": "Ash"], token: owner.token).1["id"] as? String)
         let first = try await api.call("POST", "/v1/groups/\(group)/invitations", ["email": "vic@example.org"], token: owner.token)
         #expect(first.0 == 201)
@@ -102,12 +91,12 @@ struct InvitationRoutesTests {
         #expect(try await api.call("POST", "/v1/groups/\(group)/invitations", ["email": "a@example.org", "phone": "+4512345678"], token: owner.token).0 == 400)
         #expect(try await api.call("POST", "/v1/groups/\(group)/invitations", ["email": "w@example.org", "role": "owner"], token: owner.token).0 == 400)
         // A member (joined by invitation) may not invite; an outsider sees no group.
-        let vic = try await person(api, ["email": "vic@example.org"])
+        let vic = try await api.person(["email": "vic@example.org"])
         let token = try await deliveredToken(api, invitation: try #require(first.1["id"] as? String)).token
         #expect(try await api.call("POST", "/v1/invitations/accept", ["token": token], token: vic.token).0 == 200)
         #expect(try await api.call("POST", "/v1/groups/\(group)/invitations", ["email": "x@example.org"], token: vic.token).0 == 403)
         #expect(try await api.call("GET", "/v1/groups/\(group)/invitations", token: vic.token).0 == 403)
-        let outsider = try await person(api, ["email": "wyn@example.org"])
+        let outsider = try await api.person(["email": "wyn@example.org"])
         #expect(try await api.call("POST", "/v1/groups/\(group)/invitations", ["email": "x@example.org"], token: outsider.token).0 == 404)
         let list = try await api.call("GET", "/v1/groups/\(group)/invitations", token: owner.token).1["items"] as? [[String: Any]]
         #expect(list?.map { $0["status"] as? String } == ["accepted"])

@@ -8,22 +8,11 @@ import Testing
 /// API.md "Messages and alerts" over real sockets and the real database.
 @Suite(.enabled(if: TestDatabase.isConfigured, "needs TEST_DATABASE_URL (scripts/test sets it)"))
 struct MessageRoutesTests {
-    struct Person {
-        let token: String
-        let id: String
-    }
-
-    func person(_ api: APIFixture, _ email: String) async throws -> Person {
-        let (status, body) = try await api.register(["email": email, "display_name": String(email.prefix { $0 != "@" })])
-        #expect(status == 201)
-        return Person(token: try #require(body["token"] as? String), id: try #require((body["user"] as? [String: Any])?["id"] as? String))
-    }
-
     static func error(_ body: [String: Any]) -> [String: Any] { body["error"] as? [String: Any] ?? [:] }
 
     @Test func postsAreIdempotentOnClientMessageIDEvenUnderConcurrentRepeats() async throws {
         let api = try APIFixture()
-        let ann = try await person(api, "ann@example.org")
+        let ann = try await api.person(email: "ann@example.org")
         let group = try #require(try await api.call("POST", "/v1/groups", ["name": "Elm"], token: ann.token).1["id"] as? String)
         let body: [String: Any] = ["client_msg_id": "c-1", "text": "  Parcel left at no. 4  ", "kind": "chat"]
         let (created, first) = try await api.call("POST", "/v1/groups/\(group)/messages", body, token: ann.token)
@@ -57,7 +46,7 @@ struct MessageRoutesTests {
 
     @Test func badPostsNameTheirField() async throws {
         let api = try APIFixture()
-        let ben = try await person(api, "ben@example.org")
+        let ben = try await api.person(email: "ben@example.org")
         let group = try #require(try await api.call("POST", "/v1/groups", ["name": "Oak"], token: ben.token).1["id"] as? String)
         let base: [String: Any] = ["client_msg_id": "x", "text": "hi", "kind": "chat"]
         let cases: [([String: Any], String)] = [
@@ -87,8 +76,8 @@ struct MessageRoutesTests {
 
     @Test func alertsAreAcknowledgedClosedReopenedAndListedAcrossGroups() async throws {
         let api = try APIFixture()
-        let cat = try await person(api, "cat@example.org")
-        let dan = try await person(api, "dan@example.org")
+        let cat = try await api.person(email: "cat@example.org")
+        let dan = try await api.person(email: "dan@example.org")
         let elm = try #require(try await api.call("POST", "/v1/groups", ["name": "Elm"], token: cat.token).1["id"] as? String)
         let oak = try #require(try await api.call("POST", "/v1/groups", ["name": "Oak"], token: cat.token).1["id"] as? String)
         try await api.addMember(dan.id, to: elm, role: "member")
@@ -138,8 +127,8 @@ struct MessageRoutesTests {
 
     @Test func historyPagesNewestFirstAndRedactionBlanksTheTextButKeepsTheEvent() async throws {
         let api = try APIFixture()
-        let eve = try await person(api, "eve@example.org")
-        let fin = try await person(api, "fin@example.org")
+        let eve = try await api.person(email: "eve@example.org")
+        let fin = try await api.person(email: "fin@example.org")
         let group = try #require(try await api.call("POST", "/v1/groups", ["name": "Ash"], token: eve.token).1["id"] as? String)
         try await api.addMember(fin.id, to: group, role: "member")
         for index in 1...5 {
@@ -168,8 +157,8 @@ struct MessageRoutesTests {
 
     @Test func templatesStartWithDefaultsAndManagersReplaceThem() async throws {
         let api = try APIFixture()
-        let gil = try await person(api, "gil@example.org")
-        let hal = try await person(api, "hal@example.org")
+        let gil = try await api.person(email: "gil@example.org")
+        let hal = try await api.person(email: "hal@example.org")
         let group = try #require(try await api.call("POST", "/v1/groups", ["name": "Fir"], token: gil.token).1["id"] as? String)
         try await api.addMember(hal.id, to: group, role: "member")
         let defaults = try #require(try await api.call("GET", "/v1/groups/\(group)/templates", token: hal.token).1["templates"] as? [[String: Any]])

@@ -9,22 +9,11 @@ import Testing
 /// without gaps or duplicates, membership and session changes taking effect at once.
 @Suite(.enabled(if: TestDatabase.isConfigured, "needs TEST_DATABASE_URL (scripts/test sets it)"))
 struct StreamTests {
-    struct Person {
-        let token: String
-        let id: String
-    }
-
-    func person(_ api: APIFixture, _ email: String) async throws -> Person {
-        let (status, body) = try await api.register(["email": email, "display_name": String(email.prefix { $0 != "@" })])
-        #expect(status == 201)
-        return Person(token: try #require(body["token"] as? String), id: try #require((body["user"] as? [String: Any])?["id"] as? String))
-    }
-
-    func group(_ api: APIFixture, _ owner: Person, _ name: String) async throws -> String {
+    func group(_ api: APIFixture, _ owner: APIFixture.Person, _ name: String) async throws -> String {
         try #require(try await api.call("POST", "/v1/groups", ["name": name], token: owner.token).1["id"] as? String)
     }
 
-    func post(_ api: APIFixture, _ group: String, _ text: String, as person: Person, kind: String = "chat") async throws -> Int {
+    func post(_ api: APIFixture, _ group: String, _ text: String, as person: APIFixture.Person, kind: String = "chat") async throws -> Int {
         let (status, body) = try await api.call("POST", "/v1/groups/\(group)/messages",
                                                 ["client_msg_id": UUID().uuidString, "text": text, "kind": kind], token: person.token)
         #expect(status == 201, "\(body)")
@@ -32,7 +21,7 @@ struct StreamTests {
     }
 
     /// A stream past `ready`; with `live`, past an empty resume too, so live events flow at once.
-    func stream(_ api: APIFixture, _ person: Person, live: Bool = true) async throws -> (WebSocketTestClient, [String: Any]) {
+    func stream(_ api: APIFixture, _ person: APIFixture.Person, live: Bool = true) async throws -> (WebSocketTestClient, [String: Any]) {
         let client = try await WebSocketTestClient.connect(port: api.test.port, path: "/v1/stream", token: person.token)
         let ready = try #require(await client.receiveJSON())
         #expect(ready["type"] as? String == "ready")
@@ -52,7 +41,7 @@ struct StreamTests {
 
     @Test func readyComesFirstThenEachNewEventLive() async throws {
         let api = try APIFixture(stream: true)
-        let owner = try await person(api, "ana@example.org")
+        let owner = try await api.person(email: "ana@example.org")
         let elm = try await group(api, owner, "Elm")
         let (client, ready) = try await stream(api, owner)
         #expect(ready["user_id"] as? String == owner.id)
@@ -72,7 +61,7 @@ struct StreamTests {
 
     @Test func resumeReplaysFromEachCursorWhileWritersPostThenGoesLiveWithoutGapsOrDuplicates() async throws {
         let api = try APIFixture(stream: true)
-        let owner = try await person(api, "bo@example.org")
+        let owner = try await api.person(email: "bo@example.org")
         let oak = try await group(api, owner, "Oak")
         let ash = try await group(api, owner, "Ash")
         for index in 0..<30 { _ = try await post(api, oak, "before \(index)", as: owner) }
@@ -113,7 +102,7 @@ struct StreamTests {
 
     @Test func clientsThatDropAndResumeAtRandomCursorsUnderLoadEndWithEveryEventOnceInOrder() async throws {
         let api = try APIFixture(stream: true)
-        let owner = try await person(api, "kai@example.org")
+        let owner = try await api.person(email: "kai@example.org")
         let groups = [try await group(api, owner, "North"), try await group(api, owner, "South")]
         let (port, token) = (api.test.port, owner.token)
         // Three writers post to both groups throughout.
@@ -185,7 +174,7 @@ struct StreamTests {
 
     @Test func aCursorFarBehindIsReplayedPageByPageInOrder() async throws {
         let api = try APIFixture(stream: true)
-        let owner = try await person(api, "lou@example.org")
+        let owner = try await api.person(email: "lou@example.org")
         let group = try await group(api, owner, "Backlog")
         // More than two replay pages behind.
         let total = StreamSession.replayPage * 2 + 50
@@ -208,8 +197,8 @@ struct StreamTests {
 
     @Test func aRemovedMemberGetsANoticeAndNoMoreOfTheGroup() async throws {
         let api = try APIFixture(stream: true)
-        let owner = try await person(api, "cy@example.org")
-        let member = try await person(api, "di@example.org")
+        let owner = try await api.person(email: "cy@example.org")
+        let member = try await api.person(email: "di@example.org")
         let pine = try await group(api, owner, "Pine")
         let yew = try await group(api, owner, "Yew")
         try await api.addMember(member.id, to: pine, role: "member")
@@ -243,8 +232,8 @@ struct StreamTests {
 
     @Test func aNewMemberReceivesTheGroupLiveFromJoining() async throws {
         let api = try APIFixture(stream: true)
-        let owner = try await person(api, "ed@example.org")
-        let newcomer = try await person(api, "fay@example.org")
+        let owner = try await api.person(email: "ed@example.org")
+        let newcomer = try await api.person(email: "fay@example.org")
         let fir = try await group(api, owner, "Fir")
         let (stream, ready) = try await stream(api, newcomer)
         #expect((ready["groups"] as? [Any])?.isEmpty == true)
@@ -263,12 +252,12 @@ struct StreamTests {
 
     @Test func logoutAndAccountDeletionCloseStreamsWith1008() async throws {
         let api = try APIFixture(stream: true)
-        let gus = try await person(api, "gus@example.org")
+        let gus = try await api.person(email: "gus@example.org")
         let (first, _) = try await stream(api, gus)
         #expect(try await api.call("POST", "/v1/auth/logout", token: gus.token).0 == 204)
         #expect(await first.receiveClose() == .some(.policyViolation))
 
-        let hal = try await person(api, "hal@example.org")
+        let hal = try await api.person(email: "hal@example.org")
         let (second, _) = try await stream(api, hal)
         #expect(try await api.call("DELETE", "/v1/me", token: hal.token).0 == 204)
         #expect(await second.receiveClose() == .some(.policyViolation))
@@ -277,7 +266,7 @@ struct StreamTests {
 
     @Test func badFramesGetAnErrorAndTheStreamStaysOpen() async throws {
         let api = try APIFixture(stream: true)
-        let ivy = try await person(api, "ivy@example.org")
+        let ivy = try await api.person(email: "ivy@example.org")
         let elm = try await group(api, ivy, "Elm")
         // A browser's ?access_token= works as well as the header.
         let client = try await WebSocketTestClient.connect(port: api.test.port, path: "/v1/stream?access_token=\(ivy.token)")
