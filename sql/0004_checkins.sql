@@ -21,10 +21,19 @@ CREATE TABLE checkins (
 );
 CREATE INDEX checkins_tenant_user_active_idx ON checkins (tenant_id, user_id) WHERE status = 'active';
 
-ALTER TABLE checkins ENABLE ROW LEVEL SECURITY;
-ALTER TABLE checkins FORCE ROW LEVEL SECURITY;
-CREATE POLICY tenant_isolation ON checkins USING (tenant_id = roost_current_tenant())
-    WITH CHECK (tenant_id = roost_current_tenant());
+-- Row-level security for a tenant-owned table, exactly as 0001 sets it up for its tables:
+-- enabled, forced (binding the owner too), one policy on roost_current_tenant(). Later
+-- migrations call this instead of repeating the statements.
+CREATE FUNCTION roost_protect_tenant_table(t regclass) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    EXECUTE format('ALTER TABLE %s ENABLE ROW LEVEL SECURITY', t);
+    EXECUTE format('ALTER TABLE %s FORCE ROW LEVEL SECURITY', t);
+    EXECUTE format('CREATE POLICY tenant_isolation ON %s USING (tenant_id = roost_current_tenant()) '
+                   'WITH CHECK (tenant_id = roost_current_tenant())', t);
+END
+$$;
+
+SELECT roost_protect_tenant_table('checkins');
 
 -- The deadlines the schedulers claim: ids and times only (no personal data, hence no row
 -- security), so a scheduler can find due check-ins across tenants; FOR UPDATE SKIP LOCKED lets

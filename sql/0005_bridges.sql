@@ -44,17 +44,5 @@ CREATE TABLE bridge_signatures (
     FOREIGN KEY (tenant_id, bridge_id) REFERENCES bridges (tenant_id, id) ON DELETE CASCADE
 );
 
-DO $$
-DECLARE
-    t text;
-BEGIN
-    FOREACH t IN ARRAY ARRAY['bridges', 'bridge_signatures']
-    LOOP
-        EXECUTE format('ALTER TABLE %I ENABLE ROW LEVEL SECURITY', t);
-        EXECUTE format('ALTER TABLE %I FORCE ROW LEVEL SECURITY', t);
-        EXECUTE format(
-            'CREATE POLICY tenant_isolation ON %I USING (tenant_id = roost_current_tenant()) '
-            'WITH CHECK (tenant_id = roost_current_tenant())', t);
-    END LOOP;
-END
-$$;
+SELECT roost_protect_tenant_table('bridges');
+SELECT roost_protect_tenant_table('bridge_signatures');
