@@ -1,3 +1,4 @@
+import Foundation
 import RoostProtocol
 import Testing
 
@@ -16,6 +17,18 @@ struct WebSocketHandshakeTests {
         #expect(response.status == .switchingProtocols)
         #expect(response.headers["Sec-WebSocket-Accept"] == "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=")
         #expect(response.headers["Upgrade"] == "websocket")
+    }
+
+    /// RFC 6455 §4.2.2: the 101 on the wire says `Connection: Upgrade` (browsers and Autobahn
+    /// refuse the handshake without it), never keep-alive or close, and carries no length.
+    @Test func the101OnTheWireSaysConnectionUpgrade() throws {
+        var bytes: [UInt8] = []
+        HTTPResponseWriter.write(try handshake(headers: valid).get(), keepAlive: true, date: "Sat, 21 Nov 2026 12:00:00 GMT", into: &bytes)
+        let lines = String(decoding: bytes, as: UTF8.self).components(separatedBy: "\r\n")
+        #expect(lines.first == "HTTP/1.1 101 Switching Protocols")
+        #expect(lines.filter { $0.lowercased().hasPrefix("connection:") } == ["Connection: Upgrade"])
+        #expect(lines.contains("Upgrade: websocket"))
+        #expect(!lines.contains { $0.lowercased().hasPrefix("content-length:") })
     }
 
     @Test func upgradeAndConnectionAreCaseInsensitiveTokenLists() throws {

@@ -5,7 +5,7 @@
 roost_say() { printf 'roost: %s\n' "$*" >&2; }
 roost_die() { printf 'roost: error: %s\n' "$*" >&2; exit 1; }
 
-# Installs PostgreSQL and libpq's headers (which bring libcrypto's) when absent; does nothing
+# Installs PostgreSQL, libpq's headers (which bring libcrypto's) and curl when absent; does nothing
 # when they are present. apt-get update runs at most once.
 roost_ensure_packages() {
     local missing=()
@@ -13,6 +13,7 @@ roost_ensure_packages() {
     [ -f /usr/include/postgresql/libpq-fe.h ] || missing+=(libpq-dev)
     [ -f /usr/include/openssl/evp.h ] || missing+=(libssl-dev)
     command -v runuser >/dev/null 2>&1 || missing+=(util-linux)
+    command -v curl >/dev/null 2>&1 || missing+=(curl)
     if [ ${#missing[@]} -gt 0 ]; then
         command -v apt-get >/dev/null 2>&1 ||
             roost_die "missing ${missing[*]} and no apt-get to install them; install PostgreSQL 15+ and libpq-dev by hand"

@@ -42,9 +42,8 @@ public enum HTTPResponseWriter {
             append("Content-Length", String(response.body.count), to: &buffer)
         }
         append("Date", date, to: &buffer)
-        if status.code != 101 {
-            append("Connection", keepAlive ? "keep-alive" : "close", to: &buffer)
-        }
+        // A 101 names the protocol switch (RFC 9110 §7.8; RFC 6455 §4.2.2 requires it).
+        append("Connection", status.code == 101 ? "Upgrade" : keepAlive ? "keep-alive" : "close", to: &buffer)
         buffer.append(ASCII.cr)
         buffer.append(ASCII.lf)
         if includeBody && status.code >= 200 && status.code != 204 {
