@@ -230,6 +230,33 @@ struct StreamTests {
         await api.stop()
     }
 
+    @Test func anInviteeWithThatVerifiedAddressHearsOfTheInvitationAtOnce() async throws {
+        let api = try APIFixture(stream: true)
+        let owner = try await api.person(email: "gil@example.org")
+        let verified = try await api.person(email: "hal@example.org")
+        let unverified = try await api.person(email: "ivy@example.org")
+        try await api.inTenant { _, connection in try connection.query("UPDATE users SET email_verified = true WHERE email = 'hal@example.org'") }
+        let oak = try await group(api, owner, "Oak")
+        let (verifiedStream, _) = try await stream(api, verified)
+        let (unverifiedStream, _) = try await stream(api, unverified)
+
+        #expect(try await api.call("POST", "/v1/groups/\(oak)/invitations", ["email": "ivy@example.org"], token: owner.token).0 == 201)
+        let (status, invitation) = try await api.call("POST", "/v1/groups/\(oak)/invitations", ["email": "hal@example.org"], token: owner.token)
+        #expect(status == 201)
+        let notice = try await next(verifiedStream, "notice")
+        #expect(notice["event"] as? String == "invitation.received")
+        let data = try #require(notice["data"] as? [String: Any])
+        #expect(data["id"] as? String == invitation["id"] as? String)
+        #expect(data["group_id"] as? String == oak && data["group_name"] as? String == "Oak")
+        #expect(data["role"] as? String == "member" && data["status"] as? String == "pending")
+        #expect(data["token"] == nil)  // the token goes only to the address itself
+        // An address nobody has verified proves nothing: its account hears nothing (its next
+        // frame is the answer to a later request, not a notice).
+        unverifiedStream.sendText(#"{"type":"resume","cursors":{"\#(UUID().uuidString.lowercased())":0}}"#)
+        #expect(try await next(unverifiedStream, "error")["code"] as? String == "not_found")
+        await api.stop()
+    }
+
     @Test func aNewMemberReceivesTheGroupLiveFromJoining() async throws {
         let api = try APIFixture(stream: true)
         let owner = try await api.person(email: "ed@example.org")

@@ -41,6 +41,17 @@ struct InvitationRoutes: Sendable {
         }
     }
 
+    /// An addressee who already has an account with that address verified hears of the
+    /// invitation at once: an `invitation.received` notice on their streams, carrying the item
+    /// `GET /v1/invitations` lists (sent only if the transaction commits).
+    static func announce(_ invitation: Invitation, groupName: String, tenant: UUID, on connection: PostgresConnection) throws {
+        guard let addressee = try UserStore().find(email: invitation.email, phone: invitation.phone, on: connection),
+              invitation.email != nil ? addressee.emailVerified : addressee.phoneVerified
+        else { return }
+        let data = String(decoding: try APIJSON.encode(AddressedView(invitation: invitation, groupName: groupName)), as: UTF8.self)
+        try GroupEventLog.notifyUser(tenant: tenant, user: addressee.id, event: "invitation.received", data: data, on: connection)
+    }
+
     struct InvitationView: Encodable {
         let invitation: Invitation
 
@@ -95,6 +106,7 @@ struct InvitationRoutes: Sendable {
                             + "\"inviter\":\(JSONString.quote(user.displayName)),\"invitation_id\":\"\(invitation.id.uuidString.lowercased())\"}"
                         try OutboxStore().enqueue(tenant: user.tenantID, channel: email != nil ? "email" : "sms",
                                                   recipient: email ?? phone!, template: "invitation", data: RawJSON(data), on: connection)
+                        try Self.announce(invitation, groupName: groupName, tenant: user.tenantID, on: connection)
                         return invitation
                 }
                 return try APIJSON.response(.created, InvitationView(invitation: invitation))
