@@ -36,9 +36,9 @@ public final class WebSocketTestClient: @unchecked Sendable {
         await offload { self.receiveBlocking() }
     }
 
-    /// The next text frame as a JSON object (pings skipped); nil on timeout, close or EOF.
-    public func receiveJSON() async -> [String: Any]? {
-        let text = await offload { () -> String? in
+    /// The next text frame (pings skipped); nil on timeout, close or EOF.
+    public func receiveText() async -> String? {
+        await offload { () -> String? in
             while let message = self.receiveBlocking() {
                 switch message {
                 case .text(let text): return text
@@ -48,7 +48,11 @@ public final class WebSocketTestClient: @unchecked Sendable {
             }
             return nil
         }
-        return text.flatMap { (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any] }
+    }
+
+    /// The next text frame as a JSON object (pings skipped); nil on timeout, close or EOF.
+    public func receiveJSON() async -> [String: Any]? {
+        await receiveText().flatMap { (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any] }
     }
 
     public func receiveClose() async -> WebSocketCloseCode?? {

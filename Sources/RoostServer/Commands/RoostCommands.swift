@@ -16,21 +16,13 @@ public enum RoostCommands {
 
         let serverBox = ServerBox()
         let threads = configuration.threads > 0 ? configuration.threads : ProcessInfo.processInfo.activeProcessorCount
-        var builder = Router.Builder()
-        OperationsRoutes.add(to: &builder, pool: pool) { serverBox.server }
-        TenantRoutes.add(to: &builder, pool: pool, adminToken: configuration.adminToken)
-        let accounts = AccountRoutes(pool: pool, sessionLifetime: configuration.sessionLifetimeSeconds, hashingThreads: max(1, threads),
-                                     invitationLifetime: configuration.invitationLifetimeSeconds)
-        accounts.add(to: &builder)
-        CheckinRoutes(accounts: accounts, minimumSeconds: configuration.checkinMinSeconds).add(to: &builder)
         let hub = FanoutHub(pool: pool, onError: { log.warning($0) }, send: StreamRoutes.send)
-        StreamRoutes.add(to: &builder, accounts: accounts, hub: hub, queueLimit: configuration.network.maxOutboundQueueBytes)
         if configuration.conformanceEcho {
             log.warning("serving the test-only WebSocket echo at /v1/conformance/echo")
-            builder.addWebSocket("/v1/conformance/echo") { _ in EchoSession() }
         }
+        let router = routes(configuration, pool: pool, hub: hub, hashingThreads: max(1, threads)) { serverBox.server }
         let server = try HTTPServer(
-            router: builder.build(), limits: configuration.network, addresses: addresses, threads: threads, log: log,
+            router: router, limits: configuration.network, addresses: addresses, threads: threads, log: log,
             accessLog: configuration.accessLog)
         serverBox.server = server
         let listener = FanoutListener(configuration: pool.configuration, hub: hub, log: log)
@@ -59,6 +51,26 @@ public enum RoostCommands {
         await outbox.stop()
         await checkins.stop()
         log.info("stopped")
+    }
+
+    /// Every route `roost serve` answers: the API of API.md (described by openapi.yaml, which
+    /// a test holds to this list) and, only with `--conformance-echo`, the test-only echo.
+    static func routes(
+        _ configuration: ServerConfiguration, pool: ConnectionPool, hub: FanoutHub, hashingThreads: Int,
+        server: @escaping @Sendable () -> HTTPServer?
+    ) -> Router {
+        var builder = Router.Builder()
+        OperationsRoutes.add(to: &builder, pool: pool, server: server)
+        TenantRoutes.add(to: &builder, pool: pool, adminToken: configuration.adminToken)
+        let accounts = AccountRoutes(pool: pool, sessionLifetime: configuration.sessionLifetimeSeconds, hashingThreads: hashingThreads,
+                                     invitationLifetime: configuration.invitationLifetimeSeconds)
+        accounts.add(to: &builder)
+        CheckinRoutes(accounts: accounts, minimumSeconds: configuration.checkinMinSeconds).add(to: &builder)
+        StreamRoutes.add(to: &builder, accounts: accounts, hub: hub, queueLimit: configuration.network.maxOutboundQueueBytes)
+        if configuration.conformanceEcho {
+            builder.addWebSocket("/v1/conformance/echo") { _ in EchoSession() }
+        }
+        return builder.build()
     }
 
     /// How the outbox delivers (`ROOST_DELIVERY`); a webhook needs its URL.

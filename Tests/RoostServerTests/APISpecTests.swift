@@ -1,0 +1,136 @@
+import Foundation
+import RoostFanout
+import RoostPersistence
+@testable import RoostServer
+import RoostTestSupport
+import Testing
+
+/// openapi.yaml and asyncapi.yaml held to the server: the router's routes are exactly the
+/// operations openapi.yaml describes, both files parse and resolve, and the frames a real
+/// stream sends conform to asyncapi.yaml (validated with jsonschema through scripts/lib/spec.py).
+/// REST responses are held to openapi.yaml by schemathesis (scripts/api-fuzz).
+@Suite(.enabled(if: TestDatabase.isConfigured && SpecTool.python != nil, "needs TEST_DATABASE_URL and ROOST_TEST_PYTHON (scripts/test sets both)"))
+struct APISpecTests {
+    @Test func everyRouteIsInOpenAPIAndEveryOperationThereIsARoute() async throws {
+        let pool = ConnectionPool(configuration: TestDatabase.configuration(), options: .init(maxConnections: 1))
+        defer { pool.close() }
+        let router = RoostCommands.routes(ServerConfiguration(), pool: pool, hub: FanoutHub(pool: pool, send: { _, _ in }),
+                                          hashingThreads: 1) { nil }
+        // `{gid:uuid}` in the router is `{gid}` in OpenAPI.
+        let served = Set(router.patterns.map { route in
+            "\(route.method.rawValue) " + route.pattern.replacingOccurrences(of: #":[a-z]+\}"#, with: "}", options: .regularExpression)
+        })
+        let described = Set(try #require(try SpecTool.run("operations") as? [String]))
+        #expect(served.subtracting(described).sorted() == [], "routes missing from openapi.yaml")
+        #expect(described.subtracting(served).sorted() == [], "operations in openapi.yaml that no route serves")
+        #expect(served.count >= 54)
+        // The test-only echo exists only behind its flag, so it is not part of the API.
+        var echo = ServerConfiguration()
+        echo.conformanceEcho = true
+        let withEcho = RoostCommands.routes(echo, pool: pool, hub: FanoutHub(pool: pool, send: { _, _ in }), hashingThreads: 1) { nil }
+        #expect(withEcho.patterns.count == router.patterns.count + 1)
+    }
+
+    @Test func bothSpecsParseResolveAndAgreeOnTheEvents() throws {
+        let summary = try #require(try SpecTool.run("check") as? [String: Any])
+        #expect((summary["openapi"] as? String)?.hasPrefix("3.1.") == true)
+        #expect(summary["asyncapi"] as? String == "3.0.0")
+        #expect(summary["unresolved"] as? [String] == [])
+        #expect(summary["duplicate_operation_ids"] as? [String] == [])
+        #expect(summary["events_agree"] as? Bool == true)
+        #expect(summary["stream_messages"] as? [String] == ["error", "event", "notice", "ready", "resume", "resumed"])
+    }
+
+    /// Drives every kind of group event and the notices through a real stream, then validates
+    /// each frame received against asyncapi.yaml's schema for its type.
+    @Test func everyFrameAStreamSendsConformsToAsyncAPI() async throws {
+        let api = try APIFixture(stream: true)
+        let owner = try await api.person(email: "olga@example.org")
+        let member = try await api.person(email: "max@example.org")
+        let passerby = try await api.person(email: "pia@example.org")
+        try await api.inTenant { _, connection in try connection.query("UPDATE users SET email_verified = true WHERE email = 'max@example.org'") }
+        let group = try #require(try await api.call("POST", "/v1/groups", ["name": "Spec street"], token: owner.token).1["id"] as? String)
+        var frames: [String] = []
+        func open(_ person: APIFixture.Person) async throws -> WebSocketTestClient {
+            let client = try await WebSocketTestClient.connect(port: api.test.port, path: "/v1/stream", token: person.token)
+            frames.append(try #require(await client.receiveText()))  // ready
+            client.sendText(#"{"type":"resume","cursors":{}}"#)
+            frames.append(try #require(await client.receiveText()))  // resumed
+            return client
+        }
+        func call(_ method: String, _ path: String, _ body: [String: Any]? = nil, as person: APIFixture.Person) async throws -> [String: Any] {
+            let (status, answer) = try await api.call(method, path, body, token: person.token)
+            #expect((200..<300).contains(status), "\(method) \(path): \(status) \(answer)")
+            return answer
+        }
+        let ownerStream = try await open(owner)
+        let memberStream = try await open(member)
+
+        let invitation = try await call("POST", "/v1/groups/\(group)/invitations", ["email": "max@example.org"], as: owner)
+        frames.append(try #require(await memberStream.receiveText()))  // invitation.received
+        _ = try await call("POST", "/v1/invitations/accept", ["invitation_id": invitation["id"] as Any], as: member)
+        _ = try await call("PATCH", "/v1/groups/\(group)", ["description": "Spec street and the lane"], as: owner)
+        let chat = try await call("POST", "/v1/groups/\(group)/messages", ["client_msg_id": "c1", "text": "Hello", "kind": "chat"], as: owner)
+        let alert = try await call("POST", "/v1/groups/\(group)/messages",
+                                   ["client_msg_id": "a1", "text": "Smoke", "kind": "alert", "severity": "red",
+                                    "location": ["lat": 55.67, "lon": 12.57, "accuracy_m": 8]], as: owner)
+        let seq = try #require(alert["seq"] as? Int)
+        _ = try await call("POST", "/v1/groups/\(group)/alerts/\(seq)/ack", ["response": "on_my_way", "note": "2 min"], as: member)
+        _ = try await call("POST", "/v1/groups/\(group)/alerts/\(seq)/close", ["resolution": "a bonfire"], as: owner)
+        _ = try await call("POST", "/v1/groups/\(group)/alerts/\(seq)/reopen", as: owner)
+        _ = try await call("DELETE", "/v1/groups/\(group)/messages/\(try #require(chat["seq"] as? Int))", as: owner)
+        _ = try await call("PATCH", "/v1/groups/\(group)/members/\(member.id)", ["role": "admin"], as: owner)
+        let key = try #require(try await call("POST", "/v1/groups/\(group)/bridges", ["name": "Panel"], as: owner)["key"] as? String)
+        for _ in 0..<2 {
+            let (status, _) = try await api.call("POST", "/v1/bridge/alerts", ["action": "trigger", "dedup_key": "zone-1", "summary": "Siren",
+                                                                              "details": ["zone": 1]], token: key)
+            #expect(status == 201 || status == 200)
+        }
+        let checkin = try await call("POST", "/v1/checkins", ["group_id": group, "due_in_s": 600, "note": "walking home"], as: owner)
+        _ = try await call("POST", "/v1/checkins/\(try #require(checkin["id"] as? String))/complete", as: owner)
+        try await api.addMember(passerby.id, to: group, role: "member")
+        _ = try await call("DELETE", "/v1/groups/\(group)/members/\(passerby.id)", as: owner)
+        _ = try await call("DELETE", "/v1/groups/\(group)/members/\(member.id)", as: member)
+        ownerStream.sendText("[]")
+
+        // The owner's stream: every event above, then the error for the bad frame.
+        var events: [String] = []
+        while true {
+            let text = try #require(await ownerStream.receiveText(), "the stream ended after \(events)")
+            frames.append(text)
+            let frame = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
+            if frame["type"] as? String == "error" { break }
+            events.append(frame["event"] as? String ?? "?")
+        }
+        #expect(Set(events) == ["member.joined", "group.updated", "message.created", "alert.acknowledged", "alert.closed", "alert.reopened",
+                                "message.redacted", "member.role_changed", "alert.repeated", "checkin.completed", "member.removed",
+                                "member.left"])
+        // The member's stream: its events from joining to leaving, then the group.removed notice.
+        while true {
+            let text = try #require(await memberStream.receiveText(), "the member's stream ended early")
+            frames.append(text)
+            if text.contains(#""group.removed""#) { break }
+        }
+
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("roost-frames-\(UUID().uuidString).jsonl")
+        defer { try? FileManager.default.removeItem(at: file) }
+        try frames.joined(separator: "\n").write(to: file, atomically: true, encoding: .utf8)
+        let problems = try #require(try SpecTool.run("frames", file.path) as? [String])
+        #expect(problems == [], "\(problems.joined(separator: "\n"))")
+        #expect(frames.count > 30)
+        await api.stop()
+    }
+}
+
+/// scripts/lib/spec.py run with the pinned tools' Python (`ROOST_TEST_PYTHON`).
+enum SpecTool {
+    static let python = ProcessInfo.processInfo.environment["ROOST_TEST_PYTHON"]
+    static let root = TestDatabase.migrationsDirectory.deletingLastPathComponent()
+
+    static func run(_ command: String, _ arguments: String...) throws -> Any {
+        let outcome = try Subprocess.run(
+            python!, [root.appendingPathComponent("scripts/lib/spec.py").path, command, root.path] + arguments)
+        guard outcome.status == 0 else { throw SubprocessError("spec.py \(command) failed: \(outcome.output)") }
+        return try JSONSerialization.jsonObject(with: Data(outcome.output.utf8))
+    }
+}
