@@ -20,13 +20,8 @@ struct Roost {
         Every command takes the serve options that concern the database (--database-url, ...).
         """
 
-    static let databaseNote = """
-
-        Database options, as for roost serve (each also read from its environment variable):
-          --database-url URL (DATABASE_URL), --migrations-dir PATH (ROOST_MIGRATIONS_DIR),
-          --db-connect-timeout-s N (ROOST_DB_CONNECT_TIMEOUT_S), --no-migrate (ROOST_NO_MIGRATE),
-          --allow-superuser (ROOST_ALLOW_SUPERUSER); roost serve --help lists every option and default.
-        """
+    static let databaseNote = "\n\n"
+        + ServerConfiguration.optionsHelp(ServerConfiguration.databaseFlags)
 
     static let tenantUsage = """
         Usage: roost tenant create SLUG --name NAME [--registration open|invite_only]
@@ -58,7 +53,8 @@ struct Roost {
                 try await RoostCommands.serve(load(arguments))
             case "migrate":
                 if arguments.contains("--help") || arguments.contains("-h") {
-                    exitHelp(ServerConfiguration.helpText.replacingOccurrences(of: "Usage: roost serve", with: "Usage: roost migrate"))
+                    exitHelp("Usage: roost migrate [options]\n\nApplies the migrations the database lacks, prints their names, and exits."
+                             + databaseNote)
                 }
                 let applied = try await RoostCommands.migrate(load(arguments))
                 print(applied.isEmpty ? "database is up to date" : "applied \(applied.joined(separator: ", "))")

@@ -71,6 +71,12 @@ struct StartupTests {
                                       (["--help"], "outbox list --failed")] {
             let outcome = try roost(arguments)
             #expect(outcome.status == 0 && outcome.output.contains(expected), "roost \(arguments.joined(separator: " ")): \(outcome.output)")
+            // Each command that opens the database lists those options with variable and default.
+            if arguments != ["--help"] {
+                #expect(outcome.output.contains("--database-url URL") && outcome.output.contains("DATABASE_URL")
+                        && outcome.output.contains("ROOST_DB_CONNECT_TIMEOUT_S") && outcome.output.contains("(default: 5)"),
+                        "roost \(arguments.joined(separator: " ")): \(outcome.output)")
+            }
         }
         for arguments in [["tenant", "frobnicate"], ["outbox"], ["outbox", "list"], ["outbox", "list", "--failed", "--bogus"], ["frobnicate"],
                           ["tenant", "create", "ok-slug", "--name"]] {

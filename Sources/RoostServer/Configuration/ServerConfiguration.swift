@@ -67,8 +67,18 @@ public struct ServerConfiguration: Sendable {
 
     /// The settings as `roost serve --help` shows them.
     public static var helpText: String {
-        var lines = ["Usage: roost serve [options]", "", "Options (each also read from its environment variable):"]
-        for setting in ServerSetting.all {
+        "Usage: roost serve [options]\n\n" + optionsHelp()
+    }
+
+    /// The settings a command that only opens the database takes (`migrate`, `tenant`, `outbox`).
+    public static let databaseFlags: Set<String> = [
+        "--database-url", "--migrations-dir", "--db-connect-timeout-s", "--log-level", "--no-migrate", "--allow-superuser",
+    ]
+
+    /// Each setting (or those of `flags`) with its variable, what it does and its default.
+    public static func optionsHelp(_ flags: Set<String>? = nil) -> String {
+        var lines = ["Options (each also read from its environment variable):"]
+        for setting in ServerSetting.all where flags?.contains(setting.flag) ?? true {
             let flag = setting.isSwitch ? setting.flag : "\(setting.flag) \(setting.placeholder)"
             let column = flag.count < 34 ? flag.padding(toLength: 34, withPad: " ", startingAt: 0) : flag + "  "
             lines.append("  \(column)\(setting.environment)")

@@ -1,0 +1,56 @@
+import Foundation
+import RoostTestSupport
+import Testing
+
+/// README's "A first alert, step by step" is copy-paste commands; this runs exactly that block
+/// (between its `walkthrough` markers) with bash, curl and websocat against a real `roost
+/// serve` on a database of its own, so the README cannot drift from the server.
+@Suite(.enabled(if: TestDatabase.isConfigured && Walkthrough.websocat != nil,
+                "needs TEST_DATABASE_URL and ROOST_TEST_WEBSOCAT (scripts/test sets both)"))
+struct WalkthroughTests {
+    @Test func theReadmeWalkthroughSeesTheAlertArriveOnTheStream() async throws {
+        let block = try Walkthrough.block()
+        #expect(block.contains("websocat") && block.contains("/v1/admin/tenants") && block.contains("/v1/auth/register"))
+        try await TestDatabase.withScratchDatabaseAsync { database in
+            let admin = "walkthrough-\(UUID().uuidString)"
+            let server = try await ServeProcess(databaseURL: TestDatabase.configuration(database: database).connectionString,
+                                                environment: ["ROOST_ADMIN_TOKEN": admin])
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("roost-walkthrough-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: folder) }
+            var environment = ProcessInfo.processInfo.environment
+            environment["ROOST"] = "http://127.0.0.1:\(server.port)"
+            environment["ROOST_ADMIN_TOKEN"] = admin
+            let tools = URL(fileURLWithPath: Walkthrough.websocat!).deletingLastPathComponent().path
+            environment["PATH"] = tools + ":" + (environment["PATH"] ?? "/usr/bin:/bin")
+            let script = "set -euo pipefail\ncd '\(folder.path)'\n" + block
+            let shellEnvironment = environment
+            let outcome = await offload { try? Subprocess.run("/bin/bash", ["-c", script], environment: shellEnvironment) }
+            let result = try #require(outcome)
+            #expect(result.status == 0, "\(result.output)")
+            // The tenant was created, and the alert came back through the stream, whole.
+            #expect(result.output.contains(#""slug":"elm-street""#), "\(result.output)")
+            #expect(result.output.contains(#""event": "message.created""#), "\(result.output)")
+            #expect(result.output.contains(#""text": "Smoke from the roof of number 12""#), "\(result.output)")
+            #expect(result.output.contains(#""severity": "red""#), "\(result.output)")
+            server.process.signal(SIGTERM)
+            #expect(await server.process.wait() == 0)
+        }
+    }
+}
+
+enum Walkthrough {
+    static let websocat = ProcessInfo.processInfo.environment["ROOST_TEST_WEBSOCAT"]
+
+    /// The shell commands between README's walkthrough markers, without the code fence.
+    static func block() throws -> String {
+        let readme = try String(contentsOf: TestDatabase.migrationsDirectory.deletingLastPathComponent().appendingPathComponent("README.md"),
+                                encoding: .utf8)
+        guard let begin = readme.range(of: "<!-- walkthrough:begin -->"), let end = readme.range(of: "<!-- walkthrough:end -->"),
+              begin.upperBound < end.lowerBound else {
+            throw SubprocessError("README.md has no walkthrough markers")
+        }
+        return readme[begin.upperBound..<end.lowerBound].split(separator: "\n", omittingEmptySubsequences: false)
+            .filter { !$0.hasPrefix("```") }.joined(separator: "\n")
+    }
+}
