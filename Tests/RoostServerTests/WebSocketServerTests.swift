@@ -109,17 +109,18 @@ struct WebSocketServerTests {
         let flood = Task.detached {
             for _ in 0..<200 { stalled.send(.binary, payload) }
         }
-        // The stalled client is dropped while the healthy one keeps its echo round trip.
-        var roundTrips: [Duration] = []
+        // The stalled client is dropped while the healthy one keeps getting every echo, in
+        // order. (How fast it gets them is a benchmark's business, not a test's.)
+        var round = 0
         while test.server.openConnections > 1 {
-            let started = ContinuousClock.now
-            healthy.sendText("ping")
-            #expect(await healthy.receive() == .text("ping"))
-            roundTrips.append(ContinuousClock.now - started)
+            round += 1
+            healthy.sendText("ping \(round)")
+            #expect(await healthy.receive() == .text("ping \(round)"))
         }
         await flood.value
         #expect(test.server.openConnections == 1)
-        #expect(roundTrips.allSatisfy { $0 < .milliseconds(100) }, "\(roundTrips)")
+        healthy.sendText("after")
+        #expect(await healthy.receive() == .text("after"))
         // The dropped client's queue is freed: nothing is left waiting to be written.
         let metrics = test.server.renderMetrics(pool: (open: 0, inUse: 0, waiting: 0))
         #expect(metrics.contains("roost_outbound_queued_bytes 0\n"), "\(metrics)")
