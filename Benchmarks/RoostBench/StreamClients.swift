@@ -7,12 +7,24 @@ import Synchronization
 import Glibc
 #endif
 
-/// Many `/v1/stream` connections on one epoll loop in one thread (no thread per connection):
-/// each upgrades with its session token, sends an empty `resume` so live delivery starts at
-/// once, and reports every `message.created` whose text carries a post marker (`bench:<n>:`).
+/// Many subscriber connections on one epoll loop in one thread (no thread per connection),
+/// either Roost streams or MQTT subscriptions to mosquitto, reporting each delivery that
+/// carries a post marker (`bench:<n>:`).
+///
+/// A Roost stream upgrades `/v1/stream` with its session token and sends its `resume` frame
+/// (by default `{}`, so live delivery starts at once); it is live at `101` and counted as
+/// resumed at the `resumed` frame. An MQTT client sends CONNECT and SUBSCRIBE together and is
+/// live (and resumed) at its SUBACK.
 final class StreamClients: @unchecked Sendable {
     // `@unchecked Sendable`: connection state is touched only by the loop thread; other threads
     // read the atomics and call `stop`.
+    enum Kind {
+        /// Session tokens, and each connection's resume frame.
+        case roost(tokens: [String], resume: @Sendable (Int) -> String)
+        /// Each connection's topic.
+        case mqtt(topics: [String])
+    }
+
     private enum Phase { case connecting, handshaking, open, closed }
 
     private struct Connection {
@@ -20,26 +32,35 @@ final class StreamClients: @unchecked Sendable {
         var phase = Phase.connecting
         var head: [UInt8] = []
         var reader = WebSocketReader(role: .client, maxMessageBytes: 1 << 20)
-        let token: String
+        var mqtt = MQTT.Reader()
     }
 
+    private let kind: Kind
     private var connections: [Connection]
     private let port: UInt16
+    private let source: String?
     private let epollFD: Int32
-    private let onDelivery: (Int, Int, UInt64) -> Void
+    private let onDelivery: (Int, Int, UInt64, Int) -> Void
     let live = Atomic<Int>(0)
+    let resumed = Atomic<Int>(0)
     let closed = Atomic<Int>(0)
     private let stopping = Atomic<Bool>(false)
-    private var thread: Thread?
-    /// One receive buffer for the loop, not one per read (zeroing 64 KiB per frame would cost
-    /// the client more than the server spends sending it).
-    private var buffer = [UInt8](repeating: 0, count: 65_536)
+    private var buffer = [UInt8](repeating: 0, count: 65_536)  // one receive buffer for the loop
     private let finished = DispatchSemaphore(value: 0)
 
-    /// `onDelivery(connection, post, receivedAt)` runs on the loop thread.
-    init(port: UInt16, tokens: [String], onDelivery: @escaping (Int, Int, UInt64) -> Void) {
+    var count: Int { connections.count }
+
+    /// `onDelivery(connection, post, receivedAt, frameBytes)` runs on the loop thread.
+    /// `source` binds each connection to that local address (127.0.0.x: another set of
+    /// ephemeral ports).
+    init(port: UInt16, kind: Kind, source: String? = nil, onDelivery: @escaping (Int, Int, UInt64, Int) -> Void) {
         self.port = port
-        connections = tokens.map { Connection(token: $0) }
+        self.kind = kind
+        self.source = source
+        switch kind {
+        case .roost(let tokens, _): connections = tokens.map { _ in Connection() }
+        case .mqtt(let topics): connections = topics.map { _ in Connection() }
+        }
         epollFD = epoll_create1(Int32(EPOLL_CLOEXEC))
         self.onDelivery = onDelivery
     }
@@ -49,18 +70,19 @@ final class StreamClients: @unchecked Sendable {
         let thread = Thread { [self] in run(inFlight: inFlight) }
         thread.stackSize = 1 << 22
         thread.start()
-        self.thread = thread
     }
 
-    /// Waits until all are live (or `timeout`); the number live.
-    func awaitLive(timeout: Double) -> Int {
+    /// Waits until every connection is live, resumed or closed (or `timeout`); the number live.
+    func awaitLive(timeout: Double, resumed wantResumed: Bool = false) -> Int {
         let deadline = now() + UInt64(timeout * 1e9)
-        while live.load(ordering: .relaxed) + closed.load(ordering: .relaxed) < connections.count && now() < deadline {
-            usleep(10_000)
+        func ready() -> Int { wantResumed ? resumed.load(ordering: .relaxed) : live.load(ordering: .relaxed) }
+        while ready() + closed.load(ordering: .relaxed) < connections.count && now() < deadline {
+            usleep(2_000)
         }
         return live.load(ordering: .relaxed)
     }
 
+    /// Closes every connection and stops the loop.
     func stop() {
         stopping.store(true, ordering: .relaxed)
         finished.wait()
@@ -93,6 +115,14 @@ final class StreamClients: @unchecked Sendable {
 
     private func open(_ id: Int) {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+        if let source {
+            var local = sockaddr_in()
+            local.sin_family = sa_family_t(AF_INET)
+            local.sin_addr.s_addr = inet_addr(source)
+            _ = withUnsafePointer(to: &local) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+        }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = port.bigEndian
@@ -121,15 +151,25 @@ final class StreamClients: @unchecked Sendable {
         connections[id].fd = -1
     }
 
+    /// The request that opens connection `id` once TCP is up.
+    private func opening(_ id: Int) -> [UInt8] {
+        switch kind {
+        case .roost(let tokens, _):
+            return Array(("GET /v1/stream HTTP/1.1\r\nHost: bench\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+                + "Authorization: Bearer \(tokens[id])\r\n\r\n").utf8)
+        case .mqtt(let topics):
+            return MQTT.connect(clientID: "bench-\(getpid())-\(id)") + MQTT.subscribe(topics[id])
+        }
+    }
+
     private func handle(_ id: Int, writable: Bool) {
         if connections[id].phase == .connecting && writable {
             var error: Int32 = 0
             var length = socklen_t(MemoryLayout<Int32>.size)
             getsockopt(connections[id].fd, SOL_SOCKET, SO_ERROR, &error, &length)
             guard error == 0 else { return fail(id) }
-            write(id, Array(("GET /v1/stream HTTP/1.1\r\nHost: bench\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-                + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
-                + "Authorization: Bearer \(connections[id].token)\r\n\r\n").utf8))
+            write(id, opening(id))
             connections[id].phase = .handshaking
             var event = epoll_event()
             event.events = UInt32(EPOLLIN.rawValue)
@@ -142,23 +182,27 @@ final class StreamClients: @unchecked Sendable {
             let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
             if count == 0 || (count < 0 && errno != EAGAIN && errno != EWOULDBLOCK) { return fail(id) }
             if count < 0 { return }
-            var bytes = Array(buffer[0..<count])
-            if connections[id].phase == .handshaking {
-                connections[id].head += bytes
-                guard let end = Self.headerEnd(connections[id].head) else { continue }
-                guard connections[id].head.starts(with: Array("HTTP/1.1 101".utf8)) else { return fail(id) }
-                bytes = Array(connections[id].head[(end + 4)...])
-                connections[id].head = []
-                connections[id].phase = .open
-                live.add(1, ordering: .relaxed)
-                write(id, WebSocketFrameEncoder.text(#"{"type":"resume","cursors":{}}"#, maskKey: UInt32.random(in: 1...UInt32.max)))
+            let bytes = Array(buffer[0..<count])
+            switch kind {
+            case .roost(_, let resume): receiveRoost(id, bytes, resume: resume)
+            case .mqtt: receiveMQTT(id, bytes)
             }
-            connections[id].reader.feed(bytes)
-            readFrames(id)
         }
     }
 
-    private func readFrames(_ id: Int) {
+    private func receiveRoost(_ id: Int, _ received: [UInt8], resume: (Int) -> String) {
+        var bytes = received
+        if connections[id].phase == .handshaking {
+            connections[id].head += bytes
+            guard let end = Self.headerEnd(connections[id].head) else { return }
+            guard connections[id].head.starts(with: Array("HTTP/1.1 101".utf8)) else { return fail(id) }
+            bytes = Array(connections[id].head[(end + 4)...])
+            connections[id].head = []
+            connections[id].phase = .open
+            live.add(1, ordering: .relaxed)
+            write(id, WebSocketFrameEncoder.text(resume(id), maskKey: UInt32.random(in: 1...UInt32.max)))
+        }
+        connections[id].reader.feed(bytes)
         while true {
             switch connections[id].reader.next() {
             case .needMore: return
@@ -166,7 +210,11 @@ final class StreamClients: @unchecked Sendable {
             case .message(let message):
                 switch message {
                 case .text(let text):
-                    if let post = Self.marker(text) { onDelivery(id, post, now()) }
+                    if let post = Self.marker(text.utf8) {
+                        onDelivery(id, post, now(), text.utf8.count)
+                    } else if text.hasPrefix(#"{"type":"resumed""#) {
+                        resumed.add(1, ordering: .relaxed)
+                    }
                 case .ping(let payload):
                     var frame: [UInt8] = []
                     WebSocketFrameEncoder.encode(.pong, payload: payload, maskKey: 0x1234_5678, into: &frame)
@@ -180,13 +228,40 @@ final class StreamClients: @unchecked Sendable {
         }
     }
 
-    /// The post number in `bench:<n>:` inside a `message.created` event, if any.
-    static func marker(_ text: String) -> Int? {
-        guard let range = text.range(of: "bench:"), text.contains("\"message.created\"") else { return nil }
-        var value = 0
-        for character in text[range.upperBound...].utf8 {
-            guard character >= 48 && character <= 57 else { break }
-            value = value * 10 + Int(character - 48)
+    private func receiveMQTT(_ id: Int, _ bytes: [UInt8]) {
+        connections[id].mqtt.feed(bytes)
+        while let (type, body) = connections[id].mqtt.next() {
+            switch type {
+            case MQTT.suback:
+                guard connections[id].phase == .handshaking else { continue }
+                connections[id].phase = .open
+                live.add(1, ordering: .relaxed)
+                resumed.add(1, ordering: .relaxed)
+            case MQTT.publish:
+                let payload = MQTT.payload(ofPublish: body)
+                if let post = Self.marker(payload) { onDelivery(id, post, now(), payload.count) }
+            case MQTT.connack where body.count == 2 && body[body.startIndex + 1] != 0:
+                return fail(id)  // connection refused
+            default:
+                break
+            }
+        }
+    }
+
+    /// The post number after `bench:` in a delivered frame or payload, if any.
+    static func marker<Bytes: Collection>(_ bytes: Bytes) -> Int? where Bytes.Element == UInt8 {
+        let needle = Array("bench:".utf8)
+        var matched = 0
+        var value: Int?
+        for byte in bytes {
+            if matched == needle.count {
+                guard byte >= 48 && byte <= 57 else { break }
+                value = (value ?? 0) * 10 + Int(byte - 48)
+            } else if byte == needle[matched] {
+                matched += 1
+            } else {
+                matched = byte == needle[0] ? 1 : 0
+            }
         }
         return value
     }

@@ -120,3 +120,81 @@ final class HTTPPoster {
         return nil
     }
 }
+
+/// Runs `body(ticket)` for tickets 0..<count on `threads` threads, each ticket no earlier than
+/// `began + ticket / rate` (as fast as the threads go without a rate); `deadline` stops an
+/// unbounded run. Each thread gets its own `State` from `make` (a connection, say).
+func paced<State>(count: Int = .max, rate: Int?, threads: Int, until deadline: UInt64? = nil,
+                  make: @escaping @Sendable () -> State?, _ body: @escaping @Sendable (inout State, Int) -> Void) {
+    let next = Atomic<Int>(0)
+    let began = now()
+    let group = DispatchGroup()
+    for _ in 0..<threads {
+        group.enter()
+        Thread {
+            defer { group.leave() }
+            guard var state = make() else { return }
+            while true {
+                let ticket = next.add(1, ordering: .relaxed).oldValue
+                guard ticket < count else { return }
+                if let rate {
+                    let wait = Int64(began + UInt64(Double(ticket) / Double(rate) * 1e9)) - Int64(now())
+                    if wait > 0 { usleep(UInt32(wait / 1000)) }
+                } else if let deadline, now() >= deadline {
+                    return
+                }
+                body(&state, ticket)
+            }
+        }.start()
+    }
+    group.wait()
+}
+
+/// Figures for BENCHMARKS.md: each scenario appends one JSON object a line to `--results`, and
+/// latency samples (ms, sorted) go to `--latencies` for the CDF plot.
+enum Report {
+    nonisolated(unsafe) static var resultsPath: String?
+    nonisolated(unsafe) static var latenciesPath: String?
+
+    static func record(_ fields: [String: Any]) {
+        guard let resultsPath, let data = try? JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys]) else { return }
+        append(data + Data("\n".utf8), to: resultsPath)
+    }
+
+    /// Writes at most 2,000 evenly spaced quantiles of `sorted` (enough for a smooth CDF).
+    static func latencies(_ sorted: [UInt64]) {
+        guard let latenciesPath, !sorted.isEmpty else { return }
+        let points = min(2_000, sorted.count)
+        let lines = (0..<points).map { index -> String in
+            let sample = sorted[min(sorted.count - 1, index * sorted.count / points)]
+            return String(format: "%.3f %.5f", Double(sample) / 1e6, Double(index + 1) / Double(points))
+        }
+        try? (lines.joined(separator: "\n") + "\n").write(toFile: latenciesPath, atomically: true, encoding: .utf8)
+    }
+
+    private static func append(_ data: Data, to path: String) {
+        if !FileManager.default.fileExists(atPath: path) { _ = FileManager.default.createFile(atPath: path, contents: nil) }
+        guard let handle = FileHandle(forWritingAtPath: path) else { return }
+        handle.seekToEndOfFile()
+        handle.write(data)
+        handle.closeFile()
+    }
+}
+
+func ms(_ nanoseconds: UInt64) -> Double { (Double(nanoseconds) / 1e4).rounded() / 100 }
+
+/// Kernel slab memory (SReclaimable + SUnreclaim) in kB: where socket structures live.
+func slabKilobytes() -> Int {
+    guard let text = try? String(contentsOfFile: "/proc/meminfo", encoding: .utf8) else { return 0 }
+    return text.split(separator: "\n").filter { $0.hasPrefix("Slab:") }
+        .compactMap { Int($0.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") }.first ?? 0
+}
+
+/// Pages of TCP buffer memory in use (`/proc/net/sockstat`, "TCP: ... mem N").
+func tcpBufferPages() -> Int {
+    guard let text = try? String(contentsOfFile: "/proc/net/sockstat", encoding: .utf8),
+          let line = text.split(separator: "\n").first(where: { $0.hasPrefix("TCP:") }) else { return 0 }
+    let fields = line.split(separator: " ")
+    guard let index = fields.firstIndex(of: "mem"), index + 1 < fields.count else { return 0 }
+    return Int(fields[index + 1]) ?? 0
+}

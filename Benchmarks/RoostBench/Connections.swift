@@ -1,0 +1,99 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `connections`: ramps to N idle connections through worker processes (this machine allows
+/// 20,000 descriptors a process), each from its own 127.0.0.x so that every worker has the
+/// whole ephemeral port range to itself; the servers (several `roost serve` sharing the port
+/// with SO_REUSEPORT when N needs it) are measured from /proc before and after.
+func connectionsScenario(_ options: Options) throws {
+    let mqtt = options.broker == "mqtt"
+    let workers = (options.connections + options.perWorker - 1) / options.perWorker
+    print("connections (\(mqtt ? "mosquitto" : "Roost")): \(options.connections) idle \(mqtt ? "MQTT subscriptions" : "authenticated streams") "
+          + "from \(workers) client process\(workers == 1 ? "" : "es"), \(options.serverPIDs.count) server process\(options.serverPIDs.count == 1 ? "" : "es")")
+    var tokensFile: String?
+    if !mqtt {
+        let seed = try Seed.make(databaseURL: options.databaseURL, groups: 1, membersPerGroup: options.connections)
+        let path = NSTemporaryDirectory() + "roost-bench-tokens-\(getpid())"
+        try seed.members[0].joined(separator: "\n").write(toFile: path, atomically: true, encoding: .utf8)
+        tokensFile = path
+    }
+    defer { if let tokensFile { unlink(tokensFile) } }
+    func serverKilobytes() -> Int { options.serverPIDs.reduce(0) { $0 + statusKilobytes(pid: $1, "VmRSS") } }
+    let rssBefore = serverKilobytes(), slabBefore = slabKilobytes(), buffersBefore = tcpBufferPages()
+
+    let started = now()
+    var running: [(Process, Pipe, FileHandle)] = []
+    for worker in 0..<workers {
+        let from = worker * options.perWorker, to = min(options.connections, from + options.perWorker)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
+        var arguments = ["connections-worker", "--port", String(options.port), "--broker", options.broker,
+                         "--source", "127.0.0.\(worker + 2)", "--token-range", "\(from)-\(to)"]
+        if let tokensFile { arguments += ["--tokens-file", tokensFile] }
+        process.arguments = arguments
+        let input = Pipe(), output = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        try process.run()
+        running.append((process, input, output.fileHandleForReading))
+    }
+    // Each worker prints "live COUNT SECONDS" once its connections are up, then holds them.
+    var live = 0
+    var slowest = 0.0
+    for (_, _, output) in running {
+        var line = ""
+        while !line.hasSuffix("\n") {
+            let data = output.readData(ofLength: 1)
+            if data.isEmpty { break }
+            line += String(decoding: data, as: UTF8.self)
+        }
+        let fields = line.split(separator: " ")
+        guard fields.count == 3, fields[0] == "live", let count = Int(fields[1]), let seconds = Double(fields[2].dropLast()) else {
+            throw BenchError("a worker ended without its connections: '\(line)'")
+        }
+        live += count
+        slowest = max(slowest, seconds)
+    }
+    let ramp = Double(now() - started) / 1e9
+    usleep(500_000)  // let the servers settle after the last handshake (RSS, not correctness)
+    let rssAfter = serverKilobytes(), slabAfter = slabKilobytes(), buffersAfter = tcpBufferPages()
+    let userBytes = live > 0 ? Double(rssAfter - rssBefore) * 1024 / Double(live) : 0
+    // Both ends of every loopback connection live in this kernel: two sockets a connection.
+    let kernelBytes = live > 0 ? (Double(slabAfter - slabBefore) * 1024 + Double(buffersAfter - buffersBefore) * 4096) / Double(2 * live) : 0
+    print(String(format: "  %d of %d live in %.1f s (%.0f handshakes/s)", live, options.connections, ramp, Double(live) / max(ramp, 0.001)))
+    print(String(format: "  server RSS %d → %d MiB: %.0f user-space bytes per idle connection (goal ≤ 2,048)", rssBefore / 1024, rssAfter / 1024, userBytes))
+    print(String(format: "  kernel: %.0f bytes per socket (slab and TCP buffers, both ends counted)", kernelBytes))
+    Report.record(["scenario": "connections", "server": mqtt ? "mosquitto" : "roost", "connections": options.connections, "live": live,
+                   "server_processes": options.serverPIDs.count, "client_processes": workers,
+                   "seconds": (ramp * 10).rounded() / 10, "handshakes_per_s": Int(Double(live) / max(ramp, 0.001)),
+                   "user_bytes_per_connection": Int(userBytes), "kernel_bytes_per_socket": Int(kernelBytes),
+                   "rss_before_mib": rssBefore / 1024, "rss_after_mib": rssAfter / 1024])
+    for (process, input, _) in running {
+        try? input.fileHandleForWriting.close()  // a worker closes its connections at EOF
+        process.waitUntilExit()
+    }
+}
+
+/// One client process of `connections`: opens its share, says so, and holds them until its
+/// standard input closes.
+func connectionsWorker(_ options: Options) throws {
+    let kind: StreamClients.Kind
+    if options.broker == "mqtt" {
+        kind = .mqtt(topics: options.tokenRange.map { "bench/idle/\($0)" })
+    } else {
+        guard let path = options.tokensFile else { throw BenchError("--tokens-file is required") }
+        let tokens = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map(String.init)
+        guard options.tokenRange.upperBound <= tokens.count else { throw BenchError("--token-range exceeds the tokens") }
+        kind = .roost(tokens: Array(tokens[options.tokenRange]), resume: { _ in #"{"type":"resume","cursors":{}}"# })
+    }
+    let clients = StreamClients(port: options.port, kind: kind, source: options.source) { _, _, _, _ in }
+    let started = now()
+    clients.start(inFlight: 512)
+    let live = clients.awaitLive(timeout: 600, resumed: true)
+    FileHandle.standardOutput.write(Data("live \(live) \(Double(now() - started) / 1e9)\n".utf8))
+    _ = FileHandle.standardInput.readDataToEndOfFile()
+    clients.stop()
+}

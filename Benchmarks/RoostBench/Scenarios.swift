@@ -1,0 +1,295 @@
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Post bookkeeping shared by the posting threads and the client loop.
+final class Ledger: Sendable {
+    struct State {
+        var started: [UInt64]
+        var received: [Int]
+        var lastReceipt: [UInt64]
+        var latencies: [UInt64] = []
+        var frameBytes = 0
+    }
+    let state: Mutex<State>
+    init(capacity: Int) {
+        state = Mutex(State(started: Array(repeating: 0, count: capacity), received: Array(repeating: 0, count: capacity),
+                            lastReceipt: Array(repeating: 0, count: capacity)))
+    }
+
+    func start(_ post: Int) { state.withLock { $0.started[post] = now() } }
+
+    func delivered(_ post: Int, at time: UInt64, bytes: Int) {
+        state.withLock { state in
+            guard post < state.received.count, state.started[post] > 0 else { return }
+            state.received[post] += 1
+            state.lastReceipt[post] = max(state.lastReceipt[post], time)
+            state.latencies.append(time - state.started[post])
+            state.frameBytes += bytes
+        }
+    }
+}
+
+func post(_ poster: HTTPPoster, group: UUID, index: Int, token: String, kind: String) throws -> Int {
+    let body = #"{"client_msg_id":"b\#(index)-\#(UUID().uuidString.prefix(8))","kind":"\#(kind)","text":"bench:\#(index): someone at the gate"}"#
+    return try poster.request("POST", "/v1/groups/\(group.uuidString.lowercased())/messages", body: body, token: token).0
+}
+
+/// Opens the clients and waits for them; prints and returns (live, handshakes per second).
+@discardableResult
+func connect(_ clients: StreamClients, _ options: Options, inFlight: Int = 256, resumed: Bool = true) -> (Int, Double) {
+    let started = now()
+    clients.start(inFlight: inFlight)
+    let live = clients.awaitLive(timeout: 300, resumed: resumed)
+    let elapsed = Double(now() - started) / 1e9
+    print(String(format: "  %d of %d connections live in %.1f s (%.0f handshakes/s); server RSS %d MiB", live, clients.count, elapsed,
+                 Double(live) / elapsed, statusKilobytes(pid: options.serverPID, "VmRSS") / 1024))
+    return (live, Double(live) / elapsed)
+}
+
+func roostClients(_ options: Options, tokens: [String], ledger: Ledger) -> StreamClients {
+    StreamClients(port: options.port, kind: .roost(tokens: tokens, resume: { _ in #"{"type":"resume","cursors":{}}"# })) { _, post, time, bytes in
+        ledger.delivered(post, at: time, bytes: bytes)
+    }
+}
+
+func alertScenario(_ options: Options) throws {
+    print("alert: one alert at a time to a group of \(options.members) connected members, \(options.alerts) alerts")
+    let seed = try Seed.make(databaseURL: options.databaseURL, groups: 1, membersPerGroup: options.members)
+    let ledger = Ledger(capacity: options.alerts + 1)
+    let clients = roostClients(options, tokens: seed.members[0], ledger: ledger)
+    connect(clients, options)
+    defer { clients.stop() }
+    let poster = try HTTPPoster(port: options.port)
+    var spans: [UInt64] = []
+    var incomplete = 0
+    for index in 0..<options.alerts {
+        ledger.start(index)
+        let status = try post(poster, group: seed.groups[0], index: index, token: seed.posterToken, kind: "alert")
+        guard status == 201 else { throw BenchError("post answered \(status)") }
+        let deadline = now() + 5_000_000_000
+        while ledger.state.withLock({ $0.received[index] }) < clients.live.load(ordering: .relaxed) && now() < deadline { usleep(100) }
+        let (received, last, started) = ledger.state.withLock { ($0.received[index], $0.lastReceipt[index], $0.started[index]) }
+        if received < clients.live.load(ordering: .relaxed) { incomplete += 1 } else { spans.append(last - started) }
+    }
+    spans.sort()
+    let goal = options.members >= 10_000 ? 100.0 : 20.0
+    print("  POST start → last member's receipt: p50 \(milliseconds(percentile(spans, 0.5))), p99 \(milliseconds(percentile(spans, 0.99))), "
+          + "max \(milliseconds(spans.last ?? 0))  (goal: p99 ≤ \(Int(goal)) ms)")
+    if incomplete > 0 { print("  \(incomplete) alerts did not reach every member within 5 s") }
+    Report.record(["scenario": "alert", "server": "roost", "members": options.members, "alerts": options.alerts,
+                   "p50_ms": ms(percentile(spans, 0.5)), "p99_ms": ms(percentile(spans, 0.99)), "max_ms": ms(spans.last ?? 0),
+                   "incomplete": incomplete, "goal_p99_ms": goal])
+}
+
+/// Roost: REST posts to G groups of M streams. mosquitto: QoS 0 publishes to G topics of M
+/// subscribers, with payloads the size of Roost's frames.
+func fanoutScenario(_ options: Options) throws {
+    let mqtt = options.broker == "mqtt"
+    print("fanout (\(mqtt ? "mosquitto, MQTT 3.1.1 QoS 0" : "Roost")): \(options.groups) groups × \(options.members) members, "
+          + "posts spread over the groups at fixed rates, \(options.seconds) s a step")
+    let perStep = options.rates.map { Int(Double($0) * options.seconds) }
+    let ledger = Ledger(capacity: perStep.reduce(0, +) + 1)
+    let seed = mqtt ? nil : try Seed.make(databaseURL: options.databaseURL, groups: options.groups, membersPerGroup: options.members)
+    let clients: StreamClients
+    if let seed {
+        clients = roostClients(options, tokens: seed.members.flatMap { $0 }, ledger: ledger)
+    } else {
+        let topics = (0..<options.groups).flatMap { group in Array(repeating: "bench/g\(group)", count: options.members) }
+        clients = StreamClients(port: options.port, kind: .mqtt(topics: topics)) { _, post, time, bytes in ledger.delivered(post, at: time, bytes: bytes) }
+    }
+    connect(clients, options)
+    defer { clients.stop() }
+    let perPost = clients.live.load(ordering: .relaxed) / options.groups
+    var first = 0
+    var steps: [[String: Any]] = []
+    var allSamples: [[UInt64]] = []
+    print("  rate posts/s | deliveries/s | server CPU | deliveries per CPU-s | p50 | p99 | missing")
+    for (rate, count) in zip(options.rates, perStep) {
+        let cpuBefore = cpuSeconds(pid: options.serverPID)
+        let latenciesBefore = ledger.state.withLock { $0.latencies.count }
+        let began = now()
+        let failures = Atomic<Int>(0)
+        let offset = first
+        if let seed {
+            // Eight posting connections: each REST post waits for its commit.
+            paced(count: count, rate: rate, threads: 8, make: { try? HTTPPoster(port: options.port) }) { poster, ticket in
+                ledger.start(offset + ticket)
+                if (try? post(poster, group: seed.groups[ticket % seed.groups.count], index: offset + ticket, token: seed.posterToken,
+                              kind: "chat")) != 201 {
+                    failures.add(1, ordering: .relaxed)
+                }
+            }
+        } else {
+            paced(count: count, rate: rate, threads: 1, make: { try? MQTTPublisher(port: options.port) }) { publisher, ticket in
+                ledger.start(offset + ticket)
+                if !publisher.publish("bench/g\(ticket % options.groups)", marker: offset + ticket, size: options.payloadBytes) {
+                    failures.add(1, ordering: .relaxed)
+                }
+            }
+        }
+        // Let the last deliveries arrive (bounded).
+        let expected = count * perPost
+        let deadline = now() + 5_000_000_000
+        while ledger.state.withLock({ $0.latencies.count - latenciesBefore }) < expected && now() < deadline { usleep(1000) }
+        let elapsed = Double(now() - began) / 1e9
+        let cpu = cpuSeconds(pid: options.serverPID) - cpuBefore
+        var samples = ledger.state.withLock { Array($0.latencies[latenciesBefore...]) }
+        samples.sort()
+        allSamples.append(samples)
+        let delivered = samples.count
+        let perCPU = cpu > 0 ? Double(delivered) / cpu : 0
+        print(String(format: "  %6d | %9.0f | %5.2f s | %9.0f | %@ | %@ | %d%@", rate, Double(delivered) / elapsed, cpu, perCPU,
+                     milliseconds(percentile(samples, 0.5)), milliseconds(percentile(samples, 0.99)), expected - delivered,
+                     failures.load(ordering: .relaxed) > 0 ? " (\(failures.load(ordering: .relaxed)) posts failed)" : ""))
+        steps.append(["rate": rate, "deliveries_per_s": Int(Double(delivered) / elapsed), "cpu_s": cpu, "per_cpu_s": Int(perCPU),
+                      "p50_ms": ms(percentile(samples, 0.5)), "p99_ms": ms(percentile(samples, 0.99)), "missing": expected - delivered])
+        first += count
+    }
+    let frameBytes = ledger.state.withLock { $0.latencies.isEmpty ? 0 : $0.frameBytes / $0.latencies.count }
+    print("  mean delivered frame \(frameBytes) bytes; (goal: ≥ 150,000 deliveries per server CPU-second, ≥ 1.0× mosquitto; "
+          + "server CPU is the broker process's own\(mqtt ? "" : ", PostgreSQL's is not counted"))")
+    // The CDF plot uses the step with the most deliveries per CPU-second.
+    if let best = steps.indices.max(by: { (steps[$0]["per_cpu_s"] as! Int) < (steps[$1]["per_cpu_s"] as! Int) }) {
+        Report.latencies(allSamples[best])
+        Report.record(["scenario": "fanout", "server": mqtt ? "mosquitto" : "roost", "groups": options.groups, "members": options.members,
+                       "steps": steps, "best": steps[best], "frame_bytes": frameBytes])
+    }
+}
+
+func postsScenario(_ options: Options) throws {
+    print("posts: REST message posts, commit included")
+    let seed = try Seed.make(databaseURL: options.databaseURL, groups: 32, membersPerGroup: 1)
+    func run(rate: Int?) -> (Double, [UInt64], Int) {
+        let failures = Atomic<Int>(0)
+        let latencies = Mutex<[UInt64]>([])
+        let began = now()
+        paced(count: rate.map { Int(Double($0) * options.seconds) } ?? .max, rate: rate, threads: options.concurrency,
+              until: began + UInt64(options.seconds * 1e9), make: { try? HTTPPoster(port: options.port) }) { poster, ticket in
+            let start = now()
+            if (try? post(poster, group: seed.groups[ticket % seed.groups.count], index: ticket, token: seed.posterToken, kind: "chat")) != 201 {
+                failures.add(1, ordering: .relaxed)
+            }
+            let took = now() - start
+            latencies.withLock { $0.append(took) }
+        }
+        return (Double(now() - began) / 1e9, latencies.withLock { $0 }.sorted(), failures.load(ordering: .relaxed))
+    }
+    let (elapsed, samples, failed) = run(rate: nil)
+    print(String(format: "  concurrency %d, as fast as they go: %.0f posts/s, p50 %@, p99 %@%@", options.concurrency, Double(samples.count) / elapsed,
+                 milliseconds(percentile(samples, 0.5)), milliseconds(percentile(samples, 0.99)), failed > 0 ? " (\(failed) failed)" : ""))
+    let (pacedElapsed, pacedSamples, pacedFailed) = run(rate: options.pacedRate)
+    print(String(format: "  paced at %d/s: %.0f posts/s achieved, p50 %@, p99 %@%@  (goal: p99 ≤ 10 ms at 2,000/s)", options.pacedRate,
+                 Double(pacedSamples.count) / pacedElapsed, milliseconds(percentile(pacedSamples, 0.5)), milliseconds(percentile(pacedSamples, 0.99)),
+                 pacedFailed > 0 ? " (\(pacedFailed) failed)" : ""))
+    Report.record(["scenario": "posts", "server": "roost", "concurrency": options.concurrency,
+                   "open_rate": Int(Double(samples.count) / elapsed), "open_p99_ms": ms(percentile(samples, 0.99)),
+                   "paced_rate": options.pacedRate, "paced_achieved": Int(Double(pacedSamples.count) / pacedElapsed),
+                   "paced_p50_ms": ms(percentile(pacedSamples, 0.5)), "paced_p99_ms": ms(percentile(pacedSamples, 0.99)), "failed": failed + pacedFailed])
+}
+
+/// Every client of one group drops, `behind` events are posted, then all reconnect at once,
+/// each resuming from the cursor it had: done when each has its `resumed` frame and every
+/// missed event. Server memory is sampled throughout.
+func resumeStormScenario(_ options: Options) throws {
+    print("resume-storm: \(options.clients) clients reconnect at once, each \(options.behind) events behind")
+    let seed = try Seed.make(databaseURL: options.databaseURL, groups: 1, membersPerGroup: options.clients)
+    let ledger = Ledger(capacity: options.behind + 1)
+    let first = roostClients(options, tokens: seed.members[0], ledger: ledger)
+    connect(first, options)
+    let poster = try HTTPPoster(port: options.port)
+    let group = seed.groups[0].uuidString.lowercased()
+    let (status, body) = try poster.request("GET", "/v1/groups/\(group)", body: "", token: seed.posterToken)
+    guard status == 200, let cursor = (try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any])?["last_seq"] as? Int else {
+        throw BenchError("GET group answered \(status)")
+    }
+    first.stop()
+    for index in 0..<options.behind {
+        ledger.start(index)
+        guard try post(poster, group: seed.groups[0], index: index, token: seed.posterToken, kind: "chat") == 201 else { throw BenchError("post failed") }
+    }
+    let baseline = statusKilobytes(pid: options.serverPID, "VmRSS")
+    let peak = Atomic<Int>(baseline)
+    let sampling = Atomic<Bool>(true)
+    let sampler = Thread {
+        while sampling.load(ordering: .relaxed) {
+            let rss = statusKilobytes(pid: options.serverPID, "VmRSS")
+            if rss > peak.load(ordering: .relaxed) { peak.store(rss, ordering: .relaxed) }
+            usleep(10_000)
+        }
+    }
+    sampler.start()
+    let caughtUp = Atomic<Int>(0)
+    let counts = Mutex([Int](repeating: 0, count: options.clients))
+    let behind = options.behind
+    let resume = #"{"type":"resume","cursors":{"\#(group)":\#(cursor)}}"#
+    let started = now()
+    let storm = StreamClients(port: options.port, kind: .roost(tokens: seed.members[0], resume: { _ in resume })) { id, _, _, _ in
+        let done = counts.withLock { counts -> Bool in
+            counts[id] += 1
+            return counts[id] == behind
+        }
+        if done { caughtUp.add(1, ordering: .relaxed) }
+    }
+    storm.start(inFlight: options.clients)
+    let deadline = started + 300_000_000_000
+    while (caughtUp.load(ordering: .relaxed) < options.clients || storm.resumed.load(ordering: .relaxed) < options.clients)
+        && storm.closed.load(ordering: .relaxed) == 0 && now() < deadline
+    {
+        usleep(1_000)
+    }
+    let elapsed = Double(now() - started) / 1e9
+    sampling.store(false, ordering: .relaxed)
+    storm.stop()
+    let complete = caughtUp.load(ordering: .relaxed)
+    print(String(format: "  all live and caught up in %.2f s (%d of %d complete, %d refused or closed); server RSS %d MiB before, peak %d MiB",
+                 elapsed, complete, options.clients, storm.closed.load(ordering: .relaxed), baseline / 1024, peak.load(ordering: .relaxed) / 1024))
+    Report.record(["scenario": "resume-storm", "server": "roost", "clients": options.clients, "behind": options.behind,
+                   "seconds": (elapsed * 100).rounded() / 100, "complete": complete, "rss_before_mib": baseline / 1024,
+                   "rss_peak_mib": peak.load(ordering: .relaxed) / 1024])
+}
+
+/// A blocking MQTT publisher (QoS 0) for the mosquitto side of `fanout`.
+final class MQTTPublisher {
+    private let fd: Int32
+
+    init(port: UInt16) throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var one: Int32 = 1
+        setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard result == 0, send(MQTT.connect(clientID: "bench-publisher-\(getpid())")) else { throw BenchError("cannot connect to mosquitto") }
+        var connack = [UInt8](repeating: 0, count: 4)
+        guard recv(fd, &connack, 4, Int32(MSG_WAITALL)) == 4, connack[0] >> 4 == MQTT.connack, connack[3] == 0 else {
+            throw BenchError("mosquitto refused the publisher")
+        }
+    }
+
+    deinit { Glibc.close(fd) }
+
+    /// A payload of `size` bytes carrying the post marker, like a Roost frame of that size.
+    func publish(_ topic: String, marker: Int, size: Int) -> Bool {
+        var payload = Array(#"{"type":"event","event":"message.created","data":{"text":"bench:\#(marker): someone at the gate"}}"#.utf8)
+        if payload.count < size { payload.insert(contentsOf: [UInt8](repeating: 0x20, count: size - payload.count), at: payload.count - 2) }
+        return send(MQTT.publish(topic, payload))
+    }
+
+    private func send(_ bytes: [UInt8]) -> Bool {
+        var offset = 0
+        while offset < bytes.count {
+            let sent = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            guard sent > 0 else { return false }
+            offset += sent
+        }
+        return true
+    }
+}
