@@ -116,6 +116,11 @@ final class StreamClients: @unchecked Sendable {
     private func open(_ id: Int) {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
         if let source {
+            // The port is chosen at connect (IP_BIND_ADDRESS_NO_PORT), so ports still in
+            // TIME_WAIT from an earlier run do not exhaust the range at bind.
+            var one: Int32 = 1
+            setsockopt(fd, Int32(IPPROTO_IP), 24 /* IP_BIND_ADDRESS_NO_PORT */, &one, socklen_t(MemoryLayout<Int32>.size))
+            setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
             var local = sockaddr_in()
             local.sin_family = sa_family_t(AF_INET)
             local.sin_addr.s_addr = inet_addr(source)

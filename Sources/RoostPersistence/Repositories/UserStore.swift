@@ -132,6 +132,14 @@ public struct UserStore: Sendable {
         return (try decode(row), try row.decode(String.self, "role"))
     }
 
+    /// Whether the session whose token hash is `hex` exists and has not expired: a lookup by the
+    /// primary key (the hash is decoded for the comparison, never the column encoded, which
+    /// would scan every session of the tenant).
+    public func sessionIsActive(tokenHashHex hex: String, on connection: PostgresConnection) throws -> Bool {
+        guard hex.utf8.count == 64, hex.utf8.allSatisfy({ (48...57).contains($0) || (97...102).contains($0) }) else { return false }
+        return try connection.query("SELECT 1 FROM sessions WHERE token_hash = decode(\(hex), 'hex') AND expires_at > now()").first != nil
+    }
+
     /// Ends one session, and tells every node (its streams close with 1008); true if it existed.
     @discardableResult
     public func deleteSession(tokenHash: [UInt8], on connection: PostgresConnection) throws -> Bool {

@@ -72,9 +72,7 @@ final class StreamSession: WebSocketSession, StreamSubscriber {
             // been announced before this stream was subscribed to hear it.
             let standing = try await pool.withConnection { connection in
                 try connection.withTenantTransaction(tenant) { connection -> [(UUID, Int64)]? in
-                    guard try connection.query("""
-                        SELECT 1 FROM sessions WHERE encode(token_hash, 'hex') = \(hash) AND expires_at > now()
-                        """).first != nil else { return nil }
+                    guard try UserStore().sessionIsActive(tokenHashHex: hash, on: connection) else { return nil }
                     return try GroupStore().groups(of: user, on: connection).map { ($0.id, $0.lastSeq) }
                 }
             }
