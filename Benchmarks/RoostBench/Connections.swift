@@ -93,6 +93,12 @@ func connectionsWorker(_ options: Options) throws {
     let started = now()
     clients.start(inFlight: 512)
     let live = clients.awaitLive(timeout: 600, resumed: true)
+    if clients.closed.load(ordering: .relaxed) > 0 {
+        let error = clients.lastConnectError.load(ordering: .relaxed)
+        FileHandle.standardError.write(Data(("roost-bench: worker \(options.source ?? ""): \(clients.closed.load(ordering: .relaxed)) failed: "
+            + "\(clients.connectFailures.load(ordering: .relaxed)) connects (last: \(String(cString: strerror(Int32(error))))), "
+            + "\(clients.refusals.load(ordering: .relaxed)) upgrades refused, the rest closed by the server\n").utf8))
+    }
     FileHandle.standardOutput.write(Data("live \(live) \(Double(now() - started) / 1e9)\n".utf8))
     _ = FileHandle.standardInput.readDataToEndOfFile()
     clients.stop()

@@ -44,6 +44,8 @@ final class StreamClients: @unchecked Sendable {
     let live = Atomic<Int>(0)
     let resumed = Atomic<Int>(0)
     let closed = Atomic<Int>(0)
+    /// Why connections failed: the socket error of a failed connect (last seen), and counts.
+    let connectFailures = Atomic<Int>(0), lastConnectError = Atomic<Int>(0), refusals = Atomic<Int>(0)
     private let stopping = Atomic<Bool>(false)
     private var buffer = [UInt8](repeating: 0, count: 65_536)  // one receive buffer for the loop
     private let finished = DispatchSemaphore(value: 0)
@@ -173,7 +175,11 @@ final class StreamClients: @unchecked Sendable {
             var error: Int32 = 0
             var length = socklen_t(MemoryLayout<Int32>.size)
             getsockopt(connections[id].fd, SOL_SOCKET, SO_ERROR, &error, &length)
-            guard error == 0 else { return fail(id) }
+            guard error == 0 else {
+                connectFailures.add(1, ordering: .relaxed)
+                lastConnectError.store(Int(error), ordering: .relaxed)
+                return fail(id)
+            }
             write(id, opening(id))
             connections[id].phase = .handshaking
             var event = epoll_event()
@@ -200,7 +206,10 @@ final class StreamClients: @unchecked Sendable {
         if connections[id].phase == .handshaking {
             connections[id].head += bytes
             guard let end = Self.headerEnd(connections[id].head) else { return }
-            guard connections[id].head.starts(with: Array("HTTP/1.1 101".utf8)) else { return fail(id) }
+            guard connections[id].head.starts(with: Array("HTTP/1.1 101".utf8)) else {
+                refusals.add(1, ordering: .relaxed)
+                return fail(id)
+            }
             bytes = Array(connections[id].head[(end + 4)...])
             connections[id].head = []
             connections[id].phase = .open
