@@ -14,15 +14,20 @@ final class ServeProcess {
 
     /// With `databaseURL` nil, the shared test database and no outbox worker (tests of the outbox
     /// run their own workers there); a worker only on a database of the test's own.
-    init(_ extraArguments: [String] = [], accessLog: Bool = false, databaseURL: String? = nil, environment: [String: String] = [:]) async throws {
+    /// `openFileLimit` starts it under `ulimit -n` of that many descriptors.
+    init(_ extraArguments: [String] = [], accessLog: Bool = false, databaseURL: String? = nil, environment: [String: String] = [:],
+         openFileLimit: Int? = nil) async throws {
         var environment = environment
         environment.merge(["PATH": "/usr/bin:/bin", "DATABASE_URL": databaseURL ?? TestDatabase.url!,
                            "ROOST_MIGRATIONS_DIR": TestDatabase.migrationsDirectory.path]) { $1 }
-        process = try RunningProcess(
-            roostBinary,
-            ["serve", "--listen", "127.0.0.1:0", "--threads", "2"] + (databaseURL == nil ? ["--no-outbox-worker"] : [])
-                + (accessLog ? [] : ["--no-access-log"]) + extraArguments,
-            environment: environment)
+        let arguments = ["serve", "--listen", "127.0.0.1:0", "--threads", "2"] + (databaseURL == nil ? ["--no-outbox-worker"] : [])
+            + (accessLog ? [] : ["--no-access-log"]) + extraArguments
+        if let openFileLimit {
+            process = try RunningProcess("/bin/sh", ["-c", "ulimit -n \(openFileLimit) && exec \"$0\" \"$@\"", roostBinary] + arguments,
+                                         environment: environment)
+        } else {
+            process = try RunningProcess(roostBinary, arguments, environment: environment)
+        }
         guard let line = await process.waitForLine(containing: "\"msg\":\"listening\""),
               let range = line.range(of: #""ports":"(\d+)""#, options: .regularExpression),
               let port = UInt16(line[range].dropFirst(9).dropLast()) else {
@@ -48,8 +53,53 @@ func exchange(_ port: UInt16, _ request: String) -> String? {
     return response.isEmpty ? nil : String(decoding: response, as: UTF8.self)
 }
 
+/// Opens a connection and asks for `/healthz`: the socket (kept open) and the status, or nil.
+func healthCheckOnNewConnection(_ port: UInt16) -> (fd: Int32, status: Int)? {
+    guard let fd = connectToLoopback(port: port, receiveTimeoutSeconds: 5) else { return nil }
+    let request = Array("GET /healthz HTTP/1.1\r\nHost: roost\r\n\r\n".utf8)
+    _ = request.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+    var buffer = [UInt8](repeating: 0, count: 4096)
+    let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+    let head = count > 12 ? String(decoding: buffer[9..<12], as: UTF8.self) : ""
+    guard let status = Int(head) else {
+        close(fd)
+        return nil
+    }
+    return (fd, status)
+}
+
 @Suite(.enabled(if: TestDatabase.isConfigured, "needs TEST_DATABASE_URL (scripts/test sets it)"), .serialized)
 struct ServeTests {
+    @Test func connectionsPastWhatTheOpenFileLimitAllowsGet503AndTheServerKeepsServing() async throws {
+        // 256 descriptors less a pool of 10 and the reserve of 64: at most 182 connections.
+        let serve = try await ServeProcess(["--db-pool-size", "10"], openFileLimit: 256)
+        #expect(serve.process.output.contains(#""serving_at_most":"182""#))
+        let port = serve.port
+        let (open, statuses) = await offload { () -> ([Int32], [Int]) in
+            var open: [Int32] = [], statuses: [Int] = []
+            for _ in 0..<200 {
+                guard let (fd, status) = healthCheckOnNewConnection(port) else { statuses.append(0); continue }
+                statuses.append(status)
+                if status == 200 { open.append(fd) } else { close(fd) }
+            }
+            return (open, statuses)
+        }
+        #expect(statuses.filter { $0 == 200 }.count == 182)
+        #expect(statuses.filter { $0 == 503 }.count == 18)  // answered at once, not left in the backlog
+        for fd in open.prefix(10) { close(fd) }
+        // Closed connections free their places (the server counts them as they close).
+        var again: Int?
+        for _ in 0..<50 where again != 200 {
+            again = await offload { exchange(port, "GET /healthz HTTP/1.1\r\nConnection: close\r\n\r\n") }
+                .flatMap { Int($0.dropFirst(9).prefix(3)) }
+            if again != 200 { try await Task.sleep(for: .milliseconds(20)) }
+        }
+        #expect(again == 200)
+        let metrics = await offload { exchange(port, "GET /metrics HTTP/1.1\r\nConnection: close\r\n\r\n") }
+        #expect(metrics?.contains("roost_accept_pauses_total 0") == true)
+        for fd in open.dropFirst(10) { close(fd) }
+    }
+
     @Test func theServerAnswersHealthAndReadinessAndMetrics() async throws {
         let serve = try await ServeProcess()
         let port = serve.port

@@ -27,6 +27,7 @@ final class TestServer {
     init(
         limits: NetworkLimits = NetworkLimits(), threads: Int = 2,
         addresses: [ListenAddress] = [.inet(host: "127.0.0.1", port: 0)],
+        accept: @escaping Listener.Accept = Socket.accept,
         extraRoutes: (inout Router.Builder) -> Void = { _ in }
     ) throws {
         var limits = limits
@@ -70,7 +71,7 @@ final class TestServer {
         }
         server = try HTTPServer(
             router: builder.build(), limits: limits, addresses: addresses, threads: threads,
-            log: Log(level: .error), accessLog: false)
+            log: Log(level: .error), accessLog: false, accept: accept)
         try server.start()
         port = server.boundPorts.first ?? 0
     }
@@ -320,6 +321,27 @@ struct HTTPServerTests {
         let refused = try #require(await third.readResponse())
         #expect(refused.status == 503)
         #expect(refused.headers["retry-after"] == "1")
+        await test.stop()
+    }
+
+    @Test func runningOutOfDescriptorsPausesAcceptingInsteadOfSpinning() async throws {
+        // accept4 fails with EMFILE for 300 ms while a client waits in the backlog (its listening
+        // socket stays readable throughout): the listener must pause, not retry at every wake-up.
+        let attempts = Atomic<Int>(0)
+        let failUntil = EventLoop.monotonicNow() + 300_000_000
+        let test = try TestServer(threads: 1, accept: { fd throws(SystemError) in
+            attempts.add(1, ordering: .relaxed)
+            if EventLoop.monotonicNow() < failUntil { throw SystemError(call: "accept4", errno: EMFILE) }
+            return try Socket.accept(fd)
+        })
+        let client = try TestClient(port: test.port)
+        client.send("GET /hello HTTP/1.1\r\n\r\n")
+        #expect(await client.readResponse()?.status == 200)
+        // 100 ms pauses: about four failed attempts in 300 ms (spinning made millions a minute).
+        #expect(attempts.load(ordering: .relaxed) <= 10)
+        let metrics = test.server.renderMetrics(pool: (open: 0, inUse: 0, waiting: 0))
+        let pauses = metrics.split(separator: "\n").first { $0.hasPrefix("roost_accept_pauses_total ") }
+        #expect(pauses.flatMap { Int($0.split(separator: " ")[1]) }.map { (2...6).contains($0) } == true)
         await test.stop()
     }
 

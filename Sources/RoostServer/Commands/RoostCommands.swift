@@ -12,7 +12,10 @@ public enum RoostCommands {
         let delivery = try deliveryMode(configuration)
         let (pool, _) = try await DatabaseStartup.open(configuration, log: log, migrate: configuration.migrate)
         defer { pool.close() }
-        FileLimits.raiseOpenFileLimit(log: log)
+        var configuration = configuration
+        configuration.network.maxConnections = FileLimits.connectionLimit(
+            configured: configuration.network.maxConnections, openFileLimit: FileLimits.raiseOpenFileLimit(log: log),
+            poolSize: configuration.databasePoolSize, log: log)
 
         let serverBox = ServerBox()
         let threads = configuration.threads > 0 ? configuration.threads : ProcessInfo.processInfo.activeProcessorCount

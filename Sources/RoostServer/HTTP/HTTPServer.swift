@@ -16,10 +16,18 @@ public final class HTTPServer: Sendable {
     private let state = Mutex<(listeners: [(loop: Int, fd: Int32)], threads: [Thread], ports: [UInt16])>(([], [], []))
     private let finished = Mutex<[CheckedContinuation<Void, Never>]>([])
     private let stoppedLoops = Atomic<Int>(0)
+    private let accept: Listener.Accept
 
-    public init(router: Router, limits: NetworkLimits, addresses: [ListenAddress], threads: Int, log: Log, accessLog: Bool = true) throws {
+    public convenience init(router: Router, limits: NetworkLimits, addresses: [ListenAddress], threads: Int, log: Log, accessLog: Bool = true) throws {
+        try self.init(router: router, limits: limits, addresses: addresses, threads: threads, log: log, accessLog: accessLog, accept: Socket.accept)
+    }
+
+    /// `accept` is how listeners take a connection (tests inject failures such as EMFILE).
+    init(router: Router, limits: NetworkLimits, addresses: [ListenAddress], threads: Int, log: Log, accessLog: Bool,
+         accept: @escaping Listener.Accept) throws {
         context = ServerContext(router: router, limits: limits, log: log, accessLog: accessLog)
         self.addresses = addresses
+        self.accept = accept
         loops = try (0..<max(1, threads)).map { try EventLoop(index: $0) }
     }
 
@@ -66,11 +74,11 @@ public final class HTTPServer: Sendable {
         var threads: [Thread] = []
         for loop in loops {
             let mine = listeners.filter { $0.0 == loop.index }.map(\.1)
-            let context = self.context
+            let (context, accept) = (self.context, self.accept)
             loop.execute {
                 for fd in mine {
                     do {
-                        try loop.register(fd, Listener(fd: fd, loop: loop, context: context))
+                        try loop.register(fd, Listener(fd: fd, loop: loop, context: context, accept: accept))
                     } catch {
                         context.log.error("cannot watch a listening socket", ["error": "\(error)"])
                     }
@@ -136,14 +144,25 @@ public final class HTTPServer: Sendable {
 
 /// Accepts connections on one listening socket and keeps the loop's connection table.
 final class Listener: EventHandler {
+    /// Takes one pending connection: nil when none is waiting.
+    typealias Accept = @Sendable (Int32) throws(SystemError) -> (fd: Int32, peer: String)?
+
     let fd: Int32
     private unowned let loop: EventLoop
     private let context: ServerContext
+    private let accept: Accept
+    /// Accept failures since the last warning, and when that warning was logged.
+    private var unreportedFailures = 0
+    private var lastWarning: UInt64 = 0
 
-    init(fd: Int32, loop: EventLoop, context: ServerContext) {
+    /// How long accepting pauses after running out of descriptors or memory.
+    static let pauseNanoseconds: UInt64 = 100_000_000
+
+    init(fd: Int32, loop: EventLoop, context: ServerContext, accept: @escaping Accept) {
         self.fd = fd
         self.loop = loop
         self.context = context
+        self.accept = accept
     }
 
     func handleEvent(readable: Bool, writable: Bool) {
@@ -151,10 +170,9 @@ final class Listener: EventHandler {
         for _ in 0..<64 {
             let accepted: (fd: Int32, peer: String)?
             do {
-                accepted = try Socket.accept(fd)
+                accepted = try accept(fd)
             } catch {
-                // EMFILE and friends: log and retry on the next wake-up.
-                context.log.warning("accept failed", ["error": "\(error)"])
+                acceptFailed(error)
                 return
             }
             guard let (client, peer) = accepted else { return }
@@ -182,6 +200,30 @@ final class Listener: EventHandler {
             } catch {
                 connection.close()
             }
+        }
+    }
+
+    /// Out of descriptors (EMFILE, ENFILE) or kernel memory: the pending connection stays in the
+    /// backlog and the socket stays readable, so retrying at once would spin the loop. Accepting
+    /// pauses briefly instead (connections that close meanwhile free descriptors), and the
+    /// warning is logged at most every 10 s with the number of failures it stands for.
+    private func acceptFailed(_ error: SystemError) {
+        context.metrics.acceptPauses.add(1, ordering: .relaxed)
+        unreportedFailures += 1
+        let now = EventLoop.monotonicNow()
+        if lastWarning == 0 || now - lastWarning >= 10_000_000_000 {
+            context.log.warning("accept failed; pausing new connections for 100 ms", [
+                "error": "\(error)", "failures": String(unreportedFailures),
+                "open_connections": String(context.openConnections.load(ordering: .relaxed)),
+            ])
+            unreportedFailures = 0
+            lastWarning = now
+        }
+        loop.setInterest(fd, readable: false, writable: false)
+        let fd = self.fd
+        _ = loop.schedule(afterNanoseconds: Self.pauseNanoseconds) { [weak self, unowned loop] in
+            guard let self, loop.isRegistered(fd, to: self) else { return }
+            loop.setInterest(fd, readable: true, writable: false)
         }
     }
 

@@ -29,6 +29,8 @@ final class ServerMetrics: Sendable {
     let bytesOut = Atomic<Int>(0)
     /// Bytes waiting in every connection's outbound queue: memory held for slow readers.
     let queuedBytes = Atomic<Int>(0)
+    /// Times accepting paused because descriptors or kernel memory ran out.
+    let acceptPauses = Atomic<Int>(0)
     /// The longest event-loop iteration since the last scrape, nanoseconds.
     let worstLoopIteration = Atomic<UInt64>(0)
 
@@ -95,6 +97,8 @@ final class ServerMetrics: Sendable {
             sample("roost_websocket_closes_total", "code=\"\(code)\"", String(count))
         }
 
+        family("roost_accept_pauses_total", "counter", "Times accepting paused for lack of descriptors or kernel memory (raise the open-file limit).")
+        sample("roost_accept_pauses_total", "", String(acceptPauses.load(ordering: .relaxed)))
         family("roost_outbound_queued_bytes", "gauge", "Bytes queued for clients that have not read them yet.")
         sample("roost_outbound_queued_bytes", "", String(queuedBytes.load(ordering: .relaxed)))
 

@@ -123,6 +123,13 @@ final class EventLoop: @unchecked Sendable {
         slots[Int(fd)] = nil
     }
 
+    /// Whether `fd` is registered to `handler` (a timer set for a descriptor checks this first:
+    /// the descriptor may have closed and been reused since).
+    func isRegistered(_ fd: Int32, to handler: EventHandler) -> Bool {
+        guard fd >= 0, Int(fd) < slots.count, let slot = slots[Int(fd)] else { return false }
+        return slot.handler === handler
+    }
+
     /// The registered handlers of one kind (for shutdown: every connection of this loop).
     func handlers<Handler>(of type: Handler.Type) -> [Handler] {
         slots.compactMap { $0?.handler as? Handler }

@@ -3,15 +3,37 @@ import Glibc
 #endif
 
 enum FileLimits {
-    /// Raises the soft RLIMIT_NOFILE to the hard limit: every connection is a descriptor.
-    static func raiseOpenFileLimit(log: Log) {
+    /// Descriptors kept back from client connections: the database pool's, the LISTEN
+    /// connection, the loops' epoll, eventfd and timerfd, listening sockets, webhook clients.
+    static let reserve = 64
+
+    /// Raises the soft RLIMIT_NOFILE to the hard limit (every connection is a descriptor) and
+    /// returns the limit now in force.
+    @discardableResult
+    static func raiseOpenFileLimit(log: Log) -> Int {
         var limit = rlimit()
-        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return }
-        guard limit.rlim_cur < limit.rlim_max else { return }
-        let before = limit.rlim_cur
-        limit.rlim_cur = limit.rlim_max
-        if setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 {
-            log.debug("raised the open-file limit", ["from": String(before), "to": String(limit.rlim_max)])
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return Int.max }
+        if limit.rlim_cur < limit.rlim_max {
+            let before = limit.rlim_cur
+            limit.rlim_cur = limit.rlim_max
+            if setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 {
+                log.debug("raised the open-file limit", ["from": String(before), "to": String(limit.rlim_max)])
+            } else {
+                limit.rlim_cur = before
+            }
         }
+        return Int(clamping: limit.rlim_cur)  // RLIM_INFINITY is UInt.max: clamped to Int.max
+    }
+
+    /// The connection limit this process can honour: a client over it must get its 503, which
+    /// needs a descriptor to accept it with, so the limit stays under the open-file limit less
+    /// the pool and `reserve`. Says so once when that lowers the configured limit.
+    static func connectionLimit(configured: Int, openFileLimit: Int, poolSize: Int, log: Log) -> Int {
+        let budget = max(1, openFileLimit - poolSize - reserve)
+        guard configured > budget else { return configured }
+        log.warning("the open-file limit caps connections below the configured limit; raise `ulimit -n` to serve more", [
+            "configured": String(configured), "open_file_limit": String(openFileLimit), "serving_at_most": String(budget),
+        ])
+        return budget
     }
 }
