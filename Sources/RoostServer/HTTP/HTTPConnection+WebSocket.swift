@@ -158,6 +158,20 @@ extension HTTPConnection {
         if isClose, frame.count >= 4 { context.metrics.recordClose(UInt16(frame[2]) << 8 | UInt16(frame[3])) }
         context.metrics.framesOut.add(1, ordering: .relaxed)
         context.metrics.bytesOut.add(frame.count, ordering: .relaxed)
+        if outbound.isEmpty {
+            // Write-first (most frames): one send, and EPOLLOUT only if the socket kept some back.
+            do {
+                if try outbound.write(frame, to: fd) {
+                    closeIfDone()
+                    return
+                }
+            } catch {
+                close()
+                return
+            }
+            flush()
+            return
+        }
         outbound.append(frame)
         if outbound.byteCount > context.limits.maxOutboundQueueBytes {
             outbound.discard()

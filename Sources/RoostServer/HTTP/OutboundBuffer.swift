@@ -20,6 +20,28 @@ struct OutboundBuffer {
         byteCount += bytes.count
     }
 
+    /// Writes `bytes` straight away when nothing is queued (a stream's usual case: one frame,
+    /// one `send`, nothing copied or queued) and keeps what the socket did not take; behind
+    /// queued bytes it queues them and writes what it can. True when nothing is left queued.
+    mutating func write(_ bytes: [UInt8], to fd: Int32) throws(SystemError) -> Bool {
+        guard byteCount == 0, !bytes.isEmpty else {
+            append(bytes)
+            return try write(to: fd)
+        }
+        let result = try systemCall("send") { bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } }
+        let sent: Int
+        switch result {
+        case .done(let count): sent = count
+        case .wouldBlock: sent = 0
+        }
+        guard sent < bytes.count else { return true }
+        chunks = [bytes]
+        head = 0
+        offset = sent
+        byteCount = bytes.count - sent
+        return false
+    }
+
     /// Writes as much as the socket takes. Returns true when everything was written.
     mutating func write(to fd: Int32) throws(SystemError) -> Bool {
         while byteCount > 0 {
@@ -52,16 +74,18 @@ struct OutboundBuffer {
     private func withVectors<Result>(
         _ count: Int, _ body: (UnsafeMutableBufferPointer<iovec>) throws(SystemError) -> Result
     ) throws(SystemError) -> Result {
-        var vectors = [iovec](repeating: iovec(), count: count)
-        for position in 0..<count {
-            let chunk = chunks[head + position]
-            let skip = position == 0 ? offset : 0
-            // `chunks` holds every array (never empty) unmodified until `body` returns, so the
-            // storage these pointers name outlives the writev call.
-            let base = chunk.withUnsafeBytes { $0.baseAddress! } + skip
-            vectors[position] = iovec(iov_base: UnsafeMutableRawPointer(mutating: base), iov_len: chunk.count - skip)
+        // At most 64 vectors: on the stack, not a heap array per write.
+        try withUnsafeTemporaryAllocation(of: iovec.self, capacity: count) { vectors throws(SystemError) in
+            for position in 0..<count {
+                let chunk = chunks[head + position]
+                let skip = position == 0 ? offset : 0
+                // `chunks` holds every array (never empty) unmodified until `body` returns, so the
+                // storage these pointers name outlives the sendmsg call.
+                let base = chunk.withUnsafeBytes { $0.baseAddress! } + skip
+                vectors[position] = iovec(iov_base: UnsafeMutableRawPointer(mutating: base), iov_len: chunk.count - skip)
+            }
+            return try body(vectors)
         }
-        return try vectors.withUnsafeMutableBufferPointer { buffer throws(SystemError) in try body(buffer) }
     }
 
     private mutating func consume(_ sent: Int) {
