@@ -21,8 +21,11 @@ func connectionsScenario(_ options: Options) throws {
         tokensFile = path
     }
     defer { if let tokensFile { unlink(tokensFile) } }
-    func serverKilobytes() -> Int { options.serverPIDs.reduce(0) { $0 + statusKilobytes(pid: $1, "VmRSS") } }
-    let rssBefore = serverKilobytes(), slabBefore = slabKilobytes(), buffersBefore = tcpBufferPages()
+    // User space is the servers' anonymous memory (RssAnon: heap and stacks, not the code and
+    // libraries mapped from files, which every process has once and VmRSS also counts).
+    func serverKilobytes(_ field: String = "RssAnon") -> Int { options.serverPIDs.reduce(0) { $0 + statusKilobytes(pid: $1, field) } }
+    let rssBefore = serverKilobytes(), residentBefore = serverKilobytes("VmRSS")
+    let slabBefore = slabKilobytes(), buffersBefore = tcpBufferPages()
 
     let started = now()
     var running: [(Process, Pipe, FileHandle)] = []
@@ -41,7 +44,7 @@ func connectionsScenario(_ options: Options) throws {
         running.append((process, input, output.fileHandleForReading))
     }
     // Each worker prints "live COUNT SECONDS" once its connections are up, then holds them.
-    var live = 0
+    var live = 0, retries = 0
     var slowest = 0.0
     for (_, _, output) in running {
         var line = ""
@@ -51,26 +54,31 @@ func connectionsScenario(_ options: Options) throws {
             line += String(decoding: data, as: UTF8.self)
         }
         let fields = line.split(separator: " ")
-        guard fields.count == 3, fields[0] == "live", let count = Int(fields[1]), let seconds = Double(fields[2].dropLast()) else {
+        guard fields.count == 4, fields[0] == "live", let count = Int(fields[1]), let seconds = Double(fields[2]),
+              let retried = Int(fields[3].dropLast()) else {
             throw BenchError("a worker ended without its connections: '\(line)'")
         }
         live += count
+        retries += retried
         slowest = max(slowest, seconds)
     }
     let ramp = Double(now() - started) / 1e9
     usleep(500_000)  // let the servers settle after the last handshake (RSS, not correctness)
-    let rssAfter = serverKilobytes(), slabAfter = slabKilobytes(), buffersAfter = tcpBufferPages()
+    let rssAfter = serverKilobytes(), residentAfter = serverKilobytes("VmRSS"), slabAfter = slabKilobytes(), buffersAfter = tcpBufferPages()
     let userBytes = live > 0 ? Double(rssAfter - rssBefore) * 1024 / Double(live) : 0
     // Both ends of every loopback connection live in this kernel: two sockets a connection.
     let kernelBytes = live > 0 ? (Double(slabAfter - slabBefore) * 1024 + Double(buffersAfter - buffersBefore) * 4096) / Double(2 * live) : 0
-    print(String(format: "  %d of %d live in %.1f s (%.0f handshakes/s)", live, options.connections, ramp, Double(live) / max(ramp, 0.001)))
-    print(String(format: "  server RSS %d → %d MiB: %.0f user-space bytes per idle connection (goal ≤ 2,048)", rssBefore / 1024, rssAfter / 1024, userBytes))
+    print(String(format: "  %d of %d live in %.1f s (%.0f handshakes/s)%@", live, options.connections, ramp, Double(live) / max(ramp, 0.001),
+                 retries > 0 ? ", \(retries) refused while busy and retried" : ""))
+    print(String(format: "  server anonymous memory %d → %d MiB (RSS %d → %d MiB): %.0f user-space bytes per idle connection (goal ≤ 2,048)",
+                 rssBefore / 1024, rssAfter / 1024, residentBefore / 1024, residentAfter / 1024, userBytes))
     print(String(format: "  kernel: %.0f bytes per socket (slab and TCP buffers, both ends counted)", kernelBytes))
     Report.record(["scenario": "connections", "server": mqtt ? "mosquitto" : "roost", "connections": options.connections, "live": live,
                    "server_processes": options.serverPIDs.count, "client_processes": workers,
                    "seconds": (ramp * 10).rounded() / 10, "handshakes_per_s": Int(Double(live) / max(ramp, 0.001)),
-                   "user_bytes_per_connection": Int(userBytes), "kernel_bytes_per_socket": Int(kernelBytes),
-                   "rss_before_mib": rssBefore / 1024, "rss_after_mib": rssAfter / 1024])
+                   "user_bytes_per_connection": Int(userBytes), "kernel_bytes_per_socket": Int(kernelBytes), "retries": retries,
+                   "anon_before_mib": rssBefore / 1024, "anon_after_mib": rssAfter / 1024,
+                   "rss_before_mib": residentBefore / 1024, "rss_after_mib": residentAfter / 1024])
     for (process, input, _) in running {
         try? input.fileHandleForWriting.close()  // a worker closes its connections at EOF
         process.waitUntilExit()
@@ -90,6 +98,7 @@ func connectionsWorker(_ options: Options) throws {
         kind = .roost(tokens: Array(tokens[options.tokenRange]), resume: { _ in #"{"type":"resume","cursors":{}}"# })
     }
     let clients = StreamClients(port: options.port, kind: kind, source: options.source) { _, _, _, _ in }
+    clients.retryLimit = 12
     let started = now()
     clients.start(inFlight: 512)
     let live = clients.awaitLive(timeout: 600, resumed: true)
@@ -99,7 +108,7 @@ func connectionsWorker(_ options: Options) throws {
             + "\(clients.connectFailures.load(ordering: .relaxed)) connects (last: \(String(cString: strerror(Int32(error))))), "
             + "\(clients.refusals.load(ordering: .relaxed)) upgrades refused, the rest closed by the server\n").utf8))
     }
-    FileHandle.standardOutput.write(Data("live \(live) \(Double(now() - started) / 1e9)\n".utf8))
+    FileHandle.standardOutput.write(Data("live \(live) \(Double(now() - started) / 1e9) \(clients.retries.load(ordering: .relaxed))\n".utf8))
     _ = FileHandle.standardInput.readDataToEndOfFile()
     clients.stop()
 }

@@ -115,8 +115,9 @@ func fanoutScenario(_ options: Options) throws {
         let failures = Atomic<Int>(0)
         let offset = first
         if let seed {
-            // Eight posting connections: each REST post waits for its commit.
-            paced(count: count, rate: rate, threads: 8, make: { try? HTTPPoster(port: options.port) }) { poster, ticket in
+            // 32 posting connections: each REST post waits for its commit (fsync on), so fewer
+            // cannot offer the higher rates.
+            paced(count: count, rate: rate, threads: 32, make: { try? HTTPPoster(port: options.port) }) { poster, ticket in
                 ledger.start(offset + ticket)
                 if (try? post(poster, group: seed.groups[ticket % seed.groups.count], index: offset + ticket, token: seed.posterToken,
                               kind: "chat")) != 201 {

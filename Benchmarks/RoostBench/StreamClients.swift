@@ -25,7 +25,8 @@ final class StreamClients: @unchecked Sendable {
         case mqtt(topics: [String])
     }
 
-    private enum Phase { case connecting, handshaking, open, closed }
+    /// `waiting`: refused or dropped before it was live, and due to reconnect (`retryLimit`).
+    private enum Phase { case connecting, handshaking, open, waiting, closed }
 
     private struct Connection {
         var fd: Int32 = -1
@@ -33,6 +34,8 @@ final class StreamClients: @unchecked Sendable {
         var head: [UInt8] = []
         var reader = WebSocketReader(role: .client, maxMessageBytes: 1 << 20)
         var mqtt = MQTT.Reader()
+        var attempts = 0
+        var resumed = false
     }
 
     private let kind: Kind
@@ -46,6 +49,13 @@ final class StreamClients: @unchecked Sendable {
     let closed = Atomic<Int>(0)
     /// Why connections failed: the socket error of a failed connect (last seen), and counts.
     let connectFailures = Atomic<Int>(0), lastConnectError = Atomic<Int>(0), refusals = Atomic<Int>(0)
+    /// Reconnects after a refusal (503), a close before `resumed` (1013 while the database is
+    /// busy) or a failed connect, as a real client does, up to `retryLimit` times a connection
+    /// with growing delays; 0 (the default) fails at once. Set before `start`.
+    var retryLimit = 0
+    let retries = Atomic<Int>(0)
+    /// Connections waiting to reconnect, with when (loop thread only).
+    private var reconnects: [(due: UInt64, id: Int)] = []
     private let stopping = Atomic<Bool>(false)
     private var buffer = [UInt8](repeating: 0, count: 65_536)  // one receive buffer for the loop
     private let finished = DispatchSemaphore(value: 0)
@@ -95,6 +105,11 @@ final class StreamClients: @unchecked Sendable {
         var pendingHandshakes = 0
         var events = [epoll_event](repeating: epoll_event(), count: 512)
         while !stopping.load(ordering: .relaxed) {
+            let current = now()
+            while let index = reconnects.firstIndex(where: { $0.due <= current }), pendingHandshakes < inFlight {
+                open(reconnects.remove(at: index).id)
+                pendingHandshakes += 1
+            }
             while next < connections.count && pendingHandshakes < inFlight {
                 open(next)
                 next += 1
@@ -107,7 +122,9 @@ final class StreamClients: @unchecked Sendable {
                 let before = connections[id].phase
                 handle(id, writable: events[index].events & UInt32(EPOLLOUT.rawValue) != 0)
                 let after = connections[id].phase
-                if (before == .connecting || before == .handshaking) && (after == .open || after == .closed) { pendingHandshakes -= 1 }
+                if (before == .connecting || before == .handshaking) && (after == .open || after == .closed || after == .waiting) {
+                    pendingHandshakes -= 1
+                }
             }
         }
         for id in connections.indices where connections[id].fd >= 0 { Glibc.close(connections[id].fd) }
@@ -138,6 +155,10 @@ final class StreamClients: @unchecked Sendable {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
         connections[id].fd = fd
+        connections[id].phase = .connecting
+        connections[id].head = []
+        connections[id].reader = WebSocketReader(role: .client, maxMessageBytes: 1 << 20)
+        connections[id].mqtt = MQTT.Reader()
         var event = epoll_event()
         event.events = UInt32(EPOLLIN.rawValue) | UInt32(EPOLLOUT.rawValue)
         event.data.u64 = UInt64(id)
@@ -149,13 +170,22 @@ final class StreamClients: @unchecked Sendable {
     }
 
     private func fail(_ id: Int) {
-        guard connections[id].phase != .closed else { return }
+        guard connections[id].phase != .closed && connections[id].phase != .waiting else { return }
         if connections[id].phase == .open { live.subtract(1, ordering: .relaxed) }
-        connections[id].phase = .closed
-        closed.add(1, ordering: .relaxed)
         epoll_ctl(epollFD, EPOLL_CTL_DEL, connections[id].fd, nil)
         Glibc.close(connections[id].fd)
         connections[id].fd = -1
+        if !connections[id].resumed && connections[id].attempts < retryLimit && !stopping.load(ordering: .relaxed) {
+            connections[id].attempts += 1
+            connections[id].phase = .waiting
+            retries.add(1, ordering: .relaxed)
+            // 100 ms, doubling to 1.6 s, plus up to 100 ms of jitter so retries do not return in step.
+            let delay = UInt64(100_000_000) << UInt64(min(connections[id].attempts - 1, 4)) + UInt64.random(in: 0..<100_000_000)
+            reconnects.append((now() + delay, id))
+            return
+        }
+        connections[id].phase = .closed
+        closed.add(1, ordering: .relaxed)
     }
 
     /// The request that opens connection `id` once TCP is up.
@@ -226,7 +256,8 @@ final class StreamClients: @unchecked Sendable {
                 case .text(let text):
                     if let post = Self.marker(text.utf8) {
                         onDelivery(id, post, now(), text.utf8.count)
-                    } else if text.hasPrefix(#"{"type":"resumed""#) {
+                    } else if text.hasPrefix(#"{"type":"resumed""#), !connections[id].resumed {
+                        connections[id].resumed = true
                         resumed.add(1, ordering: .relaxed)
                     }
                 case .ping(let payload):
@@ -249,6 +280,7 @@ final class StreamClients: @unchecked Sendable {
             case MQTT.suback:
                 guard connections[id].phase == .handshaking else { continue }
                 connections[id].phase = .open
+                connections[id].resumed = true
                 live.add(1, ordering: .relaxed)
                 resumed.add(1, ordering: .relaxed)
             case MQTT.publish:

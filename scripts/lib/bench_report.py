@@ -69,8 +69,9 @@ def main():
                      f"{number(mqtt['live'])} of {number(mqtt['connections'])}" if mqtt else "", "", "19,000 per process",
                      verdict(same["live"] >= 19_000)))
     if box:
+        retried = f" ({number(box['retries'])} refused while busy and retried)" if box.get("retries") else ""
         rows.append((f"connections live on the box ({box['server_processes']} Roost processes, {box['client_processes']} client processes)",
-                     f"{number(box['live'])} of {number(box['connections'])}", "", "", "100,000 on the box",
+                     f"{number(box['live'])} of {number(box['connections'])} in {box['seconds']} s{retried}", "", "", "100,000 on the box",
                      verdict(box["live"] >= 100_000)))
         rows.append(("user-space bytes per idle connection, on the box", number(box["user_bytes_per_connection"]), "", "", "≤ 2,048",
                      verdict(box["user_bytes_per_connection"] <= 2048)))
@@ -146,9 +147,13 @@ clients (`roost-bench`, an epoll loop a process) on core 1, PostgreSQL unpinned 
 transaction, fsync on); mosquitto delivers QoS 0 publishes from memory with persistence off.
 Payloads are the same size (mosquitto's are padded to Roost's mean frame, {number((roost_fanout or {}).get('frame_bytes', 0))}
 bytes), as are the subscribers and the pinning. Server CPU is the broker process's own
-(`/proc/PID/stat`); PostgreSQL's CPU is not counted in Roost's. Memory is RSS growth
-(`/proc/PID/status`) over the idle connections; kernel memory is the growth of slab and TCP
-buffer memory (`/proc/meminfo`, `/proc/net/sockstat`) over both ends' sockets.
+(`/proc/PID/stat`); PostgreSQL's CPU is not counted in Roost's. User-space memory is the growth
+of the servers' anonymous memory (`RssAnon` in `/proc/PID/status`: heap and stacks, not code
+mapped from files) over the idle connections; kernel memory is the growth of slab and TCP
+buffer memory (`/proc/meminfo`, `/proc/net/sockstat`) over both ends' sockets. Roost's streams
+are authenticated (a session lookup and the member's groups read from PostgreSQL at connect);
+a client refused while the database is busy (503, or 1013 before it is live) retries with
+backoff, as real clients do, and the retries are counted.
 
 {chr(10).join(table)}
 
