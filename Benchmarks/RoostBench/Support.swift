@@ -161,15 +161,19 @@ enum Report {
         append(data + Data("\n".utf8), to: resultsPath)
     }
 
-    /// Writes at most 2,000 evenly spaced quantiles of `sorted` (enough for a smooth CDF).
-    static func latencies(_ sorted: [UInt64]) {
-        guard let latenciesPath, !sorted.isEmpty else { return }
-        let points = min(2_000, sorted.count)
-        let lines = (0..<points).map { index -> String in
-            let sample = sorted[min(sorted.count - 1, index * sorted.count / points)]
-            return String(format: "%.3f %.5f", Double(sample) / 1e6, Double(index + 1) / Double(points))
+    /// Writes each step's CDF as a gnuplot data block (`# rate R`, then at most 2,000 evenly
+    /// spaced quantiles of its sorted samples, ms and fraction; blocks apart by two blank lines).
+    static func latencies(_ steps: [(rate: Int, sorted: [UInt64])]) {
+        guard let latenciesPath else { return }
+        let blocks = steps.filter { !$0.sorted.isEmpty }.map { step -> String in
+            let points = min(2_000, step.sorted.count)
+            let lines = (0..<points).map { index -> String in
+                let sample = step.sorted[min(step.sorted.count - 1, index * step.sorted.count / points)]
+                return String(format: "%.3f %.5f", Double(sample) / 1e6, Double(index + 1) / Double(points))
+            }
+            return "# rate \(step.rate)\n" + lines.joined(separator: "\n") + "\n"
         }
-        try? (lines.joined(separator: "\n") + "\n").write(toFile: latenciesPath, atomically: true, encoding: .utf8)
+        try? blocks.joined(separator: "\n\n").write(toFile: latenciesPath, atomically: true, encoding: .utf8)
     }
 
     private static func append(_ data: Data, to path: String) {
