@@ -70,8 +70,8 @@ extension HTTPConnection {
 
     func enterWebSocketMode(_ session: WebSocketSession) {
         var reader = WebSocketReader(role: .server, maxMessageBytes: context.limits.maxWebSocketMessageBytes)
-        reader.feed(parser.takeRemainingBytes())
-        parser = HTTPRequestParser(limits: context.parserLimits)  // releases the HTTP buffer
+        reader.feed(http?.parser.takeRemainingBytes() ?? [])
+        http = nil  // the HTTP parser and its buffers are done with
         let channel = WebSocketChannel(loop: loop, connection: self)
         webSocket = WebSocketState(reader: reader, session: session, channel: channel)
         markWebSocket()

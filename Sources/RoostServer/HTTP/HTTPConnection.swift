@@ -17,7 +17,13 @@ final class HTTPConnection: EventHandler {
     let peer: String
     unowned let loop: EventLoop
     let context: ServerContext
-    var parser: HTTPRequestParser
+    /// The HTTP parser, boxed: a connection that becomes a WebSocket lets go of it, and with
+    /// it the parser's inline state, a few hundred bytes of every idle stream.
+    final class RequestParser {
+        var parser: HTTPRequestParser
+        init(_ parser: HTTPRequestParser) { self.parser = parser }
+    }
+    var http: RequestParser?
     var outbound = OutboundBuffer()
     /// Finished responses waiting for an earlier one, by request number.
     private var finished: [Int: [UInt8]] = [:]
@@ -59,7 +65,7 @@ final class HTTPConnection: EventHandler {
         self.peer = peer
         self.loop = loop
         self.context = context
-        self.parser = HTTPRequestParser(limits: context.parserLimits)
+        self.http = RequestParser(HTTPRequestParser(limits: context.parserLimits))
     }
 
     func start() throws {
@@ -93,7 +99,7 @@ final class HTTPConnection: EventHandler {
             budget -= 1
             let result: IOResult<Int>
             do {
-                result = try loop.readBuffer.read(fd) { parser.feed($0) }
+                result = try loop.readBuffer.read(fd) { [http] in http?.parser.feed($0) }
             } catch {
                 close()
                 return
@@ -119,10 +125,11 @@ final class HTTPConnection: EventHandler {
     }
 
     private func processRequests() {
+        guard let http else { return }
         while !stopReading && wantsMoreRequests {
-            switch parser.next() {
+            switch http.parser.next() {
             case .needMore:
-                parser.releaseIdleBuffers()
+                http.parser.releaseIdleBuffers()
                 return
             case .failure(let error):
                 stopReading = true
@@ -332,7 +339,7 @@ final class HTTPConnection: EventHandler {
         } else if inFlight > 0 {
             wanted = nil  // the server owes a response; no client deadline runs
         } else {
-            wanted = parser.isIdle ? .idle : .header
+            wanted = http?.parser.isIdle ?? true ? .idle : .header
         }
         // A running header deadline stays as it is: more bytes do not buy more time; nor do
         // more requests buy time for output the client is not reading.
