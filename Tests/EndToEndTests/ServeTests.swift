@@ -71,9 +71,9 @@ func healthCheckOnNewConnection(_ port: UInt16) -> (fd: Int32, status: Int)? {
 @Suite(.enabled(if: TestDatabase.isConfigured, "needs TEST_DATABASE_URL (scripts/test sets it)"), .serialized)
 struct ServeTests {
     @Test func connectionsPastWhatTheOpenFileLimitAllowsGet503AndTheServerKeepsServing() async throws {
-        // 256 descriptors less a pool of 10 and the reserve of 64: at most 182 connections.
+        // 256 descriptors less a pool of 10 and the reserve (64, and 4 for each of 2 loops): at most 174.
         let serve = try await ServeProcess(["--db-pool-size", "10"], openFileLimit: 256)
-        #expect(serve.process.output.contains(#""serving_at_most":"182""#))
+        #expect(serve.process.output.contains(#""serving_at_most":"174""#))
         let port = serve.port
         let (open, statuses) = await offload { () -> ([Int32], [Int]) in
             var open: [Int32] = [], statuses: [Int] = []
@@ -84,8 +84,8 @@ struct ServeTests {
             }
             return (open, statuses)
         }
-        #expect(statuses.filter { $0 == 200 }.count == 182)
-        #expect(statuses.filter { $0 == 503 }.count == 18)  // answered at once, not left in the backlog
+        #expect(statuses.filter { $0 == 200 }.count == 174)
+        #expect(statuses.filter { $0 == 503 }.count == 26)  // answered at once, not left in the backlog
         for fd in open.prefix(10) { close(fd) }
         // Closed connections free their places (the server counts them as they close).
         var again: Int?

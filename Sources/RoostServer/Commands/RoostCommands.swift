@@ -12,13 +12,14 @@ public enum RoostCommands {
         let delivery = try deliveryMode(configuration)
         let (pool, _) = try await DatabaseStartup.open(configuration, log: log, migrate: configuration.migrate)
         defer { pool.close() }
+        await FileLimits.openDispatchTimers()
+        let threads = configuration.threads > 0 ? configuration.threads : ProcessInfo.processInfo.activeProcessorCount
         var configuration = configuration
         configuration.network.maxConnections = FileLimits.connectionLimit(
             configured: configuration.network.maxConnections, openFileLimit: FileLimits.raiseOpenFileLimit(log: log),
-            poolSize: configuration.databasePoolSize, log: log)
+            poolSize: configuration.databasePoolSize, threads: threads, log: log)
 
         let serverBox = ServerBox()
-        let threads = configuration.threads > 0 ? configuration.threads : ProcessInfo.processInfo.activeProcessorCount
         let hub = FanoutHub(pool: pool, onError: { log.warning($0) }, send: StreamRoutes.send)
         if configuration.conformanceEcho {
             log.warning("serving the test-only WebSocket echo at /v1/conformance/echo")

@@ -41,7 +41,7 @@ struct ServerSetting: Sendable {
              "folder of NNNN_name.sql migrations") { $0.migrationsDirectory = $1 },
         integer("--threads", "ROOST_THREADS", 0...256, 0, "event-loop threads (0: one per core)") { $0.threads = $1 },
         integer("--max-connections", "ROOST_MAX_CONNECTIONS", 1...10_000_000, 200_000,
-                "concurrent connections per node, at most the open-file limit less the pool and 64; beyond, 503 and close") { $0.network.maxConnections = $1 },
+                "concurrent connections per node, at most the open-file limit less the pool and 64 + 4 per event loop; beyond, 503 and close") { $0.network.maxConnections = $1 },
         integer("--max-connections-per-address", "ROOST_MAX_CONNECTIONS_PER_ADDRESS", 0...10_000_000, 20_000,
                 "connections from one client address (0: no limit); beyond, 503 and close") {
             $0.network.maxConnectionsPerAddress = $1
