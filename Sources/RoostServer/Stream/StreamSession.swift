@@ -62,18 +62,17 @@ final class StreamSession: WebSocketSession, StreamSubscriber {
         Task { await start(channel) }
     }
 
-    /// Subscribes first, then reads where each group stands, so nothing committed in between is lost.
+    /// Subscribes first, then reads where each group stands, so nothing committed in between is
+    /// lost. One transaction: at READ COMMITTED each statement sees what was committed before it
+    /// began, so the reads after `subscribe` see every event whose notice could have come earlier.
     private func start(_ channel: WebSocketChannel) async {
-        let (tenant, user, hash) = (tenantID, userID, sessionHash)
+        let (tenant, user, hash, hub) = (tenantID, userID, sessionHash, hub)
         do {
-            let groups = try await pool.withConnection { connection in
-                try connection.withTenantTransaction(tenant) { try GroupStore().groups(of: user, on: $0).map(\.id) }
-            }
-            hub.subscribe(self, to: groups)
-            // Read after subscribing; the session is checked again here, since its end may have
-            // been announced before this stream was subscribed to hear it.
             let standing = try await pool.withConnection { connection in
                 try connection.withTenantTransaction(tenant) { connection -> [(UUID, Int64)]? in
+                    hub.subscribe(self, to: try GroupStore().groups(of: user, on: connection).map(\.id))
+                    // The session is checked after subscribing: its end may have been announced
+                    // before this stream was subscribed to hear it.
                     guard try UserStore().sessionIsActive(tokenHashHex: hash, on: connection) else { return nil }
                     return try GroupStore().groups(of: user, on: connection).map { ($0.id, $0.lastSeq) }
                 }
