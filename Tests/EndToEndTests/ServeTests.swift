@@ -53,21 +53,6 @@ func exchange(_ port: UInt16, _ request: String) -> String? {
     return response.isEmpty ? nil : String(decoding: response, as: UTF8.self)
 }
 
-/// Opens a connection and asks for `/healthz`: the socket (kept open) and the status, or nil.
-func healthCheckOnNewConnection(_ port: UInt16) -> (fd: Int32, status: Int)? {
-    guard let fd = connectToLoopback(port: port, receiveTimeoutSeconds: 5) else { return nil }
-    let request = Array("GET /healthz HTTP/1.1\r\nHost: roost\r\n\r\n".utf8)
-    _ = request.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-    var buffer = [UInt8](repeating: 0, count: 4096)
-    let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-    let head = count > 12 ? String(decoding: buffer[9..<12], as: UTF8.self) : ""
-    guard let status = Int(head) else {
-        close(fd)
-        return nil
-    }
-    return (fd, status)
-}
-
 @Suite(.enabled(if: TestDatabase.isConfigured, "needs TEST_DATABASE_URL (scripts/test sets it)"), .serialized)
 struct ServeTests {
     @Test func connectionsPastWhatTheOpenFileLimitAllowsGet503AndTheServerKeepsServing() async throws {
@@ -75,18 +60,21 @@ struct ServeTests {
         let serve = try await ServeProcess(["--db-pool-size", "10"], openFileLimit: 256)
         #expect(serve.process.output.contains(#""serving_at_most":"174""#))
         let port = serve.port
-        let (open, statuses) = await offload { () -> ([Int32], [Int]) in
-            var open: [Int32] = [], statuses: [Int] = []
+        var (open, statuses) = await offload { () -> ([TestClient], [Int]) in
+            var open: [TestClient] = [], statuses: [Int] = []
             for _ in 0..<200 {
-                guard let (fd, status) = healthCheckOnNewConnection(port) else { statuses.append(0); continue }
+                // A client that cannot connect or gets no answer counts as status 0.
+                guard let client = try? TestClient(port: port) else { statuses.append(0); continue }
+                client.send("GET /healthz HTTP/1.1\r\nHost: roost\r\n\r\n")
+                let status = client.readResponseBlocking()?.status ?? 0
                 statuses.append(status)
-                if status == 200 { open.append(fd) } else { close(fd) }
+                if status == 200 { open.append(client) }  // kept open; the others close as they go
             }
             return (open, statuses)
         }
         #expect(statuses.filter { $0 == 200 }.count == 174)
         #expect(statuses.filter { $0 == 503 }.count == 26)  // answered at once, not left in the backlog
-        for fd in open.prefix(10) { close(fd) }
+        open.removeFirst(10)  // their sockets close
         // Closed connections free their places (the server counts them as they close).
         var again: Int?
         for _ in 0..<50 where again != 200 {
@@ -97,7 +85,7 @@ struct ServeTests {
         #expect(again == 200)
         let metrics = await offload { exchange(port, "GET /metrics HTTP/1.1\r\nConnection: close\r\n\r\n") }
         #expect(metrics?.contains("roost_accept_pauses_total 0") == true)
-        for fd in open.dropFirst(10) { close(fd) }
+        withExtendedLifetime(open) {}  // the rest stayed open until here
     }
 
     @Test func theServerAnswersHealthAndReadinessAndMetrics() async throws {
