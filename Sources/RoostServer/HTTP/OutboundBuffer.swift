@@ -20,14 +20,11 @@ struct OutboundBuffer {
         byteCount += bytes.count
     }
 
-    /// Writes `bytes` straight away when nothing is queued (a stream's usual case: one frame,
-    /// one `send`, nothing copied or queued) and keeps what the socket did not take; behind
-    /// queued bytes it queues them and writes what it can. True when nothing is left queued.
+    /// Writes `bytes` straight away, for callers with nothing queued (a stream's usual case:
+    /// one frame, one `send`, nothing copied), and queues what the socket did not take. True
+    /// when all of it went.
     mutating func write(_ bytes: [UInt8], to fd: Int32) throws(SystemError) -> Bool {
-        guard byteCount == 0, !bytes.isEmpty else {
-            append(bytes)
-            return try write(to: fd)
-        }
+        precondition(byteCount == 0, "writing past queued bytes would reorder them")
         let result = try systemCall("send") { bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } }
         let sent: Int
         switch result {

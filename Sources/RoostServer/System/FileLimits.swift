@@ -12,7 +12,6 @@ enum FileLimits {
 
     /// Raises the soft RLIMIT_NOFILE to the hard limit (every connection is a descriptor) and
     /// returns the limit now in force.
-    @discardableResult
     static func raiseOpenFileLimit(log: Log) -> Int {
         var limit = rlimit()
         guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return Int.max }
