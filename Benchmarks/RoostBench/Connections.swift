@@ -104,9 +104,11 @@ func connectionsWorker(_ options: Options) throws {
     let live = clients.awaitLive(timeout: 600, resumed: true)
     if clients.closed.load(ordering: .relaxed) > 0 {
         let error = clients.lastConnectError.load(ordering: .relaxed)
-        FileHandle.standardError.write(Data(("roost-bench: worker \(options.source ?? ""): \(clients.closed.load(ordering: .relaxed)) failed: "
-            + "\(clients.connectFailures.load(ordering: .relaxed)) connects (last: \(String(cString: strerror(Int32(error))))), "
-            + "\(clients.refusals.load(ordering: .relaxed)) upgrades refused, the rest closed by the server\n").utf8))
+        // The counts are of attempts, retried ones included; `closed` is of connections given up.
+        FileHandle.standardError.write(Data(("roost-bench: worker \(options.source ?? ""): \(clients.closed.load(ordering: .relaxed)) "
+            + "connections given up; over all attempts, \(clients.connectFailures.load(ordering: .relaxed)) connects failed "
+            + "(last: \(String(cString: strerror(Int32(error))))) and \(clients.refusals.load(ordering: .relaxed)) upgrades were refused; "
+            + "other attempts were closed by the server\n").utf8))
     }
     FileHandle.standardOutput.write(Data("live \(live) \(Double(now() - started) / 1e9) \(clients.retries.load(ordering: .relaxed))\n".utf8))
     _ = FileHandle.standardInput.readDataToEndOfFile()
