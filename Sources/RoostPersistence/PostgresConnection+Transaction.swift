@@ -85,6 +85,22 @@ extension PostgresConnection {
         return result
     }
 
+    /// Runs `body` in a savepoint of the open transaction: when it throws, its work alone is
+    /// undone (the transaction, its locks and its tenant stay) and the error is rethrown. A
+    /// job claimed by the transaction can so record its own failure before committing.
+    public func withSavepoint<Result>(_ body: (PostgresConnection) throws -> Result) throws -> Result {
+        try run(script: "SAVEPOINT roost_job")
+        do {
+            let result = try body(self)
+            try run(script: "RELEASE SAVEPOINT roost_job")
+            return result
+        } catch {
+            // If even this fails, the transaction is lost: that error goes up instead.
+            try run(script: "ROLLBACK TO SAVEPOINT roost_job; RELEASE SAVEPOINT roost_job")
+            throw error
+        }
+    }
+
     /// Rolls back after a failure; if even that fails the connection is no longer trusted.
     private func rollBackQuietly() {
         guard !isBroken else { return }

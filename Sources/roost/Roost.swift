@@ -15,6 +15,8 @@ struct Roost {
           tenant list
           outbox list --failed       deliveries that ran out of attempts (id, tenant, channel, template, attempts, last error)
           outbox retry ID            queue a failed delivery again with a fresh set of attempts
+          jobs list --failed         parked background jobs (check-in deadlines, bridge watches) and failed deliveries
+          jobs retry KIND ID         run a parked job again with a fresh set of attempts
           help                       this text
 
         Every command takes the serve options that concern the database (--database-url, ...).
@@ -42,6 +44,15 @@ struct Roost {
           retry ID         queue a failed delivery again with a fresh set of attempts
         """ + databaseNote
 
+    static let jobsUsage = """
+        Usage: roost jobs list --failed
+               roost jobs retry KIND ID
+
+          list --failed    jobs that failed too often and wait for an operator, one a line: kind, id, tenant,
+                           attempts, last error (tab-separated); kinds: checkin_deadline, bridge_watch, outbox
+          retry KIND ID    run a parked job again with a fresh set of attempts (outbox: as roost outbox retry)
+        """ + databaseNote
+
     static func main() async {
         var arguments = Array(CommandLine.arguments.dropFirst())
         guard let command = arguments.first else { exitUsage(usage) }
@@ -64,6 +75,9 @@ struct Roost {
             case "outbox":
                 if arguments.contains("--help") || arguments.contains("-h") { exitHelp(outboxUsage) }
                 try await outbox(arguments)
+            case "jobs":
+                if arguments.contains("--help") || arguments.contains("-h") { exitHelp(jobsUsage) }
+                try await jobs(arguments)
             case "help", "--help", "-h":
                 exitHelp(usage)
             default:
@@ -134,6 +148,33 @@ struct Roost {
             print("queued \(id.lowercased()) for delivery again")
         default:
             exitUsage("roost: unknown outbox action '\(action)'; run roost help")
+        }
+    }
+
+    private static func jobs(_ arguments: [String]) async throws {
+        var arguments = arguments
+        guard let action = arguments.first else { exitUsage("roost: jobs needs list or retry; run roost help") }
+        arguments.removeFirst()
+        switch action {
+        case "list":
+            guard let flag = arguments.firstIndex(of: "--failed") else { exitUsage("roost: jobs list needs --failed") }
+            arguments.remove(at: flag)
+            let lines = try await RoostCommands.failedJobs(load(arguments))
+            for line in lines {
+                let error = (line.lastError ?? "").replacingOccurrences(of: "\n", with: " ")
+                print("\(line.kind)\t\(line.id.uuidString.lowercased())\t\(line.tenant)\t\(line.attempts)\t\(error)")
+            }
+            if lines.isEmpty { FileHandle.standardError.write(Data("roost: no failed jobs\n".utf8)) }
+        case "retry":
+            guard arguments.count >= 2, !arguments[0].hasPrefix("-"), !arguments[1].hasPrefix("-") else {
+                exitUsage("roost: jobs retry needs a KIND and an ID")
+            }
+            let (kind, id) = (arguments[0], arguments[1])
+            arguments.removeFirst(2)
+            try await RoostCommands.retryJob(load(arguments), kind: kind, id: id)
+            print("queued \(kind) \(id.lowercased()) again")
+        default:
+            exitUsage("roost: unknown jobs action '\(action)'; run roost help")
         }
     }
 

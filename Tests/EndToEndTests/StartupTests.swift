@@ -125,7 +125,7 @@ struct StartupTests {
         let id = try setup.withTenantTransaction(tenant.id) { connection in
             let id = try OutboxStore().enqueue(tenant: tenant.id, channel: "email", recipient: "gone@example.org", template: "invitation",
                                                data: RawJSON("{}"), on: connection)
-            try OutboxStore().markFailed(id, error: "webhook answered 500", retryIn: 0, final: true, on: connection)
+            try OutboxStore().markFailed(id, error: "webhook answered 500", backoff: { _ in 0 }, maxAttempts: 1, on: connection)
             return id
         }
         let text = id.uuidString.lowercased()

@@ -154,11 +154,11 @@ struct BridgeTests {
         try await api.pool.withConnection { connection in
             try connection.query("UPDATE bridge_watch SET silent_after = now() - interval '1 second' WHERE bridge_id = \(UUID(uuidString: id)!)")
         }
-        _ = try await BridgeNotices.sweep(pool: api.pool)
+        _ = try await BridgeNotices.sweep(pool: api.pool, runner: JobRunner(metrics: JobMetrics(), log: Log(level: .error)))
         let offline = try #require(await stream.receiveJSON())
         #expect(offline["type"] as? String == "notice" && offline["event"] as? String == "bridge.offline")
         #expect((offline["data"] as? [String: Any])?["bridge_id"] as? String == id)
-        _ = try await BridgeNotices.sweep(pool: api.pool)
+        _ = try await BridgeNotices.sweep(pool: api.pool, runner: JobRunner(metrics: JobMetrics(), log: Log(level: .error)))
         // It beats again: back online, announced once.
         #expect(try await api.call("POST", "/v1/bridge/heartbeat", token: key).0 == 204)
         let online = try #require(await stream.receiveJSON())

@@ -113,7 +113,8 @@ public struct BridgeStore: Sendable {
     /// (it has just come back).
     public func heard(_ bridge: UUID, heartbeatSeconds: Int, on connection: PostgresConnection) throws -> Bool {
         try connection.query("""
-            UPDATE bridge_watch w SET silent_after = now() + \(2 * heartbeatSeconds) * interval '1 second', offline = false
+            UPDATE bridge_watch w SET silent_after = now() + \(2 * heartbeatSeconds) * interval '1 second', offline = false,
+                                      attempts = 0, last_error = NULL, parked_at = NULL
             FROM (SELECT offline FROM bridge_watch WHERE bridge_id = \(bridge) FOR UPDATE) before
             WHERE w.bridge_id = \(bridge)
             RETURNING before.offline AS was_offline
@@ -125,7 +126,7 @@ public struct BridgeStore: Sendable {
     public func claimSilent(on connection: PostgresConnection) throws -> (bridge: UUID, tenant: UUID)? {
         try connection.query("""
             UPDATE bridge_watch SET offline = true
-            WHERE bridge_id = (SELECT bridge_id FROM bridge_watch WHERE NOT offline AND silent_after <= now()
+            WHERE bridge_id = (SELECT bridge_id FROM bridge_watch WHERE NOT offline AND parked_at IS NULL AND silent_after <= now()
                                ORDER BY silent_after LIMIT 1 FOR UPDATE SKIP LOCKED)
             RETURNING bridge_id, tenant_id
             """).first.map { (try $0.decode(UUID.self, "bridge_id"), try $0.decode(UUID.self, "tenant_id")) }

@@ -59,7 +59,8 @@ public struct CheckinStore: Sendable {
             UPDATE checkins SET due_at = now() + \(dueInSeconds) * interval '1 second' WHERE id = \(id)
             RETURNING \(unsafeRaw: Self.columns)
             """).rows[0])
-        try connection.query("UPDATE checkin_deadlines SET due_at = \(checkin.dueAt) WHERE checkin_id = \(id)")
+        // A new deadline is a fresh job: a parked one gets its attempts back.
+        try connection.query("UPDATE checkin_deadlines SET due_at = \(checkin.dueAt), attempts = 0, last_error = NULL, parked_at = NULL WHERE checkin_id = \(id)")
         return checkin
     }
 
@@ -77,7 +78,7 @@ public struct CheckinStore: Sendable {
     /// a scheduler); ids and tenants only, since the claim runs before any tenant is set.
     public func claimDue(limit: Int, on connection: PostgresConnection) throws -> [(checkin: UUID, tenant: UUID)] {
         try connection.query("""
-            SELECT checkin_id, tenant_id FROM checkin_deadlines WHERE due_at <= now()
+            SELECT checkin_id, tenant_id FROM checkin_deadlines WHERE due_at <= now() AND parked_at IS NULL
             ORDER BY due_at LIMIT \(limit) FOR UPDATE SKIP LOCKED
             """).rows.map { (try $0.decode(UUID.self, "checkin_id"), try $0.decode(UUID.self, "tenant_id")) }
     }

@@ -4,6 +4,10 @@ import RoostProtocol
 /// What a member posts (API.md "Messages and alerts"), already validated.
 public struct NewMessage: Sendable {
     public var clientMessageID: String?
+    /// The idempotency key of a message the server posts on its own behalf (a missed
+    /// check-in's alert): a column of its own that no request can set, so nothing a client
+    /// sends can collide with it (sql/0007_job_isolation.sql).
+    public var systemKey: String?
     public var text: String
     public var kind: String
     public var severity: String?
@@ -12,8 +16,10 @@ public struct NewMessage: Sendable {
     public var location: String?
     public var replyTo: Int64?
 
-    public init(clientMessageID: String?, text: String, kind: String, severity: String?, template: String?, location: String?, replyTo: Int64?) {
+    public init(clientMessageID: String?, systemKey: String? = nil, text: String, kind: String, severity: String?, template: String?,
+                location: String?, replyTo: Int64?) {
         self.clientMessageID = clientMessageID
+        self.systemKey = systemKey
         self.text = text
         self.kind = kind
         self.severity = severity
@@ -98,9 +104,10 @@ public struct MessageStore: Sendable {
         try connection.query("""
             WITH posted AS (
                 INSERT INTO messages (tenant_id, group_id, seq, id, author_type, author_id, kind, text, template, location, reply_to,
-                                      client_msg_id, created_at)
+                                      client_msg_id, system_key, created_at)
                 VALUES (\(tenant), \(group), \(event.seq), \(id), \(authorType), \(authorID), \(message.kind), \(message.text),
-                        \(message.template), \(message.location.map(RawJSON.init)), \(message.replyTo), \(message.clientMessageID), now())
+                        \(message.template), \(message.location.map(RawJSON.init)), \(message.replyTo), \(message.clientMessageID),
+                        \(message.systemKey), now())
                 RETURNING seq)
             INSERT INTO alerts (tenant_id, group_id, seq, severity, opened_at, dedup_key, bridge_id, details)
             SELECT \(tenant), \(group), seq, \(message.severity ?? "amber"), now(), \(dedupKey), \(bridge), \(details.map(RawJSON.init)) FROM posted

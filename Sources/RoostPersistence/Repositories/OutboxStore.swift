@@ -29,14 +29,23 @@ public struct OutboxStore: Sendable {
         return id
     }
 
-    /// Claims up to `limit` due jobs for `lease` seconds (no tenant needed: ids and times only).
-    public func claim(limit: Int, lease: Int, on connection: PostgresConnection) throws -> [(id: UUID, tenant: UUID)] {
+    /// Claims up to `limit` due jobs for `lease` seconds, at most `perTenant` of any one tenant,
+    /// the tenants whose oldest due job has waited longest first (no tenant needed: ids and
+    /// times only). One tenant's thousands of queued rows so cost another tenant one claim.
+    public func claim(limit: Int, perTenant: Int, lease: Int, on connection: PostgresConnection) throws -> [(id: UUID, tenant: UUID)] {
         try connection.query("""
-            UPDATE outbox_jobs SET lease_until = now() + \(lease) * interval '1 second'
-            WHERE outbox_id IN (
-                SELECT outbox_id FROM outbox_jobs
+            WITH due AS (
+                SELECT tenant_id, min(next_attempt_at) AS oldest FROM outbox_jobs
                 WHERE next_attempt_at <= now() AND (lease_until IS NULL OR lease_until < now())
-                ORDER BY next_attempt_at LIMIT \(limit) FOR UPDATE SKIP LOCKED)
+                GROUP BY tenant_id ORDER BY oldest LIMIT \(limit)),
+            picked AS (
+                SELECT j.outbox_id FROM due CROSS JOIN LATERAL (
+                    SELECT outbox_id FROM outbox_jobs o
+                    WHERE o.tenant_id = due.tenant_id AND o.next_attempt_at <= now() AND (o.lease_until IS NULL OR o.lease_until < now())
+                    ORDER BY o.next_attempt_at LIMIT \(perTenant) FOR UPDATE SKIP LOCKED) j
+                LIMIT \(limit))
+            UPDATE outbox_jobs SET lease_until = now() + \(lease) * interval '1 second'
+            WHERE outbox_id IN (SELECT outbox_id FROM picked)
             RETURNING outbox_id, tenant_id
             """).rows.map { (try $0.decode(UUID.self, "outbox_id"), try $0.decode(UUID.self, "tenant_id")) }
     }
@@ -54,17 +63,31 @@ public struct OutboxStore: Sendable {
         }
     }
 
+    /// Marks a row delivered and removes what a reader of the table could use: an invitation's
+    /// token and a verification code are in the data only until they are sent.
     public func markDelivered(_ id: UUID, on connection: PostgresConnection) throws {
-        try connection.query("UPDATE outbox SET status = 'delivered', attempts = attempts + 1, delivered_at = now(), last_error = NULL WHERE id = \(id)")
+        try connection.query("""
+            UPDATE outbox SET status = 'delivered', attempts = attempts + 1, delivered_at = now(), last_error = NULL,
+                              data = data - \(Self.secretFields)::text[]
+            WHERE id = \(id)
+            """)
         try connection.query("DELETE FROM outbox_jobs WHERE outbox_id = \(id)")
     }
 
-    /// Records a failed attempt: retried after `retryIn` seconds, or `failed` when `final`.
-    public func markFailed(_ id: UUID, error: String, retryIn: Double, final: Bool, on connection: PostgresConnection) throws {
-        let status = final ? "failed" : "pending"
+    /// Fields of `data` that are secrets for their recipient, scrubbed once a row is done.
+    static let secretFields = ["token", "code"]
+
+    /// Records a failed attempt: retried after `backoff(attempts before this one)` seconds, or
+    /// `failed` (and its secrets scrubbed) once it has had `maxAttempts`.
+    public func markFailed(_ id: UUID, error: String, backoff: (Int) -> Double, maxAttempts: Int, on connection: PostgresConnection) throws {
+        guard let before = try connection.query("SELECT attempts FROM outbox WHERE id = \(id) AND status = 'pending' FOR UPDATE")
+            .first?.decode(Int.self, "attempts") else { return }
+        let final = before + 1 >= maxAttempts
+        let retryIn = backoff(before)
         try connection.query("""
-            UPDATE outbox SET attempts = attempts + 1, last_error = \(String(error.prefix(500))), status = \(status),
-                              next_attempt_at = now() + \(retryIn) * interval '1 second'
+            UPDATE outbox SET attempts = attempts + 1, last_error = \(String(error.prefix(500))), status = \(final ? "failed" : "pending"),
+                              next_attempt_at = now() + \(retryIn) * interval '1 second',
+                              data = CASE WHEN \(final) THEN data - \(Self.secretFields)::text[] ELSE data END
             WHERE id = \(id)
             """)
         if final {

@@ -24,26 +24,29 @@ enum BridgeNotices {
         }
     }
 
-    /// One round of the watch: marks at most `limit` silent bridges offline, announcing each;
-    /// how many it announced.
+    /// One round of the watch: marks at most `limit` silent bridges offline, announcing each
+    /// (each a job of its own: one that fails is retried later and holds up no other); how
+    /// many it announced.
     @discardableResult
-    static func sweep(pool: ConnectionPool, limit: Int = 100) async throws -> Int {
+    static func sweep(pool: ConnectionPool, runner: JobRunner, limit: Int = 100) async throws -> Int {
         var announced = 0
         for _ in 0..<limit {
             let found = try await pool.withConnection { connection in
-                try connection.withTransaction { connection -> Bool in
-                    guard let (id, tenant) = try BridgeStore().claimSilent(on: connection) else { return false }
+                try connection.withTransaction { connection -> Bool? in
+                    guard let (id, tenant) = try BridgeStore().claimSilent(on: connection) else { return nil }
                     try connection.setTenant(tenant)
-                    guard let bridge = try BridgeStore().find(id, on: connection), !(try isRevoked(id, on: connection)) else {
-                        try BridgeStore().unwatch(id, on: connection)
+                    return try runner.run(.bridgeWatch, id: id, on: connection) { connection in
+                        guard let bridge = try BridgeStore().find(id, on: connection), !(try isRevoked(id, on: connection)) else {
+                            try BridgeStore().unwatch(id, on: connection)
+                            return false
+                        }
+                        try announce(bridge, tenant: tenant, event: "bridge.offline", on: connection)
                         return true
-                    }
-                    try announce(bridge, tenant: tenant, event: "bridge.offline", on: connection)
-                    return true
+                    } ?? false
                 }
             }
-            guard found else { break }
-            announced += 1
+            guard let found else { break }
+            if found { announced += 1 }
         }
         return announced
     }

@@ -24,7 +24,8 @@ public enum RoostCommands {
         if configuration.conformanceEcho {
             log.warning("serving the test-only WebSocket echo at /v1/conformance/echo")
         }
-        let router = routes(configuration, pool: pool, hub: hub, hashingThreads: max(1, threads)) { serverBox.server }
+        let jobs = JobMetrics()
+        let router = routes(configuration, pool: pool, hub: hub, hashingThreads: max(1, threads), jobs: jobs) { serverBox.server }
         let server = try HTTPServer(
             router: router, limits: configuration.network, addresses: addresses, threads: threads, log: log,
             accessLog: configuration.accessLog)
@@ -40,9 +41,9 @@ public enum RoostCommands {
         } catch let error as SystemError {
             throw StartupError("cannot listen on \(configuration.listen): \(error)")
         }
-        let outbox = OutboxWorker(pool: pool, mode: delivery, log: log)
+        let outbox = OutboxWorker(pool: pool, mode: delivery, log: log, metrics: jobs)
         if configuration.outboxWorker { outbox.start() }
-        let checkins = DeadlineScheduler(pool: pool, log: log)
+        let checkins = DeadlineScheduler(pool: pool, log: log, metrics: jobs)
         checkins.start()
         log.info("listening", [
             "addresses": addresses.map(\.description).joined(separator: ","),
@@ -60,11 +61,11 @@ public enum RoostCommands {
     /// Every route `roost serve` answers: the API of API.md (described by openapi.yaml, which
     /// a test holds to this list) and, only with `--conformance-echo`, the test-only echo.
     static func routes(
-        _ configuration: ServerConfiguration, pool: ConnectionPool, hub: FanoutHub, hashingThreads: Int,
+        _ configuration: ServerConfiguration, pool: ConnectionPool, hub: FanoutHub, hashingThreads: Int, jobs: JobMetrics = JobMetrics(),
         server: @escaping @Sendable () -> HTTPServer?
     ) -> Router {
         var builder = Router.Builder()
-        OperationsRoutes.add(to: &builder, pool: pool, server: server)
+        OperationsRoutes.add(to: &builder, pool: pool, jobs: jobs, server: server)
         TenantRoutes.add(to: &builder, pool: pool, adminToken: configuration.adminToken)
         let accounts = AccountRoutes(pool: pool, sessionLifetime: configuration.sessionLifetimeSeconds, hashingThreads: hashingThreads,
                                      invitationLifetime: configuration.invitationLifetimeSeconds)
@@ -200,6 +201,53 @@ extension RoostCommands {
             throw StartupError(error)
         }
         guard retried else { throw StartupError("no failed delivery has id \(id.uuidString.lowercased())") }
+    }
+}
+
+extension RoostCommands {
+    /// A job waiting for an operator, for `roost jobs list --failed`.
+    public struct FailedJobLine: Sendable {
+        public let kind: String
+        public let id: UUID
+        public let tenant: String
+        public let attempts: Int
+        public let lastError: String?
+    }
+
+    /// `roost jobs list --failed`: parked scheduled jobs, then failed deliveries, across tenants.
+    public static func failedJobs(_ configuration: ServerConfiguration, limit: Int = 1000) async throws -> [FailedJobLine] {
+        let deliveries = try await failedDeliveries(configuration, limit: limit)
+        let (pool, _) = try await DatabaseStartup.open(configuration, log: Log(level: .warning), migrate: configuration.migrate)
+        defer { pool.close() }
+        do {
+            let (parked, tenants) = try await pool.withConnection { connection in
+                (try JobStore().parked(limit: limit, on: connection),
+                 Dictionary(try TenantStore().list(on: connection).map { ($0.id, $0.slug) }, uniquingKeysWith: { first, _ in first }))
+            }
+            return parked.map { FailedJobLine(kind: $0.kind, id: $0.id, tenant: tenants[$0.tenantID] ?? "?", attempts: $0.attempts, lastError: $0.lastError) }
+                + deliveries.map { FailedJobLine(kind: JobKind.outbox.name, id: $0.delivery.id, tenant: $0.tenant, attempts: $0.delivery.attempts,
+                                                 lastError: $0.delivery.lastError) }
+        } catch let error as DatabaseError {
+            throw StartupError(error)
+        }
+    }
+
+    /// `roost jobs retry KIND ID`: a parked job runs again with a fresh set of attempts.
+    public static func retryJob(_ configuration: ServerConfiguration, kind name: String, id text: String) async throws {
+        guard let kind = JobKind.named(name) else {
+            throw ConfigurationError("'\(name)' is not a job kind (\((JobKind.scheduled + [.outbox]).map(\.name).joined(separator: ", ")))")
+        }
+        if kind == .outbox { return try await retryDelivery(configuration, id: text) }
+        guard let id = UUID(uuidString: text) else { throw ConfigurationError("'\(text)' is not a job id (a UUID)") }
+        let (pool, _) = try await DatabaseStartup.open(configuration, log: Log(level: .warning), migrate: configuration.migrate)
+        defer { pool.close() }
+        let retried: Bool
+        do {
+            retried = try await pool.withConnection { try JobStore().retry(kind, id: id, on: $0) }
+        } catch let error as DatabaseError {
+            throw StartupError(error)
+        }
+        guard retried else { throw StartupError("no parked \(kind.name) job has id \(id.uuidString.lowercased())") }
     }
 }
 

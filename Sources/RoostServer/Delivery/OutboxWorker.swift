@@ -8,6 +8,11 @@ import Synchronization
 /// lease, so any number of nodes deliver each row once), delivers through `log` (one JSON line
 /// on stdout) or `webhook` (POST, any 2xx is delivered), and retries failures with exponential
 /// backoff and full jitter until `maxAttempts`, then marks the row `failed`.
+///
+/// Fair and bounded: a claim takes at most `perTenant` jobs of each tenant, tenants with the
+/// longest-waiting job first, so one tenant's flood of invitations does not hold up another's
+/// verification code; at most `concurrency` deliveries run at once. A row whose handling
+/// throws is counted as a failed attempt like any other and never stops the batch.
 public final class OutboxWorker: Sendable {
     public enum Mode: Sendable {
         case log
@@ -20,6 +25,10 @@ public final class OutboxWorker: Sendable {
         public var baseBackoffSeconds = 2.0
         public var pollIntervalMilliseconds = 500
         public var batchSize = 16
+        /// Jobs of one tenant in one claim.
+        public var perTenant = 4
+        /// Deliveries in flight at once on this node.
+        public var concurrency = 8
         public var leaseSeconds = 60
         public var webhookTimeoutSeconds = 10
         public init() {}
@@ -29,14 +38,19 @@ public final class OutboxWorker: Sendable {
     private let mode: Mode
     private let options: Options
     private let log: Log
+    private let metrics: JobMetrics
     private let running = Mutex<Task<Void, Never>?>(nil)
-    private let deliveryQueue = DispatchQueue(label: "roost.outbox.delivery")
+    /// Webhook calls block: they run here, at most `concurrency` at once.
+    private let deliveryQueue = DispatchQueue(label: "roost.outbox.delivery", attributes: .concurrent)
+    /// Log-mode lines are written whole, one at a time.
+    private let stdout = Mutex(())
 
-    public init(pool: ConnectionPool, mode: Mode, options: Options = Options(), log: Log) {
+    public init(pool: ConnectionPool, mode: Mode, options: Options = Options(), log: Log, metrics: JobMetrics = JobMetrics()) {
         self.pool = pool
         self.mode = mode
         self.options = options
         self.log = log
+        self.metrics = metrics
     }
 
     public func start() {
@@ -71,15 +85,40 @@ public final class OutboxWorker: Sendable {
         }
     }
 
-    /// One round: claims due jobs and delivers each; returns how many were attempted.
+    /// One round: claims due jobs and delivers them, `concurrency` at a time; returns how many
+    /// were attempted.
     @discardableResult
     public func runOnce() async throws -> Int {
-        let (limit, lease) = (options.batchSize, options.leaseSeconds)
-        let jobs = try await pool.withConnection { try OutboxStore().claim(limit: limit, lease: lease, on: $0) }
-        for job in jobs {
-            try await deliver(job.id, tenant: job.tenant)
+        let (limit, perTenant, lease) = (options.batchSize, options.perTenant, options.leaseSeconds)
+        let jobs = try await pool.withConnection { try OutboxStore().claim(limit: limit, perTenant: perTenant, lease: lease, on: $0) }
+        let width = max(1, options.concurrency)
+        await withTaskGroup(of: Void.self) { group in
+            for (index, job) in jobs.enumerated() {
+                if index >= width { await group.next() }
+                group.addTask { await self.deliverIsolated(job.id, tenant: job.tenant) }
+            }
         }
         return jobs.count
+    }
+
+    /// Delivers one job; whatever throws is this job's failed attempt, never the batch's.
+    private func deliverIsolated(_ id: UUID, tenant: UUID) async {
+        do {
+            try await deliver(id, tenant: tenant)
+        } catch {
+            metrics.recordFailure(.outbox, parked: false)
+            log.warning("outbox: handling a delivery failed; its lease runs out and it is tried again",
+                        ["outbox_id": id.uuidString.lowercased(), "error": "\(error)"])
+            // Counted as an attempt where the database allows it, so a row that always throws
+            // ends `failed` after its attempts like one that is always refused.
+            let (maxAttempts, base) = (options.maxAttempts, options.baseBackoffSeconds)
+            _ = try? await pool.withConnection { connection in
+                try connection.withTenantTransaction(tenant) { connection in
+                    try OutboxStore().markFailed(id, error: "\(error)", backoff: { min(3600, base * pow(2, Double($0))) },
+                                                 maxAttempts: maxAttempts, on: connection)
+                }
+            }
+        }
     }
 
     private func deliver(_ id: UUID, tenant: UUID) async throws {
@@ -98,16 +137,19 @@ public final class OutboxWorker: Sendable {
         let outcome = await attempt(payload)
         let attempts = message.attempts + 1
         let final = attempts >= options.maxAttempts
-        let backoff = min(3600, options.baseBackoffSeconds * pow(2, Double(message.attempts))) * Double.random(in: 0.5...1.0)
+        let (maxAttempts, base) = (options.maxAttempts, options.baseBackoffSeconds)
         try await pool.withConnection { connection in
             try connection.withTenantTransaction(tenant) { connection in
                 switch outcome {
                 case .success: try OutboxStore().markDelivered(id, on: connection)
-                case .failure(let error): try OutboxStore().markFailed(id, error: "\(error)", retryIn: backoff, final: final, on: connection)
+                case .failure(let error):
+                    try OutboxStore().markFailed(id, error: "\(error)", backoff: { min(3600, base * pow(2, Double($0))) * Double.random(in: 0.5...1.0) },
+                                                 maxAttempts: maxAttempts, on: connection)
                 }
             }
         }
         if case .failure(let error) = outcome {
+            metrics.recordFailure(.outbox, parked: final)
             log.warning(final ? "outbox: delivery failed for good" : "outbox: delivery failed; will retry", [
                 "outbox_id": id.uuidString.lowercased(), "attempt": String(attempts), "error": "\(error)",
             ])
@@ -122,7 +164,7 @@ public final class OutboxWorker: Sendable {
             deliveryQueue.async {
                 switch mode {
                 case .log:
-                    FileHandle.standardOutput.write(Data(payload + [10]))
+                    self.stdout.withLock { _ in FileHandle.standardOutput.write(Data(payload + [10])) }
                     continuation.resume(returning: .success(()))
                 case .webhook(let url, let secret):
                     do {

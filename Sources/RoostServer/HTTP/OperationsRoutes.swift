@@ -4,7 +4,7 @@ import RoostProtocol
 
 /// `/healthz`, `/readyz` and `/metrics` (API.md, "Operator").
 enum OperationsRoutes {
-    static func add(to builder: inout Router.Builder, pool: ConnectionPool, server: @escaping @Sendable () -> HTTPServer?) {
+    static func add(to builder: inout Router.Builder, pool: ConnectionPool, jobs: JobMetrics, server: @escaping @Sendable () -> HTTPServer?) {
         // Answered on the loop: load balancers poll it often, and it touches nothing.
         let healthy = Array(#"{"status":"ok"}"#.utf8)
         builder.addInline(.get, "/healthz") { _ in .json(.ok, healthy) }
@@ -29,7 +29,7 @@ enum OperationsRoutes {
         builder.add(.get, "/metrics") { _ in
             var headers = HTTPHeaders()
             headers.add("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-            let text = server()?.renderMetrics(pool: pool.statistics) ?? ""
+            let text = (server()?.renderMetrics(pool: pool.statistics) ?? "") + jobs.render()
             return HTTPResponse(status: .ok, headers: headers, body: Array(text.utf8))
         }
     }

@@ -1,0 +1,154 @@
+import Foundation
+import RoostPersistence
+import RoostProtocol
+@testable import RoostServer
+import RoostTestSupport
+import Testing
+
+/// Background jobs fail alone (issue: hostile users): nothing a client sends collides with what
+/// the server writes for itself, and a job that fails is retried, parked, and holds up nobody.
+/// Each test runs on a database of its own, so no other test's scheduler takes its deadlines.
+@Suite(.enabled(if: TestDatabase.isConfigured, "needs TEST_DATABASE_URL (scripts/test sets it)"))
+struct JobIsolationTests {
+    /// A tenant with a group, its owner and a walker, on a scratch database.
+    struct Neighbourhood {
+        let tenant: UUID
+        let group: UUID
+        let owner: UUID
+        let walker: UUID
+    }
+
+    static func neighbourhood(_ slug: String, on connection: PostgresConnection) throws -> Neighbourhood {
+        let tenant = try TenantStore().create(slug: slug, name: "Job tests", registration: .open, on: connection).id
+        return try connection.withTenantTransaction(tenant) { connection in
+            let owner = try UserStore().create(tenant: tenant, email: "owner@\(slug).example", phone: nil, passwordHash: "x", displayName: "Owner", on: connection)
+            let walker = try UserStore().create(tenant: tenant, email: "walker@\(slug).example", phone: nil, passwordHash: "x", displayName: "Walker", on: connection)
+            let group = try GroupStore().create(tenant: tenant, owner: owner.id, name: "Lane", description: "", on: connection)
+            try connection.query("INSERT INTO memberships (tenant_id, group_id, user_id, role) VALUES (\(tenant), \(group.id), \(walker.id), 'member')")
+            return Neighbourhood(tenant: tenant, group: group.id, owner: owner.id, walker: walker.id)
+        }
+    }
+
+    /// A check-in of the walker, already due.
+    static func dueCheckin(_ place: Neighbourhood, note: String = "", on connection: PostgresConnection) throws -> UUID {
+        try connection.withTenantTransaction(place.tenant) { connection in
+            let checkin = try CheckinStore().create(tenant: place.tenant, group: place.group, user: place.walker, note: note, location: nil,
+                                                    dueInSeconds: 0, on: connection)
+            return checkin.id
+        }
+    }
+
+    static func status(_ checkin: UUID, _ place: Neighbourhood, on connection: PostgresConnection) throws -> String {
+        try connection.withTenantTransaction(place.tenant) {
+            try $0.query("SELECT status FROM checkins WHERE id = \(checkin)").rows[0].decode(String.self, "status")
+        }
+    }
+
+    @Test func aChatMessageWhoseClientIDCopiesTheSchedulersKeyPoisonsNothing() async throws {
+        try await TestDatabase.withScratchDatabaseAsync { database in
+            let connection = try TestDatabase.connect(database: database)
+            try Migrator(migrations: Migration.load(from: TestDatabase.migrationsDirectory)).run(on: connection)
+            let mine = try Self.neighbourhood("poisoned", on: connection)
+            let theirs = try Self.neighbourhood("bystander", on: connection)
+            let own = try Self.dueCheckin(mine, note: "walking home", on: connection)
+            let other = try Self.dueCheckin(theirs, on: connection)
+            // The attacker posts a chat message under the key the scheduler used to post with.
+            try connection.withTenantTransaction(mine.tenant) { connection in
+                _ = try MessageStore().post(tenant: mine.tenant, group: mine.group, authorType: "user", authorID: mine.walker, authorName: "Walker",
+                                            message: NewMessage(clientMessageID: "checkin:\(own.uuidString.lowercased())", text: "hi", kind: "chat",
+                                                                severity: nil, template: nil, location: nil, replyTo: nil), on: connection)
+            }
+            let pool = ConnectionPool(configuration: TestDatabase.configuration(database: database), options: .init(maxConnections: 2))
+            let metrics = JobMetrics()
+            let raised = try await DeadlineScheduler(pool: pool, log: Log(level: .error), metrics: metrics).runOnce()
+            pool.close()
+            #expect(raised == 2)
+            #expect(try Self.status(own, mine, on: connection) == "missed")
+            #expect(try Self.status(other, theirs, on: connection) == "missed")
+            #expect(metrics.failures(.checkinDeadline) == 0)
+        }
+    }
+
+    @Test func aJobThatAlwaysFailsIsParkedWhileAHundredOtherDeadlinesInTwoTenantsFireOnTime() async throws {
+        try await TestDatabase.withScratchDatabaseAsync { database in
+            let connection = try TestDatabase.connect(database: database)
+            try Migrator(migrations: Migration.load(from: TestDatabase.migrationsDirectory)).run(on: connection)
+            let broken = try Self.neighbourhood("broken", on: connection)
+            let places = [try Self.neighbourhood("north", on: connection), try Self.neighbourhood("south", on: connection)]
+            // A real fault in the real database: every alert into the broken group is refused.
+            try connection.run(script: """
+                CREATE FUNCTION refuse_alerts() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN RAISE EXCEPTION 'injected fault: this group refuses alerts'; END $$;
+                CREATE TRIGGER refuse_alerts BEFORE INSERT ON messages FOR EACH ROW
+                    WHEN (NEW.group_id = '\(broken.group.uuidString.lowercased())') EXECUTE FUNCTION refuse_alerts();
+                """)
+            let poisoned = try Self.dueCheckin(broken, on: connection)
+
+            let pool = ConnectionPool(configuration: TestDatabase.configuration(database: database), options: .init(maxConnections: 3))
+            let metrics = JobMetrics()
+            let scheduler = DeadlineScheduler(pool: pool, log: Log(level: .error), metrics: metrics, maxAttempts: 3, intervalMilliseconds: 20)
+            scheduler.start()
+            // The poisoned job fails first (it is the earliest), and keeps failing while the others come due.
+            while metrics.failures(.checkinDeadline) == 0 { try await Task.sleep(for: .milliseconds(5)) }
+            // The 100 deadlines are made through a pool of the test's own, so the test never holds a
+            // thread the scheduler needs (libpq calls block).
+            let setup = ConnectionPool(configuration: TestDatabase.configuration(database: database), options: .init(maxConnections: 1))
+            for index in 0..<100 {
+                let place = places[index % 2]
+                _ = try await setup.withConnection { try Self.dueCheckin(place, on: $0) }
+            }
+            // Every other deadline fires; lateness is the time from its deadline to its alert's event.
+            let deadline = ContinuousClock.now + .seconds(30)
+            var active = 100
+            while active > 0 && ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(10))
+                active = 0
+                for place in places {
+                    active += try await setup.withConnection { connection in
+                        try connection.withTenantTransaction(place.tenant) {
+                            try $0.query("SELECT count(*) AS n FROM checkins WHERE status = 'active'").rows[0].decode(Int.self, "n")
+                        }
+                    }
+                }
+            }
+            setup.close()
+            #expect(active == 0, "\(active) of 100 deadlines did not fire")
+            var lateness: [Double] = []
+            for place in places {
+                lateness += try connection.withTenantTransaction(place.tenant) {
+                    try $0.query("""
+                        SELECT extract(epoch FROM e.created_at - c.due_at)::float8 AS late FROM checkins c
+                        JOIN group_events e ON e.tenant_id = c.tenant_id AND e.group_id = c.group_id AND e.seq = c.alert_seq
+                        """).rows.map { try $0.decode(Double.self, "late") }
+                }
+            }
+            lateness.sort()
+            print("job isolation: 100 deadlines beside a failing job fired with lateness p50 \(Int(lateness[lateness.count / 2] * 1000)) ms, "
+                  + "p99 \(Int(lateness[min(lateness.count - 1, lateness.count * 99 / 100)] * 1000)) ms, max \(Int(lateness.last! * 1000)) ms")
+            #expect(lateness.count == 100)
+            #expect(lateness.last! < 5, "a deadline fired \(lateness.last!) s late")
+
+            // The failing job is retried with backoff (1 s, 2 s), then parked after its third try.
+            while try (JobStore().parked(limit: 10, on: connection)).isEmpty && ContinuousClock.now < deadline + .seconds(10) {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            await scheduler.stop()
+            pool.close()
+            let parked = try JobStore().parked(limit: 10, on: connection)
+            #expect(parked.map(\.id) == [poisoned] && parked.first?.kind == "checkin_deadline" && parked.first?.attempts == 3)
+            #expect(parked.first?.lastError?.contains("injected fault") == true)
+            #expect(metrics.failures(.checkinDeadline) == 3)
+            #expect(metrics.render().contains(#"roost_job_failures_total{kind="checkin_deadline"} 3"#))
+            #expect(try Self.status(poisoned, broken, on: connection) == "active")
+
+            // The operator fixes the fault and retries: it fires.
+            try connection.run(script: "DROP TRIGGER refuse_alerts ON messages")
+            #expect(try JobStore().retry(.checkinDeadline, id: poisoned, on: connection))
+            #expect(try !JobStore().retry(.checkinDeadline, id: poisoned, on: connection))
+            let again = ConnectionPool(configuration: TestDatabase.configuration(database: database), options: .init(maxConnections: 1))
+            #expect(try await DeadlineScheduler(pool: again, log: Log(level: .error)).runOnce() == 1)
+            again.close()
+            #expect(try Self.status(poisoned, broken, on: connection) == "missed")
+        }
+    }
+}
