@@ -15,6 +15,8 @@ public protocol StreamSubscriber: AnyObject, Sendable {
     /// frame to every connection in the batch at once (one hop per event loop, not one per
     /// subscriber).
     func deliver(_ event: StreamEvent, frame: [UInt8], into batch: inout FrameBatch)
+    /// The user joined `group`: its events from `seq` (the `member.joined` event, delivered next) are theirs.
+    func joined(_ group: UUID, at seq: Int64)
     /// The user is no longer in `group`: the hub has already stopped its events.
     func removed(from group: UUID, notice: [UInt8])
     /// The user's session (or account) ended: close with 1008.
@@ -274,12 +276,14 @@ public final class FanoutHub: Sendable {
     private func deliver(_ event: StreamEvent, frame: [UInt8], subject: UUID?) {
         let membership = subject
         var leaving: [any StreamSubscriber] = []
+        var joining: [any StreamSubscriber] = []
         let receivers = state.withLock { state -> [any StreamSubscriber] in
             guard state.groups[event.group] != nil else { return [] }
             state.groups[event.group]!.delivered = event.seq
             state.groups[event.group]!.wanted = max(state.groups[event.group]!.wanted, event.seq)
             if let user = membership, event.event == "member.joined" {
                 for (id, subscriber) in state.byUser[user] ?? [:] {
+                    joining.append(subscriber)
                     state.groups[event.group]!.subscribers[id] = subscriber
                     state.groupsOf[id, default: []].insert(event.group)
                 }
@@ -293,6 +297,7 @@ public final class FanoutHub: Sendable {
             }
             return Array(state.groups[event.group]!.subscribers.values)
         }
+        for subscriber in joining { subscriber.joined(event.group, at: event.seq) }
         var batch = FrameBatch()
         batch.targets.reserveCapacity(receivers.count)
         for subscriber in receivers { subscriber.deliver(event, frame: frame, into: &batch) }

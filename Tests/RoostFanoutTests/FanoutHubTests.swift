@@ -23,6 +23,7 @@ final class RecordingSubscriber: StreamSubscriber, @unchecked Sendable {
         log.withLock { $0.seqs.append(event.seq) }
         batch.targets.append(self)
     }
+    func joined(_ group: UUID, at seq: Int64) {}
     func removed(from group: UUID, notice: [UInt8]) { log.withLock { $0.removed.append(group) } }
     func sessionEnded() { log.withLock { $0.ended += 1 } }
     func notice(_ frame: [UInt8]) { log.withLock { $0.notices += 1 } }

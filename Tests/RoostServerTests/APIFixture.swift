@@ -21,14 +21,15 @@ struct APIFixture {
     let hub: FanoutHub?
     private let listener: FanoutListener?
 
-    init(invitationLifetime: Int = 3600, stream: Bool = false) throws {
-        let setup = try TestDatabase.migratedConnection()
+    /// With `database`, on that database of the test cluster (already migrated) instead of the shared one.
+    init(invitationLifetime: Int = 3600, stream: Bool = false, database: String? = nil) throws {
+        let setup = try database.map { try TestDatabase.connect(database: $0) } ?? TestDatabase.migratedConnection()
         let suffix = UUID().uuidString.prefix(8).lowercased()
         tenant = "acct-\(suffix)"
         closedTenant = "closed-\(suffix)"
         _ = try TenantStore().create(slug: tenant, name: "Oak Lane", registration: .open, on: setup)
         _ = try TenantStore().create(slug: closedTenant, name: "Gated Close", registration: .inviteOnly, on: setup)
-        let pool = ConnectionPool(configuration: TestDatabase.configuration(), options: .init(maxConnections: 4))
+        let pool = ConnectionPool(configuration: TestDatabase.configuration(database: database), options: .init(maxConnections: 4))
         self.pool = pool
         // A cheap scrypt cost keeps the suite fast; the standard cost is asserted elsewhere.
         let routes = AccountRoutes(pool: pool, hasher: PasswordHasher(parameters: .init(logN: 10, r: 8, p: 1)),
@@ -41,7 +42,7 @@ struct APIFixture {
         })
         self.hub = hub
         if let hub {
-            let listener = FanoutListener(configuration: TestDatabase.configuration(), hub: hub, log: Log(level: .error))
+            let listener = FanoutListener(configuration: TestDatabase.configuration(database: database), hub: hub, log: Log(level: .error))
             try listener.start(on: test.server)
             self.listener = listener
         } else {

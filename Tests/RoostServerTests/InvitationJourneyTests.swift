@@ -15,9 +15,12 @@ extension OutboxDeliveryTests {
             let sink = WebhookSink(failures: 0)
             let sinkServer: TestServer
             let worker: OutboxWorker
+            /// A database of the journey's own: its worker delivers (and scrubs) no other test's rows.
+            let database: String
 
             init(invitationLifetime: Int = 3600) throws {
-                api = try APIFixture(invitationLifetime: invitationLifetime)
+                database = try TestDatabase.makeScratch()
+                api = try APIFixture(invitationLifetime: invitationLifetime, database: database)
                 let sink = self.sink
                 sinkServer = try TestServer(extraRoutes: { sink.route(&$0) })
                 var options = OutboxWorker.Options()
@@ -44,6 +47,7 @@ extension OutboxDeliveryTests {
                 await sinkServer.stop()
                 await api.test.stop()
                 api.pool.close()
+                TestDatabase.dropScratch(database)
             }
         }
 

@@ -32,6 +32,19 @@ public enum TestDatabase {
         return connection
     }
 
+    /// A new migrated database on the test cluster, for a test whose background workers must not
+    /// touch other tests' rows (or theirs its own); `dropScratch` removes it.
+    public static func makeScratch() throws -> String {
+        let name = "roost_scratch_\(UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: ""))"
+        try connect().run(script: "CREATE DATABASE \"\(name)\"")
+        try Migrator(migrations: Migration.load(from: migrationsDirectory)).run(on: connect(database: name))
+        return name
+    }
+
+    public static func dropScratch(_ name: String) {
+        _ = try? connect().run(script: "DROP DATABASE IF EXISTS \"\(name)\" WITH (FORCE)")
+    }
+
     /// Runs `body` against a database of its own, dropped afterwards.
     public static func withScratchDatabase<Result>(_ body: (String) throws -> Result) throws -> Result {
         let name = "roost_scratch_\(UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: ""))"

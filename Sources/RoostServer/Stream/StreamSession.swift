@@ -8,30 +8,38 @@ import Synchronization
 /// the user's groups; a `resume` replays each named group from its cursor and joins it to the
 /// live flow without a gap or a duplicate.
 ///
-/// Exactly once, per group: the hub delivers live events in seq order; `lastSent` is the
-/// highest seq this connection has sent, and anything at or below it is dropped. While a group
-/// is being replayed its live events are held back, then sent after the replay if still newer.
+/// What may be sent, and when, is `StreamCursor`'s decision (exactly once per group, nothing of
+/// a group the user is not in); this class carries it out: it reads replay pages, checking the
+/// membership and the session in the same snapshot as each page, and sends frames in the order
+/// the cursor returns them.
 ///
 /// Live delivery starts with the client's first frame (normally its `resume`) or `liveGrace`
-/// after `ready`, whichever comes first; until then live events wait. A client that resumes
-/// right after `ready` thus never sees a live event ahead of the replay it asked for. A resume
-/// of a group that has gone live since replays from the cursor again, so events the client
-/// already had on this connection may repeat (in order); clients drop seqs at or below their
-/// cursor.
+/// after `ready`, whichever comes first; until then live events wait. A resume of a group that
+/// has gone live since replays from the cursor again, so events the client already had on this
+/// connection may repeat (in order); clients drop seqs at or below their cursor.
+///
+/// Resumes are bounded: one replay runs at a time, a newer `resume` replaces one still waiting,
+/// and a client sending more than `resumeLimit` within `resumeWindow` gets an `error` frame and
+/// a 1008 close.
 final class StreamSession: WebSocketSession, StreamSubscriber {
+    /// What the hub said before `ready` (the stream subscribes first, then reads where it stands).
+    enum EarlyInput {
+        case live(UUID, Int64, [UInt8])
+        case removed(UUID)
+        case joined(UUID, Int64)
+    }
+
     struct State {
         var channel: WebSocketChannel?
-        /// Until live delivery starts (see above), live events wait here.
-        var pending: [(StreamEvent, [UInt8])]? = []
-        var readySent = false
-        var lastSent: [UUID: Int64] = [:]
-        var replaying: [UUID: [(StreamEvent, [UInt8])]] = [:]
+        /// nil until `ready` went out.
+        var cursor: StreamCursor<[UInt8]>?
+        var early: [EarlyInput] = []
         var closed = false
-        var resumes: Task<Void, Never>?
-        /// Resumes queued so far: the last one in line knows itself by this number.
-        var resumesQueued = 0
-        /// Resumes asked for before `ready` went out, started right after it.
-        var early: [[(UUID, Int64)]] = []
+        /// The replay running now, and the resume waiting for it (a newer one replaces it).
+        var replay: Task<Void, Never>?
+        var queued: [(UUID, Int64)]?
+        var resumeWindowStart = ContinuousClock.now
+        var resumesInWindow = 0
     }
 
     let tenantID: UUID
@@ -44,6 +52,8 @@ final class StreamSession: WebSocketSession, StreamSubscriber {
     static let replayPage = 200
     /// Milliseconds after `ready` at which live delivery starts without a client frame.
     private let liveGrace: Int
+    static let resumeLimit = 20
+    static let resumeWindow = Duration.seconds(10)
 
     init(user: User, sessionHash: String, hub: FanoutHub, pool: ConnectionPool, queueLimit: Int, liveGrace: Int = 2000) {
         self.liveGrace = liveGrace
@@ -83,27 +93,31 @@ final class StreamSession: WebSocketSession, StreamSubscriber {
             }
             for (group, seq) in standing { hub.started(group, at: seq) }
             state.withLock { state in
-                for (group, seq) in standing { state.lastSent[group] = seq }
-                channel.send(frame: StreamFrames.groups(type: "ready", userID: user, standing))
-                state.readySent = true
-                for cursors in state.early { enqueueResume(cursors, on: channel, &state) }
+                var cursor = StreamCursor<[UInt8]>(standing: standing.map { (group: $0.0, lastSeq: $0.1) })
+                for input in state.early {
+                    switch input {
+                    case .live(let group, let seq, let frame): _ = cursor.live(group, seq: seq, frame: frame)
+                    case .removed(let group): cursor.removed(group)
+                    case .joined(let group, let seq): cursor.joined(group, at: seq)
+                    }
+                }
                 state.early = []
+                state.cursor = cursor
+                channel.send(frame: StreamFrames.groups(type: "ready", userID: user, standing))
+                if let cursors = state.queued {
+                    state.queued = nil
+                    startReplay(cursors, on: channel, &state)
+                }
             }
             channel.schedule(afterMilliseconds: liveGrace) { [self] in
-                state.withLock { state in Self.goLive(except: [], &state) }
+                state.withLock { state in
+                    guard let channel = state.channel else { return }
+                    for frame in state.cursor?.goLive() ?? [] { channel.send(frame: frame) }
+                }
             }
         } catch {
             channel.close(.tryAgainLater, reason: "database unavailable")
         }
-    }
-
-    /// Sends the waiting live events (but those of `replayed` groups, which their replay takes
-    /// over) and delivers live from now on.
-    private static func goLive(except replayed: Set<UUID>, _ state: inout State) {
-        guard let pending = state.pending, state.readySent else { return }
-        state.pending = nil
-        for (event, frame) in pending where !replayed.contains(event.group) { send(event, frame, &state) }
-        for (event, frame) in pending where replayed.contains(event.group) { state.replaying[event.group]?.append((event, frame)) }
     }
 
     func received(_ message: WebSocketMessage, on channel: WebSocketChannel) {
@@ -128,129 +142,149 @@ final class StreamSession: WebSocketSession, StreamSubscriber {
             }
             cursors.append((group, Int64(seq)))
         }
-        let requested = cursors
+        let requested = cursors.sorted { $0.0.uuidString < $1.0.uuidString }
+        let now = ContinuousClock.now
         state.withLock { state in
-            if state.readySent {
-                enqueueResume(requested, on: channel, &state)
+            if now - state.resumeWindowStart > Self.resumeWindow {
+                state.resumeWindowStart = now
+                state.resumesInWindow = 0
+            }
+            state.resumesInWindow += 1
+            guard state.resumesInWindow <= Self.resumeLimit else {
+                channel.send(frame: StreamFrames.error(code: "rate_limited",
+                                                       message: "more than \(Self.resumeLimit) resumes in \(Self.resumeWindow.components.seconds) s"))
+                channel.close(.policyViolation, reason: "too many resumes")
+                return
+            }
+            // One replay at a time; a resume waiting for it is replaced by this newer one.
+            if state.cursor == nil || state.replay != nil {
+                state.queued = requested
             } else {
-                state.early.append(requested)
+                startReplay(requested, on: channel, &state)
             }
         }
     }
 
-    /// Starts a resume after any still running (they run one at a time, in order).
-    private func enqueueResume(_ cursors: [(UUID, Int64)], on channel: WebSocketChannel, _ state: inout State) {
-        let previous = state.resumes
-        state.resumesQueued += 1
-        let number = state.resumesQueued
-        state.resumes = Task { [self] in
-            await previous?.value
-            await resume(cursors, on: channel)
-            // The last resume in line lets go of its handle: a finished task's handle keeps the
-            // whole task alive (about 1.3 KB, most of an idle stream's memory) for the stream's life.
-            self.state.withLock { state in
-                if state.resumesQueued == number { state.resumes = nil }
-            }
-        }
-    }
-
-    /// Replays each group from its cursor in bounded pages, waiting for the connection's queue
-    /// to drain between pages, then hands the group back to the live flow.
-    private func resume(_ cursors: [(UUID, Int64)], on channel: WebSocketChannel) async {
-        // Only the user's own groups are replayed; others are named in an error.
-        let (cursors, unknown) = state.withLock { state -> ([(UUID, Int64)], [UUID]) in
-            var known: [(UUID, Int64)] = []
-            var unknown: [UUID] = []
-            for (group, cursor) in cursors.sorted(by: { $0.0.uuidString < $1.0.uuidString }) {
-                guard state.lastSent[group] != nil else {
-                    unknown.append(group)
-                    continue
-                }
-                state.lastSent[group] = cursor
-                state.replaying[group] = []
-                known.append((group, cursor))
-            }
-            Self.goLive(except: Set(known.map(\.0)), &state)
-            return (known, unknown)
-        }
-        if !unknown.isEmpty {
+    /// Starts replaying `cursors` (under the state lock): live delivery starts for the groups not
+    /// replayed, unknown groups are named in an error, and a task reads the pages.
+    private func startReplay(_ cursors: [(UUID, Int64)], on channel: WebSocketChannel, _ state: inout State) {
+        guard state.cursor != nil, !state.closed else { return }
+        let begun = state.cursor!.beginReplay(cursors.map { (group: $0.0, after: $0.1) })
+        for frame in begun.frames { channel.send(frame: frame) }
+        if !begun.unknown.isEmpty {
             channel.send(frame: StreamFrames.error(
-                code: "not_found", message: "not a group of yours: " + unknown.map { $0.uuidString.lowercased() }.joined(separator: ", ")))
+                code: "not_found", message: "not a group of yours: " + begun.unknown.map { $0.uuidString.lowercased() }.joined(separator: ", ")))
         }
-        let tenant = tenantID
-        for (group, _) in cursors {
+        let groups = begun.accepted.map(\.0)
+        state.replay = Task { [self] in
+            await replay(groups, token: begun.token, on: channel)
+            self.state.withLock { state in
+                guard !state.closed else { return }
+                channel.send(frame: StreamFrames.groups(type: "resumed", userID: nil, state.cursor?.standing(of: groups) ?? []))
+                // The finished task's handle is dropped: kept, it would hold the whole task for the stream's life.
+                state.replay = nil
+                if let next = state.queued {
+                    state.queued = nil
+                    startReplay(next, on: channel, &state)
+                }
+            }
+        }
+    }
+
+    /// Replays each group in bounded pages, waiting for the connection's queue to drain between
+    /// pages, until the cursor hands it back to the live flow or ends it (the user left).
+    private func replay(_ groups: [UUID], token: Int, on channel: WebSocketChannel) async {
+        for group in groups {
             while true {
                 if state.withLock({ $0.closed }) { return }
                 while await channel.queuedBytes() > queueLimit / 2 {
                     if state.withLock({ $0.closed }) { return }
                     try? await Task.sleep(for: .milliseconds(5))
                 }
-                let after = state.withLock { $0.lastSent[group] ?? 0 }
-                let page: [StreamEvent]
+                guard let after = state.withLock({ $0.cursor?.replayPosition(group, token: token) }) else { break }
+                let page: ReplayPage
                 do {
-                    page = try await pool.withConnection { connection in
-                        try connection.withTenantTransaction(tenant) {
-                            try GroupEventLog().streamEvents(group: group, after: after, limit: Self.replayPage, on: $0)
-                        }
-                    }
+                    page = try await read(group, after: after)
                 } catch {
                     channel.close(.tryAgainLater, reason: "database unavailable")
                     return
                 }
-                state.withLock { state in
-                    for event in page { Self.send(event, StreamFrames.event(event), &state) }
-                    if page.count < Self.replayPage {
-                        for (event, frame) in state.replaying.removeValue(forKey: group) ?? [] { Self.send(event, frame, &state) }
+                let complete = state.withLock { state -> Bool in
+                    guard !state.closed, state.cursor != nil else { return true }
+                    switch page {
+                    case .sessionEnded:
+                        state.channel?.close(.policyViolation, reason: "session ended")
+                        return true
+                    case .notMember:
+                        state.cursor!.replayFoundGone(group, token: token)
+                        return true
+                    case .events(let events):
+                        let complete = events.count < Self.replayPage
+                        let frames = state.cursor!.replayed(group, token: token, page: events.map { (seq: $0.seq, frame: StreamFrames.event($0)) },
+                                                            complete: complete)
+                        for frame in frames { state.channel?.send(frame: frame) }
+                        return complete
                     }
                 }
-                if page.count < Self.replayPage { break }
+                if complete { break }
             }
         }
-        state.withLock { state in
-            let groups = cursors.compactMap { cursor in state.lastSent[cursor.0].map { (cursor.0, $0) } }
-            state.channel?.send(frame: StreamFrames.groups(type: "resumed", userID: nil, groups))
+    }
+
+    enum ReplayPage {
+        case events([StreamEvent])
+        case notMember
+        case sessionEnded
+    }
+
+    /// One page of a group's log, read in the same snapshot as the checks that the user is still
+    /// in the group and still signed in (REPEATABLE READ): a page is never read past a removal
+    /// or a sign-out that the checks did not see.
+    private func read(_ group: UUID, after: Int64) async throws -> ReplayPage {
+        let (tenant, user, hash) = (tenantID, userID, sessionHash)
+        return try await pool.withConnection { connection in
+            try connection.withTenantTransaction(tenant, isolation: .repeatableRead) { connection in
+                guard try UserStore().sessionIsActive(tokenHashHex: hash, on: connection) else { return .sessionEnded }
+                guard try GroupStore().role(of: user, in: group, on: connection) != nil else { return .notMember }
+                return .events(try GroupEventLog().streamEvents(group: group, after: after, limit: Self.replayPage, on: connection))
+            }
         }
-    }
-
-    /// Sends an event if it is newer than what this connection has sent of its group.
-    private static func send(_ event: StreamEvent, _ frame: [UInt8], _ state: inout State) {
-        claim(event, &state)?.send(frame: frame)
-    }
-
-    /// The channel to send `event` on if it is newer than what this connection has sent of
-    /// its group (which it then counts as sent); nil to drop it.
-    private static func claim(_ event: StreamEvent, _ state: inout State) -> WebSocketChannel? {
-        guard let channel = state.channel else { return nil }
-        if let last = state.lastSent[event.group], event.seq <= last { return nil }
-        state.lastSent[event.group] = event.seq
-        return channel
     }
 
     // MARK: - StreamSubscriber
 
     func deliver(_ event: StreamEvent, frame: [UInt8], into batch: inout FrameBatch) {
         let target = state.withLock { state -> WebSocketChannel? in
-            guard !state.closed else { return nil }
-            if state.pending != nil {
-                state.pending!.append((event, frame))
-            } else if state.replaying[event.group] != nil {
-                state.replaying[event.group]!.append((event, frame))
-            } else {
-                // Sent with the rest of the batch, right after every subscriber has decided. Frames
-                // this connection queues under the lock (replay, flushes) are queued before this
-                // decision or after the batch: a replay needs a database round trip first.
-                return Self.claim(event, &state)
+            guard !state.closed, let channel = state.channel else { return nil }
+            guard state.cursor != nil else {
+                state.early.append(.live(event.group, event.seq, frame))
+                return nil
             }
-            return nil
+            // Sent with the rest of the batch, right after every subscriber has decided. Frames
+            // this connection queues under the lock (replay, flushes) are queued before this
+            // decision or after the batch: a replay needs a database round trip first.
+            return state.cursor!.live(event.group, seq: event.seq, frame: frame) != nil ? channel : nil
         }
         if let target { batch.targets.append(target) }
     }
 
+    func joined(_ group: UUID, at seq: Int64) {
+        state.withLock { state in
+            guard state.cursor != nil else {
+                state.early.append(.joined(group, seq))
+                return
+            }
+            state.cursor!.joined(group, at: seq)
+        }
+    }
+
     func removed(from group: UUID, notice: [UInt8]) {
         state.withLock { state in
-            state.lastSent.removeValue(forKey: group)
-            state.replaying.removeValue(forKey: group)
-            state.pending?.removeAll { $0.0.group == group }
+            if state.cursor == nil {
+                state.early.append(.removed(group))
+            } else {
+                state.cursor!.removed(group)
+            }
             state.channel?.send(frame: notice)
         }
     }
@@ -264,11 +298,12 @@ final class StreamSession: WebSocketSession, StreamSubscriber {
     }
 
     func closed(code: WebSocketCloseCode?) {
-        let resumes = state.withLock { state -> Task<Void, Never>? in
+        let replay = state.withLock { state -> Task<Void, Never>? in
             state.closed = true
-            return state.resumes
+            state.queued = nil
+            return state.replay
         }
-        resumes?.cancel()
+        replay?.cancel()
         hub.unsubscribe(self)
     }
 }

@@ -1,0 +1,154 @@
+import Foundation
+
+/// Where one stream connection stands in each group of its user (API.md "The stream"): which
+/// groups it may receive at all, the highest seq it has sent of each, and what waits while a
+/// group is replayed. A pure value: its owner feeds it live events, replay pages, removals and
+/// joins, and sends exactly the frames it returns, in order.
+///
+/// Authorization lives here as well as exactly-once delivery: a group absent from `groups` is
+/// one the user is not in, and nothing of it is ever returned, neither live nor from a replay
+/// page read before the removal was known. A join makes a group known again from its
+/// `member.joined` event on.
+public struct StreamCursor<Frame> {
+    enum Standing {
+        /// Live: events above `last` are sent as they come.
+        case live(last: Int64)
+        /// Being replayed by the replay `token`: pages are sent, live events wait in `held`.
+        case replaying(last: Int64, token: Int, held: [(seq: Int64, frame: Frame)])
+
+        var last: Int64 {
+            switch self {
+            case .live(let last), .replaying(let last, _, _): last
+            }
+        }
+    }
+
+    private(set) var groups: [UUID: Standing]
+    /// Until live delivery starts (the client's first frame, or a grace period after `ready`),
+    /// live events wait here; nil once live.
+    private var waiting: [(group: UUID, seq: Int64, frame: Frame)]? = []
+    private var nextToken = 0
+
+    /// A connection whose `ready` covered each group through its `last_seq`.
+    public init(standing: [(group: UUID, lastSeq: Int64)]) {
+        groups = Dictionary(standing.map { ($0.group, Standing.live(last: $0.lastSeq)) }, uniquingKeysWith: { first, _ in first })
+    }
+
+    /// Whether the connection may receive `group`'s events now.
+    public func follows(_ group: UUID) -> Bool { groups[group] != nil }
+
+    /// The highest seq sent (or covered) of each group, for `resumed`.
+    public func standing(of selected: [UUID]) -> [(UUID, Int64)] {
+        selected.compactMap { group in groups[group].map { (group, $0.last) } }
+    }
+
+    // MARK: - Live
+
+    /// A live event from the hub (each group's in seq order): the frame to send now, or nil
+    /// when it waits (not live yet, or its group is being replayed) or is dropped (already
+    /// sent, or a group the user is not in).
+    public mutating func live(_ group: UUID, seq: Int64, frame: Frame) -> Frame? {
+        guard let standing = groups[group], seq > standing.last else { return nil }
+        if waiting != nil {
+            waiting!.append((group, seq, frame))
+            return nil
+        }
+        switch standing {
+        case .live:
+            groups[group] = .live(last: seq)
+            return frame
+        case .replaying(let last, let token, var held):
+            held.append((seq, frame))
+            groups[group] = .replaying(last: last, token: token, held: held)
+            return nil
+        }
+    }
+
+    /// Live delivery starts: the waiting events go out, but those of groups being replayed,
+    /// which wait for their replay to finish.
+    public mutating func goLive() -> [Frame] {
+        guard let pending = waiting else { return [] }
+        waiting = nil
+        var out: [Frame] = []
+        for event in pending {
+            if let frame = live(event.group, seq: event.seq, frame: event.frame) { out.append(frame) }
+        }
+        return out
+    }
+
+    // MARK: - Replay
+
+    /// A resume begins: each known group is replayed from its cursor (so events already sent
+    /// may repeat, in order), unknown groups are named back, and live delivery starts for the
+    /// rest. The token identifies this replay's pages.
+    public mutating func beginReplay(_ cursors: [(group: UUID, after: Int64)]) -> (accepted: [(UUID, Int64)], unknown: [UUID], token: Int, frames: [Frame]) {
+        nextToken += 1
+        let token = nextToken
+        var accepted: [(UUID, Int64)] = []
+        var unknown: [UUID] = []
+        for (group, cursor) in cursors {
+            guard let standing = groups[group] else {
+                unknown.append(group)
+                continue
+            }
+            // Live events held by an earlier replay of the group stay held: this replay reads past them.
+            var held: [(seq: Int64, frame: Frame)] = []
+            if case .replaying(_, _, let earlier) = standing { held = earlier }
+            groups[group] = .replaying(last: cursor, token: token, held: held)
+            accepted.append((group, cursor))
+        }
+        return (accepted, unknown, token, goLive())
+    }
+
+    /// Where replay `token` of `group` reads its next page from, or nil when that replay is
+    /// over for the group (the user left it, or another replay took it over).
+    public func replayPosition(_ group: UUID, token: Int) -> Int64? {
+        guard case .replaying(let last, let current, _)? = groups[group], current == token else { return nil }
+        return last
+    }
+
+    /// A page of `group`'s log read for replay `token`, in seq order: the frames to send. With
+    /// `complete` (the log has nothing more), the group goes live again and the live events
+    /// held meanwhile follow, those newer than the page.
+    public mutating func replayed(_ group: UUID, token: Int, page: [(seq: Int64, frame: Frame)], complete: Bool) -> [Frame] {
+        guard case .replaying(var last, let current, let held)? = groups[group], current == token else { return [] }
+        var out: [Frame] = []
+        for event in page where event.seq > last {
+            out.append(event.frame)
+            last = event.seq
+        }
+        guard complete else {
+            groups[group] = .replaying(last: last, token: token, held: held)
+            return out
+        }
+        for event in held where event.seq > last {
+            out.append(event.frame)
+            last = event.seq
+        }
+        groups[group] = .live(last: last)
+        return out
+    }
+
+    /// Replay `token` read `group` and found the user no longer in it: the group ends here, unless
+    /// the hub has meanwhile made it live again (a join after the removal the read saw).
+    public mutating func replayFoundGone(_ group: UUID, token: Int) {
+        guard replayPosition(group, token: token) != nil else { return }
+        removed(group)
+    }
+
+    // MARK: - Membership
+
+    /// The user is no longer in `group` (removed, left, group deleted, or a replay found them
+    /// gone): nothing more of it is sent, live or replayed. True when the group was followed.
+    @discardableResult
+    public mutating func removed(_ group: UUID) -> Bool {
+        waiting?.removeAll { $0.group == group }
+        return groups.removeValue(forKey: group) != nil
+    }
+
+    /// The user joined `group`: its events from `seq` (the `member.joined` event) on are theirs.
+    public mutating func joined(_ group: UUID, at seq: Int64) {
+        guard groups[group] == nil else { return }
+        groups[group] = .live(last: seq - 1)
+    }
+}
