@@ -12,6 +12,12 @@ final class ServeProcess {
     let process: RunningProcess
     let port: UInt16
 
+    static let generousLimits = [
+        "ROOST_REGISTRATIONS_PER_ADDRESS_PER_HOUR", "ROOST_UNKNOWN_TENANT_SIGN_INS_PER_ADDRESS", "ROOST_INVITATIONS_PER_SENDER_PER_DAY",
+        "ROOST_INVITATIONS_PER_RECIPIENT_PER_DAY", "ROOST_INVITATIONS_PER_GROUP_PER_DAY", "ROOST_GROUPS_PER_USER_PER_DAY",
+        "ROOST_ALERTS_PER_USER_PER_HOUR", "ROOST_VERIFICATION_CODES_PER_USER_PER_DAY",
+    ].reduce(into: [String: String]()) { $0[$1] = "1000000" }
+
     /// With `databaseURL` nil, the shared test database and no outbox worker (tests of the outbox
     /// run their own workers there); a worker only on a database of the test's own.
     /// `openFileLimit` starts it under `ulimit -n` of that many descriptors.
@@ -20,6 +26,8 @@ final class ServeProcess {
         var environment = environment
         environment.merge(["PATH": "/usr/bin:/bin", "DATABASE_URL": databaseURL ?? TestDatabase.url!,
                            "ROOST_MIGRATIONS_DIR": TestDatabase.migrationsDirectory.path]) { $1 }
+        // Every test registers its people from loopback: the per-address throttles are for other tests.
+        environment.merge(Self.generousLimits) { current, _ in current }
         let arguments = ["serve", "--listen", "127.0.0.1:0", "--threads", "2"] + (databaseURL == nil ? ["--no-outbox-worker"] : [])
             + (accessLog ? [] : ["--no-access-log"]) + extraArguments
         if let openFileLimit {

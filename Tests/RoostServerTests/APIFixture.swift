@@ -22,7 +22,11 @@ struct APIFixture {
     private let listener: FanoutListener?
 
     /// With `database`, on that database of the test cluster (already migrated) instead of the shared one.
-    init(invitationLifetime: Int = 3600, stream: Bool = false, database: String? = nil) throws {
+    /// A cheap scrypt cost keeps the suite fast; the standard cost is asserted elsewhere.
+    /// `limits` default to `.generous`: the suite registers hundreds of accounts from loopback;
+    /// the throttle tests pass the limits they test.
+    init(invitationLifetime: Int = 3600, stream: Bool = false, database: String? = nil, limits: AbuseLimits = .generous,
+         proxies: TrustedProxies = .none, hasher: PasswordHasher = PasswordHasher(parameters: .init(logN: 10, r: 8, p: 1))) throws {
         let setup = try database.map { try TestDatabase.connect(database: $0) } ?? TestDatabase.migratedConnection()
         let suffix = UUID().uuidString.prefix(8).lowercased()
         tenant = "acct-\(suffix)"
@@ -31,9 +35,9 @@ struct APIFixture {
         _ = try TenantStore().create(slug: closedTenant, name: "Gated Close", registration: .inviteOnly, on: setup)
         let pool = ConnectionPool(configuration: TestDatabase.configuration(database: database), options: .init(maxConnections: 4))
         self.pool = pool
-        // A cheap scrypt cost keeps the suite fast; the standard cost is asserted elsewhere.
-        let routes = AccountRoutes(pool: pool, hasher: PasswordHasher(parameters: .init(logN: 10, r: 8, p: 1)),
-                                   sessionLifetime: 3600, hashingThreads: 2, invitationLifetime: invitationLifetime)
+        let routes = AccountRoutes(pool: pool, hasher: hasher,
+                                   sessionLifetime: 3600, hashingThreads: 2, invitationLifetime: invitationLifetime, limits: limits,
+                                   proxies: proxies)
         let hub = stream ? FanoutHub(pool: pool, send: StreamRoutes.send) : nil
         test = try TestServer(extraRoutes: { builder in
             routes.add(to: &builder)

@@ -22,7 +22,7 @@ struct StreamPropertyTests {
 
         init(pool: ConnectionPool) throws {
             let routes = AccountRoutes(pool: pool, hasher: PasswordHasher(parameters: .init(logN: 10, r: 8, p: 1)), sessionLifetime: 3600,
-                                       hashingThreads: 1)
+                                       hashingThreads: 1, limits: .generous)
             let hub = FanoutHub(pool: pool, send: StreamRoutes.send)
             test = try TestServer(extraRoutes: { builder in
                 routes.add(to: &builder)

@@ -39,11 +39,20 @@ struct TenantRoutesTests {
         #expect(again.status == 409)
         #expect(again.text.contains(#""code":"conflict""#))
 
-        client.send("GET /v1/admin/tenants?limit=200 HTTP/1.1\r\nAuthorization: Bearer \(Self.token)\r\n\r\n")
-        let list = try #require(await client.readResponse())
-        #expect(list.status == 200)
-        #expect(list.text.contains(#""slug":"\#(slug)""#))
-        #expect(list.text.contains(#""next":"#))
+        // The shared test database holds every other test's tenants too: page until ours shows.
+        var after = ""
+        var found = false
+        for _ in 0..<1000 where !found {
+            client.send("GET /v1/admin/tenants?limit=200\(after) HTTP/1.1\r\nAuthorization: Bearer \(Self.token)\r\n\r\n")
+            let list = try #require(await client.readResponse())
+            #expect(list.status == 200)
+            #expect(list.text.contains(#""next":"#))
+            found = list.text.contains(#""slug":"\#(slug)""#)
+            let page = try JSONSerialization.jsonObject(with: Data(list.body)) as? [String: Any]
+            guard let next = page?["next"] as? String else { break }
+            after = "&cursor=\(next)"
+        }
+        #expect(found)
         await test.stop()
     }
 

@@ -17,15 +17,32 @@ public struct LoginFailureStore: Sendable {
         return (try row.decode(Int.self, "n"), max(1, try row.decode(Int.self, "clears")))
     }
 
-    /// Records a failure for each key and drops that key's failures older than the window.
-    public func record(tenant: UUID, keys: [[UInt8]], window: Int, on connection: PostgresConnection) throws {
+    /// Locks `keys` for the transaction (advisory locks, in one order), so concurrent sign-ins of
+    /// one account, identifier or address count and record one after the other. Callers let
+    /// one request a key at a time through per node, so few connections ever wait here.
+    public func lock(tenant: UUID, keys: [[UInt8]], on connection: PostgresConnection) throws {
+        for key in keys.sorted(by: { $0.lexicographicallyPrecedes($1) }) {
+            try connection.query("""
+                SELECT pg_advisory_xact_lock(hashtextextended(\(tenant.uuidString) || encode(\(Data(key)), 'hex'), 2002))
+                """)
+        }
+    }
+
+    /// Records a failure for each key, under `attempt` (so a sign-in that turns out right can
+    /// take its rows back), and drops that key's failures older than the window.
+    public func record(tenant: UUID, keys: [[UInt8]], attempt: UUID? = nil, window: Int, on connection: PostgresConnection) throws {
         for key in keys {
             try connection.query("""
                 DELETE FROM login_failures
                 WHERE tenant_id = \(tenant) AND key_hash = \(Data(key)) AND at <= now() - \(window) * interval '1 second'
                 """)
-            try connection.query("INSERT INTO login_failures (tenant_id, key_hash) VALUES (\(tenant), \(Data(key)))")
+            try connection.query("INSERT INTO login_failures (tenant_id, key_hash, attempt) VALUES (\(tenant), \(Data(key)), \(attempt))")
         }
+    }
+
+    /// Takes back the failures recorded for a sign-in attempt that succeeded.
+    public func forget(attempt: UUID, on connection: PostgresConnection) throws {
+        try connection.query("DELETE FROM login_failures WHERE tenant_id = roost_current_tenant() AND attempt = \(attempt)")
     }
 
     /// Forgets an identifier's failures after a successful login.

@@ -15,10 +15,16 @@ struct AccountRoutes: Sendable {
 
     /// How long an invitation stays valid (7 days by default).
     let invitationLifetime: Int
+    let limits: AbuseLimits
+    let proxies: TrustedProxies
+    /// One request a throttle key at a time on this node (see `KeyedSerializer`).
+    let serializer = KeyedSerializer()
 
     init(pool: ConnectionPool, hasher: PasswordHasher = PasswordHasher(), sessionLifetime: Int, hashingThreads: Int,
-         invitationLifetime: Int = 7 * 86_400) {
+         invitationLifetime: Int = 7 * 86_400, limits: AbuseLimits = AbuseLimits(), proxies: TrustedProxies = .none) {
         self.pool = pool
+        self.limits = limits
+        self.proxies = proxies
         self.invitationLifetime = invitationLifetime
         self.hasher = hasher
         self.gate = HashingGate(width: hashingThreads)
@@ -40,6 +46,24 @@ struct AccountRoutes: Sendable {
             case displayName = "display_name"
             case invitationToken = "invitation_token"
         }
+    }
+
+    /// Who a request comes from, as throttles count it: the client address (behind a trusted
+    /// proxy, the one it names), an IPv6 address by its /64.
+    func throttleAddress(_ context: RequestContext) -> String {
+        TrustedProxies.throttleKey(proxies.client(peer: context.peer, forwardedFor: context.request.headers["X-Forwarded-For"]))
+    }
+
+    /// Counts a hit on each limit, or refuses with 429 and `Retry-After` when one is used up.
+    /// Requests on the same limits go one at a time on this node (`KeyedSerializer`).
+    func throttle(_ limits: [RateLimit], _ message: String) async throws {
+        try await serializer.run(limits.map { Digest.hex($0.key) }) { try await count(limits, message) }
+    }
+
+    /// `throttle` for a caller already serialized on what it counts.
+    private func count(_ limits: [RateLimit], _ message: String) async throws {
+        guard let wait = try await pool.withConnection({ try RateLimitStore().hit(limits, on: $0) }) else { return }
+        throw APIError(.tooManyRequests, code: "rate_limited", message: message, headers: ["Retry-After": String(wait)])
     }
 
     struct LoginBody: Decodable, KnownFields {
@@ -130,6 +154,10 @@ struct AccountRoutes: Sendable {
         guard (1...100).contains(name.count), !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
             throw APIError.invalid("display_name must be 1 to 100 characters, no control characters", "display_name")
         }
+        // Counted first, before the tenant is even looked up: a flood from one address reaches
+        // the database one request at a time and stops at its limit.
+        try await throttle([RateLimit("register:\(throttleAddress(context))", limit: limits.registrationsPerAddressPerHour, window: 3600)],
+                           "too many accounts created from this address; try again later")
         let tenant = try await findTenant(body.tenant)
         // The invitation, when one is given, is checked for shape and tenant before any hashing;
         // it is redeemed in the transaction that creates the account.
@@ -145,7 +173,7 @@ struct AccountRoutes: Sendable {
         }
         let password = body.password
         let hasher = self.hasher
-        let passwordHash = try await gate.run { hasher.hash(password) }
+        let passwordHash = try await gate.run(address: throttleAddress(context)) { hasher.hash(password) }
         let (text, token) = TenantToken.generate(tenant: tenant.id)
         let lifetime = sessionLifetime
         let redeeming = invitationHash
@@ -177,64 +205,85 @@ struct AccountRoutes: Sendable {
     static let invalidInvitation = APIError(.forbidden, code: "forbidden", message: "that invitation is not valid here",
                                             field: "invitation_token")
 
-    /// Login throttling (issue: accounts): failures per identifier and per client address.
+    /// Login throttling: failures per account (whatever identifier names it), per identifier and
+    /// per client address, counted before the password is checked.
     static let throttleWindow = 15 * 60
     static let failuresPerIdentifier = 5
     static let failuresPerAddress = 20
 
+    static let signInRefused = APIError(.unauthorized, code: "unauthenticated", message: "that tenant, identifier and password do not match an account")
+
     private func login(_ context: RequestContext) async throws -> HTTPResponse {
         let body = try context.decodeJSON(LoginBody.self)
-        let refused = APIError(.unauthorized, code: "unauthenticated", message: "that tenant, identifier and password do not match an account")
+        guard body.email == nil || body.phone == nil else {
+            throw APIError.invalid("sign in with an email or a phone number, not both", "phone")
+        }
         let email = body.email.flatMap(EmailAddress.normalize)
         let phone = body.phone.flatMap(PhoneNumber.normalize)
-        let identifierKey = Digest.sha256(Array("id:\(email ?? phone ?? "")".utf8))
-        let addressKey = Digest.sha256(Array("ip:\(context.peer)".utf8))
-        // An unknown tenant is refused like a wrong password; a database failure is still a 503.
-        let tenant: Tenant?
-        do {
-            tenant = try await findTenant(body.tenant)
-        } catch let error as APIError where error.status == .notFound {
-            tenant = nil
-        }
-        var user: User?
-        if let tenant {
-            // Throttled before any password work, whether or not the account exists.
-            let window = Self.throttleWindow
-            let (byIdentifier, byAddress) = try await pool.withConnection { connection in
-                try connection.withTenantTransaction(tenant.id) { connection in
-                    (try LoginFailureStore().recent(key: identifierKey, window: window, on: connection),
-                     try LoginFailureStore().recent(key: addressKey, window: window, on: connection))
-                }
-            }
-            var waits: [Int] = []
-            if byIdentifier.count >= Self.failuresPerIdentifier { waits.append(byIdentifier.clearsIn) }
-            if byAddress.count >= Self.failuresPerAddress { waits.append(byAddress.clearsIn) }
-            if let wait = waits.max() {
-                throw APIError(.tooManyRequests, code: "rate_limited", message: "too many failed sign-ins; try again later",
-                               headers: ["Retry-After": String(wait)])
-            }
-            if email != nil || phone != nil {
-                user = try await pool.withConnection { try $0.withTenantTransaction(tenant.id) { try UserStore().find(email: email, phone: phone, on: $0) } }
-            }
-        }
-        let stored = user?.passwordHash ?? dummyHash
+        let address = throttleAddress(context)
         let password = body.password
         let hasher = self.hasher
-        let matches = try await gate.run { hasher.verify(password, against: stored) }
-        guard matches, let user, let tenant else {
-            if let tenant {
-                let window = Self.throttleWindow
-                try await pool.withConnection { connection in
-                    try connection.withTenantTransaction(tenant.id) {
-                        try LoginFailureStore().record(tenant: tenant.id, keys: [identifierKey, addressKey], window: window, on: $0)
+        // Counted before any password work, atomically (the keys are locked while they are
+        // counted and the attempt recorded as a failure): concurrent guesses cannot race past
+        // the limit. The account key makes every identifier of one account count together. One
+        // request per address and identifier at a time on this node gets this far: a flood from
+        // one address waits in memory, holding no database connection, and stops at its limit.
+        let attempt = UUID()
+        let identifierKey = Digest.sha256(Array("id:\(email ?? phone ?? "")".utf8))
+        let addressKey = Digest.sha256(Array("ip:\(address)".utf8))
+        let window = Self.throttleWindow
+        let found = try await serializer.run(["sign-in-address:\(address)", "sign-in-id:\(body.tenant):\(Digest.hex(identifierKey))"]) {
+            () async throws -> (Tenant, User?)? in
+            // An unknown tenant is refused like a wrong password (after the same hashing work, so
+            // it takes as long), and counted per address; a database failure is still a 503.
+            let tenant: Tenant
+            do {
+                tenant = try await findTenant(body.tenant)
+            } catch let error as APIError where error.status == .notFound {
+                try await count([RateLimit("login-unknown-tenant:\(address)", limit: limits.unknownTenantSignInsPerAddress,
+                                           window: Self.throttleWindow)], "too many failed sign-ins; try again later")
+                return nil
+            }
+            let user = try await pool.withConnection { connection in
+                try connection.withTenantTransaction(tenant.id) { connection -> User? in
+                    let user = email == nil && phone == nil ? nil : try UserStore().find(email: email, phone: phone, on: connection)
+                    let accountKey = user.map { Digest.sha256(Array("acct:\($0.id.uuidString)".utf8)) }
+                    let keys = [identifierKey, addressKey] + (accountKey.map { [$0] } ?? [])
+                    try LoginFailureStore().lock(tenant: tenant.id, keys: keys, on: connection)
+                    var waits: [Int] = []
+                    for (key, limit) in [(identifierKey, Self.failuresPerIdentifier), (addressKey, Self.failuresPerAddress)]
+                        + (accountKey.map { [($0, Self.failuresPerIdentifier)] } ?? []) {
+                        let recent = try LoginFailureStore().recent(key: key, window: window, on: connection)
+                        if recent.count >= limit { waits.append(recent.clearsIn) }
                     }
+                    if let wait = waits.max() {
+                        throw APIError(.tooManyRequests, code: "rate_limited", message: "too many failed sign-ins; try again later",
+                                       headers: ["Retry-After": String(wait)])
+                    }
+                    try LoginFailureStore().record(tenant: tenant.id, keys: keys, attempt: attempt, window: window, on: connection)
+                    return user
                 }
             }
-            throw refused
+            return (tenant, user)
         }
-        try await pool.withConnection { try $0.withTenantTransaction(tenant.id) { try LoginFailureStore().clear(key: identifierKey, on: $0) } }
+        guard let (tenant, user) = found else {
+            let stored = dummyHash
+            _ = try await gate.run(address: address) { hasher.verify(password, against: stored) }
+            throw Self.signInRefused
+        }
+        let stored = user?.passwordHash ?? dummyHash
+        let matches = try await gate.run(address: address) { hasher.verify(password, against: stored) }
+        guard matches, let user else { throw Self.signInRefused }
+        let accountKey = Digest.sha256(Array("acct:\(user.id.uuidString)".utf8))
+        try await pool.withConnection { connection in
+            try connection.withTenantTransaction(tenant.id) { connection in
+                try LoginFailureStore().forget(attempt: attempt, on: connection)
+                try LoginFailureStore().clear(key: identifierKey, on: connection)
+                try LoginFailureStore().clear(key: accountKey, on: connection)
+            }
+        }
         if hasher.needsRehash(stored) {
-            let fresh = try await gate.run { hasher.hash(password) }
+            let fresh = try await gate.run(address: address) { hasher.hash(password) }
             try await pool.withConnection { try $0.withTenantTransaction(tenant.id) { try UserStore().updatePasswordHash(fresh, user: user.id, on: $0) } }
         }
         let (text, token) = TenantToken.generate(tenant: tenant.id)

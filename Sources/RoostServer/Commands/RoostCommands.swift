@@ -25,7 +25,7 @@ public enum RoostCommands {
             log.warning("serving the test-only WebSocket echo at /v1/conformance/echo")
         }
         let jobs = JobMetrics()
-        let router = routes(configuration, pool: pool, hub: hub, hashingThreads: max(1, threads), jobs: jobs) { serverBox.server }
+        let router = try routes(configuration, pool: pool, hub: hub, hashingThreads: max(1, threads), jobs: jobs) { serverBox.server }
         let server = try HTTPServer(
             router: router, limits: configuration.network, addresses: addresses, threads: threads, log: log,
             accessLog: configuration.accessLog)
@@ -63,12 +63,13 @@ public enum RoostCommands {
     static func routes(
         _ configuration: ServerConfiguration, pool: ConnectionPool, hub: FanoutHub, hashingThreads: Int, jobs: JobMetrics = JobMetrics(),
         server: @escaping @Sendable () -> HTTPServer?
-    ) -> Router {
+    ) throws -> Router {
         var builder = Router.Builder()
         OperationsRoutes.add(to: &builder, pool: pool, jobs: jobs, server: server)
         TenantRoutes.add(to: &builder, pool: pool, adminToken: configuration.adminToken)
         let accounts = AccountRoutes(pool: pool, sessionLifetime: configuration.sessionLifetimeSeconds, hashingThreads: hashingThreads,
-                                     invitationLifetime: configuration.invitationLifetimeSeconds)
+                                     invitationLifetime: configuration.invitationLifetimeSeconds, limits: configuration.abuse,
+                                     proxies: try TrustedProxies(parsing: configuration.trustedProxies))
         accounts.add(to: &builder)
         CheckinRoutes(accounts: accounts, minimumSeconds: configuration.checkinMinSeconds).add(to: &builder)
         StreamRoutes.add(to: &builder, accounts: accounts, hub: hub, queueLimit: configuration.network.maxOutboundQueueBytes)

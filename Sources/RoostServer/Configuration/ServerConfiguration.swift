@@ -22,6 +22,9 @@ public struct ServerConfiguration: Sendable {
     /// Event-loop threads; 0 means one per core.
     public var threads = 0
     public var network = NetworkLimits()
+    public var abuse = AbuseLimits()
+    /// Proxies whose X-Forwarded-For is believed (CIDR list); none by default.
+    public var trustedProxies = ""
     public var accessLog = true
     /// Whether this node runs an outbox worker (any number of nodes may).
     public var outboxWorker = true

@@ -66,6 +66,30 @@ struct ServerSetting: Sendable {
                 "no pong this long after a ping: close 1001") { $0.network.pongTimeoutMilliseconds = $1 },
         integer("--ws-max-queue-bytes", "ROOST_WS_MAX_QUEUE_BYTES", 4096...1_073_741_824, 1_048_576,
                 "bytes queued for one WebSocket client before it is closed with 1013") { $0.network.maxOutboundQueueBytes = $1 },
+        ServerSetting(flag: "--trusted-proxies", environment: "ROOST_TRUSTED_PROXIES", placeholder: "CIDR,...", defaultDescription: "none",
+                      help: "proxies whose X-Forwarded-For names the client (throttles count per client address; IPv6 per /64)",
+                      isSwitch: false) { configuration, value, _ in
+            _ = try TrustedProxies(parsing: value)
+            configuration.trustedProxies = value
+        },
+        integer("--registrations-per-address-per-hour", "ROOST_REGISTRATIONS_PER_ADDRESS_PER_HOUR", 1...1_000_000, 20,
+                "accounts created from one client address in an hour; beyond, 429") { $0.abuse.registrationsPerAddressPerHour = $1 },
+        integer("--unknown-tenant-sign-ins-per-address", "ROOST_UNKNOWN_TENANT_SIGN_INS_PER_ADDRESS", 1...1_000_000, 20,
+                "sign-ins naming a tenant that does not exist, from one address in 15 minutes; beyond, 429") {
+            $0.abuse.unknownTenantSignInsPerAddress = $1
+        },
+        integer("--invitations-per-sender-per-day", "ROOST_INVITATIONS_PER_SENDER_PER_DAY", 1...1_000_000, 50,
+                "invitations one member sends in a day; beyond, 429") { $0.abuse.invitationsPerSenderPerDay = $1 },
+        integer("--invitations-per-recipient-per-day", "ROOST_INVITATIONS_PER_RECIPIENT_PER_DAY", 1...1_000_000, 3,
+                "invitations one email address or phone number receives in a day; beyond, 429") { $0.abuse.invitationsPerRecipientPerDay = $1 },
+        integer("--invitations-per-group-per-day", "ROOST_INVITATIONS_PER_GROUP_PER_DAY", 1...1_000_000, 200,
+                "invitations sent from one group in a day; beyond, 429") { $0.abuse.invitationsPerGroupPerDay = $1 },
+        integer("--groups-per-user-per-day", "ROOST_GROUPS_PER_USER_PER_DAY", 1...1_000_000, 10,
+                "groups one user creates in a day; beyond, 429") { $0.abuse.groupsPerUserPerDay = $1 },
+        integer("--alerts-per-user-per-hour", "ROOST_ALERTS_PER_USER_PER_HOUR", 1...1_000_000, 10,
+                "amber and red alerts one member raises in an hour; beyond, 429") { $0.abuse.alertsPerUserPerHour = $1 },
+        integer("--verification-codes-per-user-per-day", "ROOST_VERIFICATION_CODES_PER_USER_PER_DAY", 1...1_000_000, 5,
+                "verification codes sent to one user in a day (a resend counts); beyond, 429") { $0.abuse.verificationCodesPerUserPerDay = $1 },
         flag("--conformance-echo", "ROOST_CONFORMANCE_ECHO",
              "serve the test-only WebSocket echo at /v1/conformance/echo (never in production)") { $0.conformanceEcho = $1 },
         flag("--no-outbox-worker", "ROOST_NO_OUTBOX_WORKER",

@@ -55,7 +55,11 @@ struct JobRunner: Sendable {
             throw error  // the database is away, not this job at fault: the round fails and retries
         } catch {
             let (base, cap) = (baseBackoffSeconds, maxBackoffSeconds)
-            let attempts = try JobStore().recordFailure(kind, id: id, error: "\(error)", maxAttempts: maxAttempts,
+            // The job tables have no row security, so what they keep of an error leaves out a
+            // database error's detail (it may quote a row's values).
+            let recorded = (error as? DatabaseError).map { "\($0.message) [\($0.code)]" + ($0.constraint.map { " constraint: \($0)" } ?? "") }
+                ?? "\(error)"
+            let attempts = try JobStore().recordFailure(kind, id: id, error: recorded, maxAttempts: maxAttempts,
                                                         backoff: { min(cap, base * pow(2, Double($0 - 1))) }, on: connection)
             metrics.recordFailure(kind, parked: attempts.parked)
             let fields = ["kind": kind.name, "job_id": id.uuidString.lowercased(), "attempt": String(attempts.attempts), "error": "\(error)"]

@@ -1,0 +1,36 @@
+/// Limits on what one person or address can make Roost do (issue: hostile users; docs/SECURITY.md
+/// lists each with its setting). Everything that reaches a person outside the app is among them.
+public struct AbuseLimits: Sendable {
+    /// Accounts created from one client address (an IPv6 /64) in an hour.
+    public var registrationsPerAddressPerHour = 20
+    /// Sign-ins naming a tenant that does not exist, from one address in 15 minutes.
+    public var unknownTenantSignInsPerAddress = 20
+    /// Invitations one member sends in a day, across their groups.
+    public var invitationsPerSenderPerDay = 50
+    /// Invitations one email address or phone number receives in a day, from anyone in the tenant.
+    public var invitationsPerRecipientPerDay = 3
+    /// Invitations sent from one group in a day.
+    public var invitationsPerGroupPerDay = 200
+    /// Groups one user creates in a day.
+    public var groupsPerUserPerDay = 10
+    /// Amber and red alerts one member raises in an hour (bridges have their own token bucket).
+    public var alertsPerUserPerHour = 10
+    /// Verification codes sent to one user in a day.
+    public var verificationCodesPerUserPerDay = 5
+
+    public init() {}
+
+    /// No practical limit: for test fixtures that register hundreds of accounts from loopback.
+    public static var generous: AbuseLimits {
+        var limits = AbuseLimits()
+        limits.registrationsPerAddressPerHour = 1_000_000
+        limits.unknownTenantSignInsPerAddress = 1_000_000
+        limits.invitationsPerSenderPerDay = 1_000_000
+        limits.invitationsPerRecipientPerDay = 1_000_000
+        limits.invitationsPerGroupPerDay = 1_000_000
+        limits.groupsPerUserPerDay = 1_000_000
+        limits.alertsPerUserPerHour = 1_000_000
+        limits.verificationCodesPerUserPerDay = 1_000_000
+        return limits
+    }
+}
