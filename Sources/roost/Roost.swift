@@ -11,7 +11,7 @@ struct Roost {
           serve                      run the server (roost serve --help lists every option)
           migrate                    apply database migrations and exit
           tenant create SLUG --name NAME [--registration open|invite_only]
-          tenant update SLUG [--name NAME] [--registration open|invite_only]
+          tenant update SLUG [--name NAME] [--registration open|invite_only] [--sms-prefixes +45,+46|all]
           tenant list
           outbox list --failed       deliveries that ran out of attempts (id, tenant, channel, template, attempts, last error)
           outbox retry ID            queue a failed delivery again with a fresh set of attempts
@@ -27,12 +27,13 @@ struct Roost {
 
     static let tenantUsage = """
         Usage: roost tenant create SLUG --name NAME [--registration open|invite_only]
-               roost tenant update SLUG [--name NAME] [--registration open|invite_only]
+               roost tenant update SLUG [--name NAME] [--registration open|invite_only] [--sms-prefixes +45,+46|all]
                roost tenant list
 
         Options:
           --name NAME                        the tenant's name, 1 to 200 characters (required by create)
           --registration open|invite_only    who may register: anyone, or only invited people (default: open)
+          --sms-prefixes +45,+46|all         the countries (E.164 prefixes) invitations and codes go to by SMS (default: all)
         """ + databaseNote
 
     static let outboxUsage = """
@@ -115,8 +116,11 @@ struct Roost {
             arguments.removeFirst()
             let name = try take("--name", from: &arguments)
             let registration = try take("--registration", from: &arguments)
-            let tenant = try await RoostCommands.updateTenant(load(arguments), slug: slug, name: name, registration: registration)
-            print("updated tenant \(tenant.slug): name \(tenant.name), registration \(tenant.registration.rawValue)")
+            let prefixes = try take("--sms-prefixes", from: &arguments)
+            let tenant = try await RoostCommands.updateTenant(load(arguments), slug: slug, name: name, registration: registration,
+                                                              smsPrefixes: prefixes)
+            print("updated tenant \(tenant.slug): name \(tenant.name), registration \(tenant.registration.rawValue)"
+                  + (prefixes.map { ", SMS to \($0)" } ?? ""))
         case "list":
             for tenant in try await RoostCommands.listTenants(load(arguments)) {
                 print("\(tenant.slug)\t\(tenant.id.uuidString.lowercased())\t\(tenant.registration.rawValue)\t\(tenant.name)")

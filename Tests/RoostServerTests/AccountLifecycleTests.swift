@@ -79,7 +79,10 @@ struct AccountLifecycleTests {
         let second = try #require(try await api.call("POST", "/v1/auth/login",
                                                      ["tenant": api.tenant, "email": "cleo@example.org", "password": "a long enough password"]).1["token"] as? String)
 
-        #expect(try await api.call("DELETE", "/v1/me", token: owner.token).0 == 204)
+        // The password must come with the request: a stolen session alone cannot erase the account.
+        #expect(try await api.call("DELETE", "/v1/me", token: owner.token).0 == 400)
+        #expect(try await api.call("DELETE", "/v1/me", ["password": "not the password"], token: owner.token).0 == 400)
+        #expect(try await api.call("DELETE", "/v1/me", ["password": "a long enough password"], token: owner.token).0 == 204)
 
         // Every session ends at once, and nobody can sign in as the account again.
         #expect(try await api.call("GET", "/v1/me", token: owner.token).0 == 401)

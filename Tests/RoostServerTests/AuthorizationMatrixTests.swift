@@ -98,7 +98,11 @@ struct AuthorizationMatrixTests {
     ] }
 
     /// Endpoints that end the caller's session or account: run last, each caller on a fresh session.
-    static let sessionEnders: [(String, String, Int)] = [("POST", "/v1/auth/logout", 204), ("DELETE", "/v1/me", 204)]
+    /// (The body is a password: `DELETE /v1/me` needs one.)
+    static let sessionEnders: [(String, String, String?, Int)] = [
+        ("POST", "/v1/auth/logout", nil, 204), ("POST", "/v1/auth/logout-all", nil, 204),
+        ("DELETE", "/v1/me", "a long enough password", 204),
+    ]
 
     @Test func everyCallerGetsThePrescribedStatus() async throws {
         let api = try APIFixture()
@@ -164,7 +168,8 @@ struct AuthorizationMatrixTests {
                 }
             }
         }
-        for (method, path, expected) in Self.sessionEnders {
+        for (method, path, password, expected) in Self.sessionEnders {
+            let body: [String: Any]? = password.map { ["password": $0] }
             for caller in Caller.allCases {
                 var token = tokens[caller]!
                 if [.owner, .admin, .member, .sameTenantOutsider, .otherTenant].contains(caller) {
@@ -173,7 +178,7 @@ struct AuthorizationMatrixTests {
                     ])
                     token = try #require(session["token"] as? String)
                 }
-                let status = try await api.call(method, path, token: token).0
+                let status = try await api.call(method, path, body, token: token).0
                 #expect(status == (token == nil || caller == .badToken ? 401 : expected), "\(method) \(path) as \(caller)")
                 if status == expected { #expect(try await api.call("GET", "/v1/me", token: token).0 == 401) }
             }

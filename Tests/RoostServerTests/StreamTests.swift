@@ -286,7 +286,7 @@ struct StreamTests {
 
         let hal = try await api.person(email: "hal@example.org")
         let (second, _) = try await stream(api, hal)
-        #expect(try await api.call("DELETE", "/v1/me", token: hal.token).0 == 204)
+        #expect(try await api.call("DELETE", "/v1/me", ["password": "a long enough password"], token: hal.token).0 == 204)
         #expect(await second.receiveClose() == .some(.policyViolation))
         await api.stop()
     }

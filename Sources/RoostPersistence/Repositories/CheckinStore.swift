@@ -19,6 +19,9 @@ public struct Checkin: Sendable, Equatable {
 public struct CheckinStore: Sendable {
     public init() {}
 
+    /// The text of a missed check-in's alert when the member left no note.
+    public static func missedText(name: String) -> String { "\(name) did not check in on time" }
+
     static let columns = "id, group_id, user_id, status, note, location::text AS location, due_at, created_at, alert_seq"
 
     public func activeCount(user: UUID, on connection: PostgresConnection) throws -> Int {

@@ -17,15 +17,20 @@ public struct ContactVerification: Sendable, Equatable {
 public struct ContactVerificationStore: Sendable {
     public init() {}
 
-    /// Stores a new code (replacing any earlier one, with its attempts) valid for `lifetime` seconds.
+    /// Stores a new code valid for `lifetime` seconds, replacing any earlier one. A resend while
+    /// the earlier code is still live keeps its wrong attempts and its expiry: asking for a new
+    /// code never buys more guesses.
     public func replace(tenant: UUID, user: UUID, channel: String, address: String, codeHash: [UInt8], lifetime: Int,
                         on connection: PostgresConnection) throws {
         try connection.query("""
             INSERT INTO contact_verifications (tenant_id, user_id, channel, address, code_hash, expires_at)
             VALUES (\(tenant), \(user), \(channel), \(address), \(Data(codeHash)), now() + \(lifetime) * interval '1 second')
             ON CONFLICT (tenant_id, user_id, channel) DO UPDATE
-            SET address = excluded.address, code_hash = excluded.code_hash, attempts = 0,
-                created_at = now(), expires_at = excluded.expires_at
+            SET address = excluded.address, code_hash = excluded.code_hash,
+                attempts = CASE WHEN contact_verifications.expires_at > now() THEN contact_verifications.attempts ELSE 0 END,
+                created_at = now(),
+                expires_at = CASE WHEN contact_verifications.expires_at > now() THEN contact_verifications.expires_at
+                                  ELSE excluded.expires_at END
             """)
     }
 

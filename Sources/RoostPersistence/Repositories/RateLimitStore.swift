@@ -21,37 +21,45 @@ public struct RateLimit: Sendable {
 public struct RateLimitStore: Sendable {
     public init() {}
 
+    /// A limit was used up: seconds until its window ends.
+    public struct UsedUp: Error, Sendable {
+        public let retryAfter: Int
+    }
+
     /// Counts a hit on every limit, or on none when any is used up: nil when counted, else the
     /// seconds until the fullest one's window ends. Runs its own transaction.
     public func hit(_ limits: [RateLimit], on connection: PostgresConnection) throws -> Int? {
-        struct UsedUp: Error { let retryAfter: Int }
-        // One order for every caller, so two requests sharing keys cannot deadlock.
-        let ordered = limits.sorted { $0.key.lexicographicallyPrecedes($1.key) }
         do {
-            try connection.withTransaction { connection in
-                for limit in ordered {
-                    let counted = try connection.query("""
-                        WITH slot AS (
-                            SELECT to_timestamp(floor(extract(epoch FROM now()) / \(limit.window)) * \(limit.window)) AS start),
-                        stale AS (
-                            DELETE FROM rate_limit_counters WHERE key_hash = \(Data(limit.key)) AND window_start < (SELECT start FROM slot))
-                        INSERT INTO rate_limit_counters (key_hash, window_start, hits)
-                        SELECT \(Data(limit.key)), start, 1 FROM slot WHERE \(limit.limit) > 0
-                        ON CONFLICT (key_hash, window_start) DO UPDATE SET hits = rate_limit_counters.hits + 1
-                            WHERE rate_limit_counters.hits < \(limit.limit)
-                        RETURNING hits
-                        """).first != nil
-                    if !counted {
-                        let wait = try connection.query("""
-                            SELECT ceil(\(limit.window) - mod(extract(epoch FROM now())::numeric, \(limit.window)))::bigint AS wait
-                            """).rows[0].decode(Int.self, "wait")
-                        throw UsedUp(retryAfter: max(1, wait))  // rolls back the hits counted so far
-                    }
-                }
-            }
+            try connection.withTransaction { try count(limits, on: $0) }
             return nil
         } catch let used as UsedUp {
             return used.retryAfter
+        }
+    }
+
+    /// Counts a hit on every limit inside the caller's transaction, or throws `UsedUp` (the
+    /// caller's transaction then rolls back, and with it the hits counted so far).
+    public func count(_ limits: [RateLimit], on connection: PostgresConnection) throws {
+        // One order for every caller, so two requests sharing keys cannot deadlock.
+        let ordered = limits.sorted { $0.key.lexicographicallyPrecedes($1.key) }
+        for limit in ordered {
+            let counted = try connection.query("""
+                WITH slot AS (
+                    SELECT to_timestamp(floor(extract(epoch FROM now()) / \(limit.window)) * \(limit.window)) AS start),
+                stale AS (
+                    DELETE FROM rate_limit_counters WHERE key_hash = \(Data(limit.key)) AND window_start < (SELECT start FROM slot))
+                INSERT INTO rate_limit_counters (key_hash, window_start, hits)
+                SELECT \(Data(limit.key)), start, 1 FROM slot WHERE \(limit.limit) > 0
+                ON CONFLICT (key_hash, window_start) DO UPDATE SET hits = rate_limit_counters.hits + 1
+                    WHERE rate_limit_counters.hits < \(limit.limit)
+                RETURNING hits
+                """).first != nil
+            if !counted {
+                let wait = try connection.query("""
+                    SELECT ceil(\(limit.window) - mod(extract(epoch FROM now())::numeric, \(limit.window)))::bigint AS wait
+                    """).rows[0].decode(Int.self, "wait")
+                throw UsedUp(retryAfter: max(1, wait))
+            }
         }
     }
 }

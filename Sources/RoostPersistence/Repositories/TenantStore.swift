@@ -19,6 +19,16 @@ public struct Tenant: Sendable, Equatable, Codable {
 public struct TenantStore: Sendable {
     public init() {}
 
+    /// The E.164 prefixes the tenant sends SMS to, or nil for everywhere.
+    public func smsPrefixes(_ tenant: UUID, on connection: PostgresConnection) throws -> [String]? {
+        try connection.query("SELECT sms_prefixes FROM tenants WHERE id = \(tenant)").first?.decode([String]?.self, "sms_prefixes")
+    }
+
+    /// Sets the prefixes (nil: everywhere); false when no tenant has that slug.
+    public func setSMSPrefixes(slug: String, _ prefixes: [String]?, on connection: PostgresConnection) throws -> Bool {
+        try connection.query("UPDATE tenants SET sms_prefixes = \(prefixes) WHERE slug = \(slug)").affectedRows == 1
+    }
+
     /// Creates a tenant; a taken slug surfaces as `DatabaseError.Code.uniqueViolation`.
     public func create(slug: String, name: String, registration: Tenant.Registration, on connection: PostgresConnection) throws -> Tenant {
         let row = try connection.query("""

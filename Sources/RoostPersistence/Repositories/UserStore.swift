@@ -63,12 +63,50 @@ public struct UserStore: Sendable {
     }
 
     /// Erases an account's personal data (API.md `DELETE /v1/me`): identifiers, name, home,
-    /// password, sessions, devices and pending codes. The row stays, as "deleted user", so
-    /// messages keep an author. Memberships are the caller's to end first (with their events).
+    /// password, sessions, devices and pending codes; every delivery addressed to the person
+    /// (pending ones are never sent); and their name wherever it was written down at the time
+    /// (message events, a missed check-in's alert text, alert pushes, invitations they sent).
+    /// The row stays, as "deleted user", so messages keep an author. Memberships are the
+    /// caller's to end first (with their events).
     public func erase(user: UUID, on connection: PostgresConnection) throws {
+        let deleted = Self.deletedName
+        try connection.query("""
+            WITH gone AS (
+                DELETE FROM outbox o USING users u
+                WHERE u.id = \(user) AND (o.recipient = u.email OR o.recipient = u.phone
+                                          OR o.recipient IN (SELECT token FROM devices WHERE user_id = \(user)))
+                RETURNING o.id)
+            DELETE FROM outbox_jobs WHERE outbox_id IN (SELECT id FROM gone)
+            """)
+        try connection.query("""
+            UPDATE messages m SET text = \(CheckinStore.missedText(name: deleted)) FROM users u
+            WHERE u.id = \(user) AND m.author_type = 'user' AND m.author_id = \(user) AND m.template = 'missed_checkin'
+              AND m.text = u.display_name || \(CheckinStore.missedText(name: ""))
+            """)
+        try connection.query("""
+            UPDATE group_events e
+            SET data = jsonb_set(CASE WHEN e.data->>'template' = 'missed_checkin' AND e.data->>'text' = u.display_name || \(CheckinStore.missedText(name: ""))
+                                      THEN jsonb_set(e.data, '{text}', to_jsonb(\(CheckinStore.missedText(name: deleted))::text)) ELSE e.data END,
+                                 '{author,display_name}', to_jsonb(\(deleted)::text))
+            FROM users u
+            WHERE u.id = \(user) AND e.event = 'message.created' AND e.actor_type = 'user' AND e.actor_id = \(user)
+            """)
+        try connection.query("""
+            UPDATE outbox o
+            SET data = jsonb_set(CASE WHEN o.data->'alert'->>'text' = u.display_name || \(CheckinStore.missedText(name: ""))
+                                      THEN jsonb_set(o.data, '{alert,text}', to_jsonb(\(CheckinStore.missedText(name: deleted))::text))
+                                      ELSE o.data END,
+                                 '{alert,author,display_name}', to_jsonb(\(deleted)::text))
+            FROM users u
+            WHERE u.id = \(user) AND o.data->'alert'->'author'->>'id' = \(user.uuidString.lowercased())
+            """)
+        try connection.query("""
+            UPDATE outbox SET data = jsonb_set(data, '{inviter}', to_jsonb(\(deleted)::text))
+            WHERE data->>'inviter_id' = \(user.uuidString.lowercased())
+            """)
         try connection.query("""
             UPDATE users SET email = NULL, phone = NULL, email_verified = false, phone_verified = false,
-                             password_hash = NULL, display_name = \(Self.deletedName), home = NULL, deleted_at = now()
+                             password_hash = NULL, display_name = \(deleted), home = NULL, deleted_at = now()
             WHERE id = \(user)
             """)
         if let tenant = try connection.query("DELETE FROM sessions WHERE user_id = \(user) RETURNING tenant_id").first?.decode(UUID.self, "tenant_id") {
@@ -91,8 +129,9 @@ public struct UserStore: Sendable {
             """).rows[0].decode(Date.self, "expires_at")
     }
 
-    /// The user of a live session, sliding its expiry forward (written at most once a minute).
-    public func sessionUser(tokenHash: [UInt8], lifetime: Int, on connection: PostgresConnection) throws -> User? {
+    /// The user of a live session, sliding its expiry forward (written at most once a minute),
+    /// never past `maxAge` seconds after sign-in.
+    public func sessionUser(tokenHash: [UInt8], lifetime: Int, maxAge: Int, on connection: PostgresConnection) throws -> User? {
         let hash = Data(tokenHash)
         guard let row = try connection.query("""
             SELECT u.id, u.tenant_id, u.email, u.phone, u.email_verified, u.phone_verified, u.display_name,
@@ -102,7 +141,8 @@ public struct UserStore: Sendable {
             """).first else { return nil }
         if try row.decode(Bool.self, "stale") {
             try connection.query("""
-                UPDATE sessions SET last_used_at = now(), expires_at = now() + \(lifetime) * interval '1 second'
+                UPDATE sessions SET last_used_at = now(),
+                                    expires_at = least(now() + \(lifetime) * interval '1 second', created_at + \(maxAge) * interval '1 second')
                 WHERE token_hash = \(hash)
                 """)
         }
@@ -112,7 +152,7 @@ public struct UserStore: Sendable {
     /// The user of a live session with their role in `group`, the membership row locked
     /// FOR UPDATE, in one statement (the common case of every group request); nil when the
     /// session is not live or the user is not a member (`sessionUser` then tells which).
-    public func sessionMember(tokenHash: [UInt8], group: UUID, lifetime: Int, on connection: PostgresConnection) throws -> (User, String)? {
+    public func sessionMember(tokenHash: [UInt8], group: UUID, lifetime: Int, maxAge: Int, on connection: PostgresConnection) throws -> (User, String)? {
         let hash = Data(tokenHash)
         guard let row = try connection.query("""
             SELECT u.id, u.tenant_id, u.email, u.phone, u.email_verified, u.phone_verified, u.display_name,
@@ -125,7 +165,8 @@ public struct UserStore: Sendable {
             """).first else { return nil }
         if try row.decode(Bool.self, "stale") {
             try connection.query("""
-                UPDATE sessions SET last_used_at = now(), expires_at = now() + \(lifetime) * interval '1 second'
+                UPDATE sessions SET last_used_at = now(),
+                                    expires_at = least(now() + \(lifetime) * interval '1 second', created_at + \(maxAge) * interval '1 second')
                 WHERE token_hash = \(hash)
                 """)
         }
@@ -136,8 +177,38 @@ public struct UserStore: Sendable {
     /// primary key (the hash is decoded for the comparison, never the column encoded, which
     /// would scan every session of the tenant).
     public func sessionIsActive(tokenHashHex hex: String, on connection: PostgresConnection) throws -> Bool {
-        guard hex.utf8.count == 64, hex.utf8.allSatisfy({ (48...57).contains($0) || (97...102).contains($0) }) else { return false }
-        return try connection.query("SELECT 1 FROM sessions WHERE token_hash = decode(\(hex), 'hex') AND expires_at > now()").first != nil
+        try sessionExpiry(tokenHashHex: hex, on: connection) != nil
+    }
+
+    /// When the live session whose token hash is `hex` expires as things stand (a later use may
+    /// move it forward), or nil when it has ended.
+    public func sessionExpiry(tokenHashHex hex: String, on connection: PostgresConnection) throws -> Date? {
+        guard hex.utf8.count == 64, hex.utf8.allSatisfy({ (48...57).contains($0) || (97...102).contains($0) }) else { return nil }
+        return try connection.query("SELECT expires_at FROM sessions WHERE token_hash = decode(\(hex), 'hex') AND expires_at > now()")
+            .first?.decode(Date.self, "expires_at")
+    }
+
+    /// Deletes the transaction's tenant's sessions that have expired (at most `limit`) and tells
+    /// every node, so streams signed in with them close with 1008; how many ended.
+    @discardableResult
+    public func endExpiredSessions(tenant: UUID, limit: Int, on connection: PostgresConnection) throws -> Int {
+        let ended = try connection.query("""
+            DELETE FROM sessions WHERE token_hash IN (
+                SELECT token_hash FROM sessions WHERE expires_at <= now() LIMIT \(limit) FOR UPDATE SKIP LOCKED)
+            RETURNING token_hash
+            """).rows.map { try $0.decode(Data.self, "token_hash") }
+        for hash in ended {
+            try GroupEventLog.notify("s/\(tenant.uuidString.lowercased())/\(Self.hex(Array(hash)))", on: connection)
+        }
+        return ended.count
+    }
+
+    /// Ends every session of `user` and tells every node (their streams close with 1008); how many ended.
+    @discardableResult
+    public func deleteSessions(of user: UUID, tenant: UUID, on connection: PostgresConnection) throws -> Int {
+        let ended = try connection.query("DELETE FROM sessions WHERE user_id = \(user)").affectedRows
+        try GroupEventLog.notify("u/\(tenant.uuidString.lowercased())/\(user.uuidString.lowercased())", on: connection)
+        return ended
     }
 
     /// Ends one session, and tells every node (its streams close with 1008); true if it existed.

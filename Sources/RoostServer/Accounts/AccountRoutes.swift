@@ -9,6 +9,8 @@ struct AccountRoutes: Sendable {
     let hasher: PasswordHasher
     let gate: HashingGate
     let sessionLifetime: Int
+    /// However often it is used, a session ends this long after sign-in (`ROOST_SESSION_MAX_AGE_S`).
+    let sessionMaxAge: Int
     /// A hash to verify against when the account does not exist, so a failed login costs the
     /// same time either way and does not reveal which accounts exist.
     let dummyHash: String
@@ -20,8 +22,9 @@ struct AccountRoutes: Sendable {
     /// One request a throttle key at a time on this node (see `KeyedSerializer`).
     let serializer = KeyedSerializer()
 
-    init(pool: ConnectionPool, hasher: PasswordHasher = PasswordHasher(), sessionLifetime: Int, hashingThreads: Int,
-         invitationLifetime: Int = 7 * 86_400, limits: AbuseLimits = AbuseLimits(), proxies: TrustedProxies = .none) {
+    init(pool: ConnectionPool, hasher: PasswordHasher = PasswordHasher(), sessionLifetime: Int, sessionMaxAge: Int = 7_776_000,
+         hashingThreads: Int, invitationLifetime: Int = 7 * 86_400, limits: AbuseLimits = AbuseLimits(), proxies: TrustedProxies = .none) {
+        self.sessionMaxAge = sessionMaxAge
         self.pool = pool
         self.limits = limits
         self.proxies = proxies
@@ -133,6 +136,11 @@ struct AccountRoutes: Sendable {
             try await pool.withConnection { try $0.withTenantTransaction(token.tenant) { try UserStore().deleteSession(tokenHash: token.hash, on: $0) } }
             return HTTPResponse(status: .noContent)
         }
+        builder.add(.post, "/v1/auth/logout-all") { context in
+            let user = try await authenticate(context)
+            try await pool.withConnection { try $0.withTenantTransaction(user.tenantID) { try UserStore().deleteSessions(of: user.id, tenant: user.tenantID, on: $0) } }
+            return HTTPResponse(status: .noContent)
+        }
         ProfileRoutes(accounts: self).add(to: &builder)
         ContactRoutes(accounts: self).add(to: &builder)
         GroupRoutes(accounts: self).add(to: &builder)
@@ -175,7 +183,7 @@ struct AccountRoutes: Sendable {
         let hasher = self.hasher
         let passwordHash = try await gate.run(address: throttleAddress(context)) { hasher.hash(password) }
         let (text, token) = TenantToken.generate(tenant: tenant.id)
-        let lifetime = sessionLifetime
+        let lifetime = min(sessionLifetime, sessionMaxAge)
         let redeeming = invitationHash
         do {
             let (user, expires) = try await pool.withConnection { connection in
@@ -287,7 +295,7 @@ struct AccountRoutes: Sendable {
             try await pool.withConnection { try $0.withTenantTransaction(tenant.id) { try UserStore().updatePasswordHash(fresh, user: user.id, on: $0) } }
         }
         let (text, token) = TenantToken.generate(tenant: tenant.id)
-        let lifetime = sessionLifetime
+        let lifetime = min(sessionLifetime, sessionMaxAge)
         let expires = try await pool.withConnection { connection in
             try connection.withTenantTransaction(tenant.id) {
                 try UserStore().createSession(tenant: tenant.id, tokenHash: token.hash, user: user.id, lifetime: lifetime, on: $0)
@@ -315,9 +323,11 @@ struct AccountRoutes: Sendable {
     }
 
     func authenticate(_ token: TenantToken) async throws -> User {
-        let lifetime = sessionLifetime
+        let (lifetime, maxAge) = (sessionLifetime, sessionMaxAge)
         guard let user = try await pool.withConnection({ connection in
-            try connection.withTenantTransaction(token.tenant) { try UserStore().sessionUser(tokenHash: token.hash, lifetime: lifetime, on: $0) }
+            try connection.withTenantTransaction(token.tenant) {
+                try UserStore().sessionUser(tokenHash: token.hash, lifetime: lifetime, maxAge: maxAge, on: $0)
+            }
         }) else { throw Self.sessionEnded }
         return user
     }

@@ -39,6 +39,7 @@ struct ContactRoutes: Sendable {
             let address = try Self.address(of: user, channel: body.channel)
             let code = Self.generateCode()
             let hash = Self.hash(code, user: user.id, channel: body.channel, address: address)
+            let limit = accounts.limits.verificationCodesPerUserPerDay
             let wait = try await pool.withConnection { connection in
                 try connection.withTenantTransaction(user.tenantID) { connection -> Int? in
                     let store = ContactVerificationStore()
@@ -46,6 +47,11 @@ struct ContactRoutes: Sendable {
                        !pending.expired, pending.age < Self.resendInterval {
                         return Self.resendInterval - pending.age
                     }
+                    if body.channel == "phone" {
+                        try Throttle.requireSMSAllowed(address, tenant: user.tenantID, field: "channel", on: connection)
+                    }
+                    try Throttle.count([RateLimit("verify-send:\(user.tenantID.uuidString):\(user.id.uuidString)", limit: limit, window: Throttle.day)],
+                                       "too many codes sent today; try again tomorrow", on: connection)
                     try store.replace(tenant: user.tenantID, user: user.id, channel: body.channel, address: address,
                                       codeHash: hash, lifetime: Self.codeLifetime, on: connection)
                     try OutboxStore().enqueue(

@@ -58,6 +58,11 @@ struct ProfileRoutes: Sendable {
         enum CodingKeys: String, CodingKey { case home }
     }
 
+    struct PasswordBody: Decodable, KnownFields {
+        let password: String
+        static let fieldNames: Set<String> = ["password"]
+    }
+
     func add(to builder: inout Router.Builder) {
         let pool = accounts.pool
         builder.add(.get, "/v1/me") { context in
@@ -85,8 +90,14 @@ struct ProfileRoutes: Sendable {
             guard let fresh = updated.0 else { throw APIError(.unauthorized, code: "unauthenticated", message: "the account is gone") }
             return try APIJSON.response(.ok, MeView(user: AccountRoutes.UserView(fresh), home: updated.1))
         }
-        builder.add(.delete, "/v1/me") { context in
+        builder.add(.delete, "/v1/me", bodyLimit: 4 * 1024) { context in
             let user = try await accounts.authenticate(context)
+            // A stolen session alone cannot erase the account: the password must come with it.
+            let body = try context.decodeJSON(PasswordBody.self)
+            let (hasher, stored, password) = (accounts.hasher, user.passwordHash ?? accounts.dummyHash, body.password)
+            guard try await accounts.gate.run(address: accounts.throttleAddress(context), { hasher.verify(password, against: stored) }) else {
+                throw APIError.invalid("that is not the account's password", "password")
+            }
             try await pool.withConnection { connection in
                 try connection.withTenantTransaction(user.tenantID) { try AccountDeletion.run(user, on: $0) }
             }

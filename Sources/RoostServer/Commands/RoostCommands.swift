@@ -67,7 +67,8 @@ public enum RoostCommands {
         var builder = Router.Builder()
         OperationsRoutes.add(to: &builder, pool: pool, jobs: jobs, server: server)
         TenantRoutes.add(to: &builder, pool: pool, adminToken: configuration.adminToken)
-        let accounts = AccountRoutes(pool: pool, sessionLifetime: configuration.sessionLifetimeSeconds, hashingThreads: hashingThreads,
+        let accounts = AccountRoutes(pool: pool, sessionLifetime: configuration.sessionLifetimeSeconds,
+                                     sessionMaxAge: configuration.sessionMaxAgeSeconds, hashingThreads: hashingThreads,
                                      invitationLifetime: configuration.invitationLifetimeSeconds, limits: configuration.abuse,
                                      proxies: try TrustedProxies(parsing: configuration.trustedProxies))
         accounts.add(to: &builder)
@@ -125,8 +126,16 @@ public enum RoostCommands {
 
     /// `roost tenant update`: renames a tenant or switches its registration.
     public static func updateTenant(
-        _ configuration: ServerConfiguration, slug: String, name: String?, registration: String?
+        _ configuration: ServerConfiguration, slug: String, name: String?, registration: String?, smsPrefixes: String? = nil
     ) async throws -> Tenant {
+        let prefixes = try smsPrefixes.map { text -> [String]? in
+            guard text != "all" else { return nil }
+            let list = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            guard !list.isEmpty, list.allSatisfy({ $0.range(of: "^\\+[1-9][0-9]{0,6}$", options: .regularExpression) != nil }) else {
+                throw ConfigurationError("--sms-prefixes takes E.164 prefixes such as +45,+46 (or all), not '\(text)'")
+            }
+            return list
+        }
         let parsed = try registration.map { value in
             guard let parsed = Tenant.Registration(rawValue: value) else {
                 throw ConfigurationError("--registration must be open or invite_only, not '\(value)'")
@@ -135,12 +144,17 @@ public enum RoostCommands {
         }
         let trimmed = name?.trimmingCharacters(in: .whitespacesAndNewlines)
         if let trimmed, !(1...200).contains(trimmed.count) { throw ConfigurationError("--name must be 1 to 200 characters") }
-        guard trimmed != nil || parsed != nil else { throw ConfigurationError("tenant update needs --name or --registration") }
+        guard trimmed != nil || parsed != nil || prefixes != nil else {
+            throw ConfigurationError("tenant update needs --name, --registration or --sms-prefixes")
+        }
         let (pool, _) = try await DatabaseStartup.open(configuration, log: Log(level: .warning), migrate: configuration.migrate)
         defer { pool.close() }
         let updated: Tenant?
         do {
-            updated = try await pool.withConnection { try TenantStore().update(slug: slug, name: trimmed, registration: parsed, on: $0) }
+            updated = try await pool.withConnection { connection in
+                if let prefixes, !(try TenantStore().setSMSPrefixes(slug: slug, prefixes, on: connection)) { return nil }
+                return try TenantStore().update(slug: slug, name: trimmed, registration: parsed, on: connection)
+            }
         } catch let error as DatabaseError {
             throw StartupError(error)
         }

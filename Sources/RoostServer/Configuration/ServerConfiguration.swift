@@ -12,6 +12,7 @@ public struct ServerConfiguration: Sendable {
     public var logLevel = LogLevel.info
     public var checkinMinSeconds = 60
     public var sessionLifetimeSeconds = 2_592_000
+    public var sessionMaxAgeSeconds = 7_776_000
     public var invitationLifetimeSeconds = 604_800
     public var databasePoolSize = 10
     public var databaseAcquireTimeoutMilliseconds = 5000

@@ -35,6 +35,8 @@ struct ServerSetting: Sendable {
                 "how long opening a PostgreSQL connection may take") { $0.databaseConnectTimeoutSeconds = $1 },
         integer("--session-ttl-s", "ROOST_SESSION_TTL_S", 60...31_536_000, 2_592_000,
                 "a session ends this long after its last use (sliding)") { $0.sessionLifetimeSeconds = $1 },
+        integer("--session-max-age-s", "ROOST_SESSION_MAX_AGE_S", 60...31_536_000, 7_776_000,
+                "a session ends this long after sign-in, however often it is used") { $0.sessionMaxAgeSeconds = $1 },
         integer("--invitation-ttl-s", "ROOST_INVITATION_TTL_S", 60...31_536_000, 604_800,
                 "how long an invitation stays valid") { $0.invitationLifetimeSeconds = $1 },
         text("--migrations-dir", "ROOST_MIGRATIONS_DIR", "PATH", "sql/ beside the checkout or ./sql",

@@ -27,12 +27,12 @@ extension AccountRoutes {
     ) async throws -> Value {
         // The session and the membership are checked by one statement in the same transaction.
         let token = try sessionToken(context)
-        let lifetime = sessionLifetime
+        let (lifetime, maxAge) = (sessionLifetime, sessionMaxAge)
         return try await pool.withConnection { connection in
             try connection.withTenantTransaction(token.tenant) { connection in
-                guard let (user, role) = try UserStore().sessionMember(tokenHash: token.hash, group: group, lifetime: lifetime, on: connection) else {
+                guard let (user, role) = try UserStore().sessionMember(tokenHash: token.hash, group: group, lifetime: lifetime, maxAge: maxAge, on: connection) else {
                     // Which answer: no session (401), or not a member of such a group (404).
-                    guard try UserStore().sessionUser(tokenHash: token.hash, lifetime: lifetime, on: connection) != nil else { throw Self.sessionEnded }
+                    guard try UserStore().sessionUser(tokenHash: token.hash, lifetime: lifetime, maxAge: maxAge, on: connection) != nil else { throw Self.sessionEnded }
                     throw Self.noSuchGroup
                 }
                 return try body(GroupCaller(user: user, role: role), connection)

@@ -61,9 +61,12 @@ struct GroupRoutes: Sendable {
             let description = try body.description.map { value throws(APIError) in
                 try ProfileRoutes.text(value, field: "description", range: 0...2000, allowNewlines: true)
             } ?? ""
+            let limit = accounts.limits.groupsPerUserPerDay
             let group = try await pool.withConnection { connection in
-                try connection.withTenantTransaction(user.tenantID) {
-                    try GroupStore().create(tenant: user.tenantID, owner: user.id, name: name, description: description, on: $0)
+                try connection.withTenantTransaction(user.tenantID) { connection in
+                    try Throttle.count([RateLimit("group-create:\(user.tenantID.uuidString):\(user.id.uuidString)", limit: limit, window: Throttle.day)],
+                                       "too many groups created today; try again tomorrow", on: connection)
+                    return try GroupStore().create(tenant: user.tenantID, owner: user.id, name: name, description: description, on: connection)
                 }
             }
             return try APIJSON.response(.created, GroupView(group, role: "owner"))

@@ -93,7 +93,18 @@ struct InvitationRoutes: Sendable {
             do {
                 let invitation = try await accounts.inGroup(context, group) { caller, connection in
                         try caller.requireManager("only the owner and admins can invite")
+                        if role == "admin" && caller.role != "owner" {
+                            throw APIError(.forbidden, code: "forbidden", message: "only the owner can make an admin", field: "role")
+                        }
                         let user = caller.user
+                        let tenant = user.tenantID.uuidString
+                        if let phone { try Throttle.requireSMSAllowed(phone, tenant: user.tenantID, field: "phone", on: connection) }
+                        let limits = accounts.limits
+                        try Throttle.count([
+                            RateLimit("invite-sender:\(tenant):\(user.id.uuidString)", limit: limits.invitationsPerSenderPerDay, window: Throttle.day),
+                            RateLimit("invite-recipient:\(tenant):\(email ?? phone!)", limit: limits.invitationsPerRecipientPerDay, window: Throttle.day),
+                            RateLimit("invite-group:\(tenant):\(group.uuidString)", limit: limits.invitationsPerGroupPerDay, window: Throttle.day),
+                        ], "too many invitations today; try again tomorrow", on: connection)
                         let (text, token) = TenantToken.generate(TenantToken.invitation, tenant: user.tenantID)
                         if try InvitationStore().isMember(email: email, phone: phone, group: group, on: connection) {
                             throw APIError(.conflict, code: "conflict", message: "that person is already a member")
@@ -103,7 +114,7 @@ struct InvitationRoutes: Sendable {
                             invitedBy: user.id, lifetime: lifetime, on: connection)
                         let groupName = try GroupStore().group(id: group, on: connection)?.name ?? ""
                         let data = "{\"token\":\(JSONString.quote(text)),\"group_name\":\(JSONString.quote(groupName)),"
-                            + "\"inviter\":\(JSONString.quote(user.displayName)),\"invitation_id\":\"\(invitation.id.uuidString.lowercased())\"}"
+                            + "\"inviter\":\(JSONString.quote(user.displayName)),\"inviter_id\":\"\(user.id.uuidString.lowercased())\",\"invitation_id\":\"\(invitation.id.uuidString.lowercased())\"}"
                         try OutboxStore().enqueue(tenant: user.tenantID, channel: email != nil ? "email" : "sms",
                                                   recipient: email ?? phone!, template: "invitation", data: RawJSON(data), on: connection)
                         try Self.announce(invitation, groupName: groupName, tenant: user.tenantID, on: connection)

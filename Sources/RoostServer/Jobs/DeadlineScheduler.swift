@@ -35,6 +35,7 @@ final class DeadlineScheduler: Sendable {
         running.withLock { task in
             guard task == nil else { return }
             task = Task { [self] in
+                var nextSessionSweep = ContinuousClock.now
                 while !Task.isCancelled {
                     do {
                         try await runOnce()
@@ -45,6 +46,14 @@ final class DeadlineScheduler: Sendable {
                         try await BridgeNotices.sweep(pool: pool, runner: runner)
                     } catch {
                         log.warning("bridges: a watch round failed; retrying", ["error": "\(error)"])
+                    }
+                    if ContinuousClock.now >= nextSessionSweep {
+                        nextSessionSweep = ContinuousClock.now + .seconds(30)
+                        do {
+                            try await Self.endExpiredSessions(pool: pool)
+                        } catch {
+                            log.warning("sessions: an expiry round failed; retrying", ["error": "\(error)"])
+                        }
                     }
                     try? await Task.sleep(for: .milliseconds(intervalMilliseconds))
                 }
@@ -78,6 +87,20 @@ final class DeadlineScheduler: Sendable {
             }
         }
         return raised
+    }
+
+    /// Ends expired sessions in every tenant, so their streams close (with 1008) on every node
+    /// when a session runs out, not only when it is revoked; how many ended.
+    @discardableResult
+    static func endExpiredSessions(pool: ConnectionPool) async throws -> Int {
+        let tenants = try await pool.withConnection { try TenantStore().list(on: $0) }
+        var ended = 0
+        for tenant in tenants {
+            ended += try await pool.withConnection { connection in
+                try connection.withTenantTransaction(tenant.id) { try UserStore().endExpiredSessions(tenant: tenant.id, limit: 1000, on: $0) }
+            }
+        }
+        return ended
     }
 
     enum Outcome: Sendable {
@@ -115,7 +138,7 @@ final class DeadlineScheduler: Sendable {
             return .skipped
         }
         let name = try UserStore().find(id: checkin.userID, on: connection)?.displayName ?? UserStore.deletedName
-        let text = checkin.note.isEmpty ? "\(name) did not check in on time" : checkin.note
+        let text = checkin.note.isEmpty ? CheckinStore.missedText(name: name) : checkin.note
         let message = NewMessage(clientMessageID: nil, systemKey: "checkin:\(id.uuidString.lowercased())", text: text, kind: "alert", severity: "red",
                                  template: "missed_checkin", location: checkin.location, replyTo: nil)
         let posted = try MessageStore().post(tenant: tenant, group: checkin.groupID, authorType: "user", authorID: checkin.userID,

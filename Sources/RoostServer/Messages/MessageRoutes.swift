@@ -242,6 +242,12 @@ struct MessageRoutes: Sendable {
                 if let replyTo = body.replyTo, !(try store.exists(group: group, seq: replyTo, on: connection)) {
                     throw APIError.invalid("reply_to must be a seq of this group", "reply_to")
                 }
+                // Amber and red alerts reach people's phones: counted per member (a repeat rolls back with the insert).
+                if message.severity == "amber" || message.severity == "red" {
+                    let limit = accounts.limits.alertsPerUserPerHour
+                    try Throttle.count([RateLimit("alert:\(caller.user.tenantID.uuidString):\(caller.user.id.uuidString)", limit: limit,
+                                                  window: Throttle.hour)], "too many alerts raised this hour", on: connection)
+                }
                 // A repeated client_msg_id fails the insert (uniqueViolation), answered below.
                 let posted = try store.post(tenant: caller.user.tenantID, group: group, authorType: "user", authorID: caller.user.id,
                                             authorName: caller.user.displayName, message: message, on: connection)
