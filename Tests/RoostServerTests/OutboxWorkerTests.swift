@@ -217,3 +217,51 @@ extension OutboxDeliveryTests {
         }
     }
 }
+
+extension OutboxDeliveryTests {
+    @Suite struct Fairness {
+        @Test func oneTenantsTenThousandQueuedDeliveriesHardlyDelayAnotherTenantsCode() async throws {
+            let database = try TestDatabase.makeScratch()
+            defer { TestDatabase.dropScratch(database) }
+            let setup = try TestDatabase.connect(database: database)
+            let flooder = try TenantStore().create(slug: "flood-\(UUID().uuidString.prefix(8).lowercased())", name: "Flood", registration: .open, on: setup).id
+            let quiet = try TenantStore().create(slug: "quiet-\(UUID().uuidString.prefix(8).lowercased())", name: "Quiet", registration: .open, on: setup).id
+            // Ten thousand invitations queued by one tenant, all due now.
+            try setup.withTenantTransaction(flooder) { connection in
+                try connection.query("""
+                    WITH queued AS (
+                        INSERT INTO outbox (tenant_id, channel, recipient, template, data)
+                        SELECT \(flooder), 'sms', '+4512345678', 'invitation', jsonb_build_object('token', 'flood-' || n)
+                        FROM generate_series(1, 10000) n RETURNING id, tenant_id)
+                    INSERT INTO outbox_jobs (outbox_id, tenant_id) SELECT id, tenant_id FROM queued
+                    """)
+            }
+            let sink = WebhookSink(failures: 0)
+            let server = try TestServer(extraRoutes: { sink.route(&$0) })
+            let pool = ConnectionPool(configuration: TestDatabase.configuration(database: database), options: .init(maxConnections: 4))
+            var options = OutboxWorker.Options()
+            options.pollIntervalMilliseconds = 10
+            let worker = OutboxWorker(pool: pool, mode: .webhook(url: URL(string: "http://127.0.0.1:\(server.port)/sink")!, secret: nil),
+                                      options: options, log: Log(level: .error))
+            worker.start()
+            // The flood is being delivered; then the other tenant's code is queued.
+            while sink.received.count < 200 { try await Task.sleep(for: .milliseconds(5)) }
+            let queuedAt = ContinuousClock.now
+            try setup.withTenantTransaction(quiet) { connection in
+                try OutboxStore().enqueue(tenant: quiet, channel: "email", recipient: "quiet@example.org", template: "verification",
+                                          data: RawJSON(#"{"code":"123456"}"#), on: connection)
+            }
+            _ = try await sink.awaitDelivery(to: "quiet@example.org", template: "verification", timeout: .seconds(30))
+            let waited = ContinuousClock.now - queuedAt
+            let before = sink.received.count
+            await worker.stop()
+            await server.stop()
+            pool.close()
+            let delay = Double(waited.components.seconds) + Double(waited.components.attoseconds) / 1e18
+            print("outbox fairness: the quiet tenant's code arrived \(Int(delay * 1000)) ms after it was queued, behind 10,000 of another "
+                  + "tenant's (\(before) of them delivered by then)")
+            // It did not wait for the flood: most of the ten thousand were still queued.
+            #expect(before < 5_000)
+        }
+    }
+}

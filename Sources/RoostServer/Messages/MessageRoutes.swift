@@ -244,6 +244,10 @@ struct MessageRoutes: Sendable {
                 }
                 // Amber and red alerts reach people's phones: counted per member (a repeat rolls back with the insert).
                 if message.severity == "amber" || message.severity == "red" {
+                    // A client retrying an alert it already raised gets it back, whatever the limit.
+                    if let earlier = try store.idempotent(group: group, author: caller.user.id, clientMessageID: clientID, on: connection) {
+                        return (false, earlier)
+                    }
                     let limit = accounts.limits.alertsPerUserPerHour
                     try Throttle.count([RateLimit("alert:\(caller.user.tenantID.uuidString):\(caller.user.id.uuidString)", limit: limit,
                                                   window: Throttle.hour)], "too many alerts raised this hour", on: connection)

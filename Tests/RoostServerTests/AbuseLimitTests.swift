@@ -1,0 +1,157 @@
+import Foundation
+import RoostFanout
+import RoostPersistence
+import RoostProtocol
+@testable import RoostServer
+import RoostTestSupport
+import Testing
+
+/// What reaches people outside the app is bounded (issue: hostile users): invitations, groups,
+/// alerts and codes have limits that answer 429 with `Retry-After`; SMS go only where the
+/// tenant allows; sessions end on time and all at once when asked.
+@Suite(.enabled(if: TestDatabase.isConfigured, "needs TEST_DATABASE_URL (scripts/test sets it)"))
+struct AbuseLimitTests {
+    static func code(_ body: [String: Any]) -> String? { (body["error"] as? [String: Any])?["code"] as? String }
+
+    /// A raw request, for the response headers.
+    static func request(_ api: APIFixture, _ method: String, _ path: String, _ body: [String: Any], token: String) async throws -> TestClient.Response {
+        let client = try TestClient(port: api.test.port)
+        let data = try JSONSerialization.data(withJSONObject: body)
+        client.send("\(method) \(path) HTTP/1.1\r\nAuthorization: Bearer \(token)\r\nContent-Type: application/json\r\n"
+                    + "Content-Length: \(data.count)\r\n\r\n" + String(decoding: data, as: UTF8.self))
+        return try #require(await client.readResponse())
+    }
+
+    @Test func invitationsAreLimitedPerSenderRecipientAndGroupAndOnlyTheOwnerMakesAdmins() async throws {
+        var limits = AbuseLimits.generous
+        limits.invitationsPerSenderPerDay = 3
+        limits.invitationsPerRecipientPerDay = 1
+        let api = try APIFixture(limits: limits)
+        let owner = try await api.person(email: "olga@example.org")
+        let admin = try await api.person(email: "abe@example.org")
+        let group = try #require(try await api.call("POST", "/v1/groups", ["name": "Limits"], token: owner.token).1["id"] as? String)
+        let other = try #require(try await api.call("POST", "/v1/groups", ["name": "Other"], token: owner.token).1["id"] as? String)
+        try await api.addMember(admin.id, to: group, role: "admin")
+
+        // An admin cannot make another admin, by invitation as by role change.
+        let (forbidden, body) = try await api.call("POST", "/v1/groups/\(group)/invitations", ["email": "x@example.org", "role": "admin"], token: admin.token)
+        #expect(forbidden == 403 && (body["error"] as? [String: Any])?["field"] as? String == "role")
+        #expect(try await api.call("POST", "/v1/groups/\(group)/invitations", ["email": "x@example.org", "role": "admin"], token: owner.token).0 == 201)
+
+        // One invitation per recipient a day, whichever group it comes from.
+        let again = try await Self.request(api, "POST", "/v1/groups/\(other)/invitations", ["email": "x@example.org"], token: owner.token)
+        #expect(again.status == 429 && Int(again.headers["retry-after"] ?? "").map { $0 > 0 && $0 <= 86_400 } == true)
+        // Three a sender a day: two more to new addresses, then 429.
+        #expect(try await api.call("POST", "/v1/groups/\(group)/invitations", ["email": "y@example.org"], token: owner.token).0 == 201)
+        #expect(try await api.call("POST", "/v1/groups/\(group)/invitations", ["phone": "+4511112222"], token: owner.token).0 == 201)
+        let (status, refused) = try await api.call("POST", "/v1/groups/\(group)/invitations", ["email": "z@example.org"], token: owner.token)
+        #expect(status == 429 && Self.code(refused) == "rate_limited")
+        // A refused invitation queued nothing.
+        let queued = try await api.inTenant { _, connection in
+            try connection.query("SELECT count(*) AS n FROM outbox WHERE template = 'invitation'").rows[0].decode(Int.self, "n")
+        }
+        #expect(queued == 3)
+        await api.stop()
+    }
+
+    @Test func groupsAndAlertsAreLimitedPerMember() async throws {
+        var limits = AbuseLimits.generous
+        limits.groupsPerUserPerDay = 2
+        limits.alertsPerUserPerHour = 2
+        let api = try APIFixture(limits: limits)
+        let person = try await api.person(email: "gil@example.org")
+        let group = try #require(try await api.call("POST", "/v1/groups", ["name": "One"], token: person.token).1["id"] as? String)
+        #expect(try await api.call("POST", "/v1/groups", ["name": "Two"], token: person.token).0 == 201)
+        let third = try await Self.request(api, "POST", "/v1/groups", ["name": "Three"], token: person.token)
+        #expect(third.status == 429 && third.headers["retry-after"] != nil)
+
+        for index in 0..<2 {
+            #expect(try await api.call("POST", "/v1/groups/\(group)/messages", ["client_msg_id": "a\(index)", "text": "Alarm", "kind": "alert",
+                                                                              "severity": "red"], token: person.token).0 == 201)
+        }
+        // A repeat of an alert already raised is not a new alert: it is answered, not counted.
+        #expect(try await api.call("POST", "/v1/groups/\(group)/messages", ["client_msg_id": "a1", "text": "Alarm", "kind": "alert",
+                                                                          "severity": "red"], token: person.token).0 == 200)
+        let flood = try await Self.request(api, "POST", "/v1/groups/\(group)/messages",
+                                           ["client_msg_id": "a9", "text": "Alarm", "kind": "alert", "severity": "amber"], token: person.token)
+        #expect(flood.status == 429 && flood.headers["retry-after"] != nil)
+        // Chat and info alerts reach nobody's phone: not limited.
+        #expect(try await api.call("POST", "/v1/groups/\(group)/messages", ["client_msg_id": "c1", "text": "Hello", "kind": "chat"], token: person.token).0 == 201)
+        #expect(try await api.call("POST", "/v1/groups/\(group)/messages", ["client_msg_id": "i1", "text": "FYI", "kind": "alert", "severity": "info"],
+                                   token: person.token).0 == 201)
+        await api.stop()
+    }
+
+    @Test func smsGoOnlyToTheTenantsCountriesAndAResendBuysNoMoreGuesses() async throws {
+        var limits = AbuseLimits.generous
+        limits.verificationCodesPerUserPerDay = 2
+        let api = try APIFixture(limits: limits)
+        let slug = api.tenant
+        #expect(try await api.pool.withConnection { try TenantStore().setSMSPrefixes(slug: slug, ["+45"], on: $0) })
+        let owner = try await api.person(["email": "hal@example.org", "phone": "+4520304050", "display_name": "Hal"])
+        let group = try #require(try await api.call("POST", "/v1/groups", ["name": "Dk"], token: owner.token).1["id"] as? String)
+        let (refused, body) = try await api.call("POST", "/v1/groups/\(group)/invitations", ["phone": "+8821234567"], token: owner.token)
+        #expect(refused == 400 && (body["error"] as? [String: Any])?["field"] as? String == "phone")
+        #expect(try await api.call("POST", "/v1/groups/\(group)/invitations", ["phone": "+4560708090"], token: owner.token).0 == 201)
+
+        // Codes: wrong guesses survive a resend; at most two sends a day.
+        #expect(try await api.call("POST", "/v1/me/contacts/verify", ["channel": "email"], token: owner.token).0 == 202)
+        for _ in 0..<3 {
+            #expect(try await api.call("POST", "/v1/me/contacts/confirm", ["channel": "email", "code": "000000"], token: owner.token).0 == 400)
+        }
+        try await api.inTenant { _, connection in
+            try connection.query("UPDATE contact_verifications SET created_at = now() - interval '2 minutes'")  // past the resend wait
+        }
+        #expect(try await api.call("POST", "/v1/me/contacts/verify", ["channel": "email"], token: owner.token).0 == 202)
+        let attempts = try await api.inTenant { _, connection in
+            try connection.query("SELECT attempts FROM contact_verifications").rows[0].decode(Int.self, "attempts")
+        }
+        #expect(attempts == 3)
+        try await api.inTenant { _, connection in
+            try connection.query("UPDATE contact_verifications SET created_at = now() - interval '2 minutes'")
+        }
+        let third = try await Self.request(api, "POST", "/v1/me/contacts/verify", ["channel": "email"], token: owner.token)
+        #expect(third.status == 429)
+        try await api.pool.withConnection { _ = try TenantStore().setSMSPrefixes(slug: slug, nil, on: $0) }
+        await api.stop()
+    }
+
+    @Test func sessionsEndAtTheirMaximumAgeAndLogoutAllClosesEveryStream() async throws {
+        let api = try APIFixture(stream: true)
+        let person = try await api.person(email: "ida@example.org")
+        _ = try #require(try await api.call("POST", "/v1/groups", ["name": "Ida's"], token: person.token).1["id"] as? String)
+        let second = try #require(try await api.call("POST", "/v1/auth/login", ["tenant": api.tenant, "email": "ida@example.org",
+                                                                               "password": "a long enough password"]).1["token"] as? String)
+        var streams: [WebSocketTestClient] = []
+        for token in [person.token, second] {
+            let stream = try await WebSocketTestClient.connect(port: api.test.port, path: "/v1/stream", token: token)
+            #expect(await stream.receiveJSON()?["type"] as? String == "ready")
+            streams.append(stream)
+        }
+        #expect(try await api.call("POST", "/v1/auth/logout-all", token: person.token).0 == 204)
+        for stream in streams { #expect(await stream.receiveClose() == .some(.policyViolation)) }
+        #expect(try await api.call("GET", "/v1/me", token: second).0 == 401)
+
+        // A session past its maximum age no longer slides, and the sweep closes its stream.
+        let fresh = try #require(try await api.call("POST", "/v1/auth/login", ["tenant": api.tenant, "email": "ida@example.org",
+                                                                              "password": "a long enough password"]).1["token"] as? String)
+        let stream = try await WebSocketTestClient.connect(port: api.test.port, path: "/v1/stream", token: fresh)
+        #expect(await stream.receiveJSON()?["type"] as? String == "ready")
+        try await api.inTenant { _, connection in
+            // Signed in 91 days ago, last used a minute ago: the sliding expiry alone would keep it.
+            try connection.query("""
+                UPDATE sessions SET created_at = now() - interval '91 days', last_used_at = now() - interval '2 minutes',
+                                    expires_at = now() + interval '10 days'
+                """)
+        }
+        #expect(try await api.call("GET", "/v1/me", token: fresh).0 == 200)  // still within expires_at: its use caps it
+        let expiry = try await api.inTenant { _, connection in
+            try connection.query("SELECT expires_at <= now() AS capped FROM sessions").rows[0].decode(Bool.self, "capped")
+        }
+        #expect(expiry)
+        #expect(try await api.call("GET", "/v1/me", token: fresh).0 == 401)
+        #expect(try await DeadlineScheduler.endExpiredSessions(pool: api.pool) >= 1)
+        #expect(await stream.receiveClose() == .some(.policyViolation))
+        await api.stop()
+    }
+}
