@@ -150,7 +150,8 @@ struct AbuseLimitTests {
         }
         #expect(expiry)
         #expect(try await api.call("GET", "/v1/me", token: fresh).0 == 401)
-        #expect(try await DeadlineScheduler.endExpiredSessions(pool: api.pool) >= 1)
+        // (The end-to-end tests' nodes share the database and may sweep it first: either way it ends.)
+        _ = try await DeadlineScheduler.endExpiredSessions(pool: api.pool)
         #expect(await stream.receiveClose() == .some(.policyViolation))
         await api.stop()
     }

@@ -17,7 +17,7 @@ public enum RoostCommands {
         var configuration = configuration
         configuration.network.maxConnections = FileLimits.connectionLimit(
             configured: configuration.network.maxConnections, openFileLimit: FileLimits.raiseOpenFileLimit(log: log),
-            poolSize: configuration.databasePoolSize, threads: threads, log: log)
+            poolSize: configuration.databasePoolSize, threads: threads + (configuration.metricsListen == "off" ? 0 : 1), log: log)
 
         let serverBox = ServerBox()
         let hub = FanoutHub(pool: pool, onError: { log.warning($0) }, send: StreamRoutes.send)
@@ -25,7 +25,7 @@ public enum RoostCommands {
             log.warning("serving the test-only WebSocket echo at /v1/conformance/echo")
         }
         let jobs = JobMetrics()
-        let router = try routes(configuration, pool: pool, hub: hub, hashingThreads: max(1, threads), jobs: jobs) { serverBox.server }
+        let router = try routes(configuration, pool: pool, hub: hub, hashingThreads: max(1, threads))
         let server = try HTTPServer(
             router: router, limits: configuration.network, addresses: addresses, threads: threads, log: log,
             accessLog: configuration.accessLog)
@@ -41,6 +41,7 @@ public enum RoostCommands {
         } catch let error as SystemError {
             throw StartupError("cannot listen on \(configuration.listen): \(error)")
         }
+        let metricsServer = try startMetrics(configuration, pool: pool, jobs: jobs, log: log) { serverBox.server }
         let outbox = OutboxWorker(pool: pool, mode: delivery, log: log, metrics: jobs)
         if configuration.outboxWorker { outbox.start() }
         let checkins = DeadlineScheduler(pool: pool, log: log, metrics: jobs)
@@ -52,6 +53,7 @@ public enum RoostCommands {
         let signal = await ShutdownSignal.wait()
         log.info("shutting down", ["signal": String(signal), "open_connections": String(server.openConnections)])
         listener.stop()
+        await metricsServer?.shutdown()
         await server.shutdown()
         await outbox.stop()
         await checkins.stop()
@@ -61,11 +63,10 @@ public enum RoostCommands {
     /// Every route `roost serve` answers: the API of API.md (described by openapi.yaml, which
     /// a test holds to this list) and, only with `--conformance-echo`, the test-only echo.
     static func routes(
-        _ configuration: ServerConfiguration, pool: ConnectionPool, hub: FanoutHub, hashingThreads: Int, jobs: JobMetrics = JobMetrics(),
-        server: @escaping @Sendable () -> HTTPServer?
+        _ configuration: ServerConfiguration, pool: ConnectionPool, hub: FanoutHub, hashingThreads: Int
     ) throws -> Router {
         var builder = Router.Builder()
-        OperationsRoutes.add(to: &builder, pool: pool, jobs: jobs, server: server)
+        OperationsRoutes.add(to: &builder, probe: ReadinessProbe(configuration: pool.configuration))
         TenantRoutes.add(to: &builder, pool: pool, adminToken: configuration.adminToken)
         let accounts = AccountRoutes(pool: pool, sessionLifetime: configuration.sessionLifetimeSeconds,
                                      sessionMaxAge: configuration.sessionMaxAgeSeconds, hashingThreads: hashingThreads,
@@ -78,6 +79,25 @@ public enum RoostCommands {
             builder.addWebSocket("/v1/conformance/echo") { _ in EchoSession() }
         }
         return builder.build()
+    }
+
+    /// The operator's `/metrics` listener (`ROOST_METRICS_LISTEN`, `off` for none): one event
+    /// loop of its own, on an address apart from the public one.
+    static func startMetrics(_ configuration: ServerConfiguration, pool: ConnectionPool, jobs: JobMetrics, log: Log,
+                             server: @escaping @Sendable () -> HTTPServer?) throws -> HTTPServer? {
+        guard configuration.metricsListen != "off" else { return nil }
+        let addresses = try ListenAddress.parseList(configuration.metricsListen)
+        var builder = Router.Builder()
+        OperationsRoutes.addMetrics(to: &builder, pool: pool, jobs: jobs, server: server)
+        let metrics = try HTTPServer(router: builder.build(), limits: NetworkLimits(), addresses: addresses, threads: 1, log: log, accessLog: false)
+        do {
+            try metrics.start()
+        } catch let error as SystemError {
+            throw StartupError("cannot listen on \(configuration.metricsListen) for metrics: \(error)")
+        }
+        log.info("metrics listening", ["addresses": addresses.map(\.description).joined(separator: ","),
+                                       "ports": metrics.boundPorts.map(String.init).joined(separator: ",")])
+        return metrics
     }
 
     /// How the outbox delivers (`ROOST_DELIVERY`); a webhook needs its URL.

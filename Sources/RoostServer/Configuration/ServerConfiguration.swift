@@ -5,6 +5,8 @@ import Foundation
 public struct ServerConfiguration: Sendable {
     public var databaseURL: String?
     public var listen = "127.0.0.1:8080"
+    /// Where `/metrics` is served (never on `listen`); `off` for nowhere.
+    public var metricsListen = "127.0.0.1:9090"
     public var adminToken: String?
     public var delivery = "log"
     public var deliveryWebhookURL: String?

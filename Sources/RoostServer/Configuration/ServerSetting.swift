@@ -13,6 +13,8 @@ struct ServerSetting: Sendable {
              "PostgreSQL connection URI (libpq syntax)") { $0.databaseURL = $1 },
         text("--listen", "ROOST_LISTEN", "HOST:PORT", "127.0.0.1:8080",
              "where the HTTP and WebSocket server listens") { $0.listen = $1 },
+        text("--metrics-listen", "ROOST_METRICS_LISTEN", "HOST:PORT|off", "127.0.0.1:9090",
+             "where /metrics is served, apart from the public listener (off: nowhere)") { $0.metricsListen = $1 },
         text("--admin-token", "ROOST_ADMIN_TOKEN", "TOKEN", "unset: operator API off",
              "bearer token for /v1/admin") { $0.adminToken = $1 },
         choice("--delivery", "ROOST_DELIVERY", ["log", "webhook"], "log",
