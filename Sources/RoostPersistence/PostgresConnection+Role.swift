@@ -19,3 +19,36 @@ extension PostgresConnection {
             bypassesRowSecurity: try row.decode(Bool.self, "rolbypassrls"))
     }
 }
+
+extension PostgresConnection {
+    /// How many of the schema's tables the connection's role owns. A role that owns a table can
+    /// switch its row security off (`ALTER TABLE ... NO FORCE ROW LEVEL SECURITY`), so the
+    /// server is meant to run as a role that owns none (docs/SECURITY.md).
+    public func ownedTableCount() throws -> Int {
+        try query("""
+            SELECT count(*) AS n FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+            WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p') AND pg_get_userbyid(c.relowner) = current_user
+            """).rows[0].decode(Int.self, "n")
+    }
+
+    /// Run by the tables' owner after migrating: gives `role` what `roost serve` needs and
+    /// nothing more: reading and writing rows of every table (row security still applies to
+    /// it), reading the migration history but not writing it, and no DDL at all (Roost's keys
+    /// are UUIDs and counters in rows: there are no sequences to grant). Only what is
+    /// missing is granted, so a start with nothing new takes no lock on any table (a GRANT
+    /// waits for every transaction on its table, and everything after it waits for the GRANT).
+    public func grantRuntimeAccess(to role: String) throws {
+        let statements = try query("""
+            SELECT format('GRANT USAGE ON SCHEMA %I TO %I', current_schema(), \(role)) AS sql
+            WHERE NOT has_schema_privilege(\(role), current_schema(), 'USAGE')
+            UNION ALL
+            SELECT format('GRANT %s ON %I TO %I', CASE WHEN c.relname = 'roost_schema_migrations' THEN 'SELECT'
+                                                       ELSE 'SELECT, INSERT, UPDATE, DELETE' END, c.relname, \(role))
+            FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+            WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p')
+              AND NOT has_table_privilege(\(role), c.oid, CASE WHEN c.relname = 'roost_schema_migrations' THEN 'SELECT'
+                                                               ELSE 'SELECT, INSERT, UPDATE, DELETE' END)
+            """).rows.map { try $0.decode(String.self, "sql") }
+        for statement in statements { try run(script: statement) }
+    }
+}

@@ -45,6 +45,9 @@ struct DockerFilesTests {
                 "mounted_files_exist": all(os.path.exists(os.path.join(base, v.split(":")[0]))
                                            for s in services.values() for v in s.get("volumes", []) if v.startswith("./")),
                 "volumes": sorted(compose["volumes"]),
+                "roost_role": roost["environment"]["DATABASE_URL"].split("://")[1].split(":")[0],
+                "migration_role": roost["environment"]["ROOST_MIGRATION_DATABASE_URL"].split("://")[1].split(":")[0],
+                "init_creates": open(os.path.join(base, "postgres-init/01-roost-role.sh")).read(),
             }))
             """
         let outcome = try Subprocess.run("/usr/bin/python3", ["-c", script, Self.root.appendingPathComponent("docker/compose.yaml").path])
@@ -58,5 +61,9 @@ struct DockerFilesTests {
         #expect(parsed["caddy_profiles"] as? [String] == ["tls"])
         #expect(parsed["mounted_files_exist"] as? Bool == true)
         #expect(parsed["volumes"] as? [String] == ["caddy_data", "pgdata"])
+        // The server serves as a role that owns nothing; the owner migrates; the init script makes both.
+        #expect(parsed["roost_role"] as? String == "roost_app" && parsed["migration_role"] as? String == "roost")
+        let initScript = parsed["init_creates"] as? String ?? ""
+        #expect(initScript.contains("CREATE ROLE roost_app") && initScript.contains("CREATE DATABASE roost OWNER roost"))
     }
 }

@@ -27,8 +27,12 @@ final class ServeProcess {
     init(_ extraArguments: [String] = [], accessLog: Bool = false, databaseURL: String? = nil, environment: [String: String] = [:],
          openFileLimit: Int? = nil) async throws {
         var environment = environment
-        environment.merge(["PATH": "/usr/bin:/bin", "DATABASE_URL": databaseURL ?? TestDatabase.url!,
+        // As in production: migrations as the tables' owner, the server as a role that owns nothing.
+        let owner = databaseURL ?? TestDatabase.url!
+        let app = TestDatabase.appURL(for: owner)
+        environment.merge(["PATH": "/usr/bin:/bin", "DATABASE_URL": app ?? owner, "ROOST_MIGRATION_DATABASE_URL": owner,
                            "ROOST_MIGRATIONS_DIR": TestDatabase.migrationsDirectory.path]) { $1 }
+        if app == nil { environment["ROOST_ALLOW_TABLE_OWNER"] = "true" }
         // Every test registers its people from loopback: the per-address throttles are for other tests.
         environment.merge(Self.generousLimits) { current, _ in current }
         let arguments = ["serve", "--listen", "127.0.0.1:0", "--threads", "2"] + (databaseURL == nil ? ["--no-outbox-worker"] : [])

@@ -162,4 +162,36 @@ struct StartupTests {
         #expect(refused.output.contains("refusing to run as PostgreSQL role postgres"))
         #expect(refused.output.contains("--allow-superuser"))
     }
+
+    @Test(.enabled(if: TestDatabase.appURL != nil, "needs TEST_APP_DATABASE_URL (scripts/test sets it)"))
+    func serveRefusesATableOwnerAndServesAsARoleThatOwnsNothing() async throws {
+        try await TestDatabase.withScratchDatabaseAsync { database in
+            let ownerURL = TestDatabase.configuration(database: database).connectionString
+            let appURL = try #require(TestDatabase.appURL(for: ownerURL))
+            // The owner alone: refused, with what to do instead. (Subprocesses run off the test's
+            // thread: the suite's other tests need the cooperative threads meanwhile.)
+            let refused = try await offload {
+                Result { try roost(["serve", "--listen", "127.0.0.1:0", "--metrics-listen", "off"], environment: ["DATABASE_URL": ownerURL]) }
+            }.get()
+            #expect(refused.status == 1)
+            #expect(refused.output.contains("it owns Roost's tables") && refused.output.contains("ROOST_MIGRATION_DATABASE_URL"))
+            // Migrated by the owner, the app role gets rows and nothing else.
+            let migrated = try await offload {
+                Result { try roost(["migrate"], environment: ["DATABASE_URL": appURL, "ROOST_MIGRATION_DATABASE_URL": ownerURL]) }
+            }.get()
+            #expect(migrated.status == 0, "\(migrated.output)")
+            let app = try PostgresConnection.connect(ConnectionConfiguration(connectionString: appURL))
+            #expect(try app.ownedTableCount() == 0)
+            let tenant = try TenantStore().create(slug: "least-\(UUID().uuidString.prefix(8).lowercased())", name: "Least", registration: .open, on: app)
+            #expect(try app.withTenantTransaction(tenant.id) { try $0.query("SELECT count(*) AS n FROM users").rows[0].decode(Int.self, "n") } == 0)
+            // Not even an injected statement switches row security off or reads across tenants.
+            for statement in ["ALTER TABLE users NO FORCE ROW LEVEL SECURITY", "ALTER TABLE users DISABLE ROW LEVEL SECURITY",
+                              "DROP POLICY tenant_isolation ON users", "CREATE TABLE intruder (x int)",
+                              "INSERT INTO roost_schema_migrations (version, name, checksum) VALUES (9999, 'x', 'x')"] {
+                #expect(throws: DatabaseError.self, "\(statement)") { try app.run(script: statement) }
+            }
+            #expect(throws: DatabaseError.self) { try app.withTransaction { try $0.run(script: "SET LOCAL row_security = off; SELECT * FROM users") } }
+            #expect(try app.query("SELECT count(*) AS n FROM users").rows[0].decode(Int.self, "n") == 0)  // no tenant set: no rows
+        }
+    }
 }

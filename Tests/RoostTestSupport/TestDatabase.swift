@@ -5,6 +5,20 @@ import RoostPersistence
 public enum TestDatabase {
     public static let url = ProcessInfo.processInfo.environment["TEST_DATABASE_URL"]
     public static var isConfigured: Bool { url != nil }
+    /// The role `roost serve` runs as in the tests (owns nothing; scripts/test makes it).
+    public static let appURL = ProcessInfo.processInfo.environment["TEST_APP_DATABASE_URL"]
+
+    /// The serving role's URL for the database `ownerURL` names, or nil without an app role
+    /// on that server (a scratch cluster of a test's own has none).
+    public static func appURL(for ownerURL: String) -> String? {
+        guard let appURL, var app = URLComponents(string: appURL), let owner = URLComponents(string: ownerURL) else { return nil }
+        func server(_ url: URLComponents) -> [String?] {
+            [url.host, url.port.map(String.init)] + ["host", "port"].map { name in url.queryItems?.first { $0.name == name }?.value }
+        }
+        guard server(app) == server(owner) else { return nil }
+        app.path = owner.path
+        return app.string
+    }
 
     /// The repository's sql/ folder.
     public static let migrationsDirectory = URL(fileURLWithPath: #filePath)

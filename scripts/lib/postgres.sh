@@ -100,6 +100,15 @@ roost_cluster_provision() {
         roost_psql "$dir" "$port" -c "CREATE DATABASE \"$db\" OWNER \"$role\""
 }
 
+# roost_cluster_provision_app DIR PORT ROLE: the role `roost serve` connects as. It owns
+# nothing: the tables' owner grants it row access when it migrates (docs/SECURITY.md), so not
+# even an injected statement could switch row-level security off.
+roost_cluster_provision_app() {
+    local dir=$1 port=$2 role=$3
+    roost_psql "$dir" "$port" -tA -c "SELECT 1 FROM pg_roles WHERE rolname = '$role'" | grep -q 1 ||
+        roost_psql "$dir" "$port" -c "CREATE ROLE \"$role\" LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE"
+}
+
 # The libpq URI of DB as ROLE over the cluster's socket.
 roost_cluster_url() {
     local dir=$1 port=$2 role=$3 db=$4

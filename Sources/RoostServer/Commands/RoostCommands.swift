@@ -10,7 +10,7 @@ public enum RoostCommands {
         let log = Log(level: configuration.logLevel)
         let addresses = try ListenAddress.parseList(configuration.listen)
         let delivery = try deliveryMode(configuration)
-        let (pool, _) = try await DatabaseStartup.open(configuration, log: log, migrate: configuration.migrate)
+        let (pool, _) = try await DatabaseStartup.open(configuration, log: log, migrate: configuration.migrate, serving: true)
         defer { pool.close() }
         await FileLimits.openDispatchTimers()
         let threads = configuration.threads > 0 ? configuration.threads : ProcessInfo.processInfo.activeProcessorCount

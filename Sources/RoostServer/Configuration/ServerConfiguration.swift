@@ -4,6 +4,11 @@ import Foundation
 /// overridden by its flag. `roost serve --help` prints this table.
 public struct ServerConfiguration: Sendable {
     public var databaseURL: String?
+    /// The tables' owner, for migrations (and the grants that let `databaseURL`'s role serve);
+    /// nil: migrations run on `databaseURL`.
+    public var migrationDatabaseURL: String?
+    /// Serve even as a role that owns Roost's tables.
+    public var allowTableOwner = false
     public var listen = "127.0.0.1:8080"
     /// Where `/metrics` is served (never on `listen`); `off` for nowhere.
     public var metricsListen = "127.0.0.1:9090"
@@ -78,7 +83,8 @@ public struct ServerConfiguration: Sendable {
 
     /// The settings a command that only opens the database takes (`migrate`, `tenant`, `outbox`).
     public static let databaseFlags: Set<String> = [
-        "--database-url", "--migrations-dir", "--db-connect-timeout-s", "--log-level", "--no-migrate", "--allow-superuser",
+        "--database-url", "--migration-database-url", "--migrations-dir", "--db-connect-timeout-s", "--log-level", "--no-migrate",
+        "--allow-superuser", "--allow-table-owner",
     ]
 
     /// Each setting (or those of `flags`) with its variable, what it does and its default.

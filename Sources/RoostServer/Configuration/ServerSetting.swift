@@ -11,6 +11,10 @@ struct ServerSetting: Sendable {
     static let all: [ServerSetting] = [
         text("--database-url", "DATABASE_URL", "URL", "none (scripts/run starts an embedded cluster)",
              "PostgreSQL connection URI (libpq syntax)") { $0.databaseURL = $1 },
+        text("--migration-database-url", "ROOST_MIGRATION_DATABASE_URL", "URL", "none: migrations use DATABASE_URL",
+             "the tables' owner, for migrations; DATABASE_URL's role then owns nothing and gets only row access") {
+            $0.migrationDatabaseURL = $1
+        },
         text("--listen", "ROOST_LISTEN", "HOST:PORT", "127.0.0.1:8080",
              "where the HTTP and WebSocket server listens") { $0.listen = $1 },
         text("--metrics-listen", "ROOST_METRICS_LISTEN", "HOST:PORT|off", "127.0.0.1:9090",
@@ -100,6 +104,8 @@ struct ServerSetting: Sendable {
              "this node delivers nothing from the outbox (other nodes do)") { $0.outboxWorker = !$1 },
         flag("--no-access-log", "ROOST_NO_ACCESS_LOG", "do not log a line per request") { $0.accessLog = !$1 },
         flag("--no-migrate", "ROOST_NO_MIGRATE", "do not apply migrations at start") { $0.migrate = !$1 },
+        flag("--allow-table-owner", "ROOST_ALLOW_TABLE_OWNER",
+             "serve even as a role that owns Roost's tables (which could switch row-level security off)") { $0.allowTableOwner = $1 },
         flag("--allow-superuser", "ROOST_ALLOW_SUPERUSER",
              "run even as a PostgreSQL superuser (which bypasses row-level security)") { $0.allowSuperuser = $1 },
     ]

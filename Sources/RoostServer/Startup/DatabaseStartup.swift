@@ -16,8 +16,11 @@ public struct StartupError: Error, CustomStringConvertible, Sendable {
 /// Opening the database at start: parse the URL, connect, refuse a superuser, migrate.
 public enum DatabaseStartup {
     /// The pool for `roost serve` and the CLI, ready to use, and the migrations this start applied.
+    /// Migrations run as the tables' owner (`migrationDatabaseURL`, else `databaseURL`), which
+    /// then grants the serving role its row access; `serving` refuses a serving role that owns
+    /// the tables unless `allowTableOwner`.
     public static func open(
-        _ configuration: ServerConfiguration, log: Log, migrate: Bool
+        _ configuration: ServerConfiguration, log: Log, migrate: Bool, serving: Bool = false
     ) async throws -> (pool: ConnectionPool, applied: [Migration]) {
         guard let url = configuration.databaseURL, !url.isEmpty else {
             throw StartupError(
@@ -37,11 +40,30 @@ public enum DatabaseStartup {
                 acquireTimeout: .milliseconds(configuration.databaseAcquireTimeoutMilliseconds)))
         let migrations = migrate ? try loadMigrations(configuration) : []
         let allowSuperuser = configuration.allowSuperuser
+        let owner = try configuration.migrationDatabaseURL.map { url in
+            let owner = ConnectionConfiguration(connectionString: url, connectTimeoutSeconds: configuration.databaseConnectTimeoutSeconds)
+            do {
+                try owner.validate()
+            } catch let error as DatabaseError {
+                throw StartupError(error)
+            }
+            return owner
+        }
         do {
             let (role, applied) = try await pool.withConnection { connection in
                 let role = try connection.currentRole()
                 guard migrate, !role.escapesRowSecurity || allowSuperuser else { return (role, [Migration]()) }
-                return (role, try Migrator(migrations: migrations).run(on: connection))
+                guard let owner else { return (role, try Migrator(migrations: migrations).run(on: connection)) }
+                // Migrations as the owner, then the serving role's grants (new tables included).
+                let ownerConnection = try PostgresConnection.connect(owner)
+                let applied = try Migrator(migrations: migrations).run(on: ownerConnection)
+                if try ownerConnection.currentRole().name != role.name { try ownerConnection.grantRuntimeAccess(to: role.name) }
+                return (role, applied)
+            }
+            if serving, !configuration.allowTableOwner, try await pool.withConnection({ try $0.ownedTableCount() }) > 0 {
+                pool.close()
+                throw StartupError(
+                    "refusing to serve as PostgreSQL role \(role.name): it owns Roost's tables, so it could switch row-level security off; serve as a role that owns nothing and migrate as the owner with ROOST_MIGRATION_DATABASE_URL (docs/SECURITY.md), or pass --allow-table-owner")
             }
             if role.escapesRowSecurity {
                 guard allowSuperuser else {
