@@ -1,5 +1,6 @@
 import Foundation
 import RoostFanout
+import RoostTestSupport
 import Testing
 
 /// The stream cursor with no database and no socket: exactly once, in order, and nothing of a
@@ -64,18 +65,6 @@ struct StreamCursorTests {
         let seq: Int64
     }
 
-    /// A seeded generator, so a failing interleaving can be replayed.
-    struct SplitMix: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     /// One group's log as the database has it, and how far the node's hub has delivered it.
     struct Log {
         enum Entry: Equatable { case post, removeMe, joinMe }
@@ -102,7 +91,7 @@ struct StreamCursorTests {
     }
 
     @Test(arguments: 0..<400) func randomInterleavingsDeliverEveryEventOnceInOrderAndNothingWhileOut(seed: Int) throws {
-        var random = SplitMix(state: UInt64(seed) &* 7919 &+ 1)
+        var random = SeededGenerator(seed: UInt64(seed) &* 7919 &+ 1)
         let groups = [oak, elm]
         var logs: [UUID: Log] = [oak: Log(entries: [.post, .post]), elm: Log()]
         var cursor = StreamCursor<Frame>(standing: [(oak, 2), (elm, 0)])

@@ -121,7 +121,7 @@ struct StreamPropertyTests {
             Task { while let frame = await stream.receiveJSON() { observer.see(frame) } }
         }
 
-        var random = StreamCursorTestsRandom(seed: UInt64(seed))
+        var random = SeededGenerator(seed: UInt64(seed))
         var isMember = [true, true]
         var (removals, rejoins, resumes) = (0, 0, 0)
         for step in 0..<80 {
@@ -192,18 +192,5 @@ struct StreamPropertyTests {
         await other.stop()
         await api.stop()
         for reader in readers { await reader.value }
-    }
-}
-
-/// A seeded generator (SplitMix64), so a failing interleaving can be replayed.
-struct StreamCursorTestsRandom: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
