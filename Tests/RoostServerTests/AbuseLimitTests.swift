@@ -155,4 +155,19 @@ struct AbuseLimitTests {
         #expect(await stream.receiveClose() == .some(.policyViolation))
         await api.stop()
     }
+
+    @Test func aStolenSessionCannotGuessThePasswordThroughAccountDeletion() async throws {
+        let api = try APIFixture()
+        let person = try await api.person(email: "jo@example.org")
+        for index in 0..<AccountRoutes.failuresPerIdentifier {
+            #expect(try await api.call("DELETE", "/v1/me", ["password": "guess number \(index)"], token: person.token).0 == 400)
+        }
+        // The account's failures are used up: even the right password waits, and so does sign-in.
+        let (status, body) = try await api.call("DELETE", "/v1/me", ["password": "a long enough password"], token: person.token)
+        #expect(status == 429 && Self.code(body) == "rate_limited")
+        #expect(try await api.call("POST", "/v1/auth/login", ["tenant": api.tenant, "email": "jo@example.org",
+                                                               "password": "a long enough password"]).0 == 429)
+        #expect(try await api.call("GET", "/v1/me", token: person.token).0 == 200)  // nothing was erased
+        await api.stop()
+    }
 }

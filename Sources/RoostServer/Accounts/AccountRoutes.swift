@@ -304,6 +304,31 @@ struct AccountRoutes: Sendable {
         return try APIJSON.response(.ok, SessionView(user: UserView(user), token: text, expiresAt: expires))
     }
 
+    /// Whether `password` is the signed-in user's, for requests that ask for it again (erasing
+    /// the account): counted like a sign-in against the account's failures, so a stolen
+    /// session cannot be used to guess the password past the sign-in limit.
+    func verifyPassword(_ password: String, of user: User, _ context: RequestContext) async throws -> Bool {
+        let accountKey = Digest.sha256(Array("acct:\(user.id.uuidString)".utf8))
+        let (tenant, window, attempt) = (user.tenantID, Self.throttleWindow, UUID())
+        try await serializer.run(["sign-in-account:\(Digest.hex(accountKey))"]) {
+            try await pool.withConnection { connection in
+                try connection.withTenantTransaction(tenant) { connection in
+                    try LoginFailureStore().lock(tenant: tenant, keys: [accountKey], on: connection)
+                    let recent = try LoginFailureStore().recent(key: accountKey, window: window, on: connection)
+                    guard recent.count < Self.failuresPerIdentifier else {
+                        throw APIError(.tooManyRequests, code: "rate_limited", message: "too many wrong passwords; try again later",
+                                       headers: ["Retry-After": String(recent.clearsIn)])
+                    }
+                    try LoginFailureStore().record(tenant: tenant, keys: [accountKey], attempt: attempt, window: window, on: connection)
+                }
+            }
+        }
+        let (hasher, stored) = (hasher, user.passwordHash ?? dummyHash)
+        guard try await gate.run(address: throttleAddress(context), { hasher.verify(password, against: stored) }) else { return false }
+        try await pool.withConnection { try $0.withTenantTransaction(tenant) { try LoginFailureStore().forget(attempt: attempt, on: $0) } }
+        return true
+    }
+
     // MARK: - Helpers
 
     func sessionToken(_ context: RequestContext) throws(APIError) -> TenantToken {

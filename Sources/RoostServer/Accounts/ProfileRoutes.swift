@@ -94,8 +94,7 @@ struct ProfileRoutes: Sendable {
             let user = try await accounts.authenticate(context)
             // A stolen session alone cannot erase the account: the password must come with it.
             let body = try context.decodeJSON(PasswordBody.self)
-            let (hasher, stored, password) = (accounts.hasher, user.passwordHash ?? accounts.dummyHash, body.password)
-            guard try await accounts.gate.run(address: accounts.throttleAddress(context), { hasher.verify(password, against: stored) }) else {
+            guard try await accounts.verifyPassword(body.password, of: user, context) else {
                 throw APIError.invalid("that is not the account's password", "password")
             }
             try await pool.withConnection { connection in
