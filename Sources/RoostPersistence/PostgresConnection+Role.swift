@@ -38,17 +38,23 @@ extension PostgresConnection {
     /// missing is granted, so a start with nothing new takes no lock on any table (a GRANT
     /// waits for every transaction on its table, and everything after it waits for the GRANT).
     public func grantRuntimeAccess(to role: String) throws {
-        let statements = try query("""
-            SELECT format('GRANT USAGE ON SCHEMA %I TO %I', current_schema(), \(role)) AS sql
-            WHERE NOT has_schema_privilege(\(role), current_schema(), 'USAGE')
-            UNION ALL
-            SELECT format('GRANT %s ON %I TO %I', CASE WHEN c.relname = 'roost_schema_migrations' THEN 'SELECT'
-                                                       ELSE 'SELECT, INSERT, UPDATE, DELETE' END, c.relname, \(role))
-            FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-            WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p')
-              AND NOT has_table_privilege(\(role), c.oid, CASE WHEN c.relname = 'roost_schema_migrations' THEN 'SELECT'
-                                                               ELSE 'SELECT, INSERT, UPDATE, DELETE' END)
-            """).rows.map { try $0.decode(String.self, "sql") }
-        for statement in statements { try run(script: statement) }
+        // Nodes starting together would otherwise update the same catalog rows at once (and
+        // PostgreSQL answers "tuple concurrently updated"): one at a time, and whoever comes
+        // second finds nothing missing.
+        try withTransaction { connection in
+            try connection.query("SELECT pg_advisory_xact_lock(hashtext('roost.grants'))")
+            let statements = try connection.query("""
+                SELECT format('GRANT USAGE ON SCHEMA %I TO %I', current_schema(), \(role)) AS sql
+                WHERE NOT has_schema_privilege(\(role), current_schema(), 'USAGE')
+                UNION ALL
+                SELECT format('GRANT %s ON %I TO %I', CASE WHEN c.relname = 'roost_schema_migrations' THEN 'SELECT'
+                                                           ELSE 'SELECT, INSERT, UPDATE, DELETE' END, c.relname, \(role))
+                FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p')
+                  AND NOT has_table_privilege(\(role), c.oid, CASE WHEN c.relname = 'roost_schema_migrations' THEN 'SELECT'
+                                                                   ELSE 'SELECT, INSERT, UPDATE, DELETE' END)
+                """).rows.map { try $0.decode(String.self, "sql") }
+            for statement in statements { try connection.run(script: statement) }
+        }
     }
 }

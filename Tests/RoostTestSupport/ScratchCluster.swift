@@ -36,10 +36,15 @@ public final class ScratchCluster {
     }
 
     public func start() throws {
-        try check(asOwner(Self.binDirectory! + "/pg_ctl", [
+        let outcome = try asOwner(Self.binDirectory! + "/pg_ctl", [
             "-D", directory + "/data", "-l", directory + "/postgres.log", "-w", "-o",
             "-c listen_addresses='' -c unix_socket_directories='\(directory)/run' -p \(port) -c fsync=off", "start",
-        ]))
+        ])
+        guard outcome.status == 0 else {
+            // pg_ctl says only that it stopped waiting; the server's own log says why.
+            let log = (try? String(contentsOfFile: directory + "/postgres.log", encoding: .utf8)) ?? ""
+            throw ScratchClusterError(outcome.output + " | postgres.log: " + log.split(separator: "\n").suffix(5).joined(separator: " / "))
+        }
     }
 
     public func stop() throws {
