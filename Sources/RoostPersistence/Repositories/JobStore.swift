@@ -25,8 +25,11 @@ public struct JobKind: Hashable, Sendable, CustomStringConvertible {
     public static let outbox = JobKind(name: "outbox", table: "outbox_jobs", idColumn: "outbox_id", dueColumn: "next_attempt_at",
                                        onFailure: "")
 
+    /// Every kind, as metrics and `roost jobs` name them.
+    public static let all: [JobKind] = scheduled + [outbox]
+
     public static func named(_ name: String) -> JobKind? {
-        (scheduled + [outbox]).first { $0.name == name }
+        all.first { $0.name == name }
     }
 }
 

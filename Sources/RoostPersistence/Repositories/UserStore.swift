@@ -68,7 +68,7 @@ public struct UserStore: Sendable {
     /// (message events, a missed check-in's alert text, alert pushes, invitations they sent).
     /// The row stays, as "deleted user", so messages keep an author. Memberships are the
     /// caller's to end first (with their events).
-    public func erase(user: UUID, on connection: PostgresConnection) throws {
+    public func erase(user: UUID, tenant: UUID, on connection: PostgresConnection) throws {
         let deleted = Self.deletedName
         try connection.query("""
             WITH gone AS (
@@ -109,9 +109,7 @@ public struct UserStore: Sendable {
                              password_hash = NULL, display_name = \(deleted), home = NULL, deleted_at = now()
             WHERE id = \(user)
             """)
-        if let tenant = try connection.query("DELETE FROM sessions WHERE user_id = \(user) RETURNING tenant_id").first?.decode(UUID.self, "tenant_id") {
-            try GroupEventLog.notify("u/\(tenant.uuidString.lowercased())/\(user.uuidString.lowercased())", on: connection)
-        }
+        try deleteSessions(of: user, tenant: tenant, on: connection)
         try connection.query("DELETE FROM devices WHERE user_id = \(user)")
         try connection.query("DELETE FROM contact_verifications WHERE user_id = \(user)")
     }
@@ -177,15 +175,8 @@ public struct UserStore: Sendable {
     /// primary key (the hash is decoded for the comparison, never the column encoded, which
     /// would scan every session of the tenant).
     public func sessionIsActive(tokenHashHex hex: String, on connection: PostgresConnection) throws -> Bool {
-        try sessionExpiry(tokenHashHex: hex, on: connection) != nil
-    }
-
-    /// When the live session whose token hash is `hex` expires as things stand (a later use may
-    /// move it forward), or nil when it has ended.
-    public func sessionExpiry(tokenHashHex hex: String, on connection: PostgresConnection) throws -> Date? {
-        guard hex.utf8.count == 64, hex.utf8.allSatisfy({ (48...57).contains($0) || (97...102).contains($0) }) else { return nil }
-        return try connection.query("SELECT expires_at FROM sessions WHERE token_hash = decode(\(hex), 'hex') AND expires_at > now()")
-            .first?.decode(Date.self, "expires_at")
+        guard hex.utf8.count == 64, hex.utf8.allSatisfy({ (48...57).contains($0) || (97...102).contains($0) }) else { return false }
+        return try connection.query("SELECT 1 FROM sessions WHERE token_hash = decode(\(hex), 'hex') AND expires_at > now()").first != nil
     }
 
     /// Deletes the transaction's tenant's sessions that have expired (at most `limit`) and tells

@@ -46,7 +46,7 @@ enum AccountDeletion {
                 outcome.handedOver.append((group, successor.user))
             }
         }
-        try UserStore().erase(user: user.id, on: connection)
+        try UserStore().erase(user: user.id, tenant: user.tenantID, on: connection)
         return outcome
     }
 }

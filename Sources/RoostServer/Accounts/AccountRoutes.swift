@@ -239,7 +239,6 @@ struct AccountRoutes: Sendable {
         let attempt = UUID()
         let identifierKey = Digest.sha256(Array("id:\(email ?? phone ?? "")".utf8))
         let addressKey = Digest.sha256(Array("ip:\(address)".utf8))
-        let window = Self.throttleWindow
         let found = try await serializer.run(["sign-in-address:\(address)", "sign-in-id:\(body.tenant):\(Digest.hex(identifierKey))"]) {
             () async throws -> (Tenant, User?)? in
             // An unknown tenant is refused like a wrong password (after the same hashing work, so
@@ -256,19 +255,9 @@ struct AccountRoutes: Sendable {
                 try connection.withTenantTransaction(tenant.id) { connection -> User? in
                     let user = email == nil && phone == nil ? nil : try UserStore().find(email: email, phone: phone, on: connection)
                     let accountKey = user.map { Digest.sha256(Array("acct:\($0.id.uuidString)".utf8)) }
-                    let keys = [identifierKey, addressKey] + (accountKey.map { [$0] } ?? [])
-                    try LoginFailureStore().lock(tenant: tenant.id, keys: keys, on: connection)
-                    var waits: [Int] = []
-                    for (key, limit) in [(identifierKey, Self.failuresPerIdentifier), (addressKey, Self.failuresPerAddress)]
-                        + (accountKey.map { [($0, Self.failuresPerIdentifier)] } ?? []) {
-                        let recent = try LoginFailureStore().recent(key: key, window: window, on: connection)
-                        if recent.count >= limit { waits.append(recent.clearsIn) }
-                    }
-                    if let wait = waits.max() {
-                        throw APIError(.tooManyRequests, code: "rate_limited", message: "too many failed sign-ins; try again later",
-                                       headers: ["Retry-After": String(wait)])
-                    }
-                    try LoginFailureStore().record(tenant: tenant.id, keys: keys, attempt: attempt, window: window, on: connection)
+                    try Self.countAttempt(tenant: tenant.id, attempt: attempt, keys: [(identifierKey, Self.failuresPerIdentifier),
+                                                                                  (addressKey, Self.failuresPerAddress)]
+                                              + (accountKey.map { [($0, Self.failuresPerIdentifier)] } ?? []), on: connection)
                     return user
                 }
             }
@@ -309,17 +298,11 @@ struct AccountRoutes: Sendable {
     /// session cannot be used to guess the password past the sign-in limit.
     func verifyPassword(_ password: String, of user: User, _ context: RequestContext) async throws -> Bool {
         let accountKey = Digest.sha256(Array("acct:\(user.id.uuidString)".utf8))
-        let (tenant, window, attempt) = (user.tenantID, Self.throttleWindow, UUID())
+        let (tenant, attempt) = (user.tenantID, UUID())
         try await serializer.run(["sign-in-account:\(Digest.hex(accountKey))"]) {
             try await pool.withConnection { connection in
                 try connection.withTenantTransaction(tenant) { connection in
-                    try LoginFailureStore().lock(tenant: tenant, keys: [accountKey], on: connection)
-                    let recent = try LoginFailureStore().recent(key: accountKey, window: window, on: connection)
-                    guard recent.count < Self.failuresPerIdentifier else {
-                        throw APIError(.tooManyRequests, code: "rate_limited", message: "too many wrong passwords; try again later",
-                                       headers: ["Retry-After": String(recent.clearsIn)])
-                    }
-                    try LoginFailureStore().record(tenant: tenant, keys: [accountKey], attempt: attempt, window: window, on: connection)
+                    try Self.countAttempt(tenant: tenant, attempt: attempt, keys: [(accountKey, Self.failuresPerIdentifier)], on: connection)
                 }
             }
         }
@@ -327,6 +310,23 @@ struct AccountRoutes: Sendable {
         guard try await gate.run(address: throttleAddress(context), { hasher.verify(password, against: stored) }) else { return false }
         try await pool.withConnection { try $0.withTenantTransaction(tenant) { try LoginFailureStore().forget(attempt: attempt, on: $0) } }
         return true
+    }
+
+    /// Counts a password attempt as a failure before the password is checked (`forget` takes it
+    /// back when it was right): the keys are locked for the transaction, so concurrent attempts
+    /// count one after the other, and a key already at its limit is 429 with `Retry-After`.
+    static func countAttempt(tenant: UUID, attempt: UUID, keys: [(key: [UInt8], limit: Int)], on connection: PostgresConnection) throws {
+        let store = LoginFailureStore()
+        try store.lock(tenant: tenant, keys: keys.map(\.key), on: connection)
+        let waits = try keys.compactMap { key, limit -> Int? in
+            let recent = try store.recent(key: key, window: throttleWindow, on: connection)
+            return recent.count >= limit ? recent.clearsIn : nil
+        }
+        if let wait = waits.max() {
+            throw APIError(.tooManyRequests, code: "rate_limited", message: "too many failed sign-ins; try again later",
+                           headers: ["Retry-After": String(wait)])
+        }
+        try store.record(tenant: tenant, keys: keys.map(\.key), attempt: attempt, window: throttleWindow, on: connection)
     }
 
     // MARK: - Helpers

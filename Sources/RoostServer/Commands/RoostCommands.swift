@@ -270,7 +270,7 @@ extension RoostCommands {
     /// `roost jobs retry KIND ID`: a parked job runs again with a fresh set of attempts.
     public static func retryJob(_ configuration: ServerConfiguration, kind name: String, id text: String) async throws {
         guard let kind = JobKind.named(name) else {
-            throw ConfigurationError("'\(name)' is not a job kind (\((JobKind.scheduled + [.outbox]).map(\.name).joined(separator: ", ")))")
+            throw ConfigurationError("'\(name)' is not a job kind (\(JobKind.all.map(\.name).joined(separator: ", ")))")
         }
         if kind == .outbox { return try await retryDelivery(configuration, id: text) }
         guard let id = UUID(uuidString: text) else { throw ConfigurationError("'\(text)' is not a job id (a UUID)") }

@@ -23,7 +23,7 @@ public final class JobMetrics: Sendable {
     /// The counters in Prometheus text format; every kind appears, at zero before any failure.
     public func render() -> String {
         let snapshot = counts.withLock { $0 }
-        let kinds = (JobKind.scheduled + [.outbox]).map(\.name)
+        let kinds = JobKind.all.map(\.name)
         var out = "# HELP roost_job_failures_total Background job attempts that failed (each is retried with backoff), by kind.\n"
             + "# TYPE roost_job_failures_total counter\n"
         for kind in kinds { out += "roost_job_failures_total{kind=\"\(kind)\"} \(snapshot[kind]?.failures ?? 0)\n" }
