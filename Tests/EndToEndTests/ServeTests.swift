@@ -79,10 +79,10 @@ func exchange(_ port: UInt16, _ request: String) -> String? {
 @Suite(.enabled(if: TestDatabase.isConfigured, "needs TEST_DATABASE_URL (scripts/test sets it)"), .serialized)
 struct ServeTests {
     @Test func connectionsPastWhatTheOpenFileLimitAllowsGet503AndTheServerKeepsServing() async throws {
-        // 256 descriptors less a pool of 10 and the reserve (64, and 4 for each of 2 loops and the
-        // metrics listener's one): at most 170.
-        let serve = try await ServeProcess(["--db-pool-size", "10", "--metrics-listen", "127.0.0.1:0"], openFileLimit: 256)
-        #expect(serve.process.output.contains(#""serving_at_most":"170""#))
+        // 256 descriptors less a pool of 10 and the reserve (64, and 4 for each of 2 loops): at
+        // most 174. (No metrics listener here: the server's own warning tells of accept pauses.)
+        let serve = try await ServeProcess(["--db-pool-size", "10"], openFileLimit: 256)
+        #expect(serve.process.output.contains(#""serving_at_most":"174""#))
         let port = serve.port
         var (open, statuses) = await offload { () -> ([TestClient], [Int]) in
             var open: [TestClient] = [], statuses: [Int] = []
@@ -96,8 +96,8 @@ struct ServeTests {
             }
             return (open, statuses)
         }
-        #expect(statuses.filter { $0 == 200 }.count == 170)
-        #expect(statuses.filter { $0 == 503 }.count == 30)  // answered at once, not left in the backlog
+        #expect(statuses.filter { $0 == 200 }.count == 174)
+        #expect(statuses.filter { $0 == 503 }.count == 26)  // answered at once, not left in the backlog
         open.removeFirst(10)  // their sockets close
         // Closed connections free their places (the server counts them as they close).
         var again: Int?
@@ -107,9 +107,8 @@ struct ServeTests {
             if again != 200 { try await Task.sleep(for: .milliseconds(20)) }
         }
         #expect(again == 200)
-        let metricsPort = try #require(serve.metricsPort)
-        let metrics = await offload { exchange(metricsPort, "GET /metrics HTTP/1.1\r\nConnection: close\r\n\r\n") }
-        #expect(metrics?.contains("roost_accept_pauses_total 0") == true)
+        // Accepting never paused: the server warns at the first pause (roost_accept_pauses_total).
+        #expect(!serve.process.output.contains("accept failed; pausing new connections"))
         withExtendedLifetime(open) {}  // the rest stayed open until here
     }
 
