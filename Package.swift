@@ -35,7 +35,7 @@ let package = Package(
         ),
         .target(
             name: "RoostFanout",
-            dependencies: ["RoostPersistence", "RoostProtocol"]
+            dependencies: ["RoostProtocol"]
         ),
         .target(
             name: "RoostServer",
@@ -62,7 +62,7 @@ let package = Package(
         .target(name: "RoostTestSupport", dependencies: ["RoostPersistence", "RoostProtocol"], path: "Tests/RoostTestSupport"),
         .testTarget(name: "RoostProtocolTests", dependencies: ["RoostProtocol"]),
         .testTarget(name: "RoostPersistenceTests", dependencies: ["RoostPersistence", "RoostTestSupport"]),
-        .testTarget(name: "RoostFanoutTests", dependencies: ["RoostFanout", "RoostPersistence", "RoostTestSupport"]),
+        .testTarget(name: "RoostFanoutTests", dependencies: ["RoostFanout", "RoostProtocol", "RoostTestSupport"]),
         .testTarget(name: "RoostServerTests", dependencies: ["RoostServer", "RoostTestSupport"]),
         .testTarget(name: "EndToEndTests", dependencies: ["RoostServer", "RoostTestSupport"]),
     ],

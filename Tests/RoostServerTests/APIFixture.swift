@@ -18,7 +18,7 @@ struct APIFixture {
     let closedTenant: String
 
     /// The stream's hub and LISTEN connection (with `stream: true`).
-    let hub: FanoutHub?
+    let hub: StreamHub?
     private let listener: FanoutListener?
 
     /// With `database`, on that database of the test cluster (already migrated) instead of the shared one.
@@ -38,16 +38,16 @@ struct APIFixture {
         let routes = AccountRoutes(pool: pool, hasher: hasher,
                                    sessionLifetime: 3600, hashingThreads: 2, invitationLifetime: invitationLifetime, limits: limits,
                                    proxies: proxies)
-        let hub = stream ? FanoutHub(pool: pool, send: StreamRoutes.send) : nil
+        let hub = stream ? StreamHub.make(pool: pool, queueLimit: NetworkLimits().maxOutboundQueueBytes) : nil
         test = try TestServer(extraRoutes: { builder in
             routes.add(to: &builder)
             CheckinRoutes(accounts: routes, minimumSeconds: 1).add(to: &builder)
-            if let hub { StreamRoutes.add(to: &builder, accounts: routes, hub: hub, queueLimit: NetworkLimits().maxOutboundQueueBytes) }
+            if let hub { StreamRoutes.add(to: &builder, accounts: routes, hub: hub) }
         })
         self.hub = hub
         if let hub {
-            let listener = FanoutListener(configuration: TestDatabase.configuration(database: database), hub: hub, log: Log(level: .error))
-            try listener.start(on: test.server)
+            let listener = FanoutListener(configuration: TestDatabase.configuration(database: database), server: test.server, log: Log(level: .error))
+            try hub.listen(to: listener)
             self.listener = listener
         } else {
             listener = nil

@@ -14,7 +14,7 @@ struct APISpecTests {
     @Test func everyRouteIsInOpenAPIAndEveryOperationThereIsARoute() async throws {
         let pool = ConnectionPool(configuration: TestDatabase.configuration(), options: .init(maxConnections: 1))
         defer { pool.close() }
-        let router = try RoostCommands.routes(ServerConfiguration(), pool: pool, hub: FanoutHub(pool: pool, send: { _, _ in }),
+        let router = try RoostCommands.routes(ServerConfiguration(), pool: pool, hub: StreamHub.make(pool: pool, queueLimit: 1 << 20),
                                           hashingThreads: 1)
         // `{gid:uuid}` in the router is `{gid}` in OpenAPI.
         let served = Set(router.patterns.map { route in
@@ -27,7 +27,7 @@ struct APISpecTests {
         // The test-only echo exists only behind its flag, so it is not part of the API.
         var echo = ServerConfiguration()
         echo.conformanceEcho = true
-        let withEcho = try RoostCommands.routes(echo, pool: pool, hub: FanoutHub(pool: pool, send: { _, _ in }), hashingThreads: 1)
+        let withEcho = try RoostCommands.routes(echo, pool: pool, hub: StreamHub.make(pool: pool, queueLimit: 1 << 20), hashingThreads: 1)
         #expect(withEcho.patterns.count == router.patterns.count + 1)
     }
 

@@ -89,7 +89,7 @@ struct StreamAuthorizationTests {
         let group = try #require(try await api.call("POST", "/v1/groups", ["name": "Flood"], token: person.token).1["id"] as? String)
         let stream = try await WebSocketTestClient.connect(port: api.test.port, path: "/v1/stream", token: person.token)
         #expect(await stream.receiveJSON()?["type"] as? String == "ready")
-        for _ in 0..<(StreamSession.resumeLimit + 5) { stream.sendText(#"{"type":"resume","cursors":{"\#(group)":0}}"#) }
+        for _ in 0..<(FanoutState<Int>().resumeLimit + 5) { stream.sendText(#"{"type":"resume","cursors":{"\#(group)":0}}"#) }
         var error: [String: Any]?
         var resumed = 0
         while let frame = await stream.receiveJSON() {
@@ -99,7 +99,7 @@ struct StreamAuthorizationTests {
         #expect(error?["code"] as? String == "rate_limited")
         #expect(await stream.receiveClose() == .some(.policyViolation))
         // Queued resumes were replaced by newer ones rather than all replayed.
-        #expect(resumed < StreamSession.resumeLimit)
+        #expect(resumed < FanoutState<Int>().resumeLimit)
         await api.stop()
     }
 }

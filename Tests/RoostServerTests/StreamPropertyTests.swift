@@ -17,20 +17,20 @@ struct StreamPropertyTests {
     /// A second node beside the fixture's: the same database, a hub and a LISTEN connection of its own.
     final class Node {
         let test: TestServer
-        let hub: FanoutHub
+        let hub: StreamHub
         let listener: FanoutListener
 
         init(pool: ConnectionPool) throws {
             let routes = AccountRoutes(pool: pool, hasher: PasswordHasher(parameters: .init(logN: 10, r: 8, p: 1)), sessionLifetime: 3600,
                                        hashingThreads: 1, limits: .generous)
-            let hub = FanoutHub(pool: pool, send: StreamRoutes.send)
+            let hub = StreamHub.make(pool: pool, queueLimit: NetworkLimits().maxOutboundQueueBytes)
             test = try TestServer(extraRoutes: { builder in
                 routes.add(to: &builder)
-                StreamRoutes.add(to: &builder, accounts: routes, hub: hub, queueLimit: NetworkLimits().maxOutboundQueueBytes)
+                StreamRoutes.add(to: &builder, accounts: routes, hub: hub)
             })
             self.hub = hub
-            listener = FanoutListener(configuration: TestDatabase.configuration(), hub: hub, log: Log(level: .error))
-            try listener.start(on: test.server)
+            listener = FanoutListener(configuration: TestDatabase.configuration(), server: test.server, log: Log(level: .error))
+            try hub.listen(to: listener)
         }
 
         func stop() async {

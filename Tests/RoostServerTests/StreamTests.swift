@@ -1,4 +1,5 @@
 import Foundation
+import RoostFanout
 import RoostPersistence
 import RoostProtocol
 @testable import RoostServer
@@ -177,7 +178,7 @@ struct StreamTests {
         let owner = try await api.person(email: "lou@example.org")
         let group = try await group(api, owner, "Backlog")
         // More than two replay pages behind.
-        let total = StreamSession.replayPage * 2 + 50
+        let total = FanoutState<Int>().replayPageSize * 2 + 50
         try await api.inTenant { tenant, connection in
             for index in 0..<total {
                 _ = try MessageStore().post(tenant: tenant, group: UUID(uuidString: group)!, authorType: "user", authorID: UUID(uuidString: owner.id),

@@ -9,29 +9,6 @@ public struct RawJSON: PostgresEncodable, Sendable {
     public func postgresText() -> String? { text }
 }
 
-/// One event as the stream sends it (`at` already RFC 3339, `data` JSON text).
-public struct StreamEvent: Sendable, Equatable {
-    public let group: UUID
-    public let seq: Int64
-    public let event: String
-    public let at: String
-    public let data: String
-
-    public init(group: UUID, seq: Int64, event: String, at: String, data: String) {
-        self.group = group
-        self.seq = seq
-        self.event = event
-        self.at = at
-        self.data = data
-    }
-
-    /// The stream's `event` frame: `{"type":"event","group_id","seq","event","at","data"}`.
-    public var frameJSON: String {
-        "{\"type\":\"event\",\"group_id\":\"\(group.uuidString.lowercased())\",\"seq\":\(seq),"
-            + "\"event\":\(JSONString.quote(event)),\"at\":\(JSONString.quote(at)),\"data\":\(data)}"
-    }
-}
-
 /// One appended event: its group, its place in the group's log, and when it happened.
 public struct AppendedEvent: Sendable, Equatable {
     public let tenant: UUID
@@ -46,8 +23,8 @@ public struct AppendedEvent: Sendable, Equatable {
 /// PostgreSQL delivers the notification only if the transaction commits, so no node ever
 /// pushes an event that was rolled back, and the log has no gaps.
 public struct GroupEventLog: Sendable {
-    /// The LISTEN/NOTIFY channel between nodes; the payload is `tenant/group/seq`.
-    public static let channel = "roost_events"
+    /// The LISTEN/NOTIFY channel between nodes (`NodeNotice` owns what it carries).
+    public static let channel = NodeNotice.channel
 
     public init() {}
 
@@ -56,27 +33,25 @@ public struct GroupEventLog: Sendable {
     /// One statement: take the seq, insert the event, notify.
     @discardableResult
     public func append(
-        tenant: UUID, group: UUID, event: String, actorType: String?, actorID: UUID?, data: RawJSON, subject: UUID? = nil,
+        tenant: UUID, group: UUID, event: GroupEventKind, actorType: String?, actorID: UUID?, data: RawJSON, subject: UUID? = nil,
         on connection: PostgresConnection
     ) throws -> AppendedEvent {
         // The notice (with the event's frame, when it fits) is assembled by the same statement,
-        // the only place the seq is known before the round trip ends.
-        let header = "\(tenant.uuidString.lowercased())/\(group.uuidString.lowercased())/"
-        let suffix = subject.map { "/" + $0.uuidString.lowercased() } ?? ""
-        let framePrefix = "{\"type\":\"event\",\"group_id\":\"\(group.uuidString.lowercased())\",\"seq\":"
-        let frameMiddle = ",\"event\":\(JSONString.quote(event)),\"at\":\""
-        let frameSuffix = "\",\"data\":\(data.text)}"
+        // the only place the seq is known before the round trip ends, from the parts its
+        // owners give: `NodeNotice` the header, `StreamEvent` the frame.
+        let header = NodeNotice.eventHeaderParts(tenant: tenant, group: group, subject: subject)
+        let frame = StreamEvent.frameParts(group: group, event: event, data: data.text)
         guard let row = try connection.query("""
             WITH next AS (UPDATE groups SET last_seq = last_seq + 1 WHERE id = \(group) RETURNING last_seq),
             inserted AS (
                 INSERT INTO group_events (tenant_id, group_id, seq, event, actor_type, actor_id, data)
-                SELECT \(tenant), \(group), last_seq, \(event), \(actorType), \(actorID), \(data) FROM next
+                SELECT \(tenant), \(group), last_seq, \(event.name), \(actorType), \(actorID), \(data) FROM next
                 RETURNING seq, created_at, \(unsafeRaw: Self.atText) AS at),
             framed AS (
-                SELECT seq, created_at, \(header) || seq || \(suffix) AS header,
-                       \(framePrefix) || seq || \(frameMiddle) || at || \(frameSuffix) AS frame
+                SELECT seq, created_at, \(header.beforeSeq) || seq || \(header.afterSeq) AS header,
+                       \(frame.beforeSeq) || seq || \(frame.beforeAt) || at || \(frame.afterAt) AS frame
                 FROM inserted)
-            SELECT seq, created_at, pg_notify(\(Self.channel), CASE WHEN octet_length(header) + octet_length(frame) < \(Self.maxNotificationBytes)
+            SELECT seq, created_at, pg_notify(\(Self.channel), CASE WHEN octet_length(header) + 1 + octet_length(frame) < \(NodeNotice.maxBytes)
                                                                   THEN header || E'\\n' || frame ELSE header END) AS notified
             FROM framed
             """).first else {
@@ -90,7 +65,7 @@ public struct GroupEventLog: Sendable {
     /// announced. Two statements.
     @discardableResult
     public func append(
-        tenant: UUID, group: UUID, event: String, actorType: String?, actorID: UUID?, subject: UUID? = nil,
+        tenant: UUID, group: UUID, event: GroupEventKind, actorType: String?, actorID: UUID?, subject: UUID? = nil,
         on connection: PostgresConnection, data: (_ seq: Int64, _ at: String) throws -> RawJSON
     ) throws -> (event: AppendedEvent, data: String) {
         guard let next = try connection.query("""
@@ -103,11 +78,12 @@ public struct GroupEventLog: Sendable {
         let at = try next.decode(String.self, "at")
         let text = try data(seq, at).text
         // Everything the notice needs is known now: insert and notify in one statement.
-        let payload = Self.payload(tenant: tenant, group: group, seq: seq, subject: subject, event: event, at: at, data: text)
+        let frame = StreamEvent(group: group, seq: seq, event: event, at: at, data: text).frameJSON
+        let payload = NodeNotice.event(.init(tenant: tenant, group: group, seq: seq, subject: subject, frame: frame)).payload
         try connection.query("""
             WITH inserted AS (
                 INSERT INTO group_events (tenant_id, group_id, seq, event, actor_type, actor_id, data)
-                VALUES (\(tenant), \(group), \(seq), \(event), \(actorType), \(actorID), \(RawJSON(text)))
+                VALUES (\(tenant), \(group), \(seq), \(event.name), \(actorType), \(actorID), \(RawJSON(text)))
                 RETURNING seq)
             SELECT pg_notify(\(Self.channel), \(payload)) FROM inserted
             """)
@@ -117,41 +93,14 @@ public struct GroupEventLog: Sendable {
     /// RFC 3339 UTC with milliseconds, as the API writes times.
     static let atText = #"to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')"#
 
-    /// The notice of an appended event: its header, then the stream frame when it fits
-    /// (PostgreSQL allows notifications under 8000 bytes), so nodes need not read it back.
-    static func payload(tenant: UUID, group: UUID, seq: Int64, subject: UUID?, event: String, at: String, data: String) -> String {
-        let payload = eventPayload(tenant: tenant, group: group, seq: seq, subject: subject)
-        let frame = StreamEvent(group: group, seq: seq, event: event, at: at, data: data).frameJSON
-        return payload.utf8.count + 1 + frame.utf8.count < maxNotificationBytes ? payload + "\n" + frame : payload
-    }
-
-    static let maxNotificationBytes = 7900
-
-    // MARK: - Notifications between nodes
-    //
-    // One channel carries every kind of notice, so each node needs a single LISTEN whatever it
-    // serves. Payloads (all ids lower-case):
-    //   "<tenant>/<group>/<seq>"        an event was appended
-    //   "<tenant>/<group>/<seq>/<user>" a membership event about that user
-    //   either of those, then "\n" and the event's stream frame (JSON), when it fits
-    //   "g/<tenant>/<group>"            a group was deleted
-    //   "s/<tenant>/<token hash hex>"   a session ended (logout)
-    //   "u/<tenant>/<user>"             an account ended (deletion): every session of it
-    //   "n/<tenant>/<user>", "\n", frame a notice to one user's streams (e.g. bridge.offline)
-
-    public static func eventPayload(tenant: UUID, group: UUID, seq: Int64, subject: UUID? = nil) -> String {
-        "\(tenant.uuidString.lowercased())/\(group.uuidString.lowercased())/\(seq)" + (subject.map { "/" + $0.uuidString.lowercased() } ?? "")
-    }
-
     /// Sends a stream notice (`{"type":"notice","event":..,"data":..}`) to one user's streams on every node.
-    public static func notifyUser(tenant: UUID, user: UUID, event: String, data: String, on connection: PostgresConnection) throws {
-        let frame = "{\"type\":\"notice\",\"event\":\(JSONString.quote(event)),\"data\":\(data)}"
-        try notify("n/\(tenant.uuidString.lowercased())/\(user.uuidString.lowercased())\n" + frame, on: connection)
+    public static func notifyUser(tenant: UUID, user: UUID, event: NoticeKind, data: String, on connection: PostgresConnection) throws {
+        try notify(.userNotice(tenant: tenant, user: user, frame: StreamFrameJSON.notice(event, data: data)), on: connection)
     }
 
     /// Sends a notice on the channel; PostgreSQL delivers it when (and only if) the transaction commits.
-    public static func notify(_ payload: String, on connection: PostgresConnection) throws {
-        try connection.query("SELECT pg_notify(\(channel), \(payload))")
+    public static func notify(_ notice: NodeNotice, on connection: PostgresConnection) throws {
+        try connection.query("SELECT pg_notify(\(channel), \(notice.payload))")
     }
 
     /// Events after `seq`, oldest first, with their time as RFC 3339 text, ready to be framed
@@ -164,7 +113,7 @@ public struct GroupEventLog: Sendable {
             FROM group_events
             WHERE group_id = \(group) AND seq > \(seq) AND (\(last)::bigint IS NULL OR seq <= \(last)) ORDER BY seq LIMIT \(limit)
             """).rows.map {
-            StreamEvent(group: group, seq: try $0.decode(Int64.self, "seq"), event: try $0.decode(String.self, "event"),
+            StreamEvent(group: group, seq: try $0.decode(Int64.self, "seq"), event: GroupEventKind(try $0.decode(String.self, "event")),
                         at: try $0.decode(String.self, "at"), data: try $0.decode(String.self, "data"))
         }
     }

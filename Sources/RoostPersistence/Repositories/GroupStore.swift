@@ -1,4 +1,5 @@
 import Foundation
+import RoostProtocol
 
 /// A watch group as its members see it.
 public struct WatchGroup: Sendable, Equatable {
@@ -33,7 +34,7 @@ public struct GroupStore: Sendable {
             INSERT INTO memberships (tenant_id, group_id, user_id, role) VALUES (\(tenant), \(id), \(owner), 'owner')
             """)
         let data = #"{"user_id":"\#(owner.uuidString.lowercased())","role":"owner"}"#
-        try GroupEventLog().append(tenant: tenant, group: id, event: "member.joined", actorType: "user", actorID: owner,
+        try GroupEventLog().append(tenant: tenant, group: id, event: .memberJoined, actorType: "user", actorID: owner,
                                        data: RawJSON(data), subject: owner, on: connection)
         try TemplateStore().replace(tenant: tenant, group: id, with: TemplateStore.defaults, on: connection)
         return try group(id: id, on: connection)!
@@ -102,7 +103,7 @@ extension GroupStore {
     public func delete(group: UUID, on connection: PostgresConnection) throws {
         guard let tenant = try connection.query("DELETE FROM groups WHERE id = \(group) RETURNING tenant_id").first?
             .decode(UUID.self, "tenant_id") else { return }
-        try GroupEventLog.notify("g/\(tenant.uuidString.lowercased())/\(group.uuidString.lowercased())", on: connection)
+        try GroupEventLog.notify(.groupDeleted(tenant: tenant, group: group), on: connection)
     }
 
     public func setRole(_ role: String, of user: UUID, in group: UUID, on connection: PostgresConnection) throws {

@@ -96,7 +96,7 @@ public struct MessageStore: Sendable {
     ) throws -> (seq: Int64, json: String) {
         let id = UUID()
         let (event, json) = try GroupEventLog().append(
-            tenant: tenant, group: group, event: "message.created", actorType: authorType, actorID: authorID, on: connection
+            tenant: tenant, group: group, event: .messageCreated, actorType: authorType, actorID: authorID, on: connection
         ) { seq, at in
             RawJSON(Self.json(id: id, group: group, seq: seq, at: at, authorType: authorType, authorID: authorID, authorName: authorName,
                               message: message, dedupKey: dedupKey, details: details))
@@ -190,7 +190,7 @@ public struct MessageStore: Sendable {
         }
         let data = "{\"seq\":\(seq),\"by\":{\"type\":\(JSONString.quote(byType)),\"id\":\"\(by.uuidString.lowercased())\"},"
             + "\"resolution\":\(resolution.map(JSONString.quote) ?? "null")}"
-        try GroupEventLog().append(tenant: tenant, group: group, event: close ? "alert.closed" : "alert.reopened", actorType: byType,
+        try GroupEventLog().append(tenant: tenant, group: group, event: close ? .alertClosed : .alertReopened, actorType: byType,
                                    actorID: by, data: RawJSON(data), on: connection)
         return try message(group: group, seq: seq, on: connection)!
     }

@@ -1,4 +1,5 @@
 import Foundation
+import RoostProtocol
 
 /// A neighbour's account (API.md "Accounts"). `passwordHash` never leaves the server.
 public struct User: Sendable, Equatable {
@@ -189,7 +190,7 @@ public struct UserStore: Sendable {
             RETURNING token_hash
             """).rows.map { try $0.decode(Data.self, "token_hash") }
         for hash in ended {
-            try GroupEventLog.notify("s/\(tenant.uuidString.lowercased())/\(Self.hex(Array(hash)))", on: connection)
+            try GroupEventLog.notify(.sessionEnded(tenant: tenant, tokenHash: Self.hex(Array(hash))), on: connection)
         }
         return ended.count
     }
@@ -198,7 +199,7 @@ public struct UserStore: Sendable {
     @discardableResult
     public func deleteSessions(of user: UUID, tenant: UUID, on connection: PostgresConnection) throws -> Int {
         let ended = try connection.query("DELETE FROM sessions WHERE user_id = \(user)").affectedRows
-        try GroupEventLog.notify("u/\(tenant.uuidString.lowercased())/\(user.uuidString.lowercased())", on: connection)
+        try GroupEventLog.notify(.accountEnded(tenant: tenant, user: user), on: connection)
         return ended
     }
 
@@ -207,7 +208,7 @@ public struct UserStore: Sendable {
     public func deleteSession(tokenHash: [UInt8], on connection: PostgresConnection) throws -> Bool {
         guard let tenant = try connection.query("DELETE FROM sessions WHERE token_hash = \(Data(tokenHash)) RETURNING tenant_id").first?
             .decode(UUID.self, "tenant_id") else { return false }
-        try GroupEventLog.notify("s/\(tenant.uuidString.lowercased())/\(Self.hex(tokenHash))", on: connection)
+        try GroupEventLog.notify(.sessionEnded(tenant: tenant, tokenHash: Self.hex(tokenHash)), on: connection)
         return true
     }
 

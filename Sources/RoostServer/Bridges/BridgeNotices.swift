@@ -6,7 +6,7 @@ import RoostProtocol
 /// heartbeats) or came back (`bridge.online`): a notice on each manager's streams on every node,
 /// and an email through the outbox to each manager with an address.
 enum BridgeNotices {
-    static func announce(_ bridge: Bridge, tenant: UUID, event: String, on connection: PostgresConnection) throws {
+    static func announce(_ bridge: Bridge, tenant: UUID, event: NoticeKind, on connection: PostgresConnection) throws {
         let managers = try connection.query("""
             SELECT m.user_id, u.email FROM memberships m JOIN users u ON u.tenant_id = m.tenant_id AND u.id = m.user_id
             WHERE m.group_id = \(bridge.groupID) AND m.role IN ('owner', 'admin') AND u.deleted_at IS NULL
@@ -18,7 +18,7 @@ enum BridgeNotices {
         for (user, email) in managers {
             try GroupEventLog.notifyUser(tenant: tenant, user: user, event: event, data: data, on: connection)
             if let email {
-                try OutboxStore().enqueue(tenant: tenant, channel: "email", recipient: email, template: event.replacingOccurrences(of: ".", with: "_"),
+                try OutboxStore().enqueue(tenant: tenant, channel: "email", recipient: email, template: event.name.replacingOccurrences(of: ".", with: "_"),
                                           data: RawJSON(data), on: connection)
             }
         }
@@ -40,7 +40,7 @@ enum BridgeNotices {
                             try BridgeStore().unwatch(id, on: connection)
                             return false
                         }
-                        try announce(bridge, tenant: tenant, event: "bridge.offline", on: connection)
+                        try announce(bridge, tenant: tenant, event: .bridgeOffline, on: connection)
                         return true
                     } ?? false
                 }

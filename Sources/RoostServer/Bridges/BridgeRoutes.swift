@@ -154,7 +154,7 @@ struct BridgeRoutes: Sendable {
                 }
                 // Any admitted request counts as a heartbeat; one after silence brings the bridge back.
                 if let heartbeat = bridge.heartbeatSeconds, try store.heard(bridge.id, heartbeatSeconds: heartbeat, on: connection) {
-                    try BridgeNotices.announce(bridge, tenant: token.tenant, event: "bridge.online", on: connection)
+                    try BridgeNotices.announce(bridge, tenant: token.tenant, event: .bridgeOnline, on: connection)
                 }
                 return bridge
             }
@@ -217,7 +217,7 @@ struct BridgeRoutes: Sendable {
                         let store = BridgeStore()
                         if let seq = try store.openAlert(bridge: bridge.id, dedupKey: dedupKey, on: connection) {
                             let count = try store.repeatAlert(group: bridge.groupID, seq: seq, on: connection)
-                            try GroupEventLog().append(tenant: tenant, group: bridge.groupID, event: "alert.repeated", actorType: "bridge",
+                            try GroupEventLog().append(tenant: tenant, group: bridge.groupID, event: .alertRepeated, actorType: "bridge",
                                                        actorID: bridge.id, data: RawJSON("{\"seq\":\(seq),\"repeat_count\":\(count)}"), on: connection)
                             return (false, try MessageStore().message(group: bridge.groupID, seq: seq, on: connection)!)
                         }

@@ -136,7 +136,7 @@ struct CheckinRoutes: Sendable {
                 if try GroupStore().role(of: user.id, in: checkin.groupID, on: connection) != nil {
                     let data = "{\"checkin_id\":\"\(checkin.id.uuidString.lowercased())\",\"user_id\":\"\(user.id.uuidString.lowercased())\","
                         + "\"display_name\":\(JSONString.quote(user.displayName))}"
-                    try GroupEventLog().append(tenant: user.tenantID, group: checkin.groupID, event: "checkin.completed", actorType: "user",
+                    try GroupEventLog().append(tenant: user.tenantID, group: checkin.groupID, event: .checkinCompleted, actorType: "user",
                                                actorID: user.id, data: RawJSON(data), on: connection)
                 }
                 return ended

@@ -20,7 +20,7 @@ public enum RoostCommands {
             poolSize: configuration.databasePoolSize, threads: threads + (configuration.metricsListen == "off" ? 0 : 1), log: log)
 
         let serverBox = ServerBox()
-        let hub = FanoutHub(pool: pool, onError: { log.warning($0) }, send: StreamRoutes.send)
+        let hub = StreamHub.make(pool: pool, queueLimit: configuration.network.maxOutboundQueueBytes, log: log)
         if configuration.conformanceEcho {
             log.warning("serving the test-only WebSocket echo at /v1/conformance/echo")
         }
@@ -30,9 +30,9 @@ public enum RoostCommands {
             router: router, limits: configuration.network, addresses: addresses, threads: threads, log: log,
             accessLog: configuration.accessLog)
         serverBox.server = server
-        let listener = FanoutListener(configuration: pool.configuration, hub: hub, log: log)
+        let listener = FanoutListener(configuration: pool.configuration, server: server, log: log)
         do {
-            try listener.start(on: server)
+            try hub.listen(to: listener)
         } catch let error as DatabaseError {
             throw StartupError(error)
         }
@@ -63,7 +63,7 @@ public enum RoostCommands {
     /// Every route `roost serve` answers: the API of API.md (described by openapi.yaml, which
     /// a test holds to this list) and, only with `--conformance-echo`, the test-only echo.
     static func routes(
-        _ configuration: ServerConfiguration, pool: ConnectionPool, hub: FanoutHub, hashingThreads: Int
+        _ configuration: ServerConfiguration, pool: ConnectionPool, hub: StreamHub, hashingThreads: Int
     ) throws -> Router {
         var builder = Router.Builder()
         OperationsRoutes.add(to: &builder, probe: ReadinessProbe(configuration: pool.configuration))
@@ -74,7 +74,7 @@ public enum RoostCommands {
                                      proxies: try TrustedProxies(parsing: configuration.trustedProxies))
         accounts.add(to: &builder)
         CheckinRoutes(accounts: accounts, minimumSeconds: configuration.checkinMinSeconds).add(to: &builder)
-        StreamRoutes.add(to: &builder, accounts: accounts, hub: hub, queueLimit: configuration.network.maxOutboundQueueBytes)
+        StreamRoutes.add(to: &builder, accounts: accounts, hub: hub)
         if configuration.conformanceEcho {
             builder.addWebSocket("/v1/conformance/echo") { _ in EchoSession() }
         }

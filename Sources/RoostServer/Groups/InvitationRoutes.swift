@@ -49,7 +49,7 @@ struct InvitationRoutes: Sendable {
               invitation.email != nil ? addressee.emailVerified : addressee.phoneVerified
         else { return }
         let data = String(decoding: try APIJSON.encode(AddressedView(invitation: invitation, groupName: groupName)), as: UTF8.self)
-        try GroupEventLog.notifyUser(tenant: tenant, user: addressee.id, event: "invitation.received", data: data, on: connection)
+        try GroupEventLog.notifyUser(tenant: tenant, user: addressee.id, event: .invitationReceived, data: data, on: connection)
     }
 
     struct InvitationView: Encodable {
@@ -233,7 +233,7 @@ struct InvitationRoutes: Sendable {
             try UserStore().markVerified(user: user.id, channel: "phone", address: phone, on: connection)
         }
         let data = #"{"user_id":"\#(user.id.uuidString.lowercased())","role":"\#(invitation.role)"}"#
-        try GroupEventLog().append(tenant: user.tenantID, group: invitation.groupID, event: "member.joined",
+        try GroupEventLog().append(tenant: user.tenantID, group: invitation.groupID, event: .memberJoined,
                                    actorType: "user", actorID: user.id, data: RawJSON(data), subject: user.id, on: connection)
     }
 }

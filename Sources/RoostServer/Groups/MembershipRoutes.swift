@@ -62,7 +62,7 @@ struct MembershipRoutes: Sendable {
                 guard caller.isManager else { throw Self.forbidden("only the owner and admins can change the group") }
                 try GroupStore().update(group: group, name: name, description: description, on: connection)
                 let data = try String(decoding: APIJSON.encode(["name": name, "description": description]), as: UTF8.self)
-                try GroupEventLog().append(tenant: caller.user.tenantID, group: group, event: "group.updated", actorType: "user",
+                try GroupEventLog().append(tenant: caller.user.tenantID, group: group, event: .groupUpdated, actorType: "user",
                                                actorID: caller.user.id, data: RawJSON(data), on: connection)
                 return (try GroupStore().group(id: group, on: connection)!, caller.role)
             }
@@ -115,7 +115,7 @@ struct MembershipRoutes: Sendable {
                 guard leaving || caller.isManager else { throw Self.forbidden("only the owner and admins can remove members") }
                 try GroupStore().removeMember(target, from: group, on: connection)
                 let data = #"{"user_id":"\#(target.uuidString.lowercased())"}"#
-                try GroupEventLog().append(tenant: caller.user.tenantID, group: group, event: leaving ? "member.left" : "member.removed",
+                try GroupEventLog().append(tenant: caller.user.tenantID, group: group, event: leaving ? .memberLeft : .memberRemoved,
                                                actorType: "user", actorID: caller.user.id, data: RawJSON(data), subject: target, on: connection)
             }
             return HTTPResponse(status: .noContent)
@@ -141,7 +141,7 @@ struct MembershipRoutes: Sendable {
 
     private func appendRoleChange(_ caller: GroupCaller, group: UUID, user: UUID, from: String, to: String, on connection: PostgresConnection) throws {
         let data = #"{"user_id":"\#(user.uuidString.lowercased())","from":"\#(from)","to":"\#(to)"}"#
-        try GroupEventLog().append(tenant: caller.user.tenantID, group: group, event: "member.role_changed", actorType: "user",
+        try GroupEventLog().append(tenant: caller.user.tenantID, group: group, event: .memberRoleChanged, actorType: "user",
                                        actorID: caller.user.id, data: RawJSON(data), on: connection)
     }
 

@@ -94,10 +94,7 @@ struct MessageRoutes: Sendable {
             let events = try await accounts.inGroup(context, group) { _, connection in
                 try GroupEventLog().streamEvents(group: group, after: after, limit: limit, on: connection)
             }
-            let items = events.map {
-                "{\"group_id\":\"\(group.uuidString.lowercased())\",\"seq\":\($0.seq),\"event\":\(JSONString.quote($0.event)),"
-                    + "\"at\":\(JSONString.quote($0.at)),\"data\":\($0.data)}"
-            }
+            let items = events.map(\.itemJSON)
             return Self.page(items, next: events.count == limit ? events.last.map { String($0.seq) } : nil)
         }
         builder.add(.get, "/v1/groups/{gid:uuid}/alerts") { context in
@@ -134,7 +131,7 @@ struct MessageRoutes: Sendable {
                                                on: connection)
                 let data = "{\"seq\":\(seq),\"user_id\":\"\(user.id.uuidString.lowercased())\",\"display_name\":\(JSONString.quote(user.displayName)),"
                     + "\"response\":\(JSONString.quote(body.response)),\"note\":\(note.map(JSONString.quote) ?? "null")}"
-                try GroupEventLog().append(tenant: user.tenantID, group: group, event: "alert.acknowledged", actorType: "user", actorID: user.id,
+                try GroupEventLog().append(tenant: user.tenantID, group: group, event: .alertAcknowledged, actorType: "user", actorID: user.id,
                                            data: RawJSON(data), on: connection)
                 return try MessageStore().message(group: group, seq: seq, on: connection)!
             }
@@ -157,7 +154,7 @@ struct MessageRoutes: Sendable {
                 }
                 guard !message.redacted else { return }
                 try MessageStore().redact(group: group, seq: seq, on: connection)
-                try GroupEventLog().append(tenant: caller.user.tenantID, group: group, event: "message.redacted", actorType: "user",
+                try GroupEventLog().append(tenant: caller.user.tenantID, group: group, event: .messageRedacted, actorType: "user",
                                            actorID: caller.user.id, data: RawJSON("{\"seq\":\(seq)}"), on: connection)
             }
             return HTTPResponse(status: .noContent)

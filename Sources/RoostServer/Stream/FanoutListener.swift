@@ -3,18 +3,20 @@ import Foundation
 import RoostFanout
 import RoostPersistence
 
-/// The node's LISTEN connection, driven by an event loop: its socket sits in the loop's epoll
-/// set and readability drains notifications into the hub. Connecting happens off the loop
-/// (it blocks). When the connection is lost, the listener reconnects with backoff and then
-/// asks the hub to catch every group up from the log, since notifications sent while nobody
-/// listened are gone.
+/// The node's LISTEN connection, the fanout's `NotificationSource`, driven by an event loop: its
+/// socket sits in the loop's epoll set and readability drains notifications to the fanout.
+/// Connecting happens off the loop (it blocks). When the connection is lost, the listener
+/// reconnects with backoff and then reports `reconnected`, and the fanout catches every group up
+/// from the log, since notifications sent while nobody listened are gone.
 ///
 /// `@unchecked Sendable`: `listener` is touched only on the loop thread; reconnection runs on
 /// `connectQueue` and hands the new connection to the loop.
-final class FanoutListener: EventHandler, @unchecked Sendable {
+final class FanoutListener: EventHandler, NotificationSource, @unchecked Sendable {
     private let configuration: ConnectionConfiguration
-    private let hub: FanoutHub
+    private let server: HTTPServer
     private let log: Log
+    private var received: @Sendable ([String]) -> Void = { _ in }
+    private var reconnected: @Sendable () -> Void = {}
     private var loop: EventLoop?
     private var listener: PostgresListener?
     /// The descriptor registered for `listener`: libpq reports -1 once the connection is lost,
@@ -23,14 +25,16 @@ final class FanoutListener: EventHandler, @unchecked Sendable {
     private var stopped = false
     private let connectQueue = DispatchQueue(label: "roost.fanout.listen")
 
-    init(configuration: ConnectionConfiguration, hub: FanoutHub, log: Log) {
+    init(configuration: ConnectionConfiguration, server: HTTPServer, log: Log) {
         self.configuration = configuration
-        self.hub = hub
+        self.server = server
         self.log = log
     }
 
     /// Connects now (at start-up, blocking) and attaches to the server's first loop.
-    func start(on server: HTTPServer) throws {
+    func start(received: @escaping @Sendable ([String]) -> Void, reconnected: @escaping @Sendable () -> Void) throws {
+        self.received = received
+        self.reconnected = reconnected
         let first = try PostgresListener(configuration, channel: GroupEventLog.channel)
         server.onFirstLoop { [self] loop in
             self.loop = loop
@@ -68,7 +72,7 @@ final class FanoutListener: EventHandler, @unchecked Sendable {
         guard let listener else { return }
         do {
             let payloads = try listener.drain()
-            if !payloads.isEmpty { hub.received(payloads) }
+            if !payloads.isEmpty { received(payloads) }
         } catch {
             log.warning("fanout: the LISTEN connection was lost; reconnecting", ["error": "\(error)"])
             detach()
@@ -88,7 +92,7 @@ final class FanoutListener: EventHandler, @unchecked Sendable {
                 loop?.execute { [self] in
                     attach(fresh)
                     log.info("fanout: listening again; catching up", ["attempts": String(attempt)])
-                    hub.catchUp()
+                    reconnected()
                 }
             } catch {
                 if attempt == 1 || attempt % 10 == 0 {

@@ -1,0 +1,488 @@
+import Foundation
+import RoostProtocol
+
+/// A stream connection as the fanout knows it: a number the state machine hands out.
+public struct SubscriberID: Hashable, Sendable, CustomStringConvertible {
+    public let value: Int
+    public init(_ value: Int) { self.value = value }
+    public var description: String { "subscriber \(value)" }
+}
+
+/// What the database answers for one replay page (read in one snapshot with the checks that
+/// the user is still in the group and still signed in).
+public enum ReplayPage: Sendable, Equatable {
+    case events([StreamEvent])
+    case notMember
+    case sessionEnded
+}
+
+/// What the state machine asks its driver to do, in the order returned. `Sink` is the driver's
+/// handle on a connection; the state machine stores it and hands it back, never calls it.
+public enum FanoutAction<Sink> {
+    /// Queue `frame` on every sink, in the given order: one event for many connections.
+    case send([UInt8], to: [Sink])
+    /// Start a closing handshake.
+    case close(Sink, WebSocketCloseCode, reason: String)
+    /// Read `group`'s log after `after` (through `through`, or to its end) and report with
+    /// `logRead` or `logReadFailed`; `attempt` > 1 is a retry, to be made after a pause.
+    case readLog(group: UUID, tenant: UUID, after: Int64, through: Int64?, attempt: Int)
+    /// Read one replay page for a subscriber, once its sink's queue has drained below half its
+    /// bound, and report with `replayRead`.
+    case readReplay(ReplayRead, sink: Sink)
+    /// Call `goLive` for the subscriber after the live grace period.
+    case scheduleGoLive(SubscriberID, sink: Sink)
+}
+
+/// One replay page to read: whose, which group, from where, for which replay.
+public struct ReplayRead: Sendable, Equatable {
+    public let subscriber: SubscriberID
+    public let tenant: UUID
+    public let user: UUID
+    public let sessionHash: String
+    public let group: UUID
+    public let after: Int64
+    public let token: Int
+}
+
+/// The node's notification fanout as a pure state machine (DESIGN.md "How a request flows",
+/// steps 4–5): which connections follow which groups, how far this node has delivered each
+/// group, every connection's `StreamCursor`, resumes and their replays, and what membership
+/// events and inter-node notices mean for them. Every input is a mutating method returning the
+/// actions to carry out; it does no I/O, takes no lock and reads no clock, so it is tested
+/// exhaustively without a database or a socket (Tests/RoostFanoutTests).
+///
+/// Notices name `tenant/group/seq` and usually carry the event's frame. A group's events reach
+/// connections strictly in seq order: the next one in line with its frame goes straight out;
+/// anything else (a gap, a frame too big for a notice, a catch-up after the LISTEN connection
+/// was lost) becomes one log read at a time per group, from the last seq delivered. A lost or
+/// late notice therefore costs latency, never an event.
+public struct FanoutState<Sink> {
+    struct Group {
+        let tenant: UUID
+        /// The highest seq handed to subscribers; nil until the first event after the group got
+        /// its first local subscriber (a new subscriber's `ready` covers what came before).
+        var delivered: Int64?
+        /// The highest seq known to exist; `Int64.max` asks for a read to the end of the log.
+        var wanted: Int64 = 0
+        var reading = false
+        var subscribers: Set<SubscriberID> = []
+    }
+
+    /// What happened to a subscriber before its `ready` (it subscribes, then reads its standing).
+    enum Early {
+        case live(UUID, Int64, [UInt8])
+        case removed(UUID)
+        case joined(UUID, Int64)
+    }
+
+    struct Replay {
+        let token: Int
+        let groups: [UUID]
+        var next = 0
+    }
+
+    struct Subscriber {
+        let sink: Sink
+        let tenant: UUID
+        let user: UUID
+        let sessionHash: String
+        /// The groups whose events this node offers the subscriber (its cursor has the last word).
+        var groups: Set<UUID> = []
+        /// nil until `ready` went out.
+        var cursor: StreamCursor<[UInt8]>?
+        var early: [Early] = []
+        var replay: Replay?
+        /// The newest resume waiting for the running replay (or for `ready`).
+        var queued: [(UUID, Int64)]?
+        var resumeWindowStart: UInt64 = 0
+        var resumesInWindow = 0
+    }
+
+    /// Events a replay reads per page; a shorter page ends the group's replay.
+    public let replayPageSize: Int
+    /// At most this many resumes per connection within `resumeWindowNanoseconds`.
+    public let resumeLimit: Int
+    public let resumeWindowNanoseconds: UInt64
+
+    private(set) var groups: [UUID: Group] = [:]
+    private(set) var subscribers: [SubscriberID: Subscriber] = [:]
+    private var byUser: [UUID: Set<SubscriberID>] = [:]
+    private var bySession: [String: Set<SubscriberID>] = [:]
+    private var nextID = 0
+
+    public init(replayPageSize: Int = 200, resumeLimit: Int = 20, resumeWindowNanoseconds: UInt64 = 10_000_000_000) {
+        self.replayPageSize = replayPageSize
+        self.resumeLimit = resumeLimit
+        self.resumeWindowNanoseconds = resumeWindowNanoseconds
+    }
+
+    /// Connections subscribed, and groups followed on this node.
+    public var counts: (subscribers: Int, groups: Int) { (subscribers.count, groups.count) }
+
+    public func isSubscribed(_ id: SubscriberID) -> Bool { subscribers[id] != nil }
+
+    // MARK: - A connection's life
+
+    /// A new stream connection: it hears its session's and its user's notices from now on.
+    public mutating func register(_ sink: Sink, tenant: UUID, user: UUID, sessionHash: String) -> SubscriberID {
+        nextID += 1
+        let id = SubscriberID(nextID)
+        subscribers[id] = Subscriber(sink: sink, tenant: tenant, user: user, sessionHash: sessionHash)
+        byUser[user, default: []].insert(id)
+        bySession[sessionHash, default: []].insert(id)
+        return id
+    }
+
+    /// The user's groups, read before their standing: events of these are offered from now on,
+    /// so none committed after the standing read can be missed.
+    public mutating func subscribe(_ id: SubscriberID, to list: [UUID]) {
+        guard let subscriber = subscribers[id] else { return }
+        for group in list { attach(id, to: group, tenant: subscriber.tenant) }
+    }
+
+    /// Where each group stands (its `last_seq`): `ready` goes out, live delivery is scheduled,
+    /// and a resume sent meanwhile starts.
+    public mutating func ready(_ id: SubscriberID, userID: UUID, standing: [(group: UUID, lastSeq: Int64)], now: UInt64) -> [FanoutAction<Sink>] {
+        guard let subscriber = subscribers[id] else { return [] }
+        var actions: [FanoutAction<Sink>] = []
+        let listed = Set(standing.map(\.group))
+        // Left between the two reads: no longer offered.
+        for group in subscriber.groups.subtracting(listed) { detach(id, from: group) }
+        for (group, seq) in standing {
+            if groups[group] == nil {
+                // Joined between the two reads, on a group nobody here followed: its notices until
+                // now were dropped, so the group is read to the end of its log once.
+                attach(id, to: group, tenant: subscriber.tenant)
+                groups[group]!.delivered = seq
+                groups[group]!.wanted = Int64.max
+                if let read = startReading(group) { actions.append(read) }
+                continue
+            }
+            attach(id, to: group, tenant: subscriber.tenant)
+            if groups[group]!.delivered == nil {
+                groups[group]!.delivered = seq
+                groups[group]!.wanted = max(groups[group]!.wanted, seq)
+            }
+        }
+        var cursor = StreamCursor<[UInt8]>(standing: standing)
+        for input in subscriber.early {
+            switch input {
+            case .live(let group, let seq, let frame): _ = cursor.live(group, seq: seq, frame: frame)
+            case .removed(let group): cursor.removed(group)
+            case .joined(let group, let seq): cursor.joined(group, at: seq)
+            }
+        }
+        subscribers[id]!.early = []
+        subscribers[id]!.cursor = cursor
+        actions.append(.send(StreamFrames.groups(type: "ready", userID: userID, standing.map { ($0.group, $0.lastSeq) }), to: [subscriber.sink]))
+        actions.append(.scheduleGoLive(id, sink: subscriber.sink))
+        if let queued = subscribers[id]!.queued {
+            subscribers[id]!.queued = nil
+            startReplay(id, queued, into: &actions)
+        }
+        return actions
+    }
+
+    /// Live delivery starts (the client's first frame, or the grace period after `ready`).
+    public mutating func goLive(_ id: SubscriberID) -> [FanoutAction<Sink>] {
+        guard let sink = subscribers[id]?.sink, subscribers[id]!.cursor != nil else { return [] }
+        return subscribers[id]!.cursor!.goLive().map { .send($0, to: [sink]) }
+    }
+
+    /// The connection closed.
+    public mutating func unsubscribe(_ id: SubscriberID) {
+        guard let subscriber = subscribers.removeValue(forKey: id) else { return }
+        for group in subscriber.groups { detach(id, from: group) }
+        byUser[subscriber.user]?.remove(id)
+        if byUser[subscriber.user]?.isEmpty == true { byUser.removeValue(forKey: subscriber.user) }
+        bySession[subscriber.sessionHash]?.remove(id)
+        if bySession[subscriber.sessionHash]?.isEmpty == true { bySession.removeValue(forKey: subscriber.sessionHash) }
+    }
+
+    // MARK: - Resume and replay
+
+    /// A `resume` frame: each named group is replayed from its cursor, then joins the live flow.
+    /// One replay runs at a time per connection; a newer resume replaces one still waiting. More
+    /// than `resumeLimit` within the window is refused with an error and a 1008 close.
+    public mutating func resume(_ id: SubscriberID, cursors: [(UUID, Int64)], now: UInt64) -> [FanoutAction<Sink>] {
+        guard var subscriber = subscribers[id] else { return [] }
+        if now &- subscriber.resumeWindowStart > resumeWindowNanoseconds || subscriber.resumesInWindow == 0 {
+            subscriber.resumeWindowStart = now
+            subscriber.resumesInWindow = 0
+        }
+        subscriber.resumesInWindow += 1
+        subscribers[id] = subscriber
+        guard subscriber.resumesInWindow <= resumeLimit else {
+            let seconds = resumeWindowNanoseconds / 1_000_000_000
+            return [.send(StreamFrames.error(code: "rate_limited", message: "more than \(resumeLimit) resumes in \(seconds) s"), to: [subscriber.sink]),
+                    .close(subscriber.sink, .policyViolation, reason: "too many resumes")]
+        }
+        // One replay at a time; a resume waiting for it is replaced by this newer one.
+        guard subscriber.cursor != nil, subscriber.replay == nil else {
+            subscribers[id]!.queued = cursors
+            return []
+        }
+        var actions: [FanoutAction<Sink>] = []
+        startReplay(id, cursors, into: &actions)
+        return actions
+    }
+
+    /// A replay page read for `read`: its frames (those the cursor lets through), then the next
+    /// page, the next group, or `resumed` and the next waiting resume.
+    public mutating func replayRead(_ read: ReplayRead, _ page: ReplayPage) -> [FanoutAction<Sink>] {
+        guard let subscriber = subscribers[read.subscriber], subscriber.cursor != nil,
+              subscriber.replay?.token == read.token else { return [] }
+        var actions: [FanoutAction<Sink>] = []
+        switch page {
+        case .sessionEnded:
+            return [.close(subscriber.sink, .policyViolation, reason: "session ended")]
+        case .notMember:
+            subscribers[read.subscriber]!.cursor!.replayFoundGone(read.group, token: read.token)
+            subscribers[read.subscriber]!.replay!.next += 1
+        case .events(let events):
+            let complete = events.count < replayPageSize
+            let frames = subscribers[read.subscriber]!.cursor!.replayed(
+                read.group, token: read.token, page: events.map { (seq: $0.seq, frame: StreamFrames.event($0)) }, complete: complete)
+            for frame in frames { actions.append(.send(frame, to: [subscriber.sink])) }
+            if complete { subscribers[read.subscriber]!.replay!.next += 1 }
+        }
+        continueReplay(read.subscriber, into: &actions)
+        return actions
+    }
+
+    /// A replay page could not be read: the connection closes with 1013 and the client resumes.
+    public func replayFailed(_ read: ReplayRead) -> [FanoutAction<Sink>] {
+        guard let subscriber = subscribers[read.subscriber], subscriber.replay?.token == read.token else { return [] }
+        return [.close(subscriber.sink, .tryAgainLater, reason: "database unavailable")]
+    }
+
+    private mutating func startReplay(_ id: SubscriberID, _ cursors: [(UUID, Int64)], into actions: inout [FanoutAction<Sink>]) {
+        let sink = subscribers[id]!.sink
+        let begun = subscribers[id]!.cursor!.beginReplay(cursors.map { (group: $0.0, after: $0.1) })
+        for frame in begun.frames { actions.append(.send(frame, to: [sink])) }
+        if !begun.unknown.isEmpty {
+            let list = begun.unknown.map { $0.uuidString.lowercased() }.joined(separator: ", ")
+            actions.append(.send(StreamFrames.error(code: "not_found", message: "not a group of yours: " + list), to: [sink]))
+        }
+        subscribers[id]!.replay = Replay(token: begun.token, groups: begun.accepted.map(\.0))
+        continueReplay(id, into: &actions)
+    }
+
+    /// The next page to read, or, when every group is back in the live flow, `resumed`.
+    private mutating func continueReplay(_ id: SubscriberID, into actions: inout [FanoutAction<Sink>]) {
+        let subscriber = subscribers[id]!
+        var replay = subscriber.replay!
+        while replay.next < replay.groups.count {
+            let group = replay.groups[replay.next]
+            if let after = subscriber.cursor!.replayPosition(group, token: replay.token) {
+                subscribers[id]!.replay = replay
+                actions.append(.readReplay(ReplayRead(subscriber: id, tenant: subscriber.tenant, user: subscriber.user, sessionHash: subscriber.sessionHash,
+                                                      group: group, after: after, token: replay.token), sink: subscriber.sink))
+                return
+            }
+            replay.next += 1
+        }
+        subscribers[id]!.replay = nil
+        actions.append(.send(StreamFrames.groups(type: "resumed", userID: nil, subscriber.cursor!.standing(of: replay.groups)), to: [subscriber.sink]))
+        if let next = subscriber.queued {
+            subscribers[id]!.queued = nil
+            startReplay(id, next, into: &actions)
+        }
+    }
+
+    // MARK: - Notices from the nodes
+
+    /// One notice from the LISTEN connection (`NodeNotice`), in arrival order.
+    public mutating func received(_ notice: NodeNotice) -> [FanoutAction<Sink>] {
+        switch notice {
+        case .event(let event): return received(event)
+        case .groupDeleted(let tenant, let group):
+            guard let found = groups[group], found.tenant == tenant else { return [] }
+            return endMembership(of: found.subscribers, in: group, reason: "deleted", forget: true)
+        case .sessionEnded(let tenant, let hash):
+            return closing(bySession[hash] ?? [], tenant: tenant)
+        case .accountEnded(let tenant, let user):
+            return closing(byUser[user] ?? [], tenant: tenant)
+        case .userNotice(let tenant, let user, let frame):
+            let sinks = (byUser[user] ?? []).sorted { $0.value < $1.value }.compactMap { id in
+                subscribers[id].flatMap { $0.tenant == tenant ? $0.sink : nil }
+            }
+            return sinks.isEmpty ? [] : [.send(WebSocketFrameEncoder.text(frame), to: sinks)]
+        }
+    }
+
+    private func closing(_ ids: Set<SubscriberID>, tenant: UUID) -> [FanoutAction<Sink>] {
+        ids.sorted { $0.value < $1.value }.compactMap { id in
+            subscribers[id].flatMap { $0.tenant == tenant ? .close($0.sink, .policyViolation, reason: "session ended") : nil }
+        }
+    }
+
+    private mutating func received(_ event: NodeNotice.Event) -> [FanoutAction<Sink>] {
+        if groups[event.group] == nil {
+            // Nobody here follows the group, unless the event is about someone who streams here
+            // (a member who just joined receives it at once).
+            guard let subject = event.subject, let streams = byUser[subject], !streams.isEmpty else { return [] }
+            groups[event.group] = Group(tenant: event.tenant, delivered: event.seq - 1)
+            for id in streams where subscribers[id]?.tenant == event.tenant { attach(id, to: event.group, tenant: event.tenant) }
+            guard groups[event.group]!.subscribers.isEmpty == false else {
+                groups.removeValue(forKey: event.group)
+                return []
+            }
+        }
+        let found = groups[event.group]!
+        guard found.tenant == event.tenant else { return [] }
+        if let delivered = found.delivered, event.seq <= delivered { return [] }
+        // The next event in line, with its frame at hand and no reader busy: no read needed.
+        if let frame = event.frame, !found.reading, found.delivered.map({ $0 == event.seq - 1 }) ?? true, found.wanted < event.seq {
+            return deliver(group: event.group, seq: event.seq, kind: event.kind ?? GroupEventKind(""), frame: WebSocketFrameEncoder.text(frame),
+                           subject: event.subject)
+        }
+        groups[event.group]!.wanted = max(found.wanted, event.seq)
+        return startReading(event.group).map { [$0] } ?? []
+    }
+
+    /// The LISTEN connection was re-established: notices sent meanwhile are gone, so every group
+    /// followed here is read from its last delivered seq to the end of its log.
+    public mutating func catchUp() -> [FanoutAction<Sink>] {
+        var actions: [FanoutAction<Sink>] = []
+        for group in groups.keys.sorted(by: { $0.uuidString < $1.uuidString }) {
+            groups[group]!.wanted = Int64.max
+            if let read = startReading(group) { actions.append(read) }
+        }
+        return actions
+    }
+
+    // MARK: - Reading the log
+
+    private mutating func startReading(_ group: UUID) -> FanoutAction<Sink>? {
+        guard groups[group] != nil, !groups[group]!.reading else { return nil }
+        groups[group]!.reading = true
+        return nextRead(group, attempt: 1)
+    }
+
+    /// The read that brings `group` to `wanted`, or nil (and the reader stops) when it is there.
+    private mutating func nextRead(_ group: UUID, attempt: Int) -> FanoutAction<Sink>? {
+        guard let found = groups[group] else { return nil }
+        let after = found.delivered ?? (found.wanted == Int64.max ? nil : found.wanted - 1)
+        guard let after, found.wanted > after, !found.subscribers.isEmpty else {
+            groups[group]!.reading = false
+            if found.subscribers.isEmpty { groups.removeValue(forKey: group) }
+            return nil
+        }
+        return .readLog(group: group, tenant: found.tenant, after: after, through: found.wanted == Int64.max ? nil : found.wanted, attempt: attempt)
+    }
+
+    /// Events read from `group`'s log after `after`, in seq order: they are delivered, then the
+    /// next read follows if more are wanted.
+    public mutating func logRead(_ group: UUID, after: Int64, _ page: [StreamEvent]) -> [FanoutAction<Sink>] {
+        guard groups[group] != nil else { return [] }
+        var actions: [FanoutAction<Sink>] = []
+        if page.isEmpty {
+            // A catch-up that found nothing new, or an event of a group deleted meanwhile.
+            let top = groups[group]!.delivered ?? after
+            groups[group]!.delivered = top
+            groups[group]!.wanted = top
+        }
+        for event in page {
+            guard groups[group] != nil else { break }
+            if let delivered = groups[group]!.delivered, event.seq <= delivered { continue }
+            let subject = event.event.changesMembership ? Self.userID(in: event.data) : nil
+            actions += deliver(group: group, seq: event.seq, kind: event.event, frame: StreamFrames.event(event), subject: subject)
+        }
+        if let read = nextRead(group, attempt: 1) { actions.append(read) }
+        return actions
+    }
+
+    /// A log read failed (the database is away): the same read again, after a pause, while
+    /// anyone still follows the group.
+    public mutating func logReadFailed(_ group: UUID, attempt: Int) -> [FanoutAction<Sink>] {
+        nextRead(group, attempt: attempt + 1).map { [$0] } ?? []
+    }
+
+    // MARK: - Delivering
+
+    /// Hands one event (callers keep each group's in seq order) to the group's subscribers, and
+    /// applies what a membership event means for this node's streams; `subject` is the member
+    /// it is about.
+    private mutating func deliver(group: UUID, seq: Int64, kind: GroupEventKind, frame: [UInt8], subject: UUID?) -> [FanoutAction<Sink>] {
+        guard groups[group] != nil else { return [] }
+        groups[group]!.delivered = seq
+        groups[group]!.wanted = max(groups[group]!.wanted, seq)
+        let tenant = groups[group]!.tenant
+        if let subject, kind == .memberJoined {
+            for id in byUser[subject] ?? [] where subscribers[id]?.tenant == tenant {
+                attach(id, to: group, tenant: tenant)
+                if subscribers[id]!.cursor == nil {
+                    subscribers[id]!.early.append(.joined(group, seq))
+                } else {
+                    subscribers[id]!.cursor!.joined(group, at: seq)
+                }
+            }
+        }
+        var leaving: [SubscriberID] = []
+        if let subject, kind.endsMembership {
+            leaving = groups[group]!.subscribers.filter { subscribers[$0]?.user == subject }.sorted { $0.value < $1.value }
+            for id in leaving { detach(id, from: group) }
+        }
+        var sinks: [Sink] = []
+        if let receivers = groups[group]?.subscribers {
+            sinks.reserveCapacity(receivers.count)
+            for id in receivers {
+                if subscribers[id]!.cursor == nil {
+                    subscribers[id]!.early.append(.live(group, seq, frame))
+                } else if subscribers[id]!.cursor!.live(group, seq: seq, frame: frame) != nil {
+                    sinks.append(subscribers[id]!.sink)
+                }
+            }
+        }
+        var actions: [FanoutAction<Sink>] = sinks.isEmpty ? [] : [.send(frame, to: sinks)]
+        if !leaving.isEmpty {
+            actions += endMembership(of: Set(leaving), in: group, reason: kind == .memberLeft ? "left" : "removed", forget: false)
+        }
+        return actions
+    }
+
+    /// The subscribers are no longer in `group`: nothing more of it reaches them, and each gets
+    /// the `group.removed` notice. `forget`: the group itself is gone.
+    private mutating func endMembership(of ids: Set<SubscriberID>, in group: UUID, reason: String, forget: Bool) -> [FanoutAction<Sink>] {
+        if forget {
+            for id in groups[group]?.subscribers ?? [] { subscribers[id]?.groups.remove(group) }
+            groups.removeValue(forKey: group)
+        }
+        var sinks: [Sink] = []
+        for id in ids.sorted(by: { $0.value < $1.value }) {
+            guard subscribers[id] != nil else { continue }
+            detach(id, from: group)
+            if subscribers[id]!.cursor == nil {
+                subscribers[id]!.early.append(.removed(group))
+            } else {
+                subscribers[id]!.cursor!.removed(group)
+            }
+            sinks.append(subscribers[id]!.sink)
+        }
+        return sinks.isEmpty ? [] : [.send(StreamFrames.groupRemoved(group, reason: reason), to: sinks)]
+    }
+
+    // MARK: - Subscription table
+
+    private mutating func attach(_ id: SubscriberID, to group: UUID, tenant: UUID) {
+        subscribers[id]!.groups.insert(group)
+        if groups[group] == nil { groups[group] = Group(tenant: tenant) }
+        groups[group]!.subscribers.insert(id)
+    }
+
+    private mutating func detach(_ id: SubscriberID, from group: UUID) {
+        subscribers[id]?.groups.remove(group)
+        guard groups[group] != nil else { return }
+        groups[group]!.subscribers.remove(id)
+        // A group nobody here follows is forgotten; its next subscriber starts afresh.
+        if groups[group]!.subscribers.isEmpty && !groups[group]!.reading { groups.removeValue(forKey: group) }
+    }
+
+    /// `user_id` of a membership event's data.
+    static func userID(in data: String) -> UUID? {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(data.utf8)) as? [String: Any],
+              let text = object["user_id"] as? String else { return nil }
+        return UUID(uuidString: text)
+    }
+}

@@ -1,0 +1,42 @@
+/// The `event` name of a group's log entry (API.md "Events"). An open set on the wire, like an
+/// opcode, so a struct over the name with the kinds Roost writes as `static let` members: a
+/// misspelt kind is a compile error, and a kind written by a newer node still decodes.
+public struct GroupEventKind: Hashable, Sendable, CustomStringConvertible {
+    public let name: String
+    public init(_ name: String) { self.name = name }
+
+    public static let messageCreated = GroupEventKind("message.created")
+    public static let messageRedacted = GroupEventKind("message.redacted")
+    public static let alertAcknowledged = GroupEventKind("alert.acknowledged")
+    public static let alertClosed = GroupEventKind("alert.closed")
+    public static let alertReopened = GroupEventKind("alert.reopened")
+    public static let alertRepeated = GroupEventKind("alert.repeated")
+    public static let memberJoined = GroupEventKind("member.joined")
+    public static let memberLeft = GroupEventKind("member.left")
+    public static let memberRemoved = GroupEventKind("member.removed")
+    public static let memberRoleChanged = GroupEventKind("member.role_changed")
+    public static let groupUpdated = GroupEventKind("group.updated")
+    public static let checkinCompleted = GroupEventKind("checkin.completed")
+
+    /// Whether the event starts or ends someone's membership, which changes who may see the
+    /// group's later events (the fanout acts on these three).
+    public var changesMembership: Bool { self == .memberJoined || endsMembership }
+    /// The member the event is about is no longer in the group.
+    public var endsMembership: Bool { self == .memberLeft || self == .memberRemoved }
+
+    public var description: String { name }
+}
+
+/// The `event` name of a notice (API.md "The stream": `{"type":"notice",...}`), which is about
+/// the user rather than a group's log and has no seq.
+public struct NoticeKind: Hashable, Sendable, CustomStringConvertible {
+    public let name: String
+    public init(_ name: String) { self.name = name }
+
+    public static let groupRemoved = NoticeKind("group.removed")
+    public static let bridgeOffline = NoticeKind("bridge.offline")
+    public static let bridgeOnline = NoticeKind("bridge.online")
+    public static let invitationReceived = NoticeKind("invitation.received")
+
+    public var description: String { name }
+}

@@ -1,0 +1,119 @@
+import Foundation
+
+/// What one node tells every node (itself included) through PostgreSQL's NOTIFY, on the single
+/// channel `roost_events`: one channel whatever a node serves, so each node needs one LISTEN.
+/// Written by RoostPersistence in the transaction that caused it (delivered only on commit),
+/// read by RoostFanout. This file is the format's only owner.
+///
+/// Payloads (ids lower-case):
+///
+///     <tenant>/<group>/<seq>[/<user>][\n<frame>]  an event was appended; <user> is the member a
+///                                                 membership event is about; the frame follows
+///                                                 when the payload stays under `maxBytes`
+///     g/<tenant>/<group>                          a group was deleted
+///     s/<tenant>/<token hash hex>                 a session ended (sign-out)
+///     u/<tenant>/<user>                           an account ended: every session of it
+///     n/<tenant>/<user>\n<frame>                  a notice frame for one user's streams
+public enum NodeNotice: Equatable, Sendable {
+    case event(Event)
+    case groupDeleted(tenant: UUID, group: UUID)
+    case sessionEnded(tenant: UUID, tokenHash: String)
+    case accountEnded(tenant: UUID, user: UUID)
+    case userNotice(tenant: UUID, user: UUID, frame: String)
+
+    public struct Event: Equatable, Sendable {
+        public let tenant: UUID
+        public let group: UUID
+        public let seq: Int64
+        /// The member a membership event is about (joined, left, removed).
+        public let subject: UUID?
+        /// The event's stream frame (`StreamEvent.frameJSON`), when it fitted in the notice.
+        public let frame: String?
+
+        public init(tenant: UUID, group: UUID, seq: Int64, subject: UUID? = nil, frame: String? = nil) {
+            self.tenant = tenant
+            self.group = group
+            self.seq = seq
+            self.subject = subject
+            self.frame = frame
+        }
+
+        /// The event's kind, read from its frame (nil without one).
+        public var kind: GroupEventKind? { frame.flatMap { StreamEvent.kind(inFrame: $0[...]) } }
+    }
+
+    /// The LISTEN/NOTIFY channel every node listens on.
+    public static let channel = "roost_events"
+    /// PostgreSQL refuses payloads of 8000 bytes or more; an event's frame is left out (nodes
+    /// then read the event from the log) when the payload would pass this.
+    public static let maxBytes = 7900
+
+    // MARK: - Encoding
+
+    public var payload: String {
+        switch self {
+        case .event(let event):
+            let parts = Self.eventHeaderParts(tenant: event.tenant, group: event.group, subject: event.subject)
+            let header = parts.beforeSeq + String(event.seq) + parts.afterSeq
+            guard let frame = event.frame, header.utf8.count + 1 + frame.utf8.count < Self.maxBytes else { return header }
+            return header + "\n" + frame
+        case .groupDeleted(let tenant, let group): return "g/\(Self.id(tenant))/\(Self.id(group))"
+        case .sessionEnded(let tenant, let tokenHash): return "s/\(Self.id(tenant))/\(tokenHash)"
+        case .accountEnded(let tenant, let user): return "u/\(Self.id(tenant))/\(Self.id(user))"
+        case .userNotice(let tenant, let user, let frame): return "n/\(Self.id(tenant))/\(Self.id(user))\n" + frame
+        }
+    }
+
+    /// An event notice's header around its seq, for a statement that learns the seq itself:
+    /// `beforeSeq + seq + afterSeq`.
+    public static func eventHeaderParts(tenant: UUID, group: UUID, subject: UUID?) -> (beforeSeq: String, afterSeq: String) {
+        ("\(id(tenant))/\(id(group))/", subject.map { "/" + id($0) } ?? "")
+    }
+
+    private static func id(_ uuid: UUID) -> String { uuid.uuidString.lowercased() }
+
+    // MARK: - Decoding
+
+    /// Reads a payload; nil for anything that is not one of the formats above (a notice from a
+    /// newer node of a kind this one does not know is ignored, not misread).
+    public init?(payload: String) {
+        let newline = payload.firstIndex(of: "\n")
+        let header = newline.map { payload[..<$0] } ?? payload[...]
+        let body = newline.map { String(payload[payload.index(after: $0)...]) }
+        let parts = header.split(separator: "/", maxSplits: 4, omittingEmptySubsequences: false)
+        switch parts.first {
+        case "g":
+            guard parts.count == 3, body == nil, let tenant = UUID(uuidString: String(parts[1])),
+                  let group = UUID(uuidString: String(parts[2])) else { return nil }
+            self = .groupDeleted(tenant: tenant, group: group)
+        case "s":
+            guard parts.count == 3, body == nil, let tenant = UUID(uuidString: String(parts[1])),
+                  !parts[2].isEmpty, parts[2].utf8.allSatisfy(Self.isHexDigit) else { return nil }
+            self = .sessionEnded(tenant: tenant, tokenHash: String(parts[2]))
+        case "u":
+            guard parts.count == 3, body == nil, let tenant = UUID(uuidString: String(parts[1])),
+                  let user = UUID(uuidString: String(parts[2])) else { return nil }
+            self = .accountEnded(tenant: tenant, user: user)
+        case "n":
+            guard parts.count == 3, let body, let tenant = UUID(uuidString: String(parts[1])),
+                  let user = UUID(uuidString: String(parts[2])) else { return nil }
+            self = .userNotice(tenant: tenant, user: user, frame: body)
+        default:
+            guard parts.count == 3 || parts.count == 4, let tenant = UUID(uuidString: String(parts[0])),
+                  let group = UUID(uuidString: String(parts[1])), parts[2].utf8.allSatisfy(Self.isDecimalDigit),
+                  let seq = Int64(parts[2]), seq > 0 else { return nil }
+            var subject: UUID?
+            if parts.count == 4 {
+                guard let user = UUID(uuidString: String(parts[3])) else { return nil }
+                subject = user
+            }
+            self = .event(Event(tenant: tenant, group: group, seq: seq, subject: subject, frame: body))
+        }
+    }
+
+    private static func isHexDigit(_ byte: UInt8) -> Bool {
+        (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")) || (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "f"))
+    }
+
+    private static func isDecimalDigit(_ byte: UInt8) -> Bool { byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") }
+}

@@ -1,0 +1,73 @@
+import Foundation
+
+/// One event of a group's log as the stream sends it (API.md "The stream"): `at` already
+/// RFC 3339 text and `data` JSON text, so framing it is concatenation.
+///
+/// This type owns the event frame's JSON. The database assembles the same bytes when it
+/// announces an event (it alone knows the seq before the round trip ends), from `frameParts`.
+public struct StreamEvent: Sendable, Equatable {
+    public let group: UUID
+    public let seq: Int64
+    public let event: GroupEventKind
+    public let at: String
+    public let data: String
+
+    public init(group: UUID, seq: Int64, event: GroupEventKind, at: String, data: String) {
+        self.group = group
+        self.seq = seq
+        self.event = event
+        self.at = at
+        self.data = data
+    }
+
+    /// `{"type":"event","group_id","seq","event","at","data"}`.
+    public var frameJSON: String {
+        let parts = Self.frameParts(group: group, event: event, data: data)
+        return parts.beforeSeq + String(seq) + parts.beforeAt + at + parts.afterAt
+    }
+
+    /// The event as `GET /v1/groups/{gid}/events` lists it: the frame without its `type`.
+    public var itemJSON: String {
+        "{\"group_id\":\"\(group.uuidString.lowercased())\",\"seq\":\(seq),\"event\":\(JSONString.quote(event.name)),"
+            + "\"at\":\(JSONString.quote(at)),\"data\":\(data)}"
+    }
+
+    /// The frame around its seq and its time: `beforeSeq + seq + beforeAt + at + afterAt`.
+    public static func frameParts(group: UUID, event: GroupEventKind, data: String) -> (beforeSeq: String, beforeAt: String, afterAt: String) {
+        ("{\"type\":\"event\",\"group_id\":\"\(group.uuidString.lowercased())\",\"seq\":",
+         ",\"event\":\(JSONString.quote(event.name)),\"at\":\"",
+         "\",\"data\":\(data)}")
+    }
+
+    /// The `event` name in a frame built by `frameJSON` (the first `"event":"` key: `type`,
+    /// `group_id` and `seq` before it hold no such text).
+    public static func kind(inFrame frame: Substring) -> GroupEventKind? {
+        guard let start = frame.range(of: "\"event\":\"") else { return nil }
+        let rest = frame[start.upperBound...]
+        return rest.firstIndex(of: "\"").map { GroupEventKind(String(rest[..<$0])) }
+    }
+}
+
+/// The stream's other server frames (API.md "The stream"), as JSON text.
+public enum StreamFrameJSON {
+    /// `{"type":"notice","event":..,"data":..}`: something about the user, not a group's log.
+    public static func notice(_ kind: NoticeKind, data: String) -> String {
+        "{\"type\":\"notice\",\"event\":\(JSONString.quote(kind.name)),\"data\":\(data)}"
+    }
+
+    /// The `group.removed` notice for a group the user is no longer in.
+    public static func groupRemoved(_ group: UUID, reason: String) -> String {
+        notice(.groupRemoved, data: "{\"group_id\":\"\(group.uuidString.lowercased())\",\"reason\":\(JSONString.quote(reason))}")
+    }
+
+    /// `{"type":"ready"|"resumed", [user_id], "groups":[{"id","last_seq"}]}`.
+    public static func groups(type: String, userID: UUID?, _ groups: [(UUID, Int64)]) -> String {
+        let list = groups.map { "{\"id\":\"\($0.0.uuidString.lowercased())\",\"last_seq\":\($0.1)}" }.joined(separator: ",")
+        let user = userID.map { ",\"user_id\":\"\($0.uuidString.lowercased())\"" } ?? ""
+        return "{\"type\":\"\(type)\"\(user),\"groups\":[\(list)]}"
+    }
+
+    public static func error(code: String, message: String) -> String {
+        "{\"type\":\"error\",\"code\":\(JSONString.quote(code)),\"message\":\(JSONString.quote(message))}"
+    }
+}

@@ -1,0 +1,59 @@
+import Foundation
+import RoostFanout
+import RoostPersistence
+import RoostProtocol
+
+/// The node's fanout, over its WebSocket connections.
+typealias StreamHub = FanoutHub<WebSocketChannel>
+
+/// A stream connection is where the fanout's frames go.
+extension WebSocketChannel: FrameSink {}
+
+/// What the fanout reads, from PostgreSQL: every read in the stream's tenant.
+struct PostgresEventLog: EventLogReader {
+    let pool: ConnectionPool
+
+    func openStream(tenant: UUID, user: UUID, sessionHash: String, subscribe: @escaping @Sendable ([UUID]) -> Void) async throws
+        -> [(group: UUID, lastSeq: Int64)]?
+    {
+        // One transaction: at READ COMMITTED each statement sees what was committed before it
+        // began, so the standing read after `subscribe` covers every event whose notice could
+        // have come before the subscription.
+        try await pool.withConnection { connection in
+            try connection.withTenantTransaction(tenant) { connection -> [(group: UUID, lastSeq: Int64)]? in
+                subscribe(try GroupStore().groups(of: user, on: connection).map(\.id))
+                // The session is checked after subscribing: its end may have been announced
+                // before this stream was subscribed to hear it.
+                guard try UserStore().sessionIsActive(tokenHashHex: sessionHash, on: connection) else { return nil }
+                return try GroupStore().groups(of: user, on: connection).map { (group: $0.id, lastSeq: $0.lastSeq) }
+            }
+        }
+    }
+
+    func events(tenant: UUID, group: UUID, after: Int64, through: Int64?, limit: Int) async throws -> [StreamEvent] {
+        try await pool.withConnection { connection in
+            try connection.withTenantTransaction(tenant) {
+                try GroupEventLog().streamEvents(group: group, after: after, through: through, limit: limit, on: $0)
+            }
+        }
+    }
+
+    /// REPEATABLE READ: a page is never read past a removal or a sign-out the checks did not see.
+    func replayPage(_ read: ReplayRead, limit: Int) async throws -> ReplayPage {
+        try await pool.withConnection { connection in
+            try connection.withTenantTransaction(read.tenant, isolation: .repeatableRead) { connection in
+                guard try UserStore().sessionIsActive(tokenHashHex: read.sessionHash, on: connection) else { return .sessionEnded }
+                guard try GroupStore().role(of: read.user, in: read.group, on: connection) != nil else { return .notMember }
+                return .events(try GroupEventLog().streamEvents(group: read.group, after: read.after, limit: limit, on: connection))
+            }
+        }
+    }
+}
+
+extension StreamHub {
+    /// The hub `roost serve` runs, reading from `pool`.
+    static func make(pool: ConnectionPool, queueLimit: Int, liveGraceMilliseconds: Int = 2000, log: Log? = nil) -> StreamHub {
+        StreamHub(reader: PostgresEventLog(pool: pool), liveGraceMilliseconds: liveGraceMilliseconds, queueLimit: queueLimit,
+                  onError: { message in log?.warning(message) })
+    }
+}
