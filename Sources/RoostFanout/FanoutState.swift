@@ -71,7 +71,8 @@ public struct FanoutState<Sink> {
     /// What happened to a subscriber before its `ready` (it subscribes, then reads its standing).
     enum Early {
         case live(UUID, Int64, [UInt8])
-        case removed(UUID)
+        /// At the event `seq` (nil: the group was deleted).
+        case removed(UUID, seq: Int64?, reason: String)
         case joined(UUID, Int64)
     }
 
@@ -145,36 +146,35 @@ public struct FanoutState<Sink> {
     public mutating func ready(_ id: SubscriberID, userID: UUID, standing: [(group: UUID, lastSeq: Int64)], now: UInt64) -> [FanoutAction<Sink>] {
         guard let subscriber = subscribers[id] else { return [] }
         var actions: [FanoutAction<Sink>] = []
-        let listed = Set(standing.map(\.group))
-        // Left between the two reads: no longer offered.
-        for group in subscriber.groups.subtracting(listed) { detach(id, from: group) }
-        for (group, seq) in standing {
-            if groups[group] == nil {
-                // Joined between the two reads, on a group nobody here followed: its notices until
-                // now were dropped, so the group is read to the end of its log once.
-                attach(id, to: group, tenant: subscriber.tenant)
-                groups[group]!.delivered = seq
-                groups[group]!.wanted = Int64.max
-                if let read = startReading(group) { actions.append(read) }
-                continue
+        var cursor = StreamCursor<[UInt8]>(standing: standing)
+        var removals: [(UUID, String)] = []
+        for input in subscriber.early {
+            switch input {
+            case .live(let group, let seq, let frame): _ = cursor.live(group, seq: seq, frame: frame)
+            case .removed(let group, let seq, let reason):
+                // A standing read after the removal already knows (a group it lists the user
+                // re-joined since).
+                if let seq, let listed = standing.first(where: { $0.group == group }), seq <= listed.lastSeq { continue }
+                cursor.removed(group)
+                removals.append((group, reason))
+            case .joined(let group, let seq): cursor.joined(group, at: seq)
             }
+        }
+        subscribers[id]!.early = []
+        // Offered from now on: exactly the groups the cursor follows (a join seen before `ready`
+        // counts; a group left between the two reads, or since, does not).
+        for group in subscriber.groups where !cursor.follows(group) { detach(id, from: group) }
+        for (group, seq) in standing where cursor.follows(group) {
             attach(id, to: group, tenant: subscriber.tenant)
             if groups[group]!.delivered == nil {
                 groups[group]!.delivered = seq
                 groups[group]!.wanted = max(groups[group]!.wanted, seq)
             }
         }
-        var cursor = StreamCursor<[UInt8]>(standing: standing)
-        for input in subscriber.early {
-            switch input {
-            case .live(let group, let seq, let frame): _ = cursor.live(group, seq: seq, frame: frame)
-            case .removed(let group): cursor.removed(group)
-            case .joined(let group, let seq): cursor.joined(group, at: seq)
-            }
-        }
-        subscribers[id]!.early = []
         subscribers[id]!.cursor = cursor
         actions.append(.send(StreamFrames.groups(type: "ready", userID: userID, standing.map { ($0.group, $0.lastSeq) }), to: [subscriber.sink]))
+        // `ready` comes first: a removal heard before it is told right after it.
+        for (group, reason) in removals { actions.append(.send(StreamFrames.groupRemoved(group, reason: reason), to: [subscriber.sink])) }
         actions.append(.scheduleGoLive(id, sink: subscriber.sink))
         if let queued = subscribers[id]!.queued {
             subscribers[id]!.queued = nil
@@ -298,7 +298,7 @@ public struct FanoutState<Sink> {
         case .event(let event): return received(event)
         case .groupDeleted(let tenant, let group):
             guard let found = groups[group], found.tenant == tenant else { return [] }
-            return endMembership(of: found.subscribers, in: group, reason: "deleted", forget: true)
+            return endMembership(of: found.subscribers, in: group, at: nil, reason: "deleted", forget: true)
         case .sessionEnded(let tenant, let hash):
             return closing(bySession[hash] ?? [], tenant: tenant)
         case .accountEnded(let tenant, let user):
@@ -331,7 +331,17 @@ public struct FanoutState<Sink> {
         }
         let found = groups[event.group]!
         guard found.tenant == event.tenant else { return [] }
-        if let delivered = found.delivered, event.seq <= delivered { return [] }
+        if let delivered = found.delivered, event.seq <= delivered {
+            // Already delivered, or covered by a newer stream's `ready`, unless it is a join whose
+            // member has streams here that do not follow the group yet (opened before the join):
+            // the group is read again from the join, and every cursor drops what it already has.
+            guard let subject = event.subject, event.kind == .memberJoined || event.frame == nil,
+                  (byUser[subject] ?? []).contains(where: { subscribers[$0]?.tenant == event.tenant && subscribers[$0]?.groups.contains(event.group) == false })
+            else { return [] }
+            groups[event.group]!.delivered = event.seq - 1
+            groups[event.group]!.wanted = max(found.wanted, delivered)
+            return startReading(event.group).map { [$0] } ?? []
+        }
         // The next event in line, with its frame at hand and no reader busy: no read needed.
         if let frame = event.frame, !found.reading, found.delivered.map({ $0 == event.seq - 1 }) ?? true, found.wanted < event.seq {
             return deliver(group: event.group, seq: event.seq, kind: event.kind ?? GroupEventKind(""), frame: WebSocketFrameEncoder.text(frame),
@@ -366,6 +376,9 @@ public struct FanoutState<Sink> {
         let after = found.delivered ?? (found.wanted == Int64.max ? nil : found.wanted - 1)
         guard let after, found.wanted > after, !found.subscribers.isEmpty else {
             groups[group]!.reading = false
+            // A catch-up before anything was delivered has nothing to read from: the first
+            // `ready` or notice sets where the group stands.
+            if found.delivered == nil { groups[group]!.wanted = 0 }
             if found.subscribers.isEmpty { groups.removeValue(forKey: group) }
             return nil
         }
@@ -437,14 +450,16 @@ public struct FanoutState<Sink> {
         }
         var actions: [FanoutAction<Sink>] = sinks.isEmpty ? [] : [.send(frame, to: sinks)]
         if !leaving.isEmpty {
-            actions += endMembership(of: Set(leaving), in: group, reason: kind == .memberLeft ? "left" : "removed", forget: false)
+            actions += endMembership(of: Set(leaving), in: group, at: seq, reason: kind == .memberLeft ? "left" : "removed", forget: false)
         }
         return actions
     }
 
     /// The subscribers are no longer in `group`: nothing more of it reaches them, and each gets
     /// the `group.removed` notice. `forget`: the group itself is gone.
-    private mutating func endMembership(of ids: Set<SubscriberID>, in group: UUID, reason: String, forget: Bool) -> [FanoutAction<Sink>] {
+    private mutating func endMembership(of ids: Set<SubscriberID>, in group: UUID, at seq: Int64?, reason: String, forget: Bool)
+        -> [FanoutAction<Sink>]
+    {
         if forget {
             for id in groups[group]?.subscribers ?? [] { subscribers[id]?.groups.remove(group) }
             groups.removeValue(forKey: group)
@@ -454,7 +469,8 @@ public struct FanoutState<Sink> {
             guard subscribers[id] != nil else { continue }
             detach(id, from: group)
             if subscribers[id]!.cursor == nil {
-                subscribers[id]!.early.append(.removed(group))
+                subscribers[id]!.early.append(.removed(group, seq: seq, reason: reason))
+                continue
             } else {
                 subscribers[id]!.cursor!.removed(group)
             }

@@ -1,0 +1,64 @@
+import Foundation
+import RoostProtocol
+import RoostTestSupport
+import Testing
+
+/// The inter-node notice codec: every notice survives a round trip, the payloads are the bytes
+/// nodes have always exchanged, and anything else reads as nil, never as a wrong notice.
+struct NodeNoticeTests {
+    let tenant = UUID(uuidString: "0B6F2C1E-57F4-4D0B-9E21-5A8C0D3B7E10")!
+    let group = UUID(uuidString: "7D1E4C2A-9B3F-4A61-8C05-2E6B9F0A1D34")!
+    let user = UUID(uuidString: "C3A9E1F0-2B4D-4E6F-8A1C-5D7B9E0F2A46")!
+
+    @Test func payloadsAreTheFormatsNodesExchange() {
+        let t = tenant.uuidString.lowercased(), g = group.uuidString.lowercased(), u = user.uuidString.lowercased()
+        #expect(NodeNotice.event(.init(tenant: tenant, group: group, seq: 7)).payload == "\(t)/\(g)/7")
+        #expect(NodeNotice.event(.init(tenant: tenant, group: group, seq: 7, subject: user, frame: "{}")).payload == "\(t)/\(g)/7/\(u)\n{}")
+        #expect(NodeNotice.groupDeleted(tenant: tenant, group: group).payload == "g/\(t)/\(g)")
+        #expect(NodeNotice.sessionEnded(tenant: tenant, tokenHash: "ab12").payload == "s/\(t)/ab12")
+        #expect(NodeNotice.accountEnded(tenant: tenant, user: user).payload == "u/\(t)/\(u)")
+        #expect(NodeNotice.userNotice(tenant: tenant, user: user, frame: "{\"a\":1}").payload == "n/\(t)/\(u)\n{\"a\":1}")
+    }
+
+    @Test func everyNoticeSurvivesARoundTrip() {
+        let event = StreamEvent(group: group, seq: 12, event: .memberJoined, at: "2026-11-23T00:00:00.000Z", data: "{\"user_id\":\"x\"}")
+        let notices: [NodeNotice] = [
+            .event(.init(tenant: tenant, group: group, seq: 1)),
+            .event(.init(tenant: tenant, group: group, seq: Int64.max, subject: user)),
+            .event(.init(tenant: tenant, group: group, seq: 12, subject: user, frame: event.frameJSON)),
+            .groupDeleted(tenant: tenant, group: group),
+            .sessionEnded(tenant: tenant, tokenHash: String(repeating: "0f", count: 32)),
+            .accountEnded(tenant: tenant, user: user),
+            .userNotice(tenant: tenant, user: user, frame: "{\"type\":\"notice\",\"data\":\"a/b\\nc\"}"),
+        ]
+        for notice in notices { #expect(NodeNotice(payload: notice.payload) == notice) }
+        guard case .event(let decoded)? = NodeNotice(payload: notices[2].payload) else { return }
+        #expect(decoded.kind == .memberJoined)
+    }
+
+    @Test func aFrameTooBigForANoticeIsLeftOut() {
+        let big = "{\"data\":\"" + String(repeating: "x", count: NodeNotice.maxBytes) + "\"}"
+        let notice = NodeNotice.event(.init(tenant: tenant, group: group, seq: 3, frame: big))
+        #expect(notice.payload.utf8.count < NodeNotice.maxBytes)
+        #expect(NodeNotice(payload: notice.payload) == .event(.init(tenant: tenant, group: group, seq: 3)))
+    }
+
+    @Test(arguments: ["", "\n{}", "x/y", "g/\(UUID())", "g/not-a-uuid/\(UUID())", "s/\(UUID())/", "s/\(UUID())/XYZ",
+                      "u/\(UUID())/\(UUID())/extra", "n/\(UUID())/\(UUID())", "\(UUID())/\(UUID())/0", "\(UUID())/\(UUID())/-1",
+                      "\(UUID())/\(UUID())/+5", "\(UUID())/\(UUID())/99999999999999999999", "\(UUID())/\(UUID())/1/not-a-user",
+                      "\(UUID())/\(UUID())/1/\(UUID())/more", "g/\(UUID())/\(UUID())\n{}"])
+    func anythingElseIsNotANotice(payload: String) {
+        #expect(NodeNotice(payload: payload) == nil)
+    }
+
+    @Test func randomBytesNeverCrashAndWhatDecodesEncodesBack() {
+        var random = SeededGenerator(seed: 0x5EED)
+        let alphabet = Array("0123456789abcdef-/gsnu\n{}".utf8) + Array(tenant.uuidString.lowercased().utf8)
+        for _ in 0..<20_000 {
+            let length = Int(random.next() % 120)
+            let bytes = (0..<length).map { _ in alphabet[Int(random.next() % UInt64(alphabet.count))] }
+            let text = String(decoding: bytes, as: UTF8.self)
+            if let notice = NodeNotice(payload: text) { #expect(NodeNotice(payload: notice.payload) == notice) }
+        }
+    }
+}
