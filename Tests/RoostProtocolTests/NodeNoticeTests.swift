@@ -62,3 +62,22 @@ struct NodeNoticeTests {
         }
     }
 }
+
+/// The stream's client frame.
+struct StreamClientFrameTests {
+    @Test func aGroupSpeltTwiceIsReplayedOnceFromTheLowerCursor() {
+        // Found by Fuzz/StreamClientFrame: the same id in upper and lower case named a group twice.
+        let text = #"{"type":"resume","cursors":{"0B6F2C1E-57F4-4D0B-9E21-5A8C0D3B7E10":3,"0b6f2c1e-57f4-4d0b-9e21-5a8c0d3b7e10":0}}"#
+        #expect(StreamClientFrame.parse(text) == .success(.resume([(UUID(uuidString: "0b6f2c1e-57f4-4d0b-9e21-5a8c0d3b7e10")!, Int64(0))])))
+    }
+
+    @Test(arguments: ["[]", #"{"type":"hello"}"#, #"{"type":"resume"}"#, #"{"type":"resume","cursors":{"x":1}}"#,
+                      #"{"type":"resume","cursors":{"0b6f2c1e-57f4-4d0b-9e21-5a8c0d3b7e10":-1}}"#])
+    func badFramesAreRefusedWithACode(text: String) {
+        guard case .failure(let refusal) = StreamClientFrame.parse(text) else {
+            Issue.record("accepted \(text)")
+            return
+        }
+        #expect(["invalid_json", "unknown_type", "validation_failed"].contains(refusal.code))
+    }
+}

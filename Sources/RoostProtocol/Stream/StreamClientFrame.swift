@@ -11,7 +11,8 @@ public enum StreamClientFrame: Equatable, Sendable {
         public let message: String
     }
 
-    /// Reads a text frame; the cursors come sorted by group id (a stable replay order).
+    /// Reads a text frame; the cursors come sorted by group id (a stable replay order), each
+    /// group once (one spelt twice, in two cases, keeps the lower cursor: replaying more is safe).
     public static func parse(_ text: String) -> Result<StreamClientFrame, Refusal> {
         guard let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else {
             return .failure(Refusal(code: "invalid_json", message: "frames must be JSON objects"))
@@ -22,14 +23,14 @@ public enum StreamClientFrame: Equatable, Sendable {
         guard let raw = object["cursors"] as? [String: Any] else {
             return .failure(Refusal(code: "validation_failed", message: "resume needs cursors: {\"<group id>\": <last seq seen>}"))
         }
-        var cursors: [(UUID, Int64)] = []
+        var cursors: [UUID: Int64] = [:]
         for (key, value) in raw {
             guard let group = UUID(uuidString: key), let seq = value as? Int, seq >= 0 else {
                 return .failure(Refusal(code: "validation_failed", message: "each cursor is a group id and a whole seq ≥ 0"))
             }
-            cursors.append((group, Int64(seq)))
+            cursors[group] = min(cursors[group] ?? Int64(seq), Int64(seq))
         }
-        return .success(.resume(cursors.sorted { $0.0.uuidString < $1.0.uuidString }))
+        return .success(.resume(cursors.map { ($0.key, $0.value) }.sorted { $0.0.uuidString < $1.0.uuidString }))
     }
 
     public static func == (lhs: StreamClientFrame, rhs: StreamClientFrame) -> Bool {
