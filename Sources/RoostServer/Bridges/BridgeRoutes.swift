@@ -227,7 +227,7 @@ struct BridgeRoutes: Sendable {
                         let posted = try MessageStore().post(tenant: tenant, group: bridge.groupID, authorType: "bridge", authorID: bridge.id,
                                                              authorName: bridge.name, message: message, dedupKey: dedupKey, bridge: bridge.id,
                                                              details: details, on: connection)
-                        if severity == "amber" || severity == "red" {
+                        if AlertSeverity(severity).raisesAlert {
                             try OutboxStore().enqueueAlertPushes(group: bridge.groupID, excluding: nil, alert: RawJSON(posted.json), on: connection)
                         }
                         return (true, posted.json)

@@ -6,7 +6,7 @@ import RoostProtocol
 struct GroupCaller: Sendable {
     let user: User
     let role: String
-    var isManager: Bool { role == "owner" || role == "admin" }
+    var isManager: Bool { Role(role).isManager }
 
     /// 403 unless the caller is the owner or an admin.
     func requireManager(_ message: String) throws(APIError) {

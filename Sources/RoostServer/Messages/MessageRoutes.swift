@@ -60,7 +60,7 @@ struct MessageRoutes: Sendable {
         static let fieldNames: Set<String> = ["templates"]
     }
 
-    static let severities: Set<String> = ["info", "amber", "red"]
+    static let severities = Set(AlertSeverity.all.map(\.name))
     static let responses: Set<String> = ["seen", "on_my_way", "cannot_help"]
 
     /// A JSON list of items already encoded as JSON text.
@@ -102,7 +102,7 @@ struct MessageRoutes: Sendable {
             let limit = try context.limit()
             let before = try Self.seqParameter(context, "before")
             let status = context.request.target.queryValue("status")
-            guard status == nil || status == "open" || status == "closed" else { throw APIError.invalid("status must be open or closed", "status") }
+            guard status == nil || status == AlertStatus.open.name || status == AlertStatus.closed.name else { throw APIError.invalid("status must be open or closed", "status") }
             let rows = try await accounts.inGroup(context, group) { _, connection in
                 try MessageStore().alerts(group: group, status: status, before: before, limit: limit, on: connection)
             }
@@ -125,7 +125,7 @@ struct MessageRoutes: Sendable {
             let note = try body.note.map { value throws(APIError) in try ProfileRoutes.text(value, field: "note", range: 0...1000, allowNewlines: true) }
             let json = try await accounts.inGroup(context, group) { caller, connection in
                 guard let alert = try MessageStore().alertState(group: group, seq: seq, on: connection) else { throw Self.noSuchAlert }
-                guard alert.status == "open" else { throw APIError(.conflict, code: "conflict", message: "the alert is closed") }
+                guard alert.status == AlertStatus.open.name else { throw APIError(.conflict, code: "conflict", message: "the alert is closed") }
                 let user = caller.user
                 try MessageStore().acknowledge(tenant: user.tenantID, group: group, seq: seq, user: user.id, response: body.response, note: note,
                                                on: connection)
@@ -240,7 +240,7 @@ struct MessageRoutes: Sendable {
                     throw APIError.invalid("reply_to must be a seq of this group", "reply_to")
                 }
                 // Amber and red alerts reach people's phones: counted per member (a repeat rolls back with the insert).
-                if message.severity == "amber" || message.severity == "red" {
+                if message.severity.map({ AlertSeverity($0).raisesAlert }) == true {
                     // A client retrying an alert it already raised gets it back, whatever the limit.
                     if let earlier = try store.idempotent(group: group, author: caller.user.id, clientMessageID: clientID, on: connection) {
                         return (false, earlier)
@@ -252,7 +252,7 @@ struct MessageRoutes: Sendable {
                 // A repeated client_msg_id fails the insert (uniqueViolation), answered below.
                 let posted = try store.post(tenant: caller.user.tenantID, group: group, authorType: "user", authorID: caller.user.id,
                                             authorName: caller.user.displayName, message: message, on: connection)
-                if message.severity == "amber" || message.severity == "red" {
+                if message.severity.map({ AlertSeverity($0).raisesAlert }) == true {
                     try OutboxStore().enqueueAlertPushes(group: group, excluding: caller.user.id, alert: RawJSON(posted.json), on: connection)
                 }
                 return (true, posted.json)
@@ -286,7 +286,7 @@ struct MessageRoutes: Sendable {
             guard caller.isManager || alert.authorID == caller.user.id else {
                 throw APIError(.forbidden, code: "forbidden", message: "only the alert's author, the owner and admins can \(close ? "close" : "reopen") it")
             }
-            guard alert.status == (close ? "open" : "closed") else {
+            guard alert.status == (close ? AlertStatus.open : AlertStatus.closed).name else {
                 throw APIError(.conflict, code: "conflict", message: close ? "the alert is closed already" : "the alert is open")
             }
             return try store.setAlert(closed: close, tenant: caller.user.tenantID, group: group, seq: seq, byType: "user", by: caller.user.id,
