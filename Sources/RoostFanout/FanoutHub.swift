@@ -10,6 +10,7 @@ public final class FanoutHub<Sink: FrameSink>: Sendable {
     private let state: Mutex<FanoutState<Sink>>
     private let reader: any EventLogReader
     private let logPageSize: Int
+    private let replayPageSize: Int
     private let liveGraceMilliseconds: Int
     private let queueLimit: Int
     private let onError: @Sendable (String) -> Void
@@ -20,6 +21,7 @@ public final class FanoutHub<Sink: FrameSink>: Sendable {
     ///   - queueLimit: a connection's outbound bound; a replay waits while half of it is used.
     public init(reader: any EventLogReader, state: sending FanoutState<Sink> = FanoutState(), logPageSize: Int = 500,
                 liveGraceMilliseconds: Int = 2000, queueLimit: Int = 1 << 20, onError: @escaping @Sendable (String) -> Void = { _ in }) {
+        replayPageSize = state.replayPageSize
         self.state = Mutex(state)
         self.reader = reader
         self.logPageSize = logPageSize
@@ -139,9 +141,8 @@ public final class FanoutHub<Sink: FrameSink>: Sendable {
             try? await Task.sleep(for: .milliseconds(5))
         }
         guard state.withLock({ $0.isSubscribed(read.subscriber) }) else { return }
-        let limit = state.withLock { $0.replayPageSize }
         do {
-            let page = try await reader.replayPage(read, limit: limit)
+            let page = try await reader.replayPage(read, limit: replayPageSize)
             mutate { $0.replayRead(read, page) }
         } catch {
             mutate { $0.replayFailed(read) }

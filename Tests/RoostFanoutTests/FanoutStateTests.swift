@@ -23,6 +23,8 @@ struct FanoutStateTests {
         var logReads: [(group: UUID, after: Int64, through: Int64?)] = []
         var replayReads: [ReplayRead] = []
         var goLives: [SubscriberID] = []
+        /// A notice was lost since the last catch-up (the property test's LISTEN connection dropped).
+        var lostNotice = false
 
         init(replayPageSize: Int = 3, resumeLimit: Int = 20) {
             state = FanoutState(replayPageSize: replayPageSize, resumeLimit: resumeLimit)
@@ -235,7 +237,6 @@ struct FanoutStateTests {
         var members: [UUID: Set<UUID>] = [oak: [ann, bob], elm: [ann]]
         var node = Node(replayPageSize: 3, resumeLimit: 1000)
         var notices: [NodeNotice] = []
-        var lostNotice = false
         // Reads made but not yet answered to the node.
         var answeredLog: [(UUID, Int64, [StreamEvent])] = []
         var answeredReplay: [(ReplayRead, ReplayPage)] = []
@@ -243,7 +244,6 @@ struct FanoutStateTests {
         struct Client {
             let user: UUID
             let id: SubscriberID
-            var standingRead: [(group: UUID, lastSeq: Int64)]?
             var ready = false
             var last: [UUID: Int64] = [:]
             var out: Set<UUID> = []
@@ -335,7 +335,7 @@ struct FanoutStateTests {
                 if case .event(let event) = next, event.subject != nil, event.kind == .memberJoined || event.frame == nil { joining = true } else { joining = false }
                 switch roll(8) {
                 case 0 where !joining && ProcessInfo.processInfo.environment["FANOUT_LOSS"] != nil:
-                    lostNotice = true
+                    node.lostNotice = true
                     trace.append("  (lost)")
                 case 1:
                     node.apply(node.state.received(next))
@@ -344,8 +344,8 @@ struct FanoutStateTests {
                 }
             case 7:
                 // The LISTEN connection comes back after losing notices.
-                if lostNotice && roll(3) == 0 {
-                    lostNotice = false
+                if node.lostNotice && roll(3) == 0 {
+                    node.lostNotice = false
                     trace.append("catch up")
                     node.apply(node.state.catchUp())
                 }
@@ -377,12 +377,10 @@ struct FanoutStateTests {
                 // see the note on wider windows in FanoutState.ready).
                 guard clients.count < 4 else { return }
                 open(user)
-                let sink = nextSink
-                let client = clients[sink]!
-                clients[sink]!.standingRead = groups.filter { members[$0]!.contains(client.user) }
-                    .map { (group: $0, lastSeq: Int64(logs[$0]!.count)) }
-                trace.append("ready sink \(sink) \(clients[sink]!.standingRead!.map { "\(name($0.group)):\($0.lastSeq)" })")
-                node.apply(node.state.ready(client.id, userID: client.user, standing: clients[sink]!.standingRead!, now: time))
+                let client = clients[nextSink]!
+                let standing = groups.filter { members[$0]!.contains(client.user) }.map { (group: $0, lastSeq: Int64(logs[$0]!.count)) }
+                trace.append("ready sink \(nextSink) \(standing.map { "\(name($0.group)):\($0.lastSeq)" })")
+                node.apply(node.state.ready(client.id, userID: client.user, standing: standing, now: time))
             case 13:
                 guard !node.goLives.isEmpty else { return }
                 node.apply(node.state.goLive(node.goLives.removeFirst()))
@@ -405,15 +403,9 @@ struct FanoutStateTests {
 
         for _ in 0..<150 { step() }
         // Everything settles: every notice arrives (a lost one is caught up), every read is answered.
-        for (sink, client) in clients where client.standingRead == nil {
-            clients[sink]!.standingRead = groups.filter { members[$0]!.contains(client.user) }.map { (group: $0, lastSeq: Int64(logs[$0]!.count)) }
-        }
-        for (_, client) in clients where !client.ready {
-            node.apply(node.state.ready(client.id, userID: client.user, standing: client.standingRead!, now: time))
-        }
         for next in notices { node.apply(node.state.received(next)) }
         notices = []
-        if lostNotice { node.apply(node.state.catchUp()) }
+        if node.lostNotice { node.apply(node.state.catchUp()) }
         check()
         var rounds = 0
         while rounds < 10_000 && !(node.logReads.isEmpty && answeredLog.isEmpty && node.replayReads.isEmpty && answeredReplay.isEmpty && node.goLives.isEmpty) {
