@@ -62,10 +62,19 @@ public struct FanoutState<Sink> {
         /// The highest seq handed to subscribers; nil until the first event after the group got
         /// its first local subscriber (a new subscriber's `ready` covers what came before).
         var delivered: Int64?
-        /// The highest seq known to exist; `Int64.max` asks for a read to the end of the log.
+        /// The highest seq a notice named.
         var wanted: Int64 = 0
+        /// A catch-up asks for the next read to go to the end of the log, whatever `wanted` says.
+        var toEnd = false
+        /// The read in flight goes to the end of the log (what it finds says nothing of events
+        /// committed after it, so a catch-up meanwhile sets `toEnd` again).
+        var readingToEnd = false
+        /// The next read starts here, below what was delivered: a join some stream here missed.
+        var rewind: Int64?
         var reading = false
         var subscribers: Set<SubscriberID> = []
+        /// Users streaming here whose join (at the given seq) is heard of but not yet delivered.
+        var joiners: [UUID: Int64] = [:]
     }
 
     /// What happened to a subscriber before its `ready` (it subscribes, then reads its standing).
@@ -154,8 +163,7 @@ public struct FanoutState<Sink> {
             case .removed(let group, let seq, let reason):
                 // A standing read after the removal already knows (a group it lists the user
                 // re-joined since).
-                if let seq, let listed = standing.first(where: { $0.group == group }), seq <= listed.lastSeq { continue }
-                cursor.removed(group)
+                if cursor.follows(group) && !cursor.removed(group, at: seq) { continue }
                 removals.append((group, reason))
             case .joined(let group, let seq): cursor.joined(group, at: seq)
             }
@@ -318,27 +326,28 @@ public struct FanoutState<Sink> {
     }
 
     private mutating func received(_ event: NodeNotice.Event) -> [FanoutAction<Sink>] {
-        if groups[event.group] == nil {
-            // Nobody here follows the group, unless the event is about someone who streams here
-            // (a member who just joined receives it at once).
-            guard let subject = event.subject, let streams = byUser[subject], !streams.isEmpty else { return [] }
-            groups[event.group] = Group(tenant: event.tenant, delivered: event.seq - 1)
-            for id in streams where subscribers[id]?.tenant == event.tenant { attach(id, to: event.group, tenant: event.tenant) }
-            guard groups[event.group]!.subscribers.isEmpty == false else {
-                groups.removeValue(forKey: event.group)
-                return []
+        // A join (or an event that may be one, its frame left out) of someone who streams here:
+        // the group is read on their behalf until it is delivered, even if nobody here follows it
+        // (now, or once a removal before the join has been delivered).
+        if let subject = event.subject, event.kind == .memberJoined || event.frame == nil,
+           byUser[subject]?.contains(where: { subscribers[$0]?.tenant == event.tenant }) == true {
+            if groups[event.group] == nil { groups[event.group] = Group(tenant: event.tenant, delivered: event.seq - 1) }
+            if groups[event.group]!.tenant == event.tenant && event.seq > (groups[event.group]!.delivered ?? 0) {
+                groups[event.group]!.joiners[subject] = event.seq
             }
         }
-        let found = groups[event.group]!
+        guard let found = groups[event.group] else { return [] }
         guard found.tenant == event.tenant else { return [] }
         if let delivered = found.delivered, event.seq <= delivered {
             // Already delivered, or covered by a newer stream's `ready`, unless it is a join whose
             // member has streams here that do not follow the group yet (opened before the join):
-            // the group is read again from the join, and every cursor drops what it already has.
+            // the group is read again from the join (once a read in flight is back), and every
+            // cursor drops what it already has.
             guard let subject = event.subject, event.kind == .memberJoined || event.frame == nil,
                   (byUser[subject] ?? []).contains(where: { subscribers[$0]?.tenant == event.tenant && subscribers[$0]?.groups.contains(event.group) == false })
             else { return [] }
-            groups[event.group]!.delivered = event.seq - 1
+            groups[event.group]!.rewind = min(found.rewind ?? event.seq - 1, event.seq - 1)
+            groups[event.group]!.joiners[subject] = event.seq
             groups[event.group]!.wanted = max(found.wanted, delivered)
             return startReading(event.group).map { [$0] } ?? []
         }
@@ -356,7 +365,7 @@ public struct FanoutState<Sink> {
     public mutating func catchUp() -> [FanoutAction<Sink>] {
         var actions: [FanoutAction<Sink>] = []
         for group in groups.keys.sorted(by: { $0.uuidString < $1.uuidString }) {
-            groups[group]!.wanted = Int64.max
+            groups[group]!.toEnd = true
             if let read = startReading(group) { actions.append(read) }
         }
         return actions
@@ -370,19 +379,36 @@ public struct FanoutState<Sink> {
         return nextRead(group, attempt: 1)
     }
 
-    /// The read that brings `group` to `wanted`, or nil (and the reader stops) when it is there.
+    /// The read that brings `group` to `wanted` (or to the end of its log after a catch-up), or
+    /// nil (and the reader stops) when it is there.
     private mutating func nextRead(_ group: UUID, attempt: Int) -> FanoutAction<Sink>? {
-        guard let found = groups[group] else { return nil }
-        let after = found.delivered ?? (found.wanted == Int64.max ? nil : found.wanted - 1)
-        guard let after, found.wanted > after, !found.subscribers.isEmpty else {
+        guard groups[group] != nil else { return nil }
+        if let rewind = groups[group]!.rewind {
+            groups[group]!.rewind = nil
+            groups[group]!.delivered = min(groups[group]!.delivered ?? rewind, rewind)
+        }
+        let found = groups[group]!
+        groups[group]!.readingToEnd = false
+        let after = found.delivered ?? (found.toEnd ? nil : found.wanted - 1)
+        guard let after, found.wanted > after || found.toEnd, !found.subscribers.isEmpty || !found.joiners.isEmpty else {
             groups[group]!.reading = false
             // A catch-up before anything was delivered has nothing to read from: the first
             // `ready` or notice sets where the group stands.
-            if found.delivered == nil { groups[group]!.wanted = 0 }
-            if found.subscribers.isEmpty { groups.removeValue(forKey: group) }
+            if found.delivered == nil {
+                groups[group]!.wanted = 0
+                groups[group]!.toEnd = false
+            }
+            if found.subscribers.isEmpty {
+                groups.removeValue(forKey: group)
+            } else if !found.joiners.isEmpty, let delivered = found.delivered {
+                // A join the log did not have where its notice said is not waited for.
+                groups[group]!.joiners = found.joiners.filter { $0.value > delivered }
+            }
             return nil
         }
-        return .readLog(group: group, tenant: found.tenant, after: after, through: found.wanted == Int64.max ? nil : found.wanted, attempt: attempt)
+        groups[group]!.toEnd = false
+        groups[group]!.readingToEnd = found.toEnd
+        return .readLog(group: group, tenant: found.tenant, after: after, through: found.toEnd ? nil : found.wanted, attempt: attempt)
     }
 
     /// Events read from `group`'s log after `after`, in seq order: they are delivered, then the
@@ -391,10 +417,14 @@ public struct FanoutState<Sink> {
         guard groups[group] != nil else { return [] }
         var actions: [FanoutAction<Sink>] = []
         if page.isEmpty {
-            // A catch-up that found nothing new, or an event of a group deleted meanwhile.
             let top = groups[group]!.delivered ?? after
             groups[group]!.delivered = top
-            groups[group]!.wanted = top
+            // A gap of a group deleted meanwhile is given up; after a catch-up's read to the end,
+            // a notice that came meanwhile is still read.
+            if !groups[group]!.readingToEnd { groups[group]!.wanted = top }
+        } else if groups[group]!.readingToEnd {
+            // A read to the end goes on page by page until it finds nothing more.
+            groups[group]!.toEnd = true
         }
         for event in page {
             guard groups[group] != nil else { break }
@@ -409,7 +439,9 @@ public struct FanoutState<Sink> {
     /// A log read failed (the database is away): the same read again, after a pause, while
     /// anyone still follows the group.
     public mutating func logReadFailed(_ group: UUID, attempt: Int) -> [FanoutAction<Sink>] {
-        nextRead(group, attempt: attempt + 1).map { [$0] } ?? []
+        guard groups[group] != nil else { return [] }
+        if groups[group]!.readingToEnd { groups[group]!.toEnd = true }
+        return nextRead(group, attempt: attempt + 1).map { [$0] } ?? []
     }
 
     // MARK: - Delivering
@@ -419,6 +451,7 @@ public struct FanoutState<Sink> {
     /// it is about.
     private mutating func deliver(group: UUID, seq: Int64, kind: GroupEventKind, frame: [UInt8], subject: UUID?) -> [FanoutAction<Sink>] {
         guard groups[group] != nil else { return [] }
+        if let subject, kind == .memberJoined, let pending = groups[group]!.joiners[subject], pending <= seq { groups[group]!.joiners[subject] = nil }
         groups[group]!.delivered = seq
         groups[group]!.wanted = max(groups[group]!.wanted, seq)
         let tenant = groups[group]!.tenant
@@ -434,7 +467,11 @@ public struct FanoutState<Sink> {
         }
         var leaving: [SubscriberID] = []
         if let subject, kind.endsMembership {
-            leaving = groups[group]!.subscribers.filter { subscribers[$0]?.user == subject }.sorted { $0.value < $1.value }
+            // Not for a stream whose `ready` came after a re-join, or that has sent events past
+            // this one: it is old news there.
+            leaving = groups[group]!.subscribers.filter { id in
+                subscribers[id]?.user == subject && subscribers[id]?.cursor?.hasAccounted(group, through: seq) != true
+            }.sorted { $0.value < $1.value }
             for id in leaving { detach(id, from: group) }
         }
         var sinks: [Sink] = []
@@ -471,9 +508,9 @@ public struct FanoutState<Sink> {
             if subscribers[id]!.cursor == nil {
                 subscribers[id]!.early.append(.removed(group, seq: seq, reason: reason))
                 continue
-            } else {
-                subscribers[id]!.cursor!.removed(group)
             }
+            // Told even when the cursor had already let go (a replay found the user gone).
+            subscribers[id]!.cursor!.removed(group, at: seq)
             sinks.append(subscribers[id]!.sink)
         }
         return sinks.isEmpty ? [] : [.send(StreamFrames.groupRemoved(group, reason: reason), to: sinks)]

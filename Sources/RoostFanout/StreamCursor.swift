@@ -13,17 +13,30 @@ public struct StreamCursor<Frame> {
     enum Standing {
         /// Live: events above `last` are sent as they come.
         case live(last: Int64)
-        /// Being replayed by the replay `token`: pages are sent, live events wait in `held`.
-        case replaying(last: Int64, token: Int, held: [(seq: Int64, frame: Frame)])
+        /// Being replayed by the replay `token` from `last`: pages are sent, live events wait in
+        /// `held`. `seen` is how far the connection had got before (its standing, or what was
+        /// sent live), which the replay may start below.
+        case replaying(last: Int64, seen: Int64, token: Int, held: [(seq: Int64, frame: Frame)])
 
         var last: Int64 {
             switch self {
-            case .live(let last), .replaying(let last, _, _): last
+            case .live(let last), .replaying(let last, _, _, _): last
+            }
+        }
+
+        /// The highest seq the connection has accounted for: sent, covered by `ready`, or held.
+        var seen: Int64 {
+            switch self {
+            case .live(let last): last
+            case .replaying(let last, let seen, _, let held): max(last, seen, held.last?.seq ?? 0)
             }
         }
     }
 
     private(set) var groups: [UUID: Standing]
+    /// Groups the connection stopped following, with how far it had accounted for them: a join
+    /// at or below that mark is one it has already seen or had covered, not a new one.
+    private var left: [UUID: Int64] = [:]
     /// Until live delivery starts (the client's first frame, or a grace period after `ready`),
     /// live events wait here; nil once live.
     private var waiting: [(group: UUID, seq: Int64, frame: Frame)]? = []
@@ -57,9 +70,9 @@ public struct StreamCursor<Frame> {
         case .live:
             groups[group] = .live(last: seq)
             return frame
-        case .replaying(let last, let token, var held):
+        case .replaying(let last, let seen, let token, var held):
             held.append((seq, frame))
-            groups[group] = .replaying(last: last, token: token, held: held)
+            groups[group] = .replaying(last: last, seen: seen, token: token, held: held)
             return nil
         }
     }
@@ -93,8 +106,8 @@ public struct StreamCursor<Frame> {
             }
             // Live events held by an earlier replay of the group stay held: this replay reads past them.
             var held: [(seq: Int64, frame: Frame)] = []
-            if case .replaying(_, _, let earlier) = standing { held = earlier }
-            groups[group] = .replaying(last: cursor, token: token, held: held)
+            if case .replaying(_, _, _, let earlier) = standing { held = earlier }
+            groups[group] = .replaying(last: cursor, seen: standing.seen, token: token, held: held)
             accepted.append((group, cursor))
         }
         return (accepted, unknown, token, goLive())
@@ -103,7 +116,7 @@ public struct StreamCursor<Frame> {
     /// Where replay `token` of `group` reads its next page from, or nil when that replay is
     /// over for the group (the user left it, or another replay took it over).
     public func replayPosition(_ group: UUID, token: Int) -> Int64? {
-        guard case .replaying(let last, let current, _)? = groups[group], current == token else { return nil }
+        guard case .replaying(let last, _, let current, _)? = groups[group], current == token else { return nil }
         return last
     }
 
@@ -111,14 +124,14 @@ public struct StreamCursor<Frame> {
     /// `complete` (the log has nothing more), the group goes live again and the live events
     /// held meanwhile follow, those newer than the page.
     public mutating func replayed(_ group: UUID, token: Int, page: [(seq: Int64, frame: Frame)], complete: Bool) -> [Frame] {
-        guard case .replaying(var last, let current, let held)? = groups[group], current == token else { return [] }
+        guard case .replaying(var last, let seen, let current, let held)? = groups[group], current == token else { return [] }
         var out: [Frame] = []
         for event in page where event.seq > last {
             out.append(event.frame)
             last = event.seq
         }
         guard complete else {
-            groups[group] = .replaying(last: last, token: token, held: held)
+            groups[group] = .replaying(last: last, seen: seen, token: token, held: held)
             return out
         }
         for event in held where event.seq > last {
@@ -138,17 +151,34 @@ public struct StreamCursor<Frame> {
 
     // MARK: - Membership
 
-    /// The user is no longer in `group` (removed, left, group deleted, or a replay found them
-    /// gone): nothing more of it is sent, live or replayed. True when the group was followed.
+    /// The user is no longer in `group` (removed or left at the event `seq`, the group deleted,
+    /// or a replay found them gone: `seq` nil): nothing more of it is sent, live or replayed.
+    /// True when the group was followed. A removal the connection has already accounted for
+    /// (its `ready` came after a re-join, or it has sent events past `seq`) is stale and changes
+    /// nothing.
     @discardableResult
-    public mutating func removed(_ group: UUID) -> Bool {
+    public mutating func removed(_ group: UUID, at seq: Int64? = nil) -> Bool {
+        guard let standing = groups[group] else { return false }
+        if let seq, hasAccounted(group, through: seq) { return false }
         waiting?.removeAll { $0.group == group }
-        return groups.removeValue(forKey: group) != nil
+        groups.removeValue(forKey: group)
+        left[group] = max(standing.seen, seq ?? 0)
+        return true
+    }
+
+    /// Whether the connection follows `group` and has accounted for its events through `seq`
+    /// (sent them, held them, or had them covered by `ready`): a membership event there is old news.
+    public func hasAccounted(_ group: UUID, through seq: Int64) -> Bool {
+        guard let standing = groups[group] else { return false }
+        return seq <= standing.seen
     }
 
     /// The user joined `group`: its events from `seq` (the `member.joined` event) on are theirs.
+    /// Nothing changes for a group already followed (a join its `ready` covered), nor for a join
+    /// older than what the connection had of a group it has since left.
     public mutating func joined(_ group: UUID, at seq: Int64) {
-        guard groups[group] == nil else { return }
+        guard groups[group] == nil, seq > left[group] ?? 0 else { return }
+        left[group] = nil
         groups[group] = .live(last: seq - 1)
     }
 }

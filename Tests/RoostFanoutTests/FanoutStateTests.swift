@@ -167,6 +167,48 @@ struct FanoutStateTests {
         #expect(node.events(1) == [10, 11])
     }
 
+    @Test func aRemovalAndJoinOlderThanAStreamsReadyChangeNothingForIt() {
+        var node = Node()
+        // ann was removed from oak at 3 and re-joined at 4; her stream's `ready` (oak at 5) came
+        // before the node delivered either, which a lagging read makes possible.
+        _ = connect(&node, sink: 9, user: bob, groups: [(oak, 2)])
+        node.apply(node.state.received(notice(event(oak, 4), withFrame: false)))  // a read from 2 goes out
+        _ = connect(&node, sink: 1, user: ann, groups: [(oak, 5)])
+        node.apply(node.state.logRead(oak, after: 2, [event(oak, 3, .memberRemoved, about: ann), event(oak, 4, .memberJoined, about: ann)]))
+        node.apply(node.state.received(notice(event(oak, 6))))
+        #expect(node.logReads.last?.after == 4)
+        node.apply(node.state.logRead(oak, after: 4, [event(oak, 5), event(oak, 6)]))
+        #expect(node.events(1) == [6] && node.events(9) == [3, 4, 5, 6])
+        #expect(!(node.frames[1] ?? []).contains { $0["event"] as? String == "group.removed" })
+    }
+
+    @Test func aJoinHeardWhileAReadIsOutIsDeliveredEvenIfNobodyElseHereFollowsTheGroup() {
+        var node = Node()
+        _ = connect(&node, sink: 1, user: ann, groups: [])
+        _ = connect(&node, sink: 2, user: bob, groups: [(oak, 1)])
+        node.apply(node.state.received(notice(event(oak, 3), withFrame: false)))  // a read from 1 goes out
+        node.apply(node.state.received(notice(event(oak, 4, .memberJoined, about: ann), subject: ann)))
+        // The read comes back with bob's removal: nobody here follows oak any more but ann's join.
+        node.apply(node.state.logRead(oak, after: 1, [event(oak, 2), event(oak, 3, .memberRemoved, about: bob)]))
+        #expect(node.logReads.last?.after == 3)
+        node.apply(node.state.logRead(oak, after: 3, [event(oak, 4, .memberJoined, about: ann)]))
+        #expect(node.events(1) == [4])
+    }
+
+    @Test func aCatchUpWhileAReadToTheEndIsOutReadsAgain() {
+        var node = Node()
+        _ = connect(&node, sink: 1, user: ann, groups: [(oak, 1)])
+        node.apply(node.state.catchUp())
+        #expect(node.logReads.count == 1 && node.logReads[0].through == nil)
+        // The LISTEN connection drops again before the read is back; the read found nothing, but
+        // seq 2 was committed after it and its notice was lost.
+        node.apply(node.state.catchUp())
+        node.apply(node.state.logRead(oak, after: 1, []))
+        #expect(node.logReads.count == 2 && node.logReads[1].after == 1 && node.logReads[1].through == nil)
+        node.apply(node.state.logRead(oak, after: 1, [event(oak, 2)]))
+        #expect(node.events(1) == [2])
+    }
+
     @Test func eventsBeforeReadyWaitAndThoseItCoversAreDropped() {
         var node = Node()
         let id = node.state.register(1, tenant: tenant, user: ann, sessionHash: "aa")
@@ -226,8 +268,10 @@ struct FanoutStateTests {
     /// opening mid-flow, resuming and closing. Every connection receives each event of its
     /// groups once, in order, with no gap, nothing of a group between its `group.removed` and its
     /// user's own `member.joined`, and, once everything has settled, everything up to the end of
-    /// each log it is still in.
-    @Test(arguments: 0..<300) func randomInterleavingsDeliverEveryEventOnceInOrderAndNoneAfterRemoval(seed: Int) {
+    /// each log it is still in. A replay sends the log as it is when read: a user who left and
+    /// re-joined may see their own removal there, after which the events of their absence may
+    /// follow in order, or not, their own next join coming next.
+    @Test(arguments: 0..<500) func randomInterleavingsDeliverEveryEventOnceInOrderAndNoneAfterRemoval(seed: Int) {
         var random = SeededGenerator(seed: UInt64(seed) &* 104_729 &+ 17)
         func roll(_ n: Int) -> Int { Int(random.next() % UInt64(n)) }
         let groups = [oak, elm]
@@ -248,6 +292,7 @@ struct FanoutStateTests {
             var last: [UUID: Int64] = [:]
             var out: Set<UUID> = []
             var resuming = false
+            var absent: Set<UUID> = []
         }
         var clients: [Int: Client] = [:]
         var nextSink = 0
@@ -256,6 +301,10 @@ struct FanoutStateTests {
         var trace: [String] = []
         func name(_ g: UUID) -> String { g == oak ? "oak" : "elm" }
         func who(_ u: UUID) -> String { u == ann ? "ann" : "bob" }
+        func seqs(_ page: ReplayPage) -> String {
+            if case .events(let events) = page { return "\(events.map(\.seq))" }
+            return "\(page)"
+        }
 
         func append(_ group: UUID, _ kind: GroupEventKind = .messageCreated, about user: UUID? = nil) {
             let seq = Int64(logs[group]!.count + 1)
@@ -297,12 +346,21 @@ struct FanoutStateTests {
                         let joining = frame["event"] as? String == "member.joined"
                             && (frame["data"] as? [String: Any])?["user_id"] as? String == client.user.uuidString.lowercased()
                         if let last = client.last[group] {
-                            if seq != last + 1 { failures.append("seed \(seed), sink \(sink): \(group == oak ? "oak" : "elm") \(last) → \(seq)") }
+                            if seq != last + 1 && !(joining && seq > last && client.absent.contains(group)) { failures.append("seed \(seed), sink \(sink): \(group == oak ? "oak" : "elm") \(last) → \(seq)") }
                         } else if !joining {
                             failures.append("seed \(seed), sink \(sink): \(seq) of a group it is not in (out: \(client.out.contains(group)))")
                         }
                         client.last[group] = seq
                         if joining { client.out.remove(group) }
+                        // Its own removal read back by a replay (of a group it had re-joined when
+                        // the page was read): the events of its absence may follow, in order, or
+                        // not, its own next join being the next it must see.
+                        if ["member.removed", "member.left"].contains(frame["event"] as? String ?? ""),
+                           (frame["data"] as? [String: Any])?["user_id"] as? String == client.user.uuidString.lowercased() {
+                            client.absent.insert(group)
+                        } else if joining {
+                            client.absent.remove(group)
+                        }
                     default: break
                     }
                 }
@@ -334,7 +392,7 @@ struct FanoutStateTests {
                 let joining: Bool
                 if case .event(let event) = next, event.subject != nil, event.kind == .memberJoined || event.frame == nil { joining = true } else { joining = false }
                 switch roll(8) {
-                case 0 where !joining && ProcessInfo.processInfo.environment["FANOUT_LOSS"] != nil:
+                case 0 where !joining:
                     node.lostNotice = true
                     trace.append("  (lost)")
                 case 1:
@@ -369,7 +427,7 @@ struct FanoutStateTests {
             case 11:
                 guard !answeredReplay.isEmpty else { return }
                 let (read, page) = answeredReplay.removeFirst()
-                trace.append("replay page \(name(read.group)) after \(read.after) for sink? \(read.subscriber): \(page)")
+                trace.append("replay page \(name(read.group)) after \(read.after) for \(read.subscriber): \(seqs(page))")
                 node.apply(node.state.replayRead(read, page))
             case 12:
                 // A stream opens: it subscribes, reads its standing and is told `ready` in one
@@ -389,6 +447,7 @@ struct FanoutStateTests {
                 guard let (sink, client) = clients.first(where: { $0.value.ready && !$0.value.resuming }), roll(2) == 0 else { return }
                 clients[sink]!.resuming = true
                 let cursors = client.last.map { ($0.key, $0.value) }.sorted { $0.0.uuidString < $1.0.uuidString }
+                trace.append("resume sink \(sink) from \(cursors.map { "\(name($0.0)):\($0.1)" })")
                 node.apply(node.state.resume(client.id, cursors: cursors, now: time))
             default:
                 // A connection closes now and then.
@@ -403,7 +462,11 @@ struct FanoutStateTests {
 
         for _ in 0..<150 { step() }
         // Everything settles: every notice arrives (a lost one is caught up), every read is answered.
-        for next in notices { node.apply(node.state.received(next)) }
+        for next in notices {
+            if case .event(let e) = next { trace.append("notice \(name(e.group)) \(e.seq) frame:\(e.frame != nil) (settling)") }
+            node.apply(node.state.received(next))
+            check()
+        }
         notices = []
         if node.lostNotice { node.apply(node.state.catchUp()) }
         check()
@@ -420,7 +483,10 @@ struct FanoutStateTests {
                 answeredLog.append((read.group, read.after, Array(page.prefix(4))))
             }
             node.logReads = []
-            for (read, page) in answeredReplay { node.apply(node.state.replayRead(read, page)) }
+            for (read, page) in answeredReplay {
+                trace.append("replay page \(name(read.group)) after \(read.after) for \(read.subscriber): \(seqs(page)) (settling)")
+                node.apply(node.state.replayRead(read, page))
+            }
             answeredReplay = []
             for read in node.replayReads {
                 answeredReplay.append((read, members[read.group]!.contains(read.user) ? .events(Array(logs[read.group]!.filter { $0.seq > read.after }.prefix(3))) : .notMember))
@@ -438,16 +504,11 @@ struct FanoutStateTests {
                 }
             }
         }
-        if !failures.isEmpty && ProcessInfo.processInfo.environment["FANOUT_TRACE"] == String(seed) { print(trace.joined(separator: "\n")) }
-        // Known: a membership event older than a stream's `ready` is still applied to it when the
-        // hub delivers it after that `ready` (a stale removal drops a group the standing says the
-        // user is back in; a stale join re-reads the group), and a lost notice before a group's
-        // first delivery leaves a gap. About one seed in ten hits one; the server's own
-        // randomized test over real sockets (StreamPropertyTests) does not, its windows being a
-        // round trip long. FANOUT_TRACE=<seed> prints a failing run; FANOUT_LOSS=1 adds lost notices.
-        withKnownIssue("stale membership events after a newer ready (issue #16 note)", isIntermittent: true) {
-            #expect(failures.isEmpty, "\(failures.prefix(5))")
-        }
+        if !failures.isEmpty && [String(seed), "all"].contains(ProcessInfo.processInfo.environment["FANOUT_TRACE"] ?? "") { print((["TRACE \(seed)"] + trace).joined(separator: "\n")) }
+        // FANOUT_TRACE=<seed> (or all) prints the run of a failing seed. The interleaving also
+        // depends on Dictionary order, which differs between processes: a seed that fails once
+        // may pass the next time.
+        #expect(failures.isEmpty, "\(failures.prefix(5))")
     }
 }
 
