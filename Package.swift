@@ -24,10 +24,16 @@ let package = Package(
         // Header-only shim: epoll, eventfd and timerfd are not exported by Glibc's overlay.
         .systemLibrary(name: "CLinuxEvents"),
 
-        // The stack: roost -> RoostServer -> RoostFanout -> RoostPersistence -> RoostProtocol.
+        // The floors (docs/ARCHITECTURE.md): roost -> RoostServer -> {RoostHTTP, RoostFanout,
+        // RoostPersistence} -> RoostProtocol. The transport, the fanout and persistence never
+        // import each other; RoostServer wires them together.
         .target(
             name: "RoostProtocol",
             dependencies: ["CCrypto"]
+        ),
+        .target(
+            name: "RoostHTTP",
+            dependencies: ["RoostProtocol", "CLinuxEvents"]
         ),
         .target(
             name: "RoostPersistence",
@@ -39,16 +45,16 @@ let package = Package(
         ),
         .target(
             name: "RoostServer",
-            dependencies: ["RoostFanout", "RoostPersistence", "RoostProtocol", "CLinuxEvents", "CCrypto"]
+            dependencies: ["RoostHTTP", "RoostFanout", "RoostPersistence", "RoostProtocol", "CCrypto"]
         ),
         .executableTarget(
             name: "roost",
-            dependencies: ["RoostServer"]
+            dependencies: ["RoostServer", "RoostHTTP"]
         ),
         // The system benchmark: drives a running server from outside with an epoll client loop.
         .executableTarget(
             name: "roost-bench",
-            dependencies: ["RoostServer", "RoostPersistence", "RoostProtocol", "CLinuxEvents"],
+            dependencies: ["RoostServer", "RoostHTTP", "RoostPersistence", "RoostProtocol", "CLinuxEvents"],
             path: "Benchmarks/RoostBench"
         ),
         // Micro-benchmark of the codecs (release build; prints figures, asserts nothing).
@@ -63,8 +69,8 @@ let package = Package(
         .testTarget(name: "RoostProtocolTests", dependencies: ["RoostProtocol", "RoostTestSupport"]),
         .testTarget(name: "RoostPersistenceTests", dependencies: ["RoostPersistence", "RoostTestSupport"]),
         .testTarget(name: "RoostFanoutTests", dependencies: ["RoostFanout", "RoostProtocol", "RoostTestSupport"]),
-        .testTarget(name: "RoostServerTests", dependencies: ["RoostServer", "RoostTestSupport"]),
-        .testTarget(name: "EndToEndTests", dependencies: ["RoostServer", "RoostTestSupport"]),
+        .testTarget(name: "RoostServerTests", dependencies: ["RoostServer", "RoostHTTP", "RoostTestSupport"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["RoostServer", "RoostHTTP", "RoostTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

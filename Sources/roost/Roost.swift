@@ -1,4 +1,5 @@
 import Foundation
+import RoostHTTP
 import RoostServer
 
 /// The `roost` command line: parses arguments and calls RoostServer; nothing else lives here.

@@ -2,6 +2,7 @@ import Foundation
 import RoostTestSupport
 import RoostPersistence
 import RoostProtocol
+@testable import RoostHTTP
 @testable import RoostServer
 import Synchronization
 import Testing
@@ -71,7 +72,7 @@ final class TestServer {
         }
         server = try HTTPServer(
             router: builder.build(), limits: limits, addresses: addresses, threads: threads,
-            log: Log(level: .error), accessLog: false, accept: accept)
+            log: Log(level: .error), accessLog: false, errorMapper: APIError.mapping, accept: accept)
         try server.start()
         port = server.boundPorts.first ?? 0
     }

@@ -1,6 +1,7 @@
 import Foundation
 import RoostPersistence
 import RoostProtocol
+@testable import RoostHTTP
 @testable import RoostServer
 import RoostTestSupport
 import Synchronization

@@ -1,3 +1,4 @@
+import RoostHTTP
 import RoostServer
 import Testing
 

@@ -2,6 +2,7 @@ import Foundation
 import RoostFanout
 import RoostPersistence
 import RoostProtocol
+@testable import RoostHTTP
 @testable import RoostServer
 import RoostTestSupport
 import Synchronization

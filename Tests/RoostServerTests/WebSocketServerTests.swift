@@ -1,5 +1,6 @@
 import Foundation
 import RoostProtocol
+@testable import RoostHTTP
 @testable import RoostServer
 import RoostTestSupport
 import Testing

@@ -1,5 +1,6 @@
 import Foundation
 import RoostPersistence
+import RoostHTTP
 import RoostProtocol
 
 /// API.md "Accounts": register (with an invitation, when the tenant is invite-only), login and

@@ -1,5 +1,6 @@
 import Foundation
 import RoostPersistence
+import RoostHTTP
 import RoostProtocol
 
 /// API.md "Accounts": the signed-in user's profile (`GET/PATCH/DELETE /v1/me`) and devices.

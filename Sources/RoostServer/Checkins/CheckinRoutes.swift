@@ -1,5 +1,6 @@
 import Foundation
 import RoostPersistence
+import RoostHTTP
 import RoostProtocol
 
 /// API.md "Check-ins (dead-man's switch)": a member promises to check in by a deadline; only

@@ -1,6 +1,8 @@
 import Foundation
+import RoostHTTP
 import RoostFanout
 import RoostPersistence
+import RoostProtocol
 
 /// What the `roost` executable does; it only parses arguments and calls these.
 public enum RoostCommands {
@@ -28,7 +30,7 @@ public enum RoostCommands {
         let router = try routes(configuration, pool: pool, hub: hub, hashingThreads: max(1, threads))
         let server = try HTTPServer(
             router: router, limits: configuration.network, addresses: addresses, threads: threads, log: log,
-            accessLog: configuration.accessLog)
+            accessLog: configuration.accessLog, errorMapper: APIError.mapping)
         serverBox.server = server
         let listener = FanoutListener(configuration: pool.configuration, server: server, log: log)
         do {
@@ -89,7 +91,8 @@ public enum RoostCommands {
         let addresses = try ListenAddress.parseList(configuration.metricsListen)
         var builder = Router.Builder()
         OperationsRoutes.addMetrics(to: &builder, pool: pool, jobs: jobs, server: server)
-        let metrics = try HTTPServer(router: builder.build(), limits: NetworkLimits(), addresses: addresses, threads: 1, log: log, accessLog: false)
+        let metrics = try HTTPServer(router: builder.build(), limits: NetworkLimits(), addresses: addresses, threads: 1, log: log, accessLog: false,
+                                      errorMapper: APIError.mapping)
         do {
             try metrics.start()
         } catch let error as SystemError {

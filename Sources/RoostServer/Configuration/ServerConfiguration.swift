@@ -1,4 +1,5 @@
 import Foundation
+import RoostHTTP
 
 /// Everything `roost serve` reads: each setting from a `ROOST_*` variable (or `DATABASE_URL`),
 /// overridden by its flag. `roost serve --help` prints this table.
@@ -97,19 +98,5 @@ public struct ServerConfiguration: Sendable {
             lines.append("      \(setting.help) (default: \(setting.defaultDescription))")
         }
         return lines.joined(separator: "\n")
-    }
-}
-
-/// A bad setting: the message names the flag or variable and what it accepts.
-public struct ConfigurationError: Error, CustomStringConvertible, Sendable {
-    public let description: String
-    public init(_ description: String) { self.description = description }
-}
-
-public enum LogLevel: String, Sendable, Comparable, CaseIterable {
-    case debug, info, warning, error
-
-    public static func < (lhs: LogLevel, rhs: LogLevel) -> Bool {
-        allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!
     }
 }

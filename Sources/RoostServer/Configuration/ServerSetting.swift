@@ -1,3 +1,5 @@
+import RoostHTTP
+
 /// One configurable setting: its flag, its variable, its default and how a value is applied.
 struct ServerSetting: Sendable {
     let flag: String

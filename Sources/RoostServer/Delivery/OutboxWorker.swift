@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import RoostPersistence
+import RoostHTTP
 import RoostProtocol
 import Synchronization
 

@@ -1,5 +1,6 @@
 import Foundation
 import RoostPersistence
+import RoostHTTP
 import RoostProtocol
 
 /// API.md "Invitations": inviting by email or phone, listing, revoking; the addressee's list,

@@ -1,5 +1,6 @@
 import Foundation
 import RoostPersistence
+import RoostHTTP
 import RoostProtocol
 
 /// API.md "Groups and members": editing and deleting groups, roles, removal, leaving and

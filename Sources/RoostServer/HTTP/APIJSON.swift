@@ -1,5 +1,6 @@
 import Foundation
 import RoostPersistence
+import RoostHTTP
 import RoostProtocol
 
 /// JSON responses as API.md writes them: snake_case keys (set by each type's CodingKeys) and
@@ -52,6 +53,10 @@ extension APIError {
             return nil
         }
     }
+
+    /// The application's error mapper for the transport (`HTTPServer(errorMapper:)`): database
+    /// failures as `from(_:)` maps them, for every route and WebSocket acceptor.
+    public static let mapping: ErrorMapper = { error in (error as? DatabaseError).flatMap(APIError.from) }
 }
 
 extension RequestContext {

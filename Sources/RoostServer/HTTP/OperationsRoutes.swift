@@ -1,5 +1,6 @@
 import Foundation
 import RoostPersistence
+import RoostHTTP
 import RoostProtocol
 
 /// `/healthz` and `/readyz` on the public listener, `/metrics` on the operator's metrics listener

@@ -1,4 +1,5 @@
 import Foundation
+import RoostHTTP
 import RoostPersistence
 import Synchronization
 

@@ -1,5 +1,6 @@
 import Foundation
 import RoostPersistence
+import RoostHTTP
 import RoostProtocol
 
 /// API.md "Messages and alerts": posting (idempotent on `client_msg_id`), reading the

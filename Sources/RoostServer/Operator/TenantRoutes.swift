@@ -1,5 +1,6 @@
 import Foundation
 import RoostPersistence
+import RoostHTTP
 import RoostProtocol
 
 /// API.md "Operator": `POST /v1/admin/tenants` and `GET /v1/admin/tenants`, plus

@@ -1,4 +1,5 @@
 import Foundation
+import RoostHTTP
 import RoostPersistence
 
 /// A reason `roost` cannot start, written as the one line an operator acts on.

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import RoostHTTP
 import RoostFanout
 import RoostPersistence
 

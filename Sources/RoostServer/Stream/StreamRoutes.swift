@@ -1,5 +1,6 @@
 import Foundation
 import RoostPersistence
+import RoostHTTP
 import RoostProtocol
 
 /// `GET /v1/stream` (API.md "The stream"): authenticated by `Authorization: Bearer` or, for

@@ -1,5 +1,6 @@
 import Foundation
 import RoostFanout
+import RoostHTTP
 import RoostProtocol
 import Synchronization
 

@@ -1,6 +1,7 @@
 import Foundation
 import RoostFanout
 import RoostPersistence
+import RoostHTTP
 import RoostProtocol
 
 /// The node's fanout, over its WebSocket connections.

@@ -29,12 +29,19 @@ public struct NetworkLimits: Sendable {
     public init() {}
 }
 
+/// Turns an error the transport does not know into an API error, or nil for a 500.
+public typealias ErrorMapper = @Sendable (any Error) -> APIError?
+
 /// What every connection of a server shares: routing, limits, the handler gate, counters.
 final class ServerContext: Sendable {
     let router: Router
     let limits: NetworkLimits
     let log: Log
     let accessLog: Bool
+    /// The application's word on errors the transport does not know (a database that is away →
+    /// 503, say); nil leaves the error a logged 500.
+    let errorMapper: ErrorMapper
+    let clock: any LoopClock
     let openConnections = Atomic<Int>(0)
     let runningHandlers = Atomic<Int>(0)
     let requestsServed = Atomic<Int>(0)
@@ -43,11 +50,22 @@ final class ServerContext: Sendable {
     private let connectionsByAddress = Mutex<[String: Int]>([:])
     private let date = Mutex<(second: Int64, text: String)>((0, ""))
 
-    init(router: Router, limits: NetworkLimits, log: Log, accessLog: Bool) {
+    init(router: Router, limits: NetworkLimits, log: Log, accessLog: Bool, errorMapper: @escaping ErrorMapper, clock: any LoopClock) {
         self.router = router
         self.limits = limits
         self.log = log
         self.accessLog = accessLog
+        self.errorMapper = errorMapper
+        self.clock = clock
+    }
+
+    /// What a handler's error answers: an `APIError` as itself, what the application maps as
+    /// that, anything else a logged 500 (a 500 is a bug).
+    func apiError(for error: any Error, in request: RequestContext) -> APIError {
+        if let error = error as? APIError { return error }
+        if let mapped = errorMapper(error) { return mapped }
+        log.error("handler failed", ["route": request.route, "request_id": request.requestID, "error": "\(error)"])
+        return APIError(.internalServerError, code: "internal", message: "something went wrong on our side (request \(request.requestID))")
     }
 
     /// The `Date` header value, formatted at most once a second.

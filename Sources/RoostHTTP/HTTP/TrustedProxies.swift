@@ -8,7 +8,7 @@ import Glibc
 /// CIDR list, default none), and the client address a request is throttled by: the TCP peer,
 /// or, when the peer is a trusted proxy, the rightmost address in `X-Forwarded-For` that is not
 /// one (what a client writes to the left of it is its own claim and is ignored).
-struct TrustedProxies: Sendable {
+package struct TrustedProxies: Sendable {
     struct Network: Sendable, Equatable {
         let bytes: [UInt8]
         let prefix: Int
@@ -28,14 +28,14 @@ struct TrustedProxies: Sendable {
 
     let networks: [Network]
 
-    static let none = TrustedProxies(networks: [])
+    package static let none = TrustedProxies(networks: [])
 
     init(networks: [Network]) {
         self.networks = networks
     }
 
     /// Parses `10.0.0.0/8, 192.168.1.1, ::1/128`; nil names the entry that is not a network.
-    init(parsing list: String) throws(ConfigurationError) {
+    package init(parsing list: String) throws(ConfigurationError) {
         var networks: [Network] = []
         for entry in list.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) where !entry.isEmpty {
             let parts = entry.split(separator: "/", omittingEmptySubsequences: false)
@@ -57,7 +57,7 @@ struct TrustedProxies: Sendable {
     }
 
     /// The address a request comes from (see the type's comment).
-    func client(peer: String, forwardedFor: String?) -> String {
+    package func client(peer: String, forwardedFor: String?) -> String {
         guard trusts(peer), let forwardedFor else { return peer }
         for hop in forwardedFor.split(separator: ",").reversed() {
             let address = hop.trimmingCharacters(in: .whitespaces)
@@ -69,7 +69,7 @@ struct TrustedProxies: Sendable {
 
     /// What a per-address throttle counts by: an IPv4 address, or an IPv6 address's /64 (one
     /// subscriber usually holds a whole /64, so counting single addresses would count nothing).
-    static func throttleKey(_ address: String) -> String {
+    package static func throttleKey(_ address: String) -> String {
         guard let bytes = parse(address), bytes.count == 16 else { return address }
         let words = stride(from: 0, to: 8, by: 2).map { String(UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1]), radix: 16) }
         return words.joined(separator: ":") + "::/64"

@@ -18,17 +18,24 @@ public final class HTTPServer: Sendable {
     private let stoppedLoops = Atomic<Int>(0)
     private let accept: Listener.Accept
 
-    public convenience init(router: Router, limits: NetworkLimits, addresses: [ListenAddress], threads: Int, log: Log, accessLog: Bool = true) throws {
-        try self.init(router: router, limits: limits, addresses: addresses, threads: threads, log: log, accessLog: accessLog, accept: Socket.accept)
+    /// `errorMapper` turns errors of the application's own kinds into API errors (anything it
+    /// leaves is a logged 500); `clock` is what every deadline and timer reads (a test's
+    /// `ManualClock` moves it on instead of waiting).
+    public convenience init(
+        router: Router, limits: NetworkLimits, addresses: [ListenAddress], threads: Int, log: Log, accessLog: Bool = true,
+        errorMapper: @escaping ErrorMapper = { _ in nil }, clock: any LoopClock = SystemClock()
+    ) throws {
+        try self.init(router: router, limits: limits, addresses: addresses, threads: threads, log: log, accessLog: accessLog,
+                      errorMapper: errorMapper, clock: clock, accept: Socket.accept)
     }
 
     /// `accept` is how listeners take a connection (tests inject failures such as EMFILE).
     init(router: Router, limits: NetworkLimits, addresses: [ListenAddress], threads: Int, log: Log, accessLog: Bool,
-         accept: @escaping Listener.Accept) throws {
-        context = ServerContext(router: router, limits: limits, log: log, accessLog: accessLog)
+         errorMapper: @escaping ErrorMapper = { _ in nil }, clock: any LoopClock = SystemClock(), accept: @escaping Listener.Accept) throws {
+        context = ServerContext(router: router, limits: limits, log: log, accessLog: accessLog, errorMapper: errorMapper, clock: clock)
         self.addresses = addresses
         self.accept = accept
-        loops = try (0..<max(1, threads)).map { try EventLoop(index: $0) }
+        loops = try (0..<max(1, threads)).map { try EventLoop(index: $0, clock: clock) }
     }
 
     /// The TCP ports bound, in address order (port 0 in an address picks a free one).
@@ -44,7 +51,7 @@ public final class HTTPServer: Sendable {
     }
 
     /// Runs `work` on the first event loop (to register another descriptor with it).
-    func onFirstLoop(_ work: @escaping @Sendable (EventLoop) -> Void) {
+    package func onFirstLoop(_ work: @escaping @Sendable (EventLoop) -> Void) {
         let loop = loops[0]
         loop.execute { work(loop) }
     }
@@ -210,7 +217,7 @@ final class Listener: EventHandler {
     private func acceptFailed(_ error: SystemError) {
         context.metrics.acceptPauses.add(1, ordering: .relaxed)
         unreportedFailures += 1
-        let now = EventLoop.monotonicNow()
+        let now = loop.clock.now()
         if lastWarning == 0 || now - lastWarning >= 10_000_000_000 {
             context.log.warning("accept failed; pausing new connections for 100 ms", [
                 "error": "\(error)", "failures": String(unreportedFailures),

@@ -6,7 +6,7 @@ import Glibc
 #endif
 
 /// Something registered with an event loop for a file descriptor. Called on the loop thread.
-protocol EventHandler: AnyObject {
+package protocol EventHandler: AnyObject {
     /// `readable` and `writable` as epoll reported them; errors and hang-ups count as both,
     /// and the handler finds the error itself when it reads or writes.
     func handleEvent(readable: Bool, writable: Bool)
@@ -19,7 +19,7 @@ protocol EventHandler: AnyObject {
 ///
 /// `@unchecked Sendable`: everything but `inbox` is touched only on the loop's own thread
 /// (`execute` is the one door in from outside); `inbox` is a Mutex.
-final class EventLoop: @unchecked Sendable {
+package final class EventLoop: @unchecked Sendable {
     private struct Slot {
         var generation: UInt32
         var handler: EventHandler
@@ -38,20 +38,24 @@ final class EventLoop: @unchecked Sendable {
     private var timers = TimerHeap()
     private let inbox = Mutex<(tasks: [@Sendable () -> Void], woken: Bool)>(([], false))
     private var stopped = false
+    let clock: any LoopClock
     /// Nanoseconds of the current iteration's start, read once per wake-up.
-    private(set) var now: UInt64 = EventLoop.monotonicNow()
+    private(set) var now: UInt64
 
     /// The marker in `epoll_data` for the wake-up eventfd (no fd has generation 0).
     private static let wakeMarker: UInt64 = UInt64(UInt32.max)
 
-    init(index: Int) throws {
+    init(index: Int, clock: any LoopClock = SystemClock()) throws {
         self.index = index
+        self.clock = clock
+        now = clock.now()
         epollFD = try mustSucceed("epoll_create1", { epoll_create1(Int32(EPOLL_CLOEXEC)) })
         wakeFD = try mustSucceed("eventfd", { eventfd(0, Int32(EFD_NONBLOCK) | Int32(EFD_CLOEXEC)) })
         var event = epoll_event()
         event.events = EPOLLIN.rawValue
         event.data.u64 = Self.wakeMarker
         try mustSucceed("epoll_ctl(eventfd)", { epoll_ctl(epollFD, EPOLL_CTL_ADD, wakeFD, &event) })
+        clock.attach { [weak self] in self?.execute {} }
     }
 
     deinit {
@@ -59,17 +63,15 @@ final class EventLoop: @unchecked Sendable {
         close(wakeFD)
     }
 
-    static func monotonicNow() -> UInt64 {
-        var spec = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &spec)
-        return UInt64(spec.tv_sec) * 1_000_000_000 + UInt64(spec.tv_nsec)
-    }
+    /// The system's monotonic time, for what waits in real time whatever the loops' clock (the
+    /// shutdown grace).
+    static func monotonicNow() -> UInt64 { SystemClock().now() }
 
     // MARK: - From any thread
 
     /// Runs `task` on the loop thread soon. The eventfd is written only when the inbox was
     /// empty, so a burst of hand-overs costs one wake-up.
-    func execute(_ task: @escaping @Sendable () -> Void) {
+    package func execute(_ task: @escaping @Sendable () -> Void) {
         let needsWake = inbox.withLock { inbox -> Bool in
             inbox.tasks.append(task)
             defer { inbox.woken = true }
@@ -90,7 +92,7 @@ final class EventLoop: @unchecked Sendable {
 
     /// Registers `fd` for the given interests; returns the registration's generation.
     @discardableResult
-    func register(_ fd: Int32, _ handler: EventHandler, readable: Bool = true, writable: Bool = false) throws -> UInt32 {
+    package func register(_ fd: Int32, _ handler: EventHandler, readable: Bool = true, writable: Bool = false) throws -> UInt32 {
         let generation = nextGeneration
         nextGeneration = nextGeneration &+ 1 == UInt32.max ? 1 : nextGeneration &+ 1
         let events = Self.mask(readable: readable, writable: writable)
@@ -117,7 +119,7 @@ final class EventLoop: @unchecked Sendable {
     }
 
     /// Forgets `fd`; the caller closes it afterwards.
-    func deregister(_ fd: Int32) {
+    package func deregister(_ fd: Int32) {
         guard fd >= 0, Int(fd) < slots.count, slots[Int(fd)] != nil else { return }
         epoll_ctl(epollFD, EPOLL_CTL_DEL, fd, nil)
         slots[Int(fd)] = nil
@@ -137,7 +139,7 @@ final class EventLoop: @unchecked Sendable {
 
     /// Runs `action` on this loop `delay` nanoseconds from now; returns a token for `cancel`.
     func schedule(afterNanoseconds delay: UInt64, _ action: @escaping () -> Void) -> UInt64 {
-        timers.schedule(at: Self.monotonicNow() + delay, action)
+        timers.schedule(at: clock.now() + delay, action)
     }
 
     func cancelTimer(_ token: UInt64) {
@@ -151,11 +153,15 @@ final class EventLoop: @unchecked Sendable {
         while !stopped {
             var timeout: Int32 = -1
             if let deadline = timers.nextDeadline() {
-                let current = Self.monotonicNow()
-                timeout = deadline <= current ? 0 : Int32(min((deadline - current + 999_999) / 1_000_000, 60_000))
+                let current = clock.now()
+                if deadline <= current {
+                    timeout = 0
+                } else if clock.passesByItself {
+                    timeout = Int32(min((deadline - current + 999_999) / 1_000_000, 60_000))
+                }
             }
             let count = events.withUnsafeMutableBufferPointer { epoll_wait(epollFD, $0.baseAddress, Int32($0.count), timeout) }
-            now = Self.monotonicNow()
+            now = clock.now()
             if count < 0 && errno != EINTR { preconditionFailure("epoll_wait failed: errno \(errno)") }
             for position in 0..<max(0, Int(count)) {
                 let event = events[position]
@@ -173,8 +179,8 @@ final class EventLoop: @unchecked Sendable {
                     readable: failed || event.events & EPOLLIN.rawValue != 0,
                     writable: failed || event.events & EPOLLOUT.rawValue != 0)
             }
-            for action in timers.takeDue(now: Self.monotonicNow()) { action() }
-            iteration(Self.monotonicNow() - now)
+            for action in timers.takeDue(now: clock.now()) { action() }
+            iteration(clock.now() - now)
         }
     }
 

@@ -4,7 +4,7 @@ import Dispatch
 import Glibc
 #endif
 
-enum FileLimits {
+package enum FileLimits {
     /// Descriptors kept back from client connections besides the pool's: the LISTEN
     /// connection, libdispatch's, webhook clients, standard streams; plus, per event loop,
     /// its epoll and eventfd and its listening sockets.
@@ -12,7 +12,7 @@ enum FileLimits {
 
     /// Raises the soft RLIMIT_NOFILE to the hard limit (every connection is a descriptor) and
     /// returns the limit now in force.
-    static func raiseOpenFileLimit(log: Log) -> Int {
+    package static func raiseOpenFileLimit(log: Log) -> Int {
         var limit = rlimit()
         guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return Int.max }
         if limit.rlim_cur < limit.rlim_max {
@@ -30,7 +30,7 @@ enum FileLimits {
     /// The connection limit this process can honour: a client over it must get its 503, which
     /// needs a descriptor to accept it with, so the limit stays under the open-file limit less
     /// the pool and the reserve. Says so once when that lowers the configured limit.
-    static func connectionLimit(configured: Int, openFileLimit: Int, poolSize: Int, threads: Int, log: Log) -> Int {
+    package static func connectionLimit(configured: Int, openFileLimit: Int, poolSize: Int, threads: Int, log: Log) -> Int {
         let budget = max(1, openFileLimit - poolSize - reserve(threads: threads))
         guard configured > budget else { return configured }
         log.warning("the open-file limit caps connections below the configured limit; raise `ulimit -n` to serve more", [
@@ -43,7 +43,7 @@ enum FileLimits {
     /// is armed (`asyncAfter`, `Task.sleep`, the pool's wait deadlines) and traps (SIGILL) if
     /// the process has no descriptor left then: arm one on each clock at start, while they are
     /// free, so running out of descriptors later cannot end the process that way.
-    static func openDispatchTimers() async {
+    package static func openDispatchTimers() async {
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
             DispatchQueue.global().asyncAfter(deadline: .now()) {
                 DispatchQueue.global().asyncAfter(wallDeadline: .now()) { done.resume() }

@@ -1,4 +1,3 @@
-import RoostPersistence
 import RoostProtocol
 
 /// A connection's state after `101 Switching Protocols` (RFC 6455).
@@ -39,18 +38,13 @@ extension HTTPConnection {
         let number = reserveResponseNumber()
         let bound = LoopBound(value: self)
         let loop = self.loop
-        let log = context.log
+        let server = context
         Task {
             let outcome: Result<WebSocketSession, APIError>
             do {
                 outcome = .success(try await acceptor(requestContext))
-            } catch let error as APIError {
-                outcome = .failure(error)
-            } catch let error as DatabaseError where APIError.from(error) != nil {
-                outcome = .failure(APIError.from(error)!)
             } catch {
-                log.error("websocket acceptor failed", ["route": requestContext.route, "error": "\(error)"])
-                outcome = .failure(APIError(.internalServerError, code: "internal", message: "something went wrong on our side (request \(requestContext.requestID))"))
+                outcome = .failure(server.apiError(for: error, in: requestContext))
             }
             loop.execute {
                 let connection = bound.value
@@ -218,7 +212,7 @@ extension HTTPConnection {
 
     private func pingTick() {
         guard !isClosed, let state = webSocket, !state.closeSent else { return }
-        let now = EventLoop.monotonicNow()
+        let now = loop.clock.now()
         let awaitingPong = state.lastPingAt > state.lastPongAt
         if awaitingPong && now - state.lastPingAt >= UInt64(context.limits.pongTimeoutMilliseconds) * 1_000_000 {
             startClosing(.goingAway, reason: "pong timeout")

@@ -1,5 +1,4 @@
 import Foundation
-import RoostPersistence
 import RoostProtocol
 
 #if canImport(Glibc)
@@ -200,25 +199,18 @@ final class HTTPConnection: EventHandler {
         completion: @escaping @Sendable (HTTPResponse) -> Void
     ) {
         Task {
-            let response = await run(handler, requestContext, log: server.log)
+            let response = await run(handler, requestContext, server: server)
             server.exitHandler()
             completion(response)
         }
     }
 
-    /// Runs a handler, turning its errors into responses: an `APIError` as itself, anything
-    /// else as a logged 500 (a 500 is a bug).
-    private static func run(_ handler: RouteHandler, _ context: RequestContext, log: Log) async -> HTTPResponse {
+    /// Runs a handler, turning its errors into responses (`ServerContext.apiError(for:in:)`).
+    private static func run(_ handler: RouteHandler, _ context: RequestContext, server: ServerContext) async -> HTTPResponse {
         do {
             return try await handler(context)
-        } catch let error as APIError {
-            return HTTPResponse(error)
-        } catch let error as DatabaseError where APIError.from(error) != nil {
-            // Unreachable or exhausted database → 503, input PostgreSQL refused → 400: for every route.
-            return HTTPResponse(APIError.from(error)!)
         } catch {
-            log.error("handler failed", ["route": context.route, "request_id": context.requestID, "error": "\(error)"])
-            return HTTPResponse(APIError(.internalServerError, code: "internal", message: "something went wrong on our side (request \(context.requestID))"))
+            return HTTPResponse(server.apiError(for: error, in: context))
         }
     }
 
@@ -264,11 +256,11 @@ final class HTTPConnection: EventHandler {
         HTTPResponseWriter.write(response, keepAlive: keepAlive, date: context.httpDate, includeBody: !isHead, into: &bytes)
         finished[number] = bytes
         context.requestsServed.add(1, ordering: .relaxed)
-        context.metrics.recordRequest(method: method, route: route, status: response.status.code, seconds: Double(EventLoop.monotonicNow() - started) / 1e9)
+        context.metrics.recordRequest(method: method, route: route, status: response.status.code, seconds: Double(loop.clock.now() - started) / 1e9)
         if context.accessLog {
             context.log.info("request", [
                 "request_id": requestID, "method": method, "route": route, "status": String(response.status.code),
-                "duration_ms": String(format: "%.3f", Double(EventLoop.monotonicNow() - started) / 1e6),
+                "duration_ms": String(format: "%.3f", Double(loop.clock.now() - started) / 1e6),
                 "bytes": String(response.body.count), "peer": peer,
             ])
         }
