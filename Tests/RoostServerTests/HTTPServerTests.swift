@@ -29,6 +29,7 @@ final class TestServer {
         limits: NetworkLimits = NetworkLimits(), threads: Int = 2,
         addresses: [ListenAddress] = [.inet(host: "127.0.0.1", port: 0)],
         accept: @escaping Listener.Accept = Socket.accept,
+        clock: any LoopClock = SystemClock(),
         extraRoutes: (inout Router.Builder) -> Void = { _ in }
     ) throws {
         var limits = limits
@@ -72,7 +73,7 @@ final class TestServer {
         }
         server = try HTTPServer(
             router: builder.build(), limits: limits, addresses: addresses, threads: threads,
-            log: Log(level: .error), accessLog: false, errorMapper: APIError.mapping, accept: accept)
+            log: Log(level: .error), accessLog: false, errorMapper: APIError.mapping, clock: clock, accept: accept)
         try server.start()
         port = server.boundPorts.first ?? 0
     }
@@ -180,38 +181,62 @@ struct HTTPServerTests {
         await test.stop()
     }
 
+    // MARK: - Deadlines, on a manual clock (time is moved on, never waited for)
+
+    /// One loop, so a round trip on another connection means the loop has read every byte sent
+    /// before it (loopback delivers a send at once): what a test sent is seen before time moves.
+    private func settle(_ test: TestServer) async {
+        let probe = try? TestClient(port: test.port)
+        probe?.send("GET /inline HTTP/1.1\r\nConnection: close\r\n\r\n")
+        _ = await probe?.readResponse()
+    }
+
     @Test func aTrickledRequestIsClosedAtTheHeaderDeadlineWhileOthersAreServed() async throws {
         var limits = NetworkLimits()
         limits.headerTimeoutMilliseconds = 400
-        let test = try TestServer(limits: limits)
+        let clock = ManualClock()
+        let test = try TestServer(limits: limits, threads: 1, clock: clock)
+        // Just inside the deadline the request is still taken.
+        let inTime = try TestClient(port: test.port)
+        inTime.send("GET /hello HTTP/1.1\r\nX-Slow: ")
+        await settle(test)
+        clock.advance(milliseconds: 399)
+        inTime.send("a\r\n\r\n")
+        #expect(await inTime.readResponse()?.status == 200)
+        // More bytes do not buy more time: the deadline runs from the first byte.
         let slow = try TestClient(port: test.port)
-        let started = ContinuousClock.now
-        let trickle = Task.detached {
-            for byte in Array("GET /hello HTTP/1.1\r\nX-Slow: ".utf8) + Array(repeating: UInt8(ascii: "a"), count: 100) {
-                slow.send([byte])
-                try await Task.sleep(for: .milliseconds(100))
-            }
-        }
-        // While the slow client trickles, a normal one gets prompt answers.
-        let normal = try TestClient(port: test.port)
-        for _ in 0..<3 {
-            normal.send("GET /hello HTTP/1.1\r\n\r\n")
-            #expect(await normal.readResponse()?.status == 200)
-        }
+        slow.send("GET /hello HTTP/1.1\r\nX-Slow: ")
+        await settle(test)
+        clock.advance(milliseconds: 300)
+        slow.send("aaaa")
+        await settle(test)
+        clock.advance(milliseconds: 100)
         #expect(await slow.waitForClose())
-        let elapsed = ContinuousClock.now - started
-        #expect(elapsed >= .milliseconds(350) && elapsed < .seconds(3), "closed after \(elapsed)")
-        trickle.cancel()
+        // Others are served meanwhile and after.
+        let normal = try TestClient(port: test.port)
+        normal.send("GET /hello HTTP/1.1\r\n\r\n")
+        #expect(await normal.readResponse()?.status == 200)
         await test.stop()
     }
 
     @Test func anIdleKeepAliveConnectionIsClosed() async throws {
         var limits = NetworkLimits()
         limits.idleTimeoutMilliseconds = 300
-        let test = try TestServer(limits: limits)
+        let clock = ManualClock()
+        let test = try TestServer(limits: limits, threads: 1, clock: clock)
         let client = try TestClient(port: test.port)
         client.send("GET /hello HTTP/1.1\r\n\r\n")
         #expect(await client.readResponse()?.status == 200)
+        await settle(test)
+        // Idle for just under the timeout: still served, and the request starts the wait again.
+        clock.advance(milliseconds: 299)
+        client.send("GET /hello HTTP/1.1\r\n\r\n")
+        #expect(await client.readResponse()?.status == 200)
+        await settle(test)
+        clock.advance(milliseconds: 299)
+        await settle(test)
+        #expect(test.server.openConnections == 1)
+        clock.advance(milliseconds: 1)
         #expect(await client.waitForClose())
         await test.stop()
     }
@@ -233,19 +258,21 @@ struct HTTPServerTests {
     @Test func aClientThatNeverReadsItsResponseIsClosedAtTheIdleDeadline() async throws {
         var limits = NetworkLimits()
         limits.idleTimeoutMilliseconds = 300
-        let test = try TestServer(limits: limits)
+        let clock = ManualClock()
+        let test = try TestServer(limits: limits, threads: 1, clock: clock)
         let client = try TestClient(port: test.port, receiveBuffer: 4096)
         // Many pipelined requests: reading them pauses while answers back up, and asking for
         // more never buys more time.
         client.send(String(repeating: "GET /big/\(1024 * 1024) HTTP/1.1\r\n\r\n", count: 50))
-        // First a request is taken and its response starts going out...
+        // First a request is taken and its response fills the socket...
         while test.server.requestsServed < 1 { try await Task.sleep(for: .milliseconds(5)) }
-        // ...then, with nothing read, the connection is closed.
-        let deadline = ContinuousClock.now + .seconds(10)
-        while test.server.openConnections > 0 && ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        #expect(test.server.openConnections == 0)
+        await settle(test)
+        clock.advance(milliseconds: 299)
+        await settle(test)
+        #expect(test.server.openConnections == 1)
+        // ...then, with nothing read, the connection is closed at the deadline.
+        clock.advance(milliseconds: 1)
+        #expect(await client.waitForClose())
         await test.stop()
     }
 
