@@ -256,11 +256,12 @@ final class HTTPConnection: EventHandler {
         HTTPResponseWriter.write(response, keepAlive: keepAlive, date: context.httpDate, includeBody: !isHead, into: &bytes)
         finished[number] = bytes
         context.requestsServed.add(1, ordering: .relaxed)
-        context.metrics.recordRequest(method: method, route: route, status: response.status.code, seconds: Double(loop.clock.now() - started) / 1e9)
+        let elapsed = Double(loop.clock.now() - started)
+        context.metrics.recordRequest(method: method, route: route, status: response.status.code, seconds: elapsed / 1e9)
         if context.accessLog {
             context.log.info("request", [
                 "request_id": requestID, "method": method, "route": route, "status": String(response.status.code),
-                "duration_ms": String(format: "%.3f", Double(loop.clock.now() - started) / 1e6),
+                "duration_ms": String(format: "%.3f", elapsed / 1e6),
                 "bytes": String(response.body.count), "peer": peer,
             ])
         }

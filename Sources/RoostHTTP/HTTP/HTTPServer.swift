@@ -32,7 +32,7 @@ public final class HTTPServer: Sendable {
     /// `accept` is how listeners take a connection (tests inject failures such as EMFILE).
     init(router: Router, limits: NetworkLimits, addresses: [ListenAddress], threads: Int, log: Log, accessLog: Bool,
          errorMapper: @escaping ErrorMapper = { _ in nil }, clock: any LoopClock = SystemClock(), accept: @escaping Listener.Accept) throws {
-        context = ServerContext(router: router, limits: limits, log: log, accessLog: accessLog, errorMapper: errorMapper, clock: clock)
+        context = ServerContext(router: router, limits: limits, log: log, accessLog: accessLog, errorMapper: errorMapper)
         self.addresses = addresses
         self.accept = accept
         loops = try (0..<max(1, threads)).map { try EventLoop(index: $0, clock: clock) }

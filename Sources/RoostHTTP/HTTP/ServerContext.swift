@@ -41,7 +41,6 @@ final class ServerContext: Sendable {
     /// The application's word on errors the transport does not know (a database that is away →
     /// 503, say); nil leaves the error a logged 500.
     let errorMapper: ErrorMapper
-    let clock: any LoopClock
     let openConnections = Atomic<Int>(0)
     let runningHandlers = Atomic<Int>(0)
     let requestsServed = Atomic<Int>(0)
@@ -50,13 +49,12 @@ final class ServerContext: Sendable {
     private let connectionsByAddress = Mutex<[String: Int]>([:])
     private let date = Mutex<(second: Int64, text: String)>((0, ""))
 
-    init(router: Router, limits: NetworkLimits, log: Log, accessLog: Bool, errorMapper: @escaping ErrorMapper, clock: any LoopClock) {
+    init(router: Router, limits: NetworkLimits, log: Log, accessLog: Bool, errorMapper: @escaping ErrorMapper) {
         self.router = router
         self.limits = limits
         self.log = log
         self.accessLog = accessLog
         self.errorMapper = errorMapper
-        self.clock = clock
     }
 
     /// What a handler's error answers: an `APIError` as itself, what the application maps as
