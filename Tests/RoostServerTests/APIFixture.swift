@@ -41,9 +41,7 @@ struct APIFixture {
                                    proxies: proxies)
         let hub = stream ? StreamHub.make(pool: pool, queueLimit: NetworkLimits().maxOutboundQueueBytes) : nil
         test = try TestServer(extraRoutes: { builder in
-            routes.add(to: &builder)
-            CheckinRoutes(accounts: routes, minimumSeconds: 1).add(to: &builder)
-            if let hub { StreamRoutes.add(to: &builder, accounts: routes, hub: hub) }
+            APIRoutes(accounts: routes, checkinMinimumSeconds: 1, hub: hub).add(to: &builder)
         })
         self.hub = hub
         if let hub {

@@ -189,6 +189,8 @@ struct HTTPServerTests {
         let probe = try? TestClient(port: test.port)
         probe?.send("GET /inline HTTP/1.1\r\nConnection: close\r\n\r\n")
         _ = await probe?.readResponse()
+        // The server closes the probe, counted out before its close reaches us.
+        _ = await probe?.waitForClose()
     }
 
     @Test func aTrickledRequestIsClosedAtTheHeaderDeadlineWhileOthersAreServed() async throws {

@@ -26,8 +26,7 @@ struct StreamPropertyTests {
                                        hashingThreads: 1, limits: .generous)
             let hub = StreamHub.make(pool: pool, queueLimit: NetworkLimits().maxOutboundQueueBytes)
             test = try TestServer(extraRoutes: { builder in
-                routes.add(to: &builder)
-                StreamRoutes.add(to: &builder, accounts: routes, hub: hub)
+                APIRoutes(accounts: routes, checkinMinimumSeconds: 1, hub: hub).add(to: &builder)
             })
             self.hub = hub
             listener = FanoutListener(configuration: TestDatabase.configuration(), server: test.server, log: Log(level: .error))

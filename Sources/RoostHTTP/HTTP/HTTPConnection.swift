@@ -357,7 +357,6 @@ final class HTTPConnection: EventHandler {
         isClosed = true
         if let deadline { loop.cancelTimer(deadline.token) }
         loop.deregister(fd)
-        Glibc.close(fd)
         outbound.discard()
         reportQueue()
         if let webSocket {
@@ -365,6 +364,8 @@ final class HTTPConnection: EventHandler {
             webSocket.session.closed(code: webSocket.closeCodeReceived)
         }
         onClose?(self)
+        // Last: once the peer can see the close, the server's counts already say so.
+        Glibc.close(fd)
     }
 
     /// For shutdown: close now if nothing is owed, else after the owed responses; a WebSocket

@@ -51,8 +51,8 @@ public struct GroupStore: Sendable {
     }
 
     /// The caller's role in a group, or nil when not a member (the API then answers 404).
-    public func role(of user: UUID, in group: UUID, on connection: PostgresConnection) throws -> String? {
-        try connection.query("SELECT role FROM memberships WHERE group_id = \(group) AND user_id = \(user)").first?.decode(String.self, "role")
+    public func role(of user: UUID, in group: UUID, on connection: PostgresConnection) throws -> Role? {
+        try connection.query("SELECT role FROM memberships WHERE group_id = \(group) AND user_id = \(user)").first.map { Role(try $0.decode(String.self, "role")) }
     }
 
     /// The caller's groups with their open alert counts, in one indexed query.
@@ -106,8 +106,8 @@ extension GroupStore {
         try GroupEventLog.notify(.groupDeleted(tenant: tenant, group: group), on: connection)
     }
 
-    public func setRole(_ role: String, of user: UUID, in group: UUID, on connection: PostgresConnection) throws {
-        try connection.query("UPDATE memberships SET role = \(role) WHERE group_id = \(group) AND user_id = \(user)")
+    public func setRole(_ role: Role, of user: UUID, in group: UUID, on connection: PostgresConnection) throws {
+        try connection.query("UPDATE memberships SET role = \(role.name) WHERE group_id = \(group) AND user_id = \(user)")
     }
 
     public func removeMember(_ user: UUID, from group: UUID, on connection: PostgresConnection) throws {

@@ -50,3 +50,23 @@ extension String {
         return String(slice)
     }
 }
+
+/// The email and phone number a request gives (registration, invitations): at least one,
+/// each normalised or refused with a 400 naming its field.
+public enum ContactAddresses {
+    public static func validate(email: String?, phone: String?) throws(APIError) -> (email: String?, phone: String?) {
+        guard email != nil || phone != nil else { throw APIError.invalid("give an email or a phone number", "email") }
+        var normalized: (email: String?, phone: String?) = (nil, nil)
+        if let email {
+            guard let value = EmailAddress.normalize(email) else { throw APIError.invalid("email is not a valid address", "email") }
+            normalized.email = value
+        }
+        if let phone {
+            guard let value = PhoneNumber.normalize(phone) else {
+                throw APIError.invalid("phone must be an international number such as +45 12 34 56 78", "phone")
+            }
+            normalized.phone = value
+        }
+        return normalized
+    }
+}

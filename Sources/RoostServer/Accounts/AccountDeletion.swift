@@ -26,8 +26,8 @@ enum AccountDeletion {
         let log = GroupEventLog()
         let userID = user.id.uuidString.lowercased()
         for (group, role) in try groups.memberships(of: user.id, on: connection) {
-            let successor = role == "owner" ? try groups.successor(in: group, excluding: user.id, on: connection) : nil
-            if role == "owner" && successor == nil {
+            let successor = Role(role) == .owner ? try groups.successor(in: group, excluding: user.id, on: connection) : nil
+            if Role(role) == .owner && successor == nil {
                 try groups.delete(group: group, on: connection)
                 outcome.deleted.append(group)
                 continue
@@ -38,7 +38,7 @@ enum AccountDeletion {
                            data: RawJSON(#"{"user_id":"\#(userID)","reason":"account_deleted"}"#), subject: user.id, on: connection)
             outcome.left.append(group)
             if let successor {
-                try groups.setRole("owner", of: successor.user, in: group, on: connection)
+                try groups.setRole(.owner, of: successor.user, in: group, on: connection)
                 let data = #"{"user_id":"\#(successor.user.uuidString.lowercased())","from":"\#(successor.role)","to":"owner","#
                     + #""reason":"owner_deleted"}"#
                 try log.append(tenant: user.tenantID, group: group, event: .memberRoleChanged, actorType: "system", actorID: nil,

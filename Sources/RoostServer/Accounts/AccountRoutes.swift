@@ -4,14 +4,15 @@ import RoostHTTP
 import RoostProtocol
 
 /// API.md "Accounts": register (with an invitation, when the tenant is invite-only), login and
-/// logout; the routes of the other sections that need a signed-in user hang off this.
+/// logout, and the password check other sections ask for again (erasing the account).
 struct AccountRoutes: Sendable {
     let pool: ConnectionPool
     let hasher: PasswordHasher
     let gate: HashingGate
-    let sessionLifetime: Int
-    /// However often it is used, a session ends this long after sign-in (`ROOST_SESSION_MAX_AGE_S`).
-    let sessionMaxAge: Int
+    /// Sessions: how long they last and how they are checked (`Authentication`).
+    let auth: Authentication
+    var sessionLifetime: Int { auth.sessionLifetime }
+    var sessionMaxAge: Int { auth.sessionMaxAge }
     /// A hash to verify against when the account does not exist, so a failed login costs the
     /// same time either way and does not reveal which accounts exist.
     let dummyHash: String
@@ -25,14 +26,13 @@ struct AccountRoutes: Sendable {
 
     init(pool: ConnectionPool, hasher: PasswordHasher = PasswordHasher(), sessionLifetime: Int, sessionMaxAge: Int = 7_776_000,
          hashingThreads: Int, invitationLifetime: Int = 7 * 86_400, limits: AbuseLimits = AbuseLimits(), proxies: TrustedProxies = .none) {
-        self.sessionMaxAge = sessionMaxAge
+        self.auth = Authentication(pool: pool, sessionLifetime: sessionLifetime, sessionMaxAge: sessionMaxAge)
         self.pool = pool
         self.limits = limits
         self.proxies = proxies
         self.invitationLifetime = invitationLifetime
         self.hasher = hasher
         self.gate = HashingGate(width: hashingThreads)
-        self.sessionLifetime = sessionLifetime
         self.dummyHash = hasher.hash(UUID().uuidString)
     }
 
@@ -78,45 +78,6 @@ struct AccountRoutes: Sendable {
         static let fieldNames: Set<String> = ["tenant", "email", "phone", "password"]
     }
 
-    struct UserView: Encodable {
-        @LowercaseID var id: UUID
-        let displayName: String
-        let email: String?
-        let phone: String?
-        let emailVerified: Bool
-        let phoneVerified: Bool
-        let createdAt: Date
-
-        init(_ user: User) {
-            id = user.id
-            displayName = user.displayName
-            email = user.email
-            phone = user.phone
-            emailVerified = user.emailVerified
-            phoneVerified = user.phoneVerified
-            createdAt = user.createdAt
-        }
-
-        func encode(to encoder: any Encoder) throws {
-            var container = encoder.container(keyedBy: CodingKeys.self)
-            try container.encode(id.uuidString.lowercased(), forKey: .id)
-            try container.encode(displayName, forKey: .displayName)
-            try container.encode(email, forKey: .email)  // null, not absent
-            try container.encode(phone, forKey: .phone)
-            try container.encode(emailVerified, forKey: .emailVerified)
-            try container.encode(phoneVerified, forKey: .phoneVerified)
-            try container.encode(createdAt, forKey: .createdAt)
-        }
-
-        enum CodingKeys: String, CodingKey {
-            case id, email, phone
-            case displayName = "display_name"
-            case emailVerified = "email_verified"
-            case phoneVerified = "phone_verified"
-            case createdAt = "created_at"
-        }
-    }
-
     struct SessionView: Encodable {
         let user: UserView
         let token: String
@@ -131,35 +92,26 @@ struct AccountRoutes: Sendable {
     func add(to builder: inout Router.Builder) {
         builder.add(.post, "/v1/auth/register", bodyLimit: 16 * 1024) { context in try await register(context) }
         builder.add(.post, "/v1/auth/login", bodyLimit: 16 * 1024) { context in try await login(context) }
-        builder.add(.post, "/v1/auth/logout") { context in
-            let token = try sessionToken(context)
-            _ = try await authenticate(context)
-            try await pool.withConnection { try $0.withTenantTransaction(token.tenant) { try UserStore().deleteSession(tokenHash: token.hash, on: $0) } }
+        builder.add(.post, "/v1/auth/logout", signedIn: auth) { _, caller in
+            let hash = caller.token.hash
+            try await caller.inTenant { _, connection in try UserStore().deleteSession(tokenHash: hash, on: connection) }
             return HTTPResponse(status: .noContent)
         }
-        builder.add(.post, "/v1/auth/logout-all") { context in
-            let user = try await authenticate(context)
-            try await pool.withConnection { try $0.withTenantTransaction(user.tenantID) { try UserStore().deleteSessions(of: user.id, tenant: user.tenantID, on: $0) } }
+        builder.add(.post, "/v1/auth/logout-all", signedIn: auth) { _, caller in
+            try await caller.inTenant { user, connection in try UserStore().deleteSessions(of: user.id, tenant: user.tenantID, on: connection) }
             return HTTPResponse(status: .noContent)
         }
-        ProfileRoutes(accounts: self).add(to: &builder)
-        ContactRoutes(accounts: self).add(to: &builder)
-        GroupRoutes(accounts: self).add(to: &builder)
-        MembershipRoutes(accounts: self).add(to: &builder)
-        InvitationRoutes(accounts: self, lifetime: invitationLifetime).add(to: &builder)
-        MessageRoutes(accounts: self).add(to: &builder)
-        BridgeRoutes(accounts: self).add(to: &builder)
     }
 
     // MARK: - Use cases
 
     private func register(_ context: RequestContext) async throws -> HTTPResponse {
         let body = try context.decodeJSON(RegisterBody.self)
-        let (email, phone) = try Self.identifiers(email: body.email, phone: body.phone)
+        let (email, phone) = try ContactAddresses.validate(email: body.email, phone: body.phone)
         guard (10...1024).contains(body.password.count) else {
             throw APIError.invalid("password must be 10 to 1024 characters", "password")
         }
-        let name = body.displayName.trimmingCharacters(in: .whitespacesAndNewlines)
+        let name = BoundedText.trimmed(body.displayName)
         guard (1...100).contains(name.count), !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
             throw APIError.invalid("display_name must be 1 to 100 characters, no control characters", "display_name")
         }
@@ -192,12 +144,12 @@ struct AccountRoutes: Sendable {
                     var invitation: Invitation?
                     if let redeeming {
                         guard let found = try InvitationStore().find(tokenHash: redeeming, on: connection) else { throw Self.invalidInvitation }
-                        try InvitationRoutes.requireOpen(found)
+                        try RedeemInvitation.requireOpen(found)
                         invitation = found
                     }
                     var user = try UserStore().create(tenant: tenant.id, email: email, phone: phone, passwordHash: passwordHash, displayName: name, on: connection)
                     if let invitation {
-                        try InvitationRoutes.join(invitation, user: user, on: connection)
+                        try RedeemInvitation.join(invitation, user: user, on: connection)
                         user = try UserStore().find(id: user.id, on: connection)!
                     }
                     let expires = try UserStore().createSession(tenant: tenant.id, tokenHash: token.hash, user: user.id, lifetime: lifetime, on: connection)
@@ -332,63 +284,51 @@ struct AccountRoutes: Sendable {
 
     // MARK: - Helpers
 
-    func sessionToken(_ context: RequestContext) throws(APIError) -> TenantToken {
-        try sessionToken(context.bearerToken)
-    }
-
-    func sessionToken(_ text: String?) throws(APIError) -> TenantToken {
-        guard let text, let token = TenantToken(text) else {
-            throw APIError(.unauthorized, code: "unauthenticated", message: "a valid session token is required", headers: ["WWW-Authenticate": "Bearer"])
-        }
-        return token
-    }
-
-    /// The signed-in user, or 401: the token's tenant is set before its session is looked up.
-    func authenticate(_ context: RequestContext) async throws -> User {
-        try await authenticate(sessionToken(context))
-    }
-
-    func authenticate(_ token: TenantToken) async throws -> User {
-        let (lifetime, maxAge) = (sessionLifetime, sessionMaxAge)
-        guard let user = try await pool.withConnection({ connection in
-            try connection.withTenantTransaction(token.tenant) {
-                try UserStore().sessionUser(tokenHash: token.hash, lifetime: lifetime, maxAge: maxAge, on: $0)
-            }
-        }) else { throw Self.sessionEnded }
-        return user
-    }
-
-    static let sessionEnded = APIError(.unauthorized, code: "unauthenticated", message: "the session has ended or the token is not valid",
-                                       headers: ["WWW-Authenticate": "Bearer"])
-
     private func findTenant(_ slug: String) async throws -> Tenant {
         // A slug of the wrong shape cannot exist: no query for it.
-        guard slug.range(of: "^[a-z0-9-]{2,40}$", options: .regularExpression) != nil,
-              let tenant = try await pool.withConnection({ try TenantStore().find(slug: slug, on: $0) }) else {
+        guard let slug = TenantSlug(slug), let tenant = try await pool.withConnection({ try TenantStore().find(slug: slug.text, on: $0) }) else {
             throw APIError(.notFound, code: "not_found", message: "no such tenant", field: "tenant")
         }
         return tenant
     }
+}
 
-    /// At least one of email and phone, each normalised or refused naming its field.
-    static func identifiers(email: String?, phone: String?) throws(APIError) -> (String?, String?) {
-        guard email != nil || phone != nil else {
-            throw APIError.invalid("give an email or a phone number", "email")
-        }
-        var normalizedEmail: String?
-        var normalizedPhone: String?
-        if let email {
-            guard let value = EmailAddress.normalize(email) else {
-                throw APIError.invalid("email is not a valid address", "email")
-            }
-            normalizedEmail = value
-        }
-        if let phone {
-            guard let value = PhoneNumber.normalize(phone) else {
-                throw APIError.invalid("phone must be an international number such as +45 12 34 56 78", "phone")
-            }
-            normalizedPhone = value
-        }
-        return (normalizedEmail, normalizedPhone)
+/// A user as API.md writes one (`GET /v1/me`, a session).
+struct UserView: Encodable {
+    @LowercaseID var id: UUID
+    let displayName: String
+    let email: String?
+    let phone: String?
+    let emailVerified: Bool
+    let phoneVerified: Bool
+    let createdAt: Date
+
+    init(_ user: User) {
+        id = user.id
+        displayName = user.displayName
+        email = user.email
+        phone = user.phone
+        emailVerified = user.emailVerified
+        phoneVerified = user.phoneVerified
+        createdAt = user.createdAt
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(id.uuidString.lowercased(), forKey: .id)
+        try container.encode(displayName, forKey: .displayName)
+        try container.encode(email, forKey: .email)  // null, not absent
+        try container.encode(phone, forKey: .phone)
+        try container.encode(emailVerified, forKey: .emailVerified)
+        try container.encode(phoneVerified, forKey: .phoneVerified)
+        try container.encode(createdAt, forKey: .createdAt)
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case id, email, phone
+        case displayName = "display_name"
+        case emailVerified = "email_verified"
+        case phoneVerified = "phone_verified"
+        case createdAt = "created_at"
     }
 }

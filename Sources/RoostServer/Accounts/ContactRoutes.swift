@@ -7,7 +7,8 @@ import RoostProtocol
 /// the outbox. Codes are stored hashed, live 10 minutes and allow 5 tries; a new code can be
 /// asked for once a minute (each send costs the tenant an email or SMS).
 struct ContactRoutes: Sendable {
-    let accounts: AccountRoutes
+    let auth: Authentication
+    let limits: AbuseLimits
     static let codeLifetime = 600
     static let maxAttempts = 5
     static let resendInterval = 60
@@ -33,14 +34,14 @@ struct ContactRoutes: Sendable {
     }
 
     func add(to builder: inout Router.Builder) {
-        let pool = accounts.pool
-        builder.add(.post, "/v1/me/contacts/verify", bodyLimit: 4 * 1024) { context in
-            let user = try await accounts.authenticate(context)
+        let pool = auth.pool
+        builder.add(.post, "/v1/me/contacts/verify", bodyLimit: 4 * 1024, signedIn: auth) { context, caller in
+            let user = try await caller.user()
             let body = try context.decodeJSON(VerifyBody.self)
             let address = try Self.address(of: user, channel: body.channel)
             let code = Self.generateCode()
             let hash = Self.hash(code, user: user.id, channel: body.channel, address: address)
-            let limit = accounts.limits.verificationCodesPerUserPerDay
+            let limit = limits.verificationCodesPerUserPerDay
             let wait = try await pool.withConnection { connection in
                 try connection.withTenantTransaction(user.tenantID) { connection -> Int? in
                     let store = ContactVerificationStore()
@@ -68,8 +69,8 @@ struct ContactRoutes: Sendable {
             }
             return try APIJSON.response(.accepted, ["status": "sent"])
         }
-        builder.add(.post, "/v1/me/contacts/confirm", bodyLimit: 4 * 1024) { context in
-            let user = try await accounts.authenticate(context)
+        builder.add(.post, "/v1/me/contacts/confirm", bodyLimit: 4 * 1024, signedIn: auth) { context, caller in
+            let user = try await caller.user()
             let body = try context.decodeJSON(ConfirmBody.self)
             let address = try Self.address(of: user, channel: body.channel)
             guard body.code.utf8.count == 6, body.code.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) else {
@@ -97,7 +98,7 @@ struct ContactRoutes: Sendable {
             }
             switch outcome {
             case .verified(let user):
-                return try APIJSON.response(.ok, AccountRoutes.UserView(user))
+                return try APIJSON.response(.ok, UserView(user))
             case .wrongCode(let left):
                 throw APIError.invalid("that code is not right; \(left) \(left == 1 ? "try" : "tries") left", "code")
             case .exhausted:

@@ -5,6 +5,8 @@ import RoostProtocol
 
 /// API.md "Accounts": the signed-in user's profile (`GET/PATCH/DELETE /v1/me`) and devices.
 struct ProfileRoutes: Sendable {
+    let auth: Authentication
+    /// Sign-in's password check, for erasing the account (counted against the account's failures).
     let accounts: AccountRoutes
     static let platforms: Set<String> = ["apns", "fcm", "webpush", "unifiedpush"]
     static let maxDevices = 20
@@ -47,7 +49,7 @@ struct ProfileRoutes: Sendable {
 
     /// `GET /v1/me` with the caller's own home (which others see only through shared groups).
     struct MeView: Encodable {
-        let user: AccountRoutes.UserView
+        let user: UserView
         let home: Home?
 
         func encode(to encoder: any Encoder) throws {
@@ -65,21 +67,21 @@ struct ProfileRoutes: Sendable {
     }
 
     func add(to builder: inout Router.Builder) {
-        let pool = accounts.pool
-        builder.add(.get, "/v1/me") { context in
-            let user = try await accounts.authenticate(context)
+        let pool = auth.pool
+        builder.add(.get, "/v1/me", signedIn: auth) { _, caller in
+            let user = try await caller.user()
             let home = try await pool.withConnection { try $0.withTenantTransaction(user.tenantID) { try UserStore().home(user: user.id, on: $0) } }
-            return try APIJSON.response(.ok, MeView(user: AccountRoutes.UserView(user), home: home))
+            return try APIJSON.response(.ok, MeView(user: UserView(user), home: home))
         }
-        builder.add(.patch, "/v1/me", bodyLimit: 16 * 1024) { context in
-            let user = try await accounts.authenticate(context)
+        builder.add(.patch, "/v1/me", bodyLimit: 16 * 1024, signedIn: auth) { context, caller in
+            let user = try await caller.user()
             let body = try context.decodeJSON(PatchBody.self)
-            let name = try body.displayName.map { name throws(APIError) in try Self.text(name, field: "display_name", range: 1...100) }
+            let name = try body.displayName.map { name throws(APIError) in try BoundedText.validate(name, field: "display_name", range: 1...100) }
             var cleaned: Home?
             if let given = body.home {
                 cleaned = Home(
-                    address: try given.address.map { value throws(APIError) in try Self.text(value, field: "home.address", range: 0...500) },
-                    notes: try given.notes.map { value throws(APIError) in try Self.text(value, field: "home.notes", range: 0...2000, allowNewlines: true) })
+                    address: try given.address.map { value throws(APIError) in try BoundedText.validate(value, field: "home.address", range: 0...500) },
+                    notes: try given.notes.map { value throws(APIError) in try BoundedText.validate(value, field: "home.notes", range: 0...2000, allowNewlines: true) })
             }
             let home = cleaned
             let updated = try await pool.withConnection { connection in
@@ -89,10 +91,10 @@ struct ProfileRoutes: Sendable {
                 }
             }
             guard let fresh = updated.0 else { throw APIError(.unauthorized, code: "unauthenticated", message: "the account is gone") }
-            return try APIJSON.response(.ok, MeView(user: AccountRoutes.UserView(fresh), home: updated.1))
+            return try APIJSON.response(.ok, MeView(user: UserView(fresh), home: updated.1))
         }
-        builder.add(.delete, "/v1/me", bodyLimit: 4 * 1024) { context in
-            let user = try await accounts.authenticate(context)
+        builder.add(.delete, "/v1/me", bodyLimit: 4 * 1024, signedIn: auth) { context, caller in
+            let user = try await caller.user()
             // A stolen session alone cannot erase the account: the password must come with it.
             let body = try context.decodeJSON(PasswordBody.self)
             guard try await accounts.verifyPassword(body.password, of: user, context) else {
@@ -103,13 +105,13 @@ struct ProfileRoutes: Sendable {
             }
             return HTTPResponse(status: .noContent)
         }
-        builder.add(.post, "/v1/me/devices", bodyLimit: 8 * 1024) { context in
-            let user = try await accounts.authenticate(context)
+        builder.add(.post, "/v1/me/devices", bodyLimit: 8 * 1024, signedIn: auth) { context, caller in
+            let user = try await caller.user()
             let body = try context.decodeJSON(DeviceBody.self)
             guard Self.platforms.contains(body.platform) else {
                 throw APIError.invalid("platform must be apns, fcm, webpush or unifiedpush", "platform")
             }
-            let token = try Self.text(body.token, field: "token", range: 1...4096)
+            let token = try BoundedText.validate(body.token, field: "token", range: 1...4096)
             let (device, created) = try await pool.withConnection { connection in
                 try connection.withTenantTransaction(user.tenantID) { connection in
                     if try DeviceStore().count(user: user.id, on: connection) >= Self.maxDevices {
@@ -124,29 +126,17 @@ struct ProfileRoutes: Sendable {
             }
             return try APIJSON.response(created ? .created : .ok, DeviceView(device))
         }
-        builder.add(.get, "/v1/me/devices") { context in
-            let user = try await accounts.authenticate(context)
+        builder.add(.get, "/v1/me/devices", signedIn: auth) { _, caller in
+            let user = try await caller.user()
             let devices = try await pool.withConnection { try $0.withTenantTransaction(user.tenantID) { try DeviceStore().list(user: user.id, on: $0) } }
             return try APIJSON.response(.ok, Page(items: devices.map(DeviceView.init), next: nil))
         }
-        builder.add(.delete, "/v1/me/devices/{id:uuid}") { context in
-            let user = try await accounts.authenticate(context)
+        builder.add(.delete, "/v1/me/devices/{id:uuid}", signedIn: auth) { context, caller in
+            let user = try await caller.user()
             let id = context.parameters.uuid("id")!
             let deleted = try await pool.withConnection { try $0.withTenantTransaction(user.tenantID) { try DeviceStore().delete(id: id, user: user.id, on: $0) } }
             guard deleted else { throw APIError(.notFound, code: "not_found", message: "no such device") }
             return HTTPResponse(status: .noContent)
         }
-    }
-
-    /// Trimmed text within a length range, with no control characters (newlines only where allowed).
-    static func text(_ value: String, field: String, range: ClosedRange<Int>, allowNewlines: Bool = false) throws(APIError) -> String {
-        let trimmed = value.trimmingCharacters(in: .whitespacesAndNewlines)
-        let badControl = trimmed.unicodeScalars.contains { scalar in
-            scalar.properties.generalCategory == .control && !(allowNewlines && (scalar == "\n" || scalar == "\r" || scalar == "\t"))
-        }
-        guard range.contains(trimmed.count), !badControl else {
-            throw APIError.invalid("\(field) must be \(range.lowerBound) to \(range.upperBound) characters without control characters", field)
-        }
-        return trimmed
     }
 }

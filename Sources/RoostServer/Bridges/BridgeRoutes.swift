@@ -7,7 +7,7 @@ import RoostProtocol
 /// stored as SHA-256; optional signing secret), and bridges post alerts deduplicated by their
 /// `dedup_key`. A bridge key works only on `/v1/bridge/...` and a user token never does.
 struct BridgeRoutes: Sendable {
-    let accounts: AccountRoutes
+    let auth: Authentication
     /// How far a signed request's timestamp may be from now, and how long signatures are remembered.
     static let signatureWindow = 300
     static let maxDetailsBytes = 16 * 1024
@@ -33,7 +33,7 @@ struct BridgeRoutes: Sendable {
         let dedupKey: String
         let summary: String?
         let severity: String?
-        let location: MessageRoutes.Location?
+        let location: Location?
         let occurredAt: String?
 
         enum CodingKeys: String, CodingKey, CaseIterable {
@@ -76,10 +76,10 @@ struct BridgeRoutes: Sendable {
     }
 
     func add(to builder: inout Router.Builder) {
-        builder.add(.post, "/v1/groups/{gid:uuid}/bridges", bodyLimit: 8 * 1024) { context in
+        builder.add(.post, "/v1/groups/{gid:uuid}/bridges", bodyLimit: 8 * 1024, signedIn: auth) { context, caller in
             let group = context.parameters.uuid("gid")!
             let body = try context.decodeJSON(CreateBody.self)
-            let name = try ProfileRoutes.text(body.name, field: "name", range: 1...100)
+            let name = try BoundedText.validate(body.name, field: "name", range: 1...100)
             if let heartbeat = body.heartbeatSeconds, !(10...86_400).contains(heartbeat) {
                 throw APIError.invalid("heartbeat_s must be 10 to 86400", "heartbeat_s")
             }
@@ -88,7 +88,7 @@ struct BridgeRoutes: Sendable {
             let burst = body.burst ?? 20
             guard (1...1000).contains(burst) else { throw APIError.invalid("burst must be 1 to 1000", "burst") }
             let secret = body.signing == true ? "rbs_" + Secrets.base64URL(Secrets.randomBytes(32)) : nil
-            let (bridge, key) = try await accounts.inGroup(context, group) { caller, connection in
+            let (bridge, key) = try await caller.inGroup(group) { caller, connection in
                 try caller.requireManager("only the owner and admins manage bridges")
                 let (text, token) = TenantToken.generate(TenantToken.bridge, tenant: caller.user.tenantID)
                 let bridge = try BridgeStore().create(
@@ -101,17 +101,17 @@ struct BridgeRoutes: Sendable {
             }
             return try APIJSON.response(.created, CreatedView(bridge: BridgeView(bridge: bridge), key: key, secret: secret))
         }
-        builder.add(.get, "/v1/groups/{gid:uuid}/bridges") { context in
+        builder.add(.get, "/v1/groups/{gid:uuid}/bridges", signedIn: auth) { context, caller in
             let group = context.parameters.uuid("gid")!
-            let bridges = try await accounts.inGroup(context, group) { caller, connection in
+            let bridges = try await caller.inGroup(group) { caller, connection in
                 try caller.requireManager("only the owner and admins manage bridges")
                 return try BridgeStore().list(group: group, on: connection)
             }
             return try APIJSON.response(.ok, Page(items: bridges.map(BridgeView.init), next: nil))
         }
-        builder.add(.delete, "/v1/groups/{gid:uuid}/bridges/{bid:uuid}") { context in
+        builder.add(.delete, "/v1/groups/{gid:uuid}/bridges/{bid:uuid}", signedIn: auth) { context, caller in
             let (group, id) = (context.parameters.uuid("gid")!, context.parameters.uuid("bid")!)
-            try await accounts.inGroup(context, group) { caller, connection in
+            try await caller.inGroup(group) { caller, connection in
                 try caller.requireManager("only the owner and admins manage bridges")
                 guard try BridgeStore().revoke(id, group: group, on: connection) else {
                     throw APIError(.notFound, code: "not_found", message: "no such bridge")
@@ -138,7 +138,7 @@ struct BridgeRoutes: Sendable {
         let timestamp = context.request.headers["X-Roost-Timestamp"]
         let signature = context.request.headers["X-Roost-Signature"]
         let body = context.request.body
-        let bridge = try await accounts.pool.withConnection { connection in
+        let bridge = try await auth.pool.withConnection { connection in
             try connection.withTenantTransaction(token.tenant) { connection -> Bridge in
                 let store = BridgeStore()
                 guard let bridge = try store.authenticate(keyHash: token.hash, on: connection) else { throw Self.unauthenticated }
@@ -179,60 +179,17 @@ struct BridgeRoutes: Sendable {
 
     private func alert(_ context: RequestContext) async throws -> HTTPResponse {
         let body = try context.decodeJSON(AlertBody.self)
-        guard body.action == "trigger" || body.action == "resolve" else { throw APIError.invalid("action must be trigger or resolve", "action") }
-        guard (1...200).contains(body.dedupKey.count), !body.dedupKey.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
-            throw APIError.invalid("dedup_key must be 1 to 200 characters, no control characters", "dedup_key")
+        let alert = try BridgeAlert(action: body.action, dedupKey: body.dedupKey, summary: body.summary, severity: body.severity,
+                                    occurredAt: body.occurredAt, location: body.location) { () throws(APIError) in
+            try Self.details(context.request.body)
         }
-        let summary = try body.summary.map { value throws(APIError) in try ProfileRoutes.text(value, field: "summary", range: 1...4000, allowNewlines: true) }
-        if body.action == "trigger" && summary == nil { throw APIError.invalid("a trigger needs a summary", "summary") }
-        if let severity = body.severity, !MessageRoutes.severities.contains(severity) {
-            throw APIError.invalid("severity must be info, amber or red", "severity")
-        }
-        if let occurred = body.occurredAt, CheckinRoutes.parseDate(occurred) == nil {
-            throw APIError.invalid("occurred_at must be an RFC 3339 time", "occurred_at")
-        }
-        let location = try body.location?.validatedJSON()
-        let details = try Self.details(context.request.body)
         let (tenant, bridge) = try await admit(context)
-        let dedupKey = body.dedupKey
-        if body.action == "resolve" {
-            let json = try await accounts.pool.withConnection { connection in
-                try connection.withTenantTransaction(tenant) { connection -> String in
-                    try GroupStore().lock(bridge.groupID, on: connection)
-                    guard let seq = try BridgeStore().openAlert(bridge: bridge.id, dedupKey: dedupKey, on: connection) else {
-                        throw APIError(.notFound, code: "not_found", message: "no open alert under that dedup_key", field: "dedup_key")
-                    }
-                    return try MessageStore().setAlert(closed: true, tenant: tenant, group: bridge.groupID, seq: seq, byType: "bridge",
-                                                       by: bridge.id, resolution: summary, on: connection)
-                }
-            }
-            return .json(.ok, Array(json.utf8))
-        }
-        // Trigger: a repeat of an open alert, or a new one. Twenty at once race on the partial
-        // unique index; the losers' transactions roll back and retry as repeats.
+        // Twenty triggers at once race on the partial unique index; the losers' transactions
+        // roll back and retry as repeats.
         for _ in 0..<5 {
             do {
-                let (created, json) = try await accounts.pool.withConnection { connection in
-                    try connection.withTenantTransaction(tenant) { connection -> (Bool, String) in
-                        try GroupStore().lock(bridge.groupID, on: connection)
-                        let store = BridgeStore()
-                        if let seq = try store.openAlert(bridge: bridge.id, dedupKey: dedupKey, on: connection) {
-                            let count = try store.repeatAlert(group: bridge.groupID, seq: seq, on: connection)
-                            try GroupEventLog().append(tenant: tenant, group: bridge.groupID, event: .alertRepeated, actorType: "bridge",
-                                                       actorID: bridge.id, data: RawJSON("{\"seq\":\(seq),\"repeat_count\":\(count)}"), on: connection)
-                            return (false, try MessageStore().message(group: bridge.groupID, seq: seq, on: connection)!)
-                        }
-                        let severity = body.severity ?? "amber"
-                        let message = NewMessage(clientMessageID: nil, text: summary!, kind: "alert", severity: severity, template: nil,
-                                                 location: location, replyTo: nil)
-                        let posted = try MessageStore().post(tenant: tenant, group: bridge.groupID, authorType: "bridge", authorID: bridge.id,
-                                                             authorName: bridge.name, message: message, dedupKey: dedupKey, bridge: bridge.id,
-                                                             details: details, on: connection)
-                        if AlertSeverity(severity).raisesAlert {
-                            try OutboxStore().enqueueAlertPushes(group: bridge.groupID, excluding: nil, alert: RawJSON(posted.json), on: connection)
-                        }
-                        return (true, posted.json)
-                    }
+                let (created, json) = try await auth.pool.withConnection { connection in
+                    try connection.withTenantTransaction(tenant) { try alert.run(by: bridge, tenant: tenant, on: $0) }
                 }
                 return .json(created ? .created : .ok, Array(json.utf8))
             } catch let error as DatabaseError where error.code == .uniqueViolation {

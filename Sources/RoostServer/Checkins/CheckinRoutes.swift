@@ -7,11 +7,10 @@ import RoostProtocol
 /// its owner sees or touches a check-in (anyone else gets 404). `DeadlineScheduler` raises the
 /// alert when the deadline passes.
 struct CheckinRoutes: Sendable {
-    let accounts: AccountRoutes
+    let auth: Authentication
     /// The shortest deadline allowed (`ROOST_CHECKIN_MIN_S`); the longest is a day.
     let minimumSeconds: Int
     static let maximumSeconds = 86_400
-    static let maxActive = 5
 
     struct CreateBody: Decodable, KnownFields {
         static var fieldNames: Set<String> { names(CodingKeys.self) }
@@ -19,7 +18,7 @@ struct CheckinRoutes: Sendable {
         let dueInSeconds: Int?
         let dueAt: String?
         let note: String?
-        let location: MessageRoutes.Location?
+        let location: Location?
 
         enum CodingKeys: String, CodingKey, CaseIterable {
             case note, location
@@ -44,7 +43,7 @@ struct CheckinRoutes: Sendable {
             try container.encode(checkin.groupID.uuidString.lowercased(), forKey: .groupID)
             try container.encode(checkin.status, forKey: .status)
             try container.encode(checkin.note, forKey: .note)
-            let location = try checkin.location.map { try JSONDecoder().decode(MessageRoutes.Location.self, from: Data($0.utf8)) }
+            let location = try checkin.location.map { try JSONDecoder().decode(Location.self, from: Data($0.utf8)) }
             try container.encode(location, forKey: .location)
             try container.encode(checkin.dueAt, forKey: .dueAt)
             try container.encode(checkin.createdAt, forKey: .createdAt)
@@ -59,8 +58,6 @@ struct CheckinRoutes: Sendable {
             case alertSeq = "alert_seq"
         }
     }
-
-    static let notFound = APIError(.notFound, code: "not_found", message: "no such check-in")
 
     /// Seconds from now to a deadline given as `due_in_s` or an RFC 3339 `due_at`, within bounds.
     func seconds(dueIn: Int?, dueAt: String?) throws(APIError) -> Double {
@@ -85,79 +82,32 @@ struct CheckinRoutes: Sendable {
     }
 
     func add(to builder: inout Router.Builder) {
-        let pool = accounts.pool
-        builder.add(.post, "/v1/checkins", bodyLimit: 16 * 1024) { context in
+        builder.add(.post, "/v1/checkins", bodyLimit: 16 * 1024, signedIn: auth) { context, caller in
             let body = try context.decodeJSON(CreateBody.self)
-            let seconds = try seconds(dueIn: body.dueInSeconds, dueAt: body.dueAt)
-            let note = try ProfileRoutes.text(body.note ?? "", field: "note", range: 0...1000, allowNewlines: true)
-            let location = try body.location?.validatedJSON()
-            let checkin = try await accounts.inGroup(context, body.groupID) { caller, connection in
-                let store = CheckinStore()
-                guard try store.activeCount(user: caller.user.id, on: connection) < Self.maxActive else {
-                    throw APIError(.conflict, code: "conflict", message: "at most \(Self.maxActive) active check-ins; complete one first")
-                }
-                return try store.create(tenant: caller.user.tenantID, group: body.groupID, user: caller.user.id, note: note,
-                                        location: location, dueInSeconds: seconds, on: connection)
-            }
-            return try APIJSON.response(.created, CheckinView(checkin: checkin))
+            let start = try StartCheckin(group: body.groupID, seconds: try seconds(dueIn: body.dueInSeconds, dueAt: body.dueAt), note: body.note,
+                                         location: body.location)
+            return try APIJSON.response(.created, CheckinView(checkin: try await caller.run(start)))
         }
-        builder.add(.get, "/v1/checkins") { context in
-            let user = try await accounts.authenticate(context)
+        builder.add(.get, "/v1/checkins", signedIn: auth) { context, caller in
             let status = context.request.target.queryValue("status")
             guard status == nil || ["active", "completed", "missed"].contains(status!) else {
                 throw APIError.invalid("status must be active, completed or missed", "status")
             }
-            let checkins = try await pool.withConnection { connection in
-                try connection.withTenantTransaction(user.tenantID) { try CheckinStore().list(user: user.id, status: status, on: $0) }
-            }
+            let checkins = try await caller.inTenant { user, connection in try CheckinStore().list(user: user.id, status: status, on: connection) }
             return try APIJSON.response(.ok, Page(items: checkins.map(CheckinView.init), next: nil))
         }
-        builder.add(.post, "/v1/checkins/{id:uuid}/location", bodyLimit: 4 * 1024) { context in
-            let location = try context.decodeJSON(MessageRoutes.Location.self).validatedJSON()
-            try await mine(context) { _, checkin, connection in
-                guard checkin.status == "active" else { throw APIError(.conflict, code: "conflict", message: "the check-in has ended") }
-                try CheckinStore().setLocation(checkin.id, location: location, on: connection)
-            }
+        builder.add(.post, "/v1/checkins/{id:uuid}/location", bodyLimit: 4 * 1024, signedIn: auth) { context, caller in
+            try await caller.run(ShareCheckinLocation(checkin: context.parameters.uuid("id")!, location: context.decodeJSON(Location.self)))
             return HTTPResponse(status: .noContent)
         }
-        builder.add(.post, "/v1/checkins/{id:uuid}/extend", bodyLimit: 4 * 1024) { context in
+        builder.add(.post, "/v1/checkins/{id:uuid}/extend", bodyLimit: 4 * 1024, signedIn: auth) { context, caller in
             let body = try context.decodeJSON(ExtendBody.self)
-            let seconds = try seconds(dueIn: body.dueInSeconds, dueAt: nil)
-            let checkin = try await mine(context) { _, checkin, connection in
-                guard checkin.status == "active" else { throw APIError(.conflict, code: "conflict", message: "the check-in has ended") }
-                return try CheckinStore().extend(checkin.id, dueInSeconds: seconds, on: connection)
-            }
-            return try APIJSON.response(.ok, CheckinView(checkin: checkin))
+            let extend = ExtendCheckin(checkin: context.parameters.uuid("id")!, seconds: try seconds(dueIn: body.dueInSeconds, dueAt: nil))
+            return try APIJSON.response(.ok, CheckinView(checkin: try await caller.run(extend)))
         }
-        builder.add(.post, "/v1/checkins/{id:uuid}/complete") { context in
-            let checkin = try await mine(context) { user, checkin, connection in
-                guard checkin.status == "active" else { throw APIError(.conflict, code: "conflict", message: "the check-in has ended") }
-                let ended = try CheckinStore().end(checkin.id, status: "completed", on: connection)
-                // "Home safe", for the group to see (unless the member has left it meanwhile).
-                if try GroupStore().role(of: user.id, in: checkin.groupID, on: connection) != nil {
-                    let data = "{\"checkin_id\":\"\(checkin.id.uuidString.lowercased())\",\"user_id\":\"\(user.id.uuidString.lowercased())\","
-                        + "\"display_name\":\(JSONString.quote(user.displayName))}"
-                    try GroupEventLog().append(tenant: user.tenantID, group: checkin.groupID, event: .checkinCompleted, actorType: "user",
-                                               actorID: user.id, data: RawJSON(data), on: connection)
-                }
-                return ended
-            }
+        builder.add(.post, "/v1/checkins/{id:uuid}/complete", signedIn: auth) { context, caller in
+            let checkin = try await caller.run(CompleteCheckin(checkin: context.parameters.uuid("id")!))
             return try APIJSON.response(.ok, CheckinView(checkin: checkin))
-        }
-    }
-
-    /// Runs `body` on the caller's own check-in, locked; 404 for anyone else's.
-    @discardableResult
-    private func mine<Value: Sendable>(
-        _ context: RequestContext, _ body: @escaping @Sendable (User, Checkin, PostgresConnection) throws -> Value
-    ) async throws -> Value {
-        let user = try await accounts.authenticate(context)
-        let id = context.parameters.uuid("id")!
-        return try await accounts.pool.withConnection { connection in
-            try connection.withTenantTransaction(user.tenantID) { connection in
-                guard let checkin = try CheckinStore().mine(id, user: user.id, on: connection) else { throw Self.notFound }
-                return try body(user, checkin, connection)
-            }
         }
     }
 }

@@ -74,9 +74,7 @@ public enum RoostCommands {
                                      sessionMaxAge: configuration.sessionMaxAgeSeconds, hashingThreads: hashingThreads,
                                      invitationLifetime: configuration.invitationLifetimeSeconds, limits: configuration.abuse,
                                      proxies: try TrustedProxies(parsing: configuration.trustedProxies))
-        accounts.add(to: &builder)
-        CheckinRoutes(accounts: accounts, minimumSeconds: configuration.checkinMinSeconds).add(to: &builder)
-        StreamRoutes.add(to: &builder, accounts: accounts, hub: hub)
+        APIRoutes(accounts: accounts, checkinMinimumSeconds: configuration.checkinMinSeconds, hub: hub).add(to: &builder)
         if configuration.conformanceEcho {
             builder.addWebSocket("/v1/conformance/echo") { _ in EchoSession() }
         }
@@ -124,9 +122,7 @@ public enum RoostCommands {
     public static func createTenant(
         _ configuration: ServerConfiguration, slug: String, name: String, registration: String
     ) async throws -> Tenant {
-        guard slug.range(of: "^[a-z0-9-]{2,40}$", options: .regularExpression) != nil else {
-            throw ConfigurationError("tenant slug must be 2 to 40 of a-z, 0-9 and '-', not '\(slug)'")
-        }
+        guard TenantSlug(slug) != nil else { throw ConfigurationError("tenant slug must be \(TenantSlug.rule), not '\(slug)'") }
         guard let registration = Tenant.Registration(rawValue: registration) else {
             throw ConfigurationError("--registration must be open or invite_only, not '\(registration)'")
         }

@@ -56,9 +56,7 @@ enum TenantRoutes {
         builder.add(.post, "/v1/admin/tenants", bodyLimit: 16 * 1024) { context in
             try authorize(context)
             let body = try context.decodeJSON(CreateBody.self)
-            guard body.slug.range(of: "^[a-z0-9-]{2,40}$", options: .regularExpression) != nil else {
-                throw APIError.invalid("slug must be 2 to 40 of a-z, 0-9 and '-'", "slug")
-            }
+            guard TenantSlug(body.slug) != nil else { throw APIError.invalid("slug must be \(TenantSlug.rule)", "slug") }
             let name = body.name.trimmingCharacters(in: .whitespacesAndNewlines)
             try validate(name: name)
             let registration = try parse(registration: body.registration ?? "open")
@@ -80,7 +78,7 @@ enum TenantRoutes {
             if let name { try validate(name: name) }
             let registration = try body.registration.map { value throws(APIError) in try parse(registration: value) }
             let notFound = APIError(.notFound, code: "not_found", message: "no such tenant")
-            guard slug.range(of: "^[a-z0-9-]{2,40}$", options: .regularExpression) != nil,
+            guard TenantSlug(slug) != nil,
                   let tenant = try await pool.withConnection({
                       try TenantStore().update(slug: slug, name: name, registration: registration, on: $0)
                   }) else { throw notFound }

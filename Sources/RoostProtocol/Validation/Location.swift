@@ -1,0 +1,31 @@
+import Foundation
+
+/// A place on the map (messages, alerts from bridges, check-ins): latitude and longitude in
+/// degrees, and how far off it may be in metres.
+public struct Location: Codable, Hashable, Sendable {
+    public let lat: Double
+    public let lon: Double
+    public let accuracyM: Double?
+
+    public init(lat: Double, lon: Double, accuracyM: Double? = nil) {
+        self.lat = lat
+        self.lon = lon
+        self.accuracyM = accuracyM
+    }
+
+    enum CodingKeys: String, CodingKey { case lat, lon, accuracyM = "accuracy_m" }
+
+    /// The location as JSON text, once its coordinates are checked (400 naming the field).
+    public func validatedJSON() throws(APIError) -> String {
+        guard (-90...90).contains(lat) else { throw APIError.invalid("lat must be between -90 and 90", "location.lat") }
+        guard (-180...180).contains(lon) else { throw APIError.invalid("lon must be between -180 and 180", "location.lon") }
+        if let accuracyM, !(accuracyM >= 0 && accuracyM.isFinite) {
+            throw APIError.invalid("accuracy_m must be 0 or more", "location.accuracy_m")
+        }
+        // Finite numbers only from here; the encoder writes 1 for 1.0, as the stored JSON always had.
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        guard let data = try? encoder.encode(self) else { throw APIError.invalid("the location is not a place on the map", "location") }
+        return String(decoding: data, as: UTF8.self)
+    }
+}

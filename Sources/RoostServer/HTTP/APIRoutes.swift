@@ -1,0 +1,26 @@
+import RoostHTTP
+
+/// The sections of API.md that need a signed-in user or a bridge, each registering its own
+/// routes with what it needs: `roost serve` and the tests build the API from this one list.
+/// (Operations and the operator's tenant routes have their own tokens and are added beside it.)
+struct APIRoutes: Sendable {
+    let accounts: AccountRoutes
+    /// The shortest check-in deadline (`ROOST_CHECKIN_MIN_S`).
+    let checkinMinimumSeconds: Int
+    /// The stream's hub; nil leaves `GET /v1/stream` out (tests of the REST API alone).
+    let hub: StreamHub?
+
+    func add(to builder: inout Router.Builder) {
+        let (auth, limits) = (accounts.auth, accounts.limits)
+        accounts.add(to: &builder)
+        ProfileRoutes(auth: auth, accounts: accounts).add(to: &builder)
+        ContactRoutes(auth: auth, limits: limits).add(to: &builder)
+        GroupRoutes(auth: auth, limits: limits).add(to: &builder)
+        MembershipRoutes(auth: auth).add(to: &builder)
+        InvitationRoutes(auth: auth, limits: limits, lifetime: accounts.invitationLifetime).add(to: &builder)
+        MessageRoutes(auth: auth, limits: limits).add(to: &builder)
+        BridgeRoutes(auth: auth).add(to: &builder)
+        CheckinRoutes(auth: auth, minimumSeconds: checkinMinimumSeconds).add(to: &builder)
+        if let hub { StreamRoutes.add(to: &builder, auth: auth, hub: hub) }
+    }
+}

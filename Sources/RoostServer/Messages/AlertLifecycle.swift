@@ -1,0 +1,147 @@
+import Foundation
+import RoostPersistence
+import RoostProtocol
+
+/// A member answers an open alert: seen, on my way, or cannot help, with an optional note.
+/// The answer is kept per member (a second answer replaces the first) and is an event.
+struct AcknowledgeAlert: GroupUseCase {
+    let group: UUID
+    let seq: Int64
+    let response: String
+    let note: String?
+
+    static let responses: Set<String> = ["seen", "on_my_way", "cannot_help"]
+
+    init(group: UUID, seq: Int64, response: String, note: String?) throws(APIError) {
+        guard Self.responses.contains(response) else { throw APIError.invalid("response must be seen, on_my_way or cannot_help", "response") }
+        self.note = try note.map { value throws(APIError) in try BoundedText.validate(value, field: "note", range: 0...1000, allowNewlines: true) }
+        self.group = group
+        self.seq = seq
+        self.response = response
+    }
+
+    /// The alert's JSON after the answer.
+    func run(by caller: GroupCaller, on connection: PostgresConnection) throws -> String {
+        let store = MessageStore()
+        guard let alert = try store.alertState(group: group, seq: seq, on: connection) else { throw APIError.noSuchAlert }
+        guard alert.status == AlertStatus.open.name else { throw APIError(.conflict, code: "conflict", message: "the alert is closed") }
+        let user = caller.user
+        try store.acknowledge(tenant: user.tenantID, group: group, seq: seq, user: user.id, response: response, note: note, on: connection)
+        let data = "{\"seq\":\(seq),\"user_id\":\"\(user.id.uuidString.lowercased())\",\"display_name\":\(JSONString.quote(user.displayName)),"
+            + "\"response\":\(JSONString.quote(response)),\"note\":\(note.map(JSONString.quote) ?? "null")}"
+        try GroupEventLog().append(tenant: user.tenantID, group: group, event: .alertAcknowledged, actorType: "user", actorID: user.id,
+                                   data: RawJSON(data), on: connection)
+        return try store.message(group: group, seq: seq, on: connection)!
+    }
+}
+
+/// The alert's author, the owner or an admin closes an open alert, with an optional resolution.
+struct CloseAlert: GroupUseCase {
+    let group: UUID
+    let seq: Int64
+    let resolution: String?
+
+    init(group: UUID, seq: Int64, resolution: String?) throws(APIError) {
+        self.resolution = try resolution.map { value throws(APIError) in
+            try BoundedText.validate(value, field: "resolution", range: 0...2000, allowNewlines: true)
+        }
+        self.group = group
+        self.seq = seq
+    }
+
+    /// The alert's JSON, closed.
+    func run(by caller: GroupCaller, on connection: PostgresConnection) throws -> String {
+        try AlertStatusChange(group: group, seq: seq, close: true, resolution: resolution).run(by: caller, on: connection)
+    }
+}
+
+/// The alert's author, the owner or an admin opens a closed alert again.
+struct ReopenAlert: GroupUseCase {
+    let group: UUID
+    let seq: Int64
+
+    /// The alert's JSON, open.
+    func run(by caller: GroupCaller, on connection: PostgresConnection) throws -> String {
+        try AlertStatusChange(group: group, seq: seq, close: false, resolution: nil).run(by: caller, on: connection)
+    }
+}
+
+/// What closing and reopening share: who may, and from which status.
+private struct AlertStatusChange {
+    let group: UUID
+    let seq: Int64
+    let close: Bool
+    let resolution: String?
+
+    func run(by caller: GroupCaller, on connection: PostgresConnection) throws -> String {
+        let store = MessageStore()
+        guard let alert = try store.alertState(group: group, seq: seq, on: connection) else { throw APIError.noSuchAlert }
+        guard caller.isManager || alert.authorID == caller.user.id else {
+            throw APIError.forbidden("only the alert's author, the owner and admins can \(close ? "close" : "reopen") it")
+        }
+        guard alert.status == (close ? AlertStatus.open : AlertStatus.closed).name else {
+            throw APIError(.conflict, code: "conflict", message: close ? "the alert is closed already" : "the alert is open")
+        }
+        return try store.setAlert(closed: close, tenant: caller.user.tenantID, group: group, seq: seq, byType: "user", by: caller.user.id,
+                                  resolution: resolution, on: connection)
+    }
+}
+
+/// The author, the owner or an admin removes a message's content; the event stays, saying it
+/// was removed. Removing a removed message changes nothing.
+struct RedactMessage: GroupUseCase {
+    let group: UUID
+    let seq: Int64
+
+    func run(by caller: GroupCaller, on connection: PostgresConnection) throws {
+        let store = MessageStore()
+        guard let message = try store.authorForRedaction(group: group, seq: seq, on: connection) else {
+            throw APIError(.notFound, code: "not_found", message: "no such message")
+        }
+        guard caller.isManager || message.authorID == caller.user.id else {
+            throw APIError.forbidden("only the author, the owner and admins can remove a message")
+        }
+        guard !message.redacted else { return }
+        try store.redact(group: group, seq: seq, on: connection)
+        try GroupEventLog().append(tenant: caller.user.tenantID, group: group, event: .messageRedacted, actorType: "user",
+                                   actorID: caller.user.id, data: RawJSON("{\"seq\":\(seq)}"), on: connection)
+    }
+}
+
+/// The owner or an admin replaces the group's message templates (at most 50, unique keys).
+struct ReplaceTemplates: GroupUseCase {
+    let group: UUID
+    let templates: [MessageTemplate]
+
+    init(group: UUID, templates: [MessageTemplate]) throws(APIError) {
+        guard templates.count <= 50 else { throw APIError.invalid("at most 50 templates", "templates") }
+        var keys: Set<String> = []
+        var cleaned: [MessageTemplate] = []
+        for (index, template) in templates.enumerated() {
+            let field = "templates.\(index)"
+            guard (1...64).contains(template.key.utf8.count),
+                  template.key.utf8.allSatisfy({ (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) || $0 == 0x5F }) else {
+                throw APIError.invalid("a template key is 1 to 64 of a-z, 0-9 and _", field + ".key")
+            }
+            guard keys.insert(template.key).inserted else { throw APIError.invalid("template keys must be unique", field + ".key") }
+            guard template.kind == "chat" || template.kind == "alert" else { throw APIError.invalid("kind must be chat or alert", field + ".kind") }
+            if let severity = template.severity, !AlertSeverity.all.contains(AlertSeverity(severity)) || template.kind == "chat" {
+                throw APIError.invalid("severity is info, amber or red, and only for alerts", field + ".severity")
+            }
+            let text = try BoundedText.validate(template.text, field: field + ".text", range: 1...4000, allowNewlines: true)
+            cleaned.append(MessageTemplate(key: template.key, text: text, kind: template.kind,
+                                           severity: template.kind == "alert" ? (template.severity ?? AlertSeverity.amber.name) : nil))
+        }
+        self.group = group
+        self.templates = cleaned
+    }
+
+    func run(by caller: GroupCaller, on connection: PostgresConnection) throws {
+        try caller.requireManager("only the owner and admins change templates")
+        try TemplateStore().replace(tenant: caller.user.tenantID, group: group, with: templates, on: connection)
+    }
+}
+
+extension APIError {
+    static let noSuchAlert = APIError(.notFound, code: "not_found", message: "no such alert")
+}

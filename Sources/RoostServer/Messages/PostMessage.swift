@@ -1,0 +1,97 @@
+import Foundation
+import RoostPersistence
+import RoostProtocol
+
+/// A member posts a chat message or raises an alert (API.md "Messages and alerts"). Idempotent
+/// on the author's `client_msg_id`: a repeat answers with the message first posted. Amber and
+/// red alerts are counted against the author's hourly limit and queue a push to every other
+/// member in the same transaction.
+struct PostMessage: GroupUseCase {
+    let group: UUID
+    let clientMessageID: String
+    let kind: String
+    let text: String
+    let severity: String?
+    let template: String?
+    let location: String?
+    let replyTo: Int64?
+    /// Amber and red alerts one member may raise in an hour (`ROOST_LIMIT_ALERTS_PER_HOUR`).
+    let alertsPerHour: Int
+
+    /// Whether a new message was posted (`false`: a repeat of `client_msg_id`), and its JSON.
+    typealias Output = (created: Bool, json: String)
+
+    /// Validates what the client sent; 400 naming the first field at fault.
+    init(group: UUID, clientMessageID: String, kind: String, text: String?, severity: String?, template: String?, location: Location?,
+         replyTo: Int64?, alertsPerHour: Int) throws(APIError) {
+        self.clientMessageID = try BoundedText.clientKey(clientMessageID, field: "client_msg_id")
+        guard kind == "chat" || kind == "alert" else { throw APIError.invalid("kind must be chat or alert", "kind") }
+        if let severity {
+            guard kind == "alert", AlertSeverity.all.contains(AlertSeverity(severity)) else {
+                throw APIError.invalid("severity is info, amber or red, and only for alerts", "severity")
+            }
+        }
+        let trimmed = BoundedText.trimmed(text ?? "")
+        // An alert from a template may leave its text to the template.
+        if !(trimmed.isEmpty && kind == "alert" && template != nil) {
+            _ = try BoundedText.validate(trimmed, field: "text", range: 1...4000, allowNewlines: true)
+        }
+        self.location = try location?.validatedJSON()
+        if let replyTo, replyTo < 1 { throw Self.badReply }
+        self.group = group
+        self.kind = kind
+        self.text = trimmed
+        self.severity = severity
+        self.template = template
+        self.replyTo = replyTo
+        self.alertsPerHour = alertsPerHour
+    }
+
+    static let badReply = APIError.invalid("reply_to must be a seq of this group", "reply_to")
+
+    func run(by caller: GroupCaller, on connection: PostgresConnection) throws -> Output {
+        let store = MessageStore()
+        var message = NewMessage(clientMessageID: clientMessageID, text: text, kind: kind, severity: nil, template: nil,
+                                 location: location, replyTo: replyTo)
+        if let key = template {
+            guard let template = try TemplateStore().template(group: group, key: key, on: connection) else {
+                throw APIError.invalid("no such template in this group", "template")
+            }
+            message.template = key
+            if message.text.isEmpty { message.text = template.text }
+            if kind == "alert" && severity == nil { message.severity = template.severity }
+        }
+        if kind == "alert" { message.severity = severity ?? message.severity ?? AlertSeverity.amber.name }
+        if let replyTo, !(try store.exists(group: group, seq: replyTo, on: connection)) { throw Self.badReply }
+        let raisesAlert = message.severity.map { AlertSeverity($0).raisesAlert } == true
+        // Amber and red alerts reach people's phones: counted per member (a repeat rolls back with the insert).
+        if raisesAlert {
+            // A client retrying an alert it already raised gets it back, whatever the limit.
+            if let earlier = try store.idempotent(group: group, author: caller.user.id, clientMessageID: clientMessageID, on: connection) {
+                return (false, earlier)
+            }
+            try Throttle.count([RateLimit("alert:\(caller.user.tenantID.uuidString):\(caller.user.id.uuidString)", limit: alertsPerHour,
+                                          window: Throttle.hour)], "too many alerts raised this hour", on: connection)
+        }
+        // A repeated client_msg_id fails the insert (uniqueViolation): see `Repeat`.
+        let posted = try store.post(tenant: caller.user.tenantID, group: group, authorType: "user", authorID: caller.user.id,
+                                    authorName: caller.user.displayName, message: message, on: connection)
+        if raisesAlert {
+            try OutboxStore().enqueueAlertPushes(group: group, excluding: caller.user.id, alert: RawJSON(posted.json), on: connection)
+        }
+        return (true, posted.json)
+    }
+
+    /// The message the caller already posted with this `client_msg_id`, for the loser of a race
+    /// between two concurrent repeats (its insert failed on the unique key).
+    var repeated: Repeat { Repeat(group: group, clientMessageID: clientMessageID) }
+
+    struct Repeat: GroupUseCase {
+        let group: UUID
+        let clientMessageID: String
+
+        func run(by caller: GroupCaller, on connection: PostgresConnection) throws -> String? {
+            try MessageStore().idempotent(group: group, author: caller.user.id, clientMessageID: clientMessageID, on: connection)
+        }
+    }
+}
