@@ -25,11 +25,23 @@ final class TestServer {
     /// Released by tests to let `/hold` handlers finish.
     let gate = DispatchSemaphore(value: 0)
 
+    /// With one loop, a round trip on another connection means the loop has read every byte
+    /// sent before it (loopback delivers a send at once) and run every timer the clock has
+    /// passed: what a test sent is seen before time moves. The probe is counted out again
+    /// before this returns.
+    func settle() async {
+        let probe = try? TestClient(port: port)
+        probe?.send("GET /inline HTTP/1.1\r\nConnection: close\r\n\r\n")
+        _ = await probe?.readResponse()
+        _ = await probe?.waitForClose()
+    }
+
     init(
         limits: NetworkLimits = NetworkLimits(), threads: Int = 2,
         addresses: [ListenAddress] = [.inet(host: "127.0.0.1", port: 0)],
         accept: @escaping Listener.Accept = Socket.accept,
         clock: any LoopClock = SystemClock(),
+        observers: [any RequestObserver] = [],
         extraRoutes: (inout Router.Builder) -> Void = { _ in }
     ) throws {
         var limits = limits
@@ -73,7 +85,7 @@ final class TestServer {
         }
         server = try HTTPServer(
             router: builder.build(), limits: limits, addresses: addresses, threads: threads,
-            log: Log(level: .error), accessLog: false, errorMapper: APIError.mapping, clock: clock, accept: accept)
+            log: Log(level: .error), accessLog: false, observers: observers, errorMapper: APIError.mapping, clock: clock, accept: accept)
         try server.start()
         port = server.boundPorts.first ?? 0
     }
@@ -183,14 +195,35 @@ struct HTTPServerTests {
 
     // MARK: - Deadlines, on a manual clock (time is moved on, never waited for)
 
-    /// One loop, so a round trip on another connection means the loop has read every byte sent
-    /// before it (loopback delivers a send at once): what a test sent is seen before time moves.
-    private func settle(_ test: TestServer) async {
-        let probe = try? TestClient(port: test.port)
-        probe?.send("GET /inline HTTP/1.1\r\nConnection: close\r\n\r\n")
-        _ = await probe?.readResponse()
-        // The server closes the probe, counted out before its close reaches us.
-        _ = await probe?.waitForClose()
+    /// Collects what the server reports of each answered request.
+    final class Recorder: RequestObserver, @unchecked Sendable {
+        private let lock = NSLock()
+        private var seen: [CompletedRequest] = []
+        func completed(_ request: CompletedRequest) { lock.withLock { seen.append(request) } }
+        var requests: [CompletedRequest] { lock.withLock { seen } }
+    }
+
+    @Test func everyAnsweredRequestReachesTheObserversOnTheLoopsClock() async throws {
+        let (recorder, clock) = (Recorder(), ManualClock())
+        let test = try TestServer(threads: 1, clock: clock, observers: [recorder])
+        let client = try TestClient(port: test.port)
+        client.send("GET /hello HTTP/1.1\r\nX-Request-Id: first\r\n\r\n")
+        #expect(await client.readResponse()?.status == 200)
+        client.send("DELETE /hello HTTP/1.1\r\n\r\nGET /nowhere HTTP/1.1\r\n\r\n")
+        #expect(await client.readResponse()?.status == 405)
+        #expect(await client.readResponse()?.status == 404)
+        client.send("NOT A REQUEST\r\n\r\n")
+        let refused = await client.readResponse()?.status
+        #expect(refused == 400)
+        await test.settle()
+        let seen = recorder.requests.filter { $0.route != "/inline" }
+        #expect(seen.map(\.status).prefix(3) == [200, 405, 404], "\(seen.map(\.status))")
+        #expect(seen.first?.requestID == "first" && seen.first?.route == "/hello" && seen.first?.method == "GET")
+        #expect(seen.first?.bodyBytes == #"{"hello":"neighbour"}"#.utf8.count && seen.first?.peer.hasPrefix("127.0.0.1") == true)
+        #expect(seen.allSatisfy { $0.nanoseconds == 0 }, "the manual clock did not move")
+        #expect(seen.count == 4 && seen.last?.status == refused && seen.last?.route == "-", "a request that does not parse is reported too")
+        #expect(test.server.requestsServed == recorder.requests.count)
+        await test.stop()
     }
 
     @Test func aTrickledRequestIsClosedAtTheHeaderDeadlineWhileOthersAreServed() async throws {
@@ -201,17 +234,17 @@ struct HTTPServerTests {
         // Just inside the deadline the request is still taken.
         let inTime = try TestClient(port: test.port)
         inTime.send("GET /hello HTTP/1.1\r\nX-Slow: ")
-        await settle(test)
+        await test.settle()
         clock.advance(milliseconds: 399)
         inTime.send("a\r\n\r\n")
         #expect(await inTime.readResponse()?.status == 200)
         // More bytes do not buy more time: the deadline runs from the first byte.
         let slow = try TestClient(port: test.port)
         slow.send("GET /hello HTTP/1.1\r\nX-Slow: ")
-        await settle(test)
+        await test.settle()
         clock.advance(milliseconds: 300)
         slow.send("aaaa")
-        await settle(test)
+        await test.settle()
         clock.advance(milliseconds: 100)
         #expect(await slow.waitForClose())
         // Others are served meanwhile and after.
@@ -229,14 +262,14 @@ struct HTTPServerTests {
         let client = try TestClient(port: test.port)
         client.send("GET /hello HTTP/1.1\r\n\r\n")
         #expect(await client.readResponse()?.status == 200)
-        await settle(test)
+        await test.settle()
         // Idle for just under the timeout: still served, and the request starts the wait again.
         clock.advance(milliseconds: 299)
         client.send("GET /hello HTTP/1.1\r\n\r\n")
         #expect(await client.readResponse()?.status == 200)
-        await settle(test)
+        await test.settle()
         clock.advance(milliseconds: 299)
-        await settle(test)
+        await test.settle()
         #expect(test.server.openConnections == 1)
         clock.advance(milliseconds: 1)
         #expect(await client.waitForClose())
@@ -268,9 +301,9 @@ struct HTTPServerTests {
         client.send(String(repeating: "GET /big/\(1024 * 1024) HTTP/1.1\r\n\r\n", count: 50))
         // First a request is taken and its response fills the socket...
         while test.server.requestsServed < 1 { try await Task.sleep(for: .milliseconds(5)) }
-        await settle(test)
+        await test.settle()
         clock.advance(milliseconds: 299)
-        await settle(test)
+        await test.settle()
         #expect(test.server.openConnections == 1)
         // ...then, with nothing read, the connection is closed at the deadline.
         clock.advance(milliseconds: 1)

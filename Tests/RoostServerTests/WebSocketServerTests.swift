@@ -6,8 +6,8 @@ import RoostTestSupport
 import Testing
 
 extension TestServer {
-    static func withEcho(_ limits: NetworkLimits = NetworkLimits()) throws -> TestServer {
-        try TestServer(limits: limits, extraRoutes: { builder in
+    static func withEcho(_ limits: NetworkLimits = NetworkLimits(), threads: Int = 2, clock: any LoopClock = SystemClock()) throws -> TestServer {
+        try TestServer(limits: limits, threads: threads, clock: clock, extraRoutes: { builder in
             builder.addWebSocket("/v1/conformance/echo") { _ in EchoSession() }
             builder.addWebSocket("/v1/refusing") { _ in
                 throw APIError(.unauthorized, code: "unauthenticated", message: "no token")
@@ -87,10 +87,20 @@ struct WebSocketServerTests {
         var limits = NetworkLimits()
         limits.pingIntervalMilliseconds = 150
         limits.pongTimeoutMilliseconds = 300
-        let test = try TestServer.withEcho(limits)
+        let clock = ManualClock()
+        let test = try TestServer.withEcho(limits, threads: 1, clock: clock)
         let ws = try await WebSocketTestClient.connect(port: test.port)
+        // Time moves tick by tick (each tick schedules the next from when it ran).
+        await test.settle()
+        clock.advance(milliseconds: 150)
         #expect(await ws.receive() == .ping([]))
-        // No pong: within the timeout (plus one tick) the server gives up with 1001.
+        clock.advance(milliseconds: 150)
+        await test.settle()
+        clock.advance(milliseconds: 149)
+        await test.settle()
+        #expect(test.server.openConnections == 1, "open just before the pong timeout")
+        // No pong, 300 ms after the ping: the server gives up with 1001.
+        clock.advance(milliseconds: 1)
         #expect(await ws.receiveClose() == .some(.goingAway))
         await test.stop()
     }

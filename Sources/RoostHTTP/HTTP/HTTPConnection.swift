@@ -8,29 +8,42 @@ import Glibc
 /// One HTTP/1.1 connection, confined to its event loop.
 ///
 /// Requests are parsed as bytes arrive and handed to their handlers off the loop; responses
-/// are written in request order however the handlers finish (pipelining). Deadlines: a
-/// request's header section must arrive within the header timeout once its first byte has
-/// (slowloris), and an idle keep-alive connection closes after the idle timeout.
+/// are written in request order however the handlers finish (pipelining, `ResponseQueue`).
+/// Deadlines (`ConnectionDeadline`): a request's header section must arrive within the header
+/// timeout once its first byte has (slowloris), output must be read within the idle timeout,
+/// and an idle keep-alive connection closes after the idle timeout. What happens to each
+/// finished request (metrics, the access log) is the server's `RequestObserver`s' business.
 final class HTTPConnection: EventHandler {
     let fd: Int32
     let peer: String
     unowned let loop: EventLoop
     let context: ServerContext
+
     /// The HTTP parser, boxed: a connection that becomes a WebSocket lets go of it, and with
     /// it the parser's inline state, a few hundred bytes of every idle stream.
     final class RequestParser {
         var parser: HTTPRequestParser
         init(_ parser: HTTPRequestParser) { self.parser = parser }
     }
-    var http: RequestParser?
+
+    /// What the connection is: each mode holds what only it needs.
+    enum Mode {
+        /// Reading and answering requests.
+        case http(RequestParser)
+        /// An upgrade request was taken: no more requests are read; the bytes after it wait in
+        /// the parser for the WebSocket, once the acceptor has answered and the 101 is written.
+        case upgrading(RequestParser)
+        /// Switched protocols (see HTTPConnection+WebSocket.swift).
+        case webSocket(WebSocketState)
+        case closed(wasWebSocket: Bool)
+    }
+    private(set) var mode: Mode
+
     var outbound = OutboundBuffer()
-    /// Finished responses waiting for an earlier one, by request number.
-    private var finished: [Int: [UInt8]] = [:]
-    private var nextRequest = 0
-    private var nextToWrite = 0
-    private var inFlight = 0
+    var responses = ResponseQueue()
     /// No more requests are read (Connection: close, a parse error, shutdown, peer EOF).
     var stopReading = false
+    /// Close once every owed response is written (or, for a WebSocket, the close frame).
     var closeWhenDrained = false
     private var waitingForWritable = false
     /// The queue size last added to the server-wide gauge.
@@ -39,32 +52,41 @@ final class HTTPConnection: EventHandler {
     /// (an inline route) does not start another round: pipelined requests are taken in a
     /// loop, never by nesting calls.
     private var processing = false
-    private var deadline: (token: UInt64, kind: DeadlineKind)?
-
-    private enum DeadlineKind {
-        /// Runs from a request's first byte and is not extended by later bytes (slowloris).
-        case header
-        /// Runs while nothing is owed either way; any activity restarts it.
-        case idle
-        /// Runs while output waits for the client to read; only write progress restarts it.
-        case write
-    }
-    private(set) var isClosed = false
-    /// Whether the connection had switched to WebSocket (for the metrics of its kind).
-    private(set) var wasWebSocket = false
-    /// Set once the connection has switched protocols (see HTTPConnection+WebSocket.swift).
-    var webSocket: WebSocketState?
-    /// An accepted upgrade waiting for the responses before it to be written.
-    var pendingUpgrade: (number: Int, session: WebSocketSession)?
+    private var deadline: (token: UInt64, kind: ConnectionDeadline)?
+    /// The session of an accepted upgrade, until its 101 is written.
+    var pendingUpgrade: WebSocketSession?
     /// Called once when the connection closes (the server's bookkeeping).
     var onClose: ((HTTPConnection) -> Void)?
+
+    var http: RequestParser? {
+        switch mode {
+        case .http(let parser), .upgrading(let parser): parser
+        case .webSocket, .closed: nil
+        }
+    }
+
+    var webSocket: WebSocketState? {
+        if case .webSocket(let state) = mode { state } else { nil }
+    }
+
+    var isClosed: Bool {
+        if case .closed = mode { true } else { false }
+    }
+
+    /// Whether the connection had switched to WebSocket (for the metrics of its kind).
+    var wasWebSocket: Bool {
+        switch mode {
+        case .webSocket, .closed(wasWebSocket: true): true
+        default: false
+        }
+    }
 
     init(fd: Int32, peer: String, loop: EventLoop, context: ServerContext) {
         self.fd = fd
         self.peer = peer
         self.loop = loop
         self.context = context
-        self.http = RequestParser(HTTPRequestParser(limits: context.parserLimits))
+        self.mode = .http(RequestParser(HTTPRequestParser(limits: context.parserLimits)))
     }
 
     func start() throws {
@@ -120,7 +142,7 @@ final class HTTPConnection: EventHandler {
     /// Whether to take more requests now: not beyond the pipelining depth, and not while a
     /// client that is not reading has more than a queue's worth of answers waiting.
     private var wantsMoreRequests: Bool {
-        inFlight < context.limits.maxPipelinedRequests && outbound.byteCount <= context.limits.maxOutboundQueueBytes
+        responses.inFlight < context.limits.maxPipelinedRequests && outbound.byteCount <= context.limits.maxOutboundQueueBytes
     }
 
     private func processRequests() {
@@ -177,9 +199,7 @@ final class HTTPConnection: EventHandler {
                 respondImmediately(HTTPResponse(error), keepAlive: keepAlive, started: started, method: request.method.rawValue, route: pattern, requestID: requestID)
                 return
             }
-            let number = nextRequest
-            nextRequest += 1
-            inFlight += 1
+            let number = responses.take()
             let requestContext = RequestContext(request: request, route: pattern, parameters: parameters, requestID: requestID, peer: peer)
             let bound = LoopBound(value: self)
             let loop = self.loop
@@ -214,27 +234,22 @@ final class HTTPConnection: EventHandler {
         }
     }
 
-    /// Counts this connection as a WebSocket from now on.
-    func markWebSocket() {
-        wasWebSocket = true
+    /// The mode after an accepted upgrade's 101: the parser's leftover bytes go to the WebSocket.
+    func switchMode(to state: WebSocketState) {
+        mode = .webSocket(state)
         context.metrics.httpConnections.subtract(1, ordering: .relaxed)
         context.metrics.webSocketConnections.add(1, ordering: .relaxed)
     }
 
-    /// The next response slot, for a response that will be finished later.
-    func reserveResponseNumber() -> Int {
-        defer {
-            nextRequest += 1
-            inFlight += 1
-        }
-        return nextRequest
+    /// An upgrade request was taken: no more HTTP requests are read.
+    func beginUpgrading() {
+        if case .http(let parser) = mode { mode = .upgrading(parser) }
+        stopReading = true
     }
 
     func respondImmediately(_ response: HTTPResponse, keepAlive: Bool, started: UInt64, method: String, route: String, requestID: String) {
-        let number = nextRequest
-        nextRequest += 1
-        inFlight += 1
-        finish(number, response, keepAlive: keepAlive, isHead: method == "HEAD", started: started, method: method, route: route, requestID: requestID)
+        finish(responses.take(), response, keepAlive: keepAlive, isHead: method == "HEAD", started: started, method: method, route: route,
+               requestID: requestID)
     }
 
     /// A response is ready: queue it behind earlier ones and write what can be written.
@@ -242,8 +257,10 @@ final class HTTPConnection: EventHandler {
         _ number: Int, _ response: HTTPResponse, keepAlive: Bool, isHead: Bool, started: UInt64,
         method: String, route: String, requestID: String
     ) {
-        inFlight -= 1
-        guard !isClosed else { return }
+        guard !isClosed else {
+            responses.drop()
+            return
+        }
         // A response finished during shutdown is the connection's last.
         let keepAlive = keepAlive && !context.shuttingDown.load(ordering: .relaxed)
         if !keepAlive {
@@ -254,23 +271,16 @@ final class HTTPConnection: EventHandler {
         response.headers.replace("X-Request-Id", requestID)
         var bytes: [UInt8] = []
         HTTPResponseWriter.write(response, keepAlive: keepAlive, date: context.httpDate, includeBody: !isHead, into: &bytes)
-        finished[number] = bytes
-        context.requestsServed.add(1, ordering: .relaxed)
-        let elapsed = Double(loop.clock.now() - started)
-        context.metrics.recordRequest(method: method, route: route, status: response.status.code, seconds: elapsed / 1e9)
-        if context.accessLog {
-            context.log.info("request", [
-                "request_id": requestID, "method": method, "route": route, "status": String(response.status.code),
-                "duration_ms": String(format: "%.3f", elapsed / 1e6),
-                "bytes": String(response.body.count), "peer": peer,
-            ])
-        }
-        while let next = finished.removeValue(forKey: nextToWrite) {
-            outbound.append(next)
-            nextToWrite += 1
-            if let upgrade = pendingUpgrade, upgrade.number == nextToWrite - 1 {
+        context.completed(CompletedRequest(requestID: requestID, method: method, route: route, status: response.status.code,
+                                           nanoseconds: loop.clock.now() - started, bodyBytes: response.body.count, peer: peer))
+        for release in responses.finish(number, bytes) {
+            switch release {
+            case .write(let bytes):
+                outbound.append(bytes)
+            case .switchProtocols:
+                guard let session = pendingUpgrade else { continue }
                 pendingUpgrade = nil
-                enterWebSocketMode(upgrade.session)
+                enterWebSocketMode(session)
                 flush()
                 return
             }
@@ -318,7 +328,7 @@ final class HTTPConnection: EventHandler {
 
     func closeIfDone() {
         if closeWhenDrained && webSocket != nil && outbound.isEmpty { close(); return }
-        if closeWhenDrained && inFlight == 0 && outbound.isEmpty && finished.isEmpty { close() }
+        if closeWhenDrained && responses.inFlight == 0 && outbound.isEmpty && !responses.hasWaiting { close() }
     }
 
     // MARK: - Deadlines
@@ -326,25 +336,16 @@ final class HTTPConnection: EventHandler {
     /// `progress`: output was just written, which restarts a running write deadline.
     private func rearmDeadline(progress: Bool = false) {
         guard !isClosed, webSocket == nil else { return }
-        let wanted: DeadlineKind?
-        if !outbound.isEmpty {
-            wanted = .write  // the client must keep reading
-        } else if inFlight > 0 {
-            wanted = nil  // the server owes a response; no client deadline runs
-        } else {
-            wanted = http?.parser.isIdle ?? true ? .idle : .header
-        }
-        // A running header deadline stays as it is: more bytes do not buy more time; nor do
-        // more requests buy time for output the client is not reading.
-        if let current = deadline, current.kind == wanted, wanted == .header || (wanted == .write && !progress) { return }
+        let decision = ConnectionDeadline.decide(current: deadline?.kind, outputPending: !outbound.isEmpty, responsesOwed: responses.inFlight > 0,
+                                                 midRequest: !(http?.parser.isIdle ?? true), progress: progress)
+        if decision == .keep { return }
         if let current = deadline {
             loop.cancelTimer(current.token)
             deadline = nil
         }
-        guard let wanted else { return }
-        let milliseconds = wanted == .header ? context.limits.headerTimeoutMilliseconds : context.limits.idleTimeoutMilliseconds
+        guard case .start(let wanted) = decision else { return }
         let bound = LoopBound(value: self)
-        let token = loop.schedule(afterNanoseconds: UInt64(milliseconds) * 1_000_000) {
+        let token = loop.schedule(afterNanoseconds: UInt64(wanted.milliseconds(context.limits)) * 1_000_000) {
             bound.value.deadline = nil
             bound.value.close()
         }
@@ -354,7 +355,8 @@ final class HTTPConnection: EventHandler {
     /// Closes at once (shutdown of an idle keep-alive connection, deadline, error).
     func close() {
         guard !isClosed else { return }
-        isClosed = true
+        let webSocket = self.webSocket
+        mode = .closed(wasWebSocket: webSocket != nil)
         if let deadline { loop.cancelTimer(deadline.token) }
         loop.deregister(fd)
         outbound.discard()
@@ -377,7 +379,7 @@ final class HTTPConnection: EventHandler {
         }
         // Requests already in the socket are answered (with Connection: close, since the server
         // is shutting down) rather than dropped with the connection.
-        if !stopReading && inFlight == 0 { readAvailable() }
+        if !stopReading && responses.inFlight == 0 { readAvailable() }
         stopReading = true
         closeWhenDrained = true
         updateInterest()

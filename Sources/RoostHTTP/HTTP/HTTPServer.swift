@@ -20,19 +20,21 @@ public final class HTTPServer: Sendable {
 
     /// `errorMapper` turns errors of the application's own kinds into API errors (anything it
     /// leaves is a logged 500); `clock` is what every deadline and timer reads (a test's
-    /// `ManualClock` moves it on instead of waiting).
+    /// `ManualClock` moves it on instead of waiting); `observers` are told of every answered
+    /// request after the metrics and the access log.
     public convenience init(
         router: Router, limits: NetworkLimits, addresses: [ListenAddress], threads: Int, log: Log, accessLog: Bool = true,
-        errorMapper: @escaping ErrorMapper = { _ in nil }, clock: any LoopClock = SystemClock()
+        observers: [any RequestObserver] = [], errorMapper: @escaping ErrorMapper = { _ in nil }, clock: any LoopClock = SystemClock()
     ) throws {
         try self.init(router: router, limits: limits, addresses: addresses, threads: threads, log: log, accessLog: accessLog,
-                      errorMapper: errorMapper, clock: clock, accept: Socket.accept)
+                      observers: observers, errorMapper: errorMapper, clock: clock, accept: Socket.accept)
     }
 
     /// `accept` is how listeners take a connection (tests inject failures such as EMFILE).
     init(router: Router, limits: NetworkLimits, addresses: [ListenAddress], threads: Int, log: Log, accessLog: Bool,
-         errorMapper: @escaping ErrorMapper = { _ in nil }, clock: any LoopClock = SystemClock(), accept: @escaping Listener.Accept) throws {
-        context = ServerContext(router: router, limits: limits, log: log, accessLog: accessLog, errorMapper: errorMapper)
+         observers: [any RequestObserver] = [], errorMapper: @escaping ErrorMapper = { _ in nil }, clock: any LoopClock = SystemClock(),
+         accept: @escaping Listener.Accept) throws {
+        context = ServerContext(router: router, limits: limits, log: log, accessLog: accessLog, observers: observers, errorMapper: errorMapper)
         self.addresses = addresses
         self.accept = accept
         loops = try (0..<max(1, threads)).map { try EventLoop(index: $0, clock: clock) }

@@ -37,7 +37,8 @@ final class ServerContext: Sendable {
     let router: Router
     let limits: NetworkLimits
     let log: Log
-    let accessLog: Bool
+    /// Told of every answered request, in order: the metrics, the access log when on, then the application's.
+    let observers: [any RequestObserver]
     /// The application's word on errors the transport does not know (a database that is away →
     /// 503, say); nil leaves the error a logged 500.
     let errorMapper: ErrorMapper
@@ -49,12 +50,19 @@ final class ServerContext: Sendable {
     private let connectionsByAddress = Mutex<[String: Int]>([:])
     private let date = Mutex<(second: Int64, text: String)>((0, ""))
 
-    init(router: Router, limits: NetworkLimits, log: Log, accessLog: Bool, errorMapper: @escaping ErrorMapper) {
+    init(router: Router, limits: NetworkLimits, log: Log, accessLog: Bool, observers: [any RequestObserver] = [],
+         errorMapper: @escaping ErrorMapper) {
         self.router = router
         self.limits = limits
         self.log = log
-        self.accessLog = accessLog
+        self.observers = [RequestMetrics(metrics: metrics)] + (accessLog ? [AccessLog(log: log)] : []) + observers
         self.errorMapper = errorMapper
+    }
+
+    /// A request was answered: counted, and told to every observer.
+    func completed(_ request: CompletedRequest) {
+        requestsServed.add(1, ordering: .relaxed)
+        for observer in observers { observer.completed(request) }
     }
 
     /// What a handler's error answers: an `APIError` as itself, what the application maps as

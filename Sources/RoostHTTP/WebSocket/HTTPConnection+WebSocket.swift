@@ -1,7 +1,8 @@
 import RoostProtocol
 
-/// A connection's state after `101 Switching Protocols` (RFC 6455).
-struct WebSocketState {
+/// A connection's state after `101 Switching Protocols` (RFC 6455): the payload of its
+/// `.webSocket` mode, confined to the connection's loop.
+final class WebSocketState {
     var reader: WebSocketReader
     let session: WebSocketSession
     let channel: WebSocketChannel
@@ -11,6 +12,12 @@ struct WebSocketState {
     var closeTimer: UInt64?
     var lastPingAt: UInt64 = 0
     var lastPongAt: UInt64 = 0
+
+    init(reader: WebSocketReader, session: WebSocketSession, channel: WebSocketChannel) {
+        self.reader = reader
+        self.session = session
+        self.channel = channel
+    }
 
     func cancelTimers(on loop: EventLoop) {
         if let pingTimer { loop.cancelTimer(pingTimer) }
@@ -25,7 +32,7 @@ extension HTTPConnection {
     func beginUpgrade(_ requestContext: RequestContext, acceptor: @escaping WebSocketAcceptor, started: UInt64) {
         let request = requestContext.request
         // Whatever follows the upgrade request belongs to the WebSocket, not to HTTP.
-        stopReading = true
+        beginUpgrading()
         let handshake: HTTPResponse
         switch WebSocketHandshake.accept(request) {
         case .failure(let error):
@@ -35,7 +42,7 @@ extension HTTPConnection {
         case .success(let response):
             handshake = response
         }
-        let number = reserveResponseNumber()
+        let number = responses.take()
         let bound = LoopBound(value: self)
         let loop = self.loop
         let server = context
@@ -50,7 +57,8 @@ extension HTTPConnection {
                 let connection = bound.value
                 switch outcome {
                 case .success(let session):
-                    connection.pendingUpgrade = (number, session)
+                    connection.pendingUpgrade = session
+                    connection.responses.upgrade(at: number)
                     connection.finish(number, handshake, keepAlive: true, isHead: false, started: started, method: "GET",
                                       route: requestContext.route, requestID: requestContext.requestID)
                 case .failure(let error):
@@ -65,10 +73,9 @@ extension HTTPConnection {
     func enterWebSocketMode(_ session: WebSocketSession) {
         var reader = WebSocketReader(role: .server, maxMessageBytes: context.limits.maxWebSocketMessageBytes)
         reader.feed(http?.parser.takeRemainingBytes() ?? [])
-        http = nil  // the HTTP parser and its buffers are done with
+        // The HTTP parser and its buffers are done with.
         let channel = WebSocketChannel(loop: loop, connection: self)
-        webSocket = WebSocketState(reader: reader, session: session, channel: channel)
-        markWebSocket()
+        switchMode(to: WebSocketState(reader: reader, session: session, channel: channel))
         closeWhenDrained = false
         schedulePing()
         loop.setInterest(fd, readable: true, writable: false)
