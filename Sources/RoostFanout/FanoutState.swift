@@ -106,6 +106,16 @@ public struct FanoutState<Sink> {
         var queued: [(UUID, Int64)]?
         var resumeWindowStart: UInt64 = 0
         var resumesInWindow = 0
+
+        /// A live event of a group the subscriber follows: held until `ready` went out, else
+        /// given to the cursor; the sink when the frame is to be sent now.
+        mutating func live(_ group: UUID, _ seq: Int64, _ frame: [UInt8]) -> Sink? {
+            guard cursor != nil else {
+                early.append(.live(group, seq, frame))
+                return nil
+            }
+            return cursor!.live(group, seq: seq, frame: frame) != nil ? sink : nil
+        }
     }
 
     /// Events a replay reads per page; a shorter page ends the group's replay.
@@ -477,12 +487,11 @@ public struct FanoutState<Sink> {
         var sinks: [Sink] = []
         if let receivers = groups[group]?.subscribers {
             sinks.reserveCapacity(receivers.count)
+            // In place, one lookup per subscriber: the hot loop of every delivery copies no
+            // subscriber (a copy of one is a cursor's worth of retains).
             for id in receivers {
-                if subscribers[id]!.cursor == nil {
-                    subscribers[id]!.early.append(.live(group, seq, frame))
-                } else if subscribers[id]!.cursor!.live(group, seq: seq, frame: frame) != nil {
-                    sinks.append(subscribers[id]!.sink)
-                }
+                guard let index = subscribers.index(forKey: id) else { continue }
+                if let sink = subscribers.values[index].live(group, seq, frame) { sinks.append(sink) }
             }
         }
         var actions: [FanoutAction<Sink>] = sinks.isEmpty ? [] : [.send(frame, to: sinks)]
