@@ -17,6 +17,12 @@ public struct GroupSummary: Sendable, Equatable {
     public let role: String
     public let lastSeq: Int64
     public let openAlerts: Int
+    /// Messages by others after the caller's read marker (counted up to `GroupStore.unreadCap`).
+    public let unread: Int
+    /// Alerts among them.
+    public let unreadAlerts: Int
+    /// `{seq, kind, text (at most 140 characters), author_name, created_at}` as JSON text, or nil in a group with no message.
+    public let lastMessage: String?
 }
 
 /// Groups and memberships, in a tenant transaction. Every membership change goes through
@@ -55,17 +61,59 @@ public struct GroupStore: Sendable {
         try connection.query("SELECT role FROM memberships WHERE group_id = \(group) AND user_id = \(user)").first.map { Role(try $0.decode(String.self, "role")) }
     }
 
-    /// The caller's groups with their open alert counts, in one indexed query.
+    /// Unread counts stop here: a list of groups costs the same for a member who never reads.
+    public static let unreadCap = 1000
+
+    /// The caller's groups with their open alert counts, unread counts and last message, in
+    /// one query of index scans (each count reads at most `unreadCap` rows).
     public func groups(of user: UUID, on connection: PostgresConnection) throws -> [GroupSummary] {
         try connection.query("""
             SELECT g.id, g.name, m.role, g.last_seq,
-                   (SELECT count(*) FROM alerts a WHERE a.tenant_id = g.tenant_id AND a.group_id = g.id AND a.status = 'open') AS open_alerts
+                   (SELECT count(*) FROM alerts a WHERE a.tenant_id = g.tenant_id AND a.group_id = g.id AND a.status = 'open') AS open_alerts,
+                   (SELECT count(*) FROM (SELECT 1 FROM messages x WHERE x.tenant_id = g.tenant_id AND x.group_id = g.id AND x.seq > m.read_seq
+                       AND x.author_id IS DISTINCT FROM m.user_id LIMIT \(Self.unreadCap)) u) AS unread,
+                   (SELECT count(*) FROM (SELECT 1 FROM messages x WHERE x.tenant_id = g.tenant_id AND x.group_id = g.id AND x.seq > m.read_seq
+                       AND x.author_id IS DISTINCT FROM m.user_id AND x.kind = 'alert' LIMIT \(Self.unreadCap)) u) AS unread_alerts,
+                   (SELECT jsonb_build_object('seq', x.seq, 'kind', x.kind, 'text', left(x.text, 140),
+                               'author_name', coalesce(xu.display_name, xb.name, x.author_type),
+                               'created_at', to_char(x.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))::text
+                    FROM messages x
+                    LEFT JOIN users xu ON xu.tenant_id = x.tenant_id AND xu.id = x.author_id AND x.author_type = 'user'
+                    LEFT JOIN bridges xb ON xb.tenant_id = x.tenant_id AND xb.id = x.author_id AND x.author_type = 'bridge'
+                    WHERE x.tenant_id = g.tenant_id AND x.group_id = g.id ORDER BY x.seq DESC LIMIT 1) AS last_message
             FROM memberships m JOIN groups g ON g.tenant_id = m.tenant_id AND g.id = m.group_id
             WHERE m.user_id = \(user) ORDER BY g.name, g.id
             """).rows.map {
             GroupSummary(id: try $0.decode(UUID.self, "id"), name: try $0.decode(String.self, "name"), role: try $0.decode(String.self, "role"),
-                         lastSeq: try $0.decode(Int64.self, "last_seq"), openAlerts: try $0.decode(Int.self, "open_alerts"))
+                         lastSeq: try $0.decode(Int64.self, "last_seq"), openAlerts: try $0.decode(Int.self, "open_alerts"),
+                         unread: try $0.decode(Int.self, "unread"), unreadAlerts: try $0.decode(Int.self, "unread_alerts"),
+                         lastMessage: try $0.decode(String?.self, "last_message"))
         }
+    }
+
+    /// Makes `user` a member with `role`, reading from the group's newest seq on (what came
+    /// before they joined is not unread).
+    public func addMember(tenant: UUID, group: UUID, user: UUID, role: Role, on connection: PostgresConnection) throws {
+        try connection.query("""
+            INSERT INTO memberships (tenant_id, group_id, user_id, role, read_seq)
+            SELECT \(tenant), \(group), \(user), \(role.name), last_seq FROM groups WHERE id = \(group)
+            """)
+    }
+
+    /// Moves the member's read marker forward to `seq` (never back, never past the group's
+    /// newest seq); the marker now, and whether it moved.
+    public func markRead(group: UUID, user: UUID, through seq: Int64, on connection: PostgresConnection) throws -> (marker: Int64, moved: Bool)? {
+        guard let row = try connection.query("""
+            WITH target AS (
+                SELECT m.read_seq AS before, GREATEST(m.read_seq, LEAST(\(seq), g.last_seq)) AS after
+                FROM memberships m JOIN groups g ON g.tenant_id = m.tenant_id AND g.id = m.group_id
+                WHERE m.group_id = \(group) AND m.user_id = \(user) FOR UPDATE OF m)
+            UPDATE memberships m SET read_seq = target.after FROM target
+            WHERE m.group_id = \(group) AND m.user_id = \(user)
+            RETURNING target.before, target.after
+            """).first else { return nil }
+        let (before, after) = (try row.decode(Int64.self, "before"), try row.decode(Int64.self, "after"))
+        return (after, after != before)
     }
 }
 

@@ -52,11 +52,13 @@ public struct MessageStore: Sendable {
                 'closed_by', CASE WHEN a.closed_by_type IS NULL THEN NULL
                                   ELSE jsonb_build_object('type', a.closed_by_type, 'id', a.closed_by) END,
                 'resolution', a.resolution, 'dedup_key', a.dedup_key, 'repeat_count', a.repeat_count, 'details', a.details,
+                'escalation_level', a.escalation_level,
                 'acks', coalesce((
                     SELECT jsonb_agg(jsonb_build_object(
-                        'user_id', k.user_id, 'response', k.response, 'note', k.note,
+                        'user_id', k.user_id, 'display_name', ku.display_name, 'response', k.response, 'note', k.note,
                         'at', to_char(k.at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')) ORDER BY k.at, k.user_id)
-                    FROM alert_acks k WHERE k.tenant_id = a.tenant_id AND k.group_id = a.group_id AND k.seq = a.seq), '[]'::jsonb))
+                    FROM alert_acks k LEFT JOIN users ku ON ku.tenant_id = k.tenant_id AND ku.id = k.user_id
+                    WHERE k.tenant_id = a.tenant_id AND k.group_id = a.group_id AND k.seq = a.seq), '[]'::jsonb))
             END)::text
         """
 
@@ -123,7 +125,7 @@ public struct MessageStore: Sendable {
         let author = "{\"type\":\(quote(authorType)),\"id\":\(quote(authorID?.uuidString.lowercased())),\"display_name\":\(quote(authorName))}"
         let alert = message.kind != "alert" ? "null"
             : "{\"severity\":\(quote(message.severity ?? "amber")),\"status\":\"open\",\"opened_at\":\(quote(at)),\"closed_at\":null,"
-                + "\"closed_by\":null,\"resolution\":null,\"dedup_key\":\(quote(dedupKey)),\"repeat_count\":0,\"details\":\(details ?? "null"),\"acks\":[]}"
+                + "\"closed_by\":null,\"resolution\":null,\"dedup_key\":\(quote(dedupKey)),\"repeat_count\":0,\"details\":\(details ?? "null"),\"escalation_level\":0,\"acks\":[]}"
         return "{\"id\":\(quote(id.uuidString.lowercased())),\"group_id\":\(quote(group.uuidString.lowercased())),\"seq\":\(seq),"
             + "\"kind\":\(quote(message.kind)),\"author\":\(author),\"text\":\(quote(message.text)),\"template\":\(quote(message.template)),"
             + "\"location\":\(message.location ?? "null"),\"reply_to\":\(message.replyTo.map(String.init) ?? "null"),\"created_at\":\(quote(at)),"
@@ -137,6 +139,35 @@ public struct MessageStore: Sendable {
             WHERE m.group_id = \(group) AND (\(before)::bigint IS NULL OR m.seq < \(before))
             ORDER BY m.seq DESC LIMIT \(limit)
             """).rows.map { (try $0.decode(Int64.self, "seq"), try $0.decode(String.self, "json")) }
+    }
+
+    /// Messages whose `reply_to` is `seq`, oldest first, after `after` (exclusive).
+    public func replies(group: UUID, to seq: Int64, after: Int64, limit: Int, on connection: PostgresConnection) throws -> [(seq: Int64, json: String)] {
+        try connection.query("""
+            SELECT m.seq, \(unsafeRaw: Self.messageJSON) AS json FROM messages m \(unsafeRaw: Self.messageJoins)
+            WHERE m.group_id = \(group) AND m.reply_to = \(seq) AND m.seq > \(after)
+            ORDER BY m.seq LIMIT \(limit)
+            """).rows.map { (try $0.decode(Int64.self, "seq"), try $0.decode(String.self, "json")) }
+    }
+
+    /// One message as the alert detail shows it: an alert's object gains `receipts` (members
+    /// now; pushed; seen: members whose read marker reached it or who answered; acknowledged:
+    /// members who answered). Nil when there is no such message.
+    public func detail(group: UUID, seq: Int64, on connection: PostgresConnection) throws -> String? {
+        try connection.query("""
+            SELECT CASE WHEN a.seq IS NULL THEN j.json ELSE jsonb_set(j.json, '{alert,receipts}', jsonb_build_object(
+                'members', (SELECT count(*) FROM memberships mb WHERE mb.tenant_id = a.tenant_id AND mb.group_id = a.group_id),
+                'pushed', (SELECT count(*) FROM alert_recipients r WHERE r.tenant_id = a.tenant_id AND r.group_id = a.group_id AND r.seq = a.seq),
+                'seen', (SELECT count(*) FROM memberships mb WHERE mb.tenant_id = a.tenant_id AND mb.group_id = a.group_id
+                           AND (mb.read_seq >= a.seq OR EXISTS (SELECT 1 FROM alert_acks k WHERE k.tenant_id = a.tenant_id
+                                AND k.group_id = a.group_id AND k.seq = a.seq AND k.user_id = mb.user_id))),
+                'acknowledged', (SELECT count(*) FROM alert_acks k JOIN memberships mb ON mb.tenant_id = k.tenant_id
+                                   AND mb.group_id = k.group_id AND mb.user_id = k.user_id
+                                 WHERE k.tenant_id = a.tenant_id AND k.group_id = a.group_id AND k.seq = a.seq))) END::text AS json
+            FROM messages m \(unsafeRaw: Self.messageJoins)
+            CROSS JOIN LATERAL (SELECT (\(unsafeRaw: Self.messageJSON))::jsonb AS json) j
+            WHERE m.group_id = \(group) AND m.seq = \(seq)
+            """).first?.decode(String.self, "json")
     }
 
     /// Alerts of one group with their state, newest first.

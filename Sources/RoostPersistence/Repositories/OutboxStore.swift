@@ -148,10 +148,18 @@ extension OutboxStore {
 extension OutboxStore {
     /// One `push` delivery (template `alert`) per registered device of every member of the
     /// group but the author, in the alert's own transaction; set-based, so a large group costs
-    /// two statements. Returns how many were queued.
+    /// three statements (the recipients, the deliveries, their jobs). Returns how many were queued.
     @discardableResult
-    public func enqueueAlertPushes(group: UUID, excluding author: UUID?, alert: RawJSON, on connection: PostgresConnection) throws -> Int {
+    public func enqueueAlertPushes(group: UUID, seq: Int64, excluding author: UUID?, alert: RawJSON, on connection: PostgresConnection) throws -> Int {
+        // Who is pushed is recorded first (the receipts' "pushed", and whom the all clear reaches).
         try connection.query("""
+            INSERT INTO alert_recipients (tenant_id, group_id, seq, user_id)
+            SELECT DISTINCT m.tenant_id, m.group_id, \(seq), m.user_id
+            FROM memberships m JOIN devices d ON d.tenant_id = m.tenant_id AND d.user_id = m.user_id
+            WHERE m.group_id = \(group) AND m.user_id IS DISTINCT FROM \(author)
+            ON CONFLICT DO NOTHING
+            """)
+        return try connection.query("""
             WITH queued AS (
                 INSERT INTO outbox (tenant_id, channel, recipient, template, data)
                 SELECT d.tenant_id, 'push', d.token, 'alert',

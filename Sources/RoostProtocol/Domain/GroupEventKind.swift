@@ -37,6 +37,8 @@ public struct NoticeKind: Hashable, Sendable, CustomStringConvertible {
     public static let bridgeOffline = NoticeKind("bridge.offline")
     public static let bridgeOnline = NoticeKind("bridge.online")
     public static let invitationReceived = NoticeKind("invitation.received")
+    /// The user's read marker in a group moved (from another of their devices).
+    public static let readUpdated = NoticeKind("read.updated")
 
     public var description: String { name }
 }

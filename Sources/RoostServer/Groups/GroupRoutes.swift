@@ -21,17 +21,61 @@ struct GroupRoutes: Sendable {
         static let fieldNames: Set<String> = ["name", "description"]
     }
 
+    /// A group in the caller's list: enough to draw a chat list in one call.
     struct SummaryView: Encodable {
         @LowercaseID var id: UUID
         let name: String
         let role: String
         let lastSeq: Int64
         let openAlerts: Int
+        let unread: Int
+        let unreadAlerts: Int
+        let lastMessage: LastMessage?
+
+        init(_ summary: GroupSummary) throws {
+            id = summary.id
+            name = summary.name
+            role = summary.role
+            lastSeq = summary.lastSeq
+            openAlerts = summary.openAlerts
+            unread = summary.unread
+            unreadAlerts = summary.unreadAlerts
+            lastMessage = try summary.lastMessage.map { try JSONDecoder().decode(LastMessage.self, from: Data($0.utf8)) }
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(id.uuidString.lowercased(), forKey: .id)
+            try container.encode(name, forKey: .name)
+            try container.encode(role, forKey: .role)
+            try container.encode(lastSeq, forKey: .lastSeq)
+            try container.encode(openAlerts, forKey: .openAlerts)
+            try container.encode(unread, forKey: .unread)
+            try container.encode(unreadAlerts, forKey: .unreadAlerts)
+            try container.encode(lastMessage, forKey: .lastMessage)  // null, not absent, in an empty group
+        }
 
         enum CodingKeys: String, CodingKey {
-            case id, name, role
+            case id, name, role, unread
             case lastSeq = "last_seq"
             case openAlerts = "open_alerts"
+            case unreadAlerts = "unread_alerts"
+            case lastMessage = "last_message"
+        }
+    }
+
+    /// The newest message of a group, as its list shows it (the text cut to 140 characters).
+    struct LastMessage: Codable {
+        let seq: Int64
+        let kind: String
+        let text: String
+        let authorName: String
+        let createdAt: String
+
+        enum CodingKeys: String, CodingKey {
+            case seq, kind, text
+            case authorName = "author_name"
+            case createdAt = "created_at"
         }
     }
 
@@ -43,7 +87,7 @@ struct GroupRoutes: Sendable {
         }
         builder.add(.get, "/v1/groups", signedIn: auth) { _, caller in
             let groups = try await caller.inTenant { user, connection in try GroupStore().groups(of: user.id, on: connection) }
-            let items = groups.map { SummaryView(id: $0.id, name: $0.name, role: $0.role, lastSeq: $0.lastSeq, openAlerts: $0.openAlerts) }
+            let items = try groups.map(SummaryView.init)
             return try APIJSON.response(.ok, Page(items: items, next: nil))
         }
         builder.add(.get, "/v1/groups/{gid:uuid}", signedIn: auth) { context, caller in

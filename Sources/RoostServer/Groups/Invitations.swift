@@ -131,10 +131,7 @@ struct RedeemInvitation: UserUseCase {
     /// `member.joined` event, and (holding the token or the verified address proves it) the
     /// address marked verified when it is the user's own.
     static func join(_ invitation: Invitation, user: User, on connection: PostgresConnection) throws {
-        try connection.query("""
-            INSERT INTO memberships (tenant_id, group_id, user_id, role)
-            VALUES (\(user.tenantID), \(invitation.groupID), \(user.id), \(invitation.role))
-            """)
+        try GroupStore().addMember(tenant: user.tenantID, group: invitation.groupID, user: user.id, role: Role(invitation.role), on: connection)
         try InvitationStore().markAccepted(invitation.id, by: user.id, on: connection)
         if let email = invitation.email {
             try UserStore().markVerified(user: user.id, channel: "email", address: email, on: connection)

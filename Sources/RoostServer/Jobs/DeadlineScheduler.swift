@@ -144,7 +144,7 @@ final class DeadlineScheduler: Sendable {
                                  template: "missed_checkin", location: checkin.location, replyTo: nil)
         let posted = try MessageStore().post(tenant: tenant, group: checkin.groupID, authorType: "user", authorID: checkin.userID,
                                              authorName: name, message: message, on: connection)
-        try OutboxStore().enqueueAlertPushes(group: checkin.groupID, excluding: checkin.userID, alert: RawJSON(posted.json), on: connection)
+        try OutboxStore().enqueueAlertPushes(group: checkin.groupID, seq: posted.seq, excluding: checkin.userID, alert: RawJSON(posted.json), on: connection)
         _ = try store.end(id, status: "missed", alertSeq: posted.seq, on: connection)
         return .raised(checkin: id, group: checkin.groupID, seq: posted.seq)
     }

@@ -39,6 +39,11 @@ struct MessageRoutes: Sendable {
         static let fieldNames: Set<String> = ["resolution"]
     }
 
+    struct ReadBody: Decodable, KnownFields {
+        let seq: Int64
+        static let fieldNames: Set<String> = ["seq"]
+    }
+
     struct TemplatesBody: Decodable, KnownFields {
         let templates: [MessageTemplate]
         static let fieldNames: Set<String> = ["templates"]
@@ -79,6 +84,27 @@ struct MessageRoutes: Sendable {
                 try MessageStore().messages(group: group, before: before, limit: limit, on: connection)
             }
             return Self.page(rows.map(\.json), next: rows.count == limit ? rows.last.map { String($0.seq) } : nil)
+        }
+        builder.add(.get, "/v1/groups/{gid:uuid}/messages/{seq:int}", signedIn: auth) { context, caller in
+            let (group, seq) = (context.parameters.uuid("gid")!, context.parameters.int("seq")!)
+            let json = try await caller.inGroup(group) { _, connection in try MessageStore().detail(group: group, seq: seq, on: connection) }
+            guard let json else { throw APIError(.notFound, code: "not_found", message: "no such message") }
+            return .json(.ok, Array(json.utf8))
+        }
+        builder.add(.get, "/v1/groups/{gid:uuid}/messages/{seq:int}/replies", signedIn: auth) { context, caller in
+            let (group, seq) = (context.parameters.uuid("gid")!, context.parameters.int("seq")!)
+            let (limit, after) = (try context.limit(), try Self.seqParameter(context, "after") ?? 0)
+            let rows = try await caller.inGroup(group) { _, connection -> [(seq: Int64, json: String)]? in
+                guard try MessageStore().exists(group: group, seq: seq, on: connection) else { return nil }
+                return try MessageStore().replies(group: group, to: seq, after: after, limit: limit, on: connection)
+            }
+            guard let rows else { throw APIError(.notFound, code: "not_found", message: "no such message") }
+            return Self.page(rows.map(\.json), next: rows.count == limit ? rows.last.map { String($0.seq) } : nil)
+        }
+        builder.add(.post, "/v1/groups/{gid:uuid}/read", bodyLimit: 1024, signedIn: auth) { context, caller in
+            let body = try context.decodeJSON(ReadBody.self)
+            try await caller.run(MarkRead(group: context.parameters.uuid("gid")!, seq: body.seq))
+            return HTTPResponse(status: .noContent)
         }
         builder.add(.get, "/v1/groups/{gid:uuid}/events", signedIn: auth) { context, caller in
             let group = context.parameters.uuid("gid")!

@@ -77,7 +77,7 @@ struct PostMessage: GroupUseCase {
         let posted = try store.post(tenant: caller.user.tenantID, group: group, authorType: "user", authorID: caller.user.id,
                                     authorName: caller.user.displayName, message: message, on: connection)
         if raisesAlert {
-            try OutboxStore().enqueueAlertPushes(group: group, excluding: caller.user.id, alert: RawJSON(posted.json), on: connection)
+            try OutboxStore().enqueueAlertPushes(group: group, seq: posted.seq, excluding: caller.user.id, alert: RawJSON(posted.json), on: connection)
         }
         return (true, posted.json)
     }
