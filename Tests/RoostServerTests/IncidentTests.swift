@@ -166,4 +166,55 @@ struct IncidentTests {
         #expect(try await StreamTests().next(phone.0)["seq"] as? Int == next)
         await street.api.stop()
     }
+
+    /// The pushes queued so far: (device token, template, data).
+    func pushes(_ street: Street) async throws -> [(to: String, template: String, data: [String: Any])] {
+        try await street.api.inTenant { _, connection in
+            try connection.query("SELECT recipient, template, data::text AS data FROM outbox WHERE channel = 'push' ORDER BY created_at, id").rows.map {
+                (try $0.decode(String.self, "recipient"), try $0.decode(String.self, "template"), try $0.decode(String.self, "data"))
+            }
+        }.map { ($0.0, $0.1, (try? JSONSerialization.jsonObject(with: Data($0.2.utf8)) as? [String: Any]) ?? [:]) }
+    }
+
+    @Test func theAuthorHearsEveryAnswerAndEveryonePushedHearsTheAllClearWithinLimits() async throws {
+        let street = try await Street()
+        #expect(try await street.api.call("POST", "/v1/me/devices", ["platform": "apns", "token": "ann-phone"], token: street.owner.token).0 == 201)
+        let seq = try await street.post("Smoke behind no. 4", kind: "alert", severity: "red", as: street.owner)
+        let alertPath = "/v1/groups/\(street.group)/alerts/\(seq)"
+        #expect(try await pushes(street).map(\.to) == ["ben-phone"], "the alert itself: Ben's device, never the author's")
+
+        // An answer and a reply reach the author's device; the author's own answer does not.
+        #expect(try await street.api.call("POST", alertPath + "/ack", ["response": "on_my_way", "note": "2 min"], token: street.ben.token).0 == 200)
+        let reply = try await street.post("I can see it from my window", replyTo: seq, as: street.cy)
+        #expect(try await street.api.call("POST", alertPath + "/ack", ["response": "seen"], token: street.owner.token).0 == 200)
+        var responses = try await pushes(street).filter { $0.template == "alert_response" }
+        #expect(responses.count == 2 && responses.allSatisfy { $0.to == "ann-phone" })
+        #expect((responses[0].data["responder"] as? [String: Any])?["id"] as? String == street.ben.id)
+        #expect(responses[0].data["response"] as? String == "on_my_way" && responses[0].data["note"] as? String == "2 min")
+        #expect(responses[0].data["seq"] as? Int == seq && responses[0].data["group_name"] as? String == "Elm Street")
+        #expect((responses[1].data["reply"] as? [String: Any])?["seq"] as? Int == reply && responses[1].data["response"] is NSNull)
+
+        // Ben flips his answer again and again: the answers are all kept, the author's phone rings at most five times for him.
+        for answer in ["seen", "cannot_help", "on_my_way", "seen", "cannot_help", "on_my_way"] {
+            #expect(try await street.api.call("POST", alertPath + "/ack", ["response": answer], token: street.ben.token).0 == 200)
+        }
+        responses = try await pushes(street).filter { $0.template == "alert_response" }
+        let fromBen = responses.filter { ($0.data["responder"] as? [String: Any])?["id"] as? String == street.ben.id }
+        #expect(fromBen.count == AlertPushes.responsesPerResponderPerHour)
+
+        // The all clear goes to everyone pushed the alert (Ben), with the resolution; reopening pushes the alert again.
+        #expect(try await street.api.call("POST", alertPath + "/close", ["resolution": "A bonfire, put out"], token: street.owner.token).0 == 200)
+        #expect(try await street.api.call("POST", alertPath + "/reopen", token: street.owner.token).0 == 200)
+        var status = try await pushes(street).filter { $0.template == "alert_closed" || ($0.template == "alert" && $0.data["seq"] != nil) }
+        #expect(status.map(\.template) == ["alert_closed", "alert"] && status.allSatisfy { $0.to == "ben-phone" })
+        #expect((status[0].data["alert"] as? [String: Any]).flatMap { $0["alert"] as? [String: Any] }?["resolution"] as? String == "A bonfire, put out")
+        // Closing and reopening over and over changes the alert each time but pushes at most three times an hour.
+        for _ in 0..<3 {
+            #expect(try await street.api.call("POST", alertPath + "/close", token: street.owner.token).0 == 200)
+            #expect(try await street.api.call("POST", alertPath + "/reopen", token: street.owner.token).0 == 200)
+        }
+        status = try await pushes(street).filter { $0.template == "alert_closed" || ($0.template == "alert" && $0.data["seq"] != nil) }
+        #expect(status.count == AlertPushes.statusPushesPerAlertPerHour)
+        await street.api.stop()
+    }
 }

@@ -194,6 +194,15 @@ public struct MessageStore: Sendable {
             """).rows.map { try $0.decode(String.self, "json") }
     }
 
+    /// The user who raised the alert at `seq`; nil when that message is not an alert or a
+    /// bridge or the server raised it.
+    public func alertAuthor(group: UUID, seq: Int64, on connection: PostgresConnection) throws -> UUID? {
+        try connection.query("""
+            SELECT m.author_id FROM messages m JOIN alerts a ON a.tenant_id = m.tenant_id AND a.group_id = m.group_id AND a.seq = m.seq
+            WHERE m.group_id = \(group) AND m.seq = \(seq) AND m.author_type = 'user'
+            """).first?.decode(UUID?.self, "author_id")
+    }
+
     /// An alert's author and status, locked for a change (the group first: see `GroupStore.lock`).
     public func alertState(group: UUID, seq: Int64, on connection: PostgresConnection) throws -> (authorID: UUID?, status: String)? {
         try GroupStore().lock(group, on: connection)

@@ -172,4 +172,35 @@ extension OutboxStore {
             INSERT INTO outbox_jobs (outbox_id, tenant_id) SELECT id, tenant_id FROM queued
             """).affectedRows
     }
+
+    /// One `push` delivery with `template` per registered device of `user`: what an alert's
+    /// author hears of the answers. Returns how many were queued.
+    @discardableResult
+    public func enqueuePushes(to user: UUID, template: String, data: RawJSON, on connection: PostgresConnection) throws -> Int {
+        try connection.query("""
+            WITH queued AS (
+                INSERT INTO outbox (tenant_id, channel, recipient, template, data)
+                SELECT d.tenant_id, 'push', d.token, \(template), jsonb_build_object('platform', d.platform) || \(data)::jsonb
+                FROM devices d WHERE d.user_id = \(user)
+                RETURNING id, tenant_id)
+            INSERT INTO outbox_jobs (outbox_id, tenant_id) SELECT id, tenant_id FROM queued
+            """).affectedRows
+    }
+
+    /// One `push` delivery with `template` per registered device of everyone the alert was
+    /// pushed to who is still a member (the all clear, a reopened alert). Returns how many were queued.
+    @discardableResult
+    public func enqueueRecipientPushes(group: UUID, seq: Int64, template: String, data: RawJSON, on connection: PostgresConnection) throws -> Int {
+        try connection.query("""
+            WITH queued AS (
+                INSERT INTO outbox (tenant_id, channel, recipient, template, data)
+                SELECT d.tenant_id, 'push', d.token, \(template), jsonb_build_object('platform', d.platform) || \(data)::jsonb
+                FROM alert_recipients r
+                JOIN memberships m ON m.tenant_id = r.tenant_id AND m.group_id = r.group_id AND m.user_id = r.user_id
+                JOIN devices d ON d.tenant_id = r.tenant_id AND d.user_id = r.user_id
+                WHERE r.group_id = \(group) AND r.seq = \(seq)
+                RETURNING id, tenant_id)
+            INSERT INTO outbox_jobs (outbox_id, tenant_id) SELECT id, tenant_id FROM queued
+            """).affectedRows
+    }
 }

@@ -31,6 +31,8 @@ struct AcknowledgeAlert: GroupUseCase {
             + "\"response\":\(JSONString.quote(response)),\"note\":\(note.map(JSONString.quote) ?? "null")}"
         try GroupEventLog().append(tenant: user.tenantID, group: group, event: .alertAcknowledged, actorType: "user", actorID: user.id,
                                    data: RawJSON(data), on: connection)
+        try AlertPushes.response(group: group, seq: seq, author: alert.authorID, responder: user, response: response, note: note, reply: nil,
+                                 on: connection)
         return try store.message(group: group, seq: seq, on: connection)!
     }
 }
@@ -82,8 +84,10 @@ private struct AlertStatusChange {
         guard alert.status == (close ? AlertStatus.open : AlertStatus.closed).name else {
             throw APIError(.conflict, code: "conflict", message: close ? "the alert is closed already" : "the alert is open")
         }
-        return try store.setAlert(closed: close, tenant: caller.user.tenantID, group: group, seq: seq, byType: "user", by: caller.user.id,
-                                  resolution: resolution, on: connection)
+        let json = try store.setAlert(closed: close, tenant: caller.user.tenantID, group: group, seq: seq, byType: "user", by: caller.user.id,
+                                      resolution: resolution, on: connection)
+        try AlertPushes.statusChanged(group: group, seq: seq, closed: close, alert: json, tenant: caller.user.tenantID, on: connection)
+        return json
     }
 }
 

@@ -79,6 +79,11 @@ struct PostMessage: GroupUseCase {
         if raisesAlert {
             try OutboxStore().enqueueAlertPushes(group: group, seq: posted.seq, excluding: caller.user.id, alert: RawJSON(posted.json), on: connection)
         }
+        // A reply to an alert is an answer its author hears of.
+        if let replyTo, let author = try store.alertAuthor(group: group, seq: replyTo, on: connection) {
+            try AlertPushes.response(group: group, seq: replyTo, author: author, responder: caller.user, response: nil, note: nil,
+                                     reply: (posted.seq, message.text), on: connection)
+        }
         return (true, posted.json)
     }
 
