@@ -207,7 +207,9 @@ struct IncidentTests {
         #expect(try await street.api.call("POST", alertPath + "/reopen", token: street.owner.token).0 == 200)
         var status = try await pushes(street).filter { $0.template == "alert_closed" || ($0.template == "alert" && $0.data["seq"] != nil) }
         #expect(status.map(\.template) == ["alert_closed", "alert"] && status.allSatisfy { $0.to == "ben-phone" })
-        #expect((status[0].data["alert"] as? [String: Any]).flatMap { $0["alert"] as? [String: Any] }?["resolution"] as? String == "A bonfire, put out")
+        let closedAlert = (status[0].data["alert"] as? [String: Any]).flatMap { $0["alert"] as? [String: Any] }
+        #expect(closedAlert?["resolution"] as? String == "A bonfire, put out")
+        #expect((closedAlert?["closed_by"] as? [String: Any])?["display_name"] as? String == "ann", "closed_by names who closed it")
         // Closing and reopening over and over changes the alert each time but pushes at most three times an hour.
         for _ in 0..<3 {
             #expect(try await street.api.call("POST", alertPath + "/close", token: street.owner.token).0 == 200)

@@ -50,7 +50,10 @@ public struct MessageStore: Sendable {
                 'opened_at', to_char(a.opened_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
                 'closed_at', to_char(a.closed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
                 'closed_by', CASE WHEN a.closed_by_type IS NULL THEN NULL
-                                  ELSE jsonb_build_object('type', a.closed_by_type, 'id', a.closed_by) END,
+                                  ELSE jsonb_build_object('type', a.closed_by_type, 'id', a.closed_by, 'display_name', CASE a.closed_by_type
+                                      WHEN 'user' THEN (SELECT cu.display_name FROM users cu WHERE cu.tenant_id = a.tenant_id AND cu.id = a.closed_by)
+                                      WHEN 'bridge' THEN (SELECT cb.name FROM bridges cb WHERE cb.tenant_id = a.tenant_id AND cb.id = a.closed_by)
+                                  END) END,
                 'resolution', a.resolution, 'dedup_key', a.dedup_key, 'repeat_count', a.repeat_count, 'details', a.details,
                 'escalation_level', a.escalation_level,
                 'acks', coalesce((
