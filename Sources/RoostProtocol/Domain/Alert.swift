@@ -10,6 +10,9 @@ public struct AlertSeverity: Hashable, Sendable, CustomStringConvertible {
 
     public static let all: [AlertSeverity] = [.info, .amber, .red]
 
+    /// One of `all`: what a request may name.
+    public var isKnown: Bool { Self.all.contains(self) }
+
     /// Amber and red: raised as an alert that stays open.
     public var raisesAlert: Bool { self == .amber || self == .red }
 

@@ -5,9 +5,10 @@ import RoostProtocol
 
 /// API.md "Accounts": the signed-in user's profile (`GET/PATCH/DELETE /v1/me`) and devices.
 struct ProfileRoutes: Sendable {
-    let auth: Authentication
-    /// Sign-in's password check, for erasing the account (counted against the account's failures).
+    /// Sessions, and sign-in's password check for erasing the account (counted against the
+    /// account's failures).
     let accounts: AccountRoutes
+    var auth: Authentication { accounts.auth }
     static let platforms: Set<String> = ["apns", "fcm", "webpush", "unifiedpush"]
     static let maxDevices = 20
 

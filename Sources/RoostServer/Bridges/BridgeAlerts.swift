@@ -27,7 +27,7 @@ struct BridgeAlert: Sendable {
             try BoundedText.validate(value, field: "summary", range: 1...4000, allowNewlines: true)
         }
         if action == .trigger && self.summary == nil { throw APIError.invalid("a trigger needs a summary", "summary") }
-        if let severity, !AlertSeverity.all.contains(AlertSeverity(severity)) {
+        if let severity, !AlertSeverity(severity).isKnown {
             throw APIError.invalid("severity must be info, amber or red", "severity")
         }
         if let occurredAt, CheckinRoutes.parseDate(occurredAt) == nil {

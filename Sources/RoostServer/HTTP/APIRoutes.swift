@@ -13,7 +13,7 @@ struct APIRoutes: Sendable {
     func add(to builder: inout Router.Builder) {
         let (auth, limits) = (accounts.auth, accounts.limits)
         accounts.add(to: &builder)
-        ProfileRoutes(auth: auth, accounts: accounts).add(to: &builder)
+        ProfileRoutes(accounts: accounts).add(to: &builder)
         ContactRoutes(auth: auth, limits: limits).add(to: &builder)
         GroupRoutes(auth: auth, limits: limits).add(to: &builder)
         MembershipRoutes(auth: auth).add(to: &builder)

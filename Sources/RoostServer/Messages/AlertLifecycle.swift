@@ -129,7 +129,7 @@ struct ReplaceTemplates: GroupUseCase {
             }
             guard keys.insert(template.key).inserted else { throw APIError.invalid("template keys must be unique", field + ".key") }
             guard template.kind == "chat" || template.kind == "alert" else { throw APIError.invalid("kind must be chat or alert", field + ".kind") }
-            if let severity = template.severity, !AlertSeverity.all.contains(AlertSeverity(severity)) || template.kind == "chat" {
+            if let severity = template.severity, !AlertSeverity(severity).isKnown || template.kind == "chat" {
                 throw APIError.invalid("severity is info, amber or red, and only for alerts", field + ".severity")
             }
             let text = try BoundedText.validate(template.text, field: field + ".text", range: 1...4000, allowNewlines: true)

@@ -27,7 +27,7 @@ struct PostMessage: GroupUseCase {
         self.clientMessageID = try BoundedText.clientKey(clientMessageID, field: "client_msg_id")
         guard kind == "chat" || kind == "alert" else { throw APIError.invalid("kind must be chat or alert", "kind") }
         if let severity {
-            guard kind == "alert", AlertSeverity.all.contains(AlertSeverity(severity)) else {
+            guard kind == "alert", AlertSeverity(severity).isKnown else {
                 throw APIError.invalid("severity is info, amber or red, and only for alerts", "severity")
             }
         }
