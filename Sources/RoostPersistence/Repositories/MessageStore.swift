@@ -29,6 +29,12 @@ public struct NewMessage: Sendable {
     }
 }
 
+/// The message a reply names (`MessageStore.replyTarget`).
+public struct ReplyTarget: Sendable {
+    /// The member who raised it, when it is an alert a member raised.
+    public let alertAuthor: UUID?
+}
+
 /// Messages, alerts, acknowledgements and templates, in a tenant transaction. Every change is
 /// an event appended through `GroupEventLog` with its projections, in the caller's transaction.
 public struct MessageStore: Sendable {
@@ -197,13 +203,14 @@ public struct MessageStore: Sendable {
             """).rows.map { try $0.decode(String.self, "json") }
     }
 
-    /// The user who raised the alert at `seq`; nil when that message is not an alert or a
-    /// bridge or the server raised it.
-    public func alertAuthor(group: UUID, seq: Int64, on connection: PostgresConnection) throws -> UUID? {
+    /// The message a reply names, if it exists in the group: with the user who raised it when
+    /// it is an alert a member raised (nil for a chat message, or an alert of a bridge or the server).
+    public func replyTarget(group: UUID, seq: Int64, on connection: PostgresConnection) throws -> ReplyTarget? {
         try connection.query("""
-            SELECT m.author_id FROM messages m JOIN alerts a ON a.tenant_id = m.tenant_id AND a.group_id = m.group_id AND a.seq = m.seq
-            WHERE m.group_id = \(group) AND m.seq = \(seq) AND m.author_type = 'user'
-            """).first?.decode(UUID?.self, "author_id")
+            SELECT CASE WHEN a.seq IS NOT NULL AND m.author_type = 'user' THEN m.author_id END AS alert_author
+            FROM messages m LEFT JOIN alerts a ON a.tenant_id = m.tenant_id AND a.group_id = m.group_id AND a.seq = m.seq
+            WHERE m.group_id = \(group) AND m.seq = \(seq)
+            """).first.map { ReplyTarget(alertAuthor: try $0.decode(UUID?.self, "alert_author")) }
     }
 
     /// An alert's author and status, locked for a change (the group first: see `GroupStore.lock`).

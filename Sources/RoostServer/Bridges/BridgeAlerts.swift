@@ -48,10 +48,8 @@ struct BridgeAlert: Sendable {
         case (.resolve, nil):
             throw APIError(.notFound, code: "not_found", message: "no open alert under that dedup_key", field: "dedup_key")
         case (.resolve, let seq?):
-            let json = try MessageStore().setAlert(closed: true, tenant: tenant, group: bridge.groupID, seq: seq, byType: "bridge",
-                                                   by: bridge.id, resolution: summary, on: connection)
-            try AlertPushes.statusChanged(group: bridge.groupID, seq: seq, closed: true, alert: json, tenant: tenant, on: connection)
-            return (false, json)
+            return (false, try AlertStatusChange.apply(closed: true, tenant: tenant, group: bridge.groupID, seq: seq, by: ("bridge", bridge.id),
+                                                       resolution: summary, on: connection))
         case (.trigger, let seq?):
             let count = try store.repeatAlert(group: bridge.groupID, seq: seq, on: connection)
             try GroupEventLog().append(tenant: tenant, group: bridge.groupID, event: .alertRepeated, actorType: "bridge",

@@ -68,8 +68,9 @@ struct ReopenAlert: GroupUseCase {
     }
 }
 
-/// What closing and reopening share: who may, and from which status.
-private struct AlertStatusChange {
+/// What closing and reopening share: who may, and from which status; and, for every way an
+/// alert's status changes (a member's close or reopen, a bridge's resolve), `apply`.
+struct AlertStatusChange {
     let group: UUID
     let seq: Int64
     let close: Bool
@@ -84,9 +85,18 @@ private struct AlertStatusChange {
         guard alert.status == (close ? AlertStatus.open : AlertStatus.closed).name else {
             throw APIError(.conflict, code: "conflict", message: close ? "the alert is closed already" : "the alert is open")
         }
-        let json = try store.setAlert(closed: close, tenant: caller.user.tenantID, group: group, seq: seq, byType: "user", by: caller.user.id,
-                                      resolution: resolution, on: connection)
-        try AlertPushes.statusChanged(group: group, seq: seq, closed: close, alert: json, tenant: caller.user.tenantID, on: connection)
+        return try Self.apply(closed: close, tenant: caller.user.tenantID, group: group, seq: seq, by: ("user", caller.user.id),
+                              resolution: resolution, on: connection)
+    }
+
+    /// Closes or reopens an alert the caller has locked and checked: the change and its event,
+    /// and the push to everyone the alert went to (the all clear, or the alert again). The
+    /// alert's JSON as it is now.
+    static func apply(closed: Bool, tenant: UUID, group: UUID, seq: Int64, by: (type: String, id: UUID), resolution: String?,
+                      on connection: PostgresConnection) throws -> String {
+        let json = try MessageStore().setAlert(closed: closed, tenant: tenant, group: group, seq: seq, byType: by.type, by: by.id,
+                                               resolution: resolution, on: connection)
+        try AlertPushes.statusChanged(group: group, seq: seq, closed: closed, alert: json, tenant: tenant, on: connection)
         return json
     }
 }

@@ -62,7 +62,10 @@ struct PostMessage: GroupUseCase {
             if kind == "alert" && severity == nil { message.severity = template.severity }
         }
         if kind == "alert" { message.severity = severity ?? message.severity ?? AlertSeverity.amber.name }
-        if let replyTo, !(try store.exists(group: group, seq: replyTo, on: connection)) { throw Self.badReply }
+        let target = try replyTo.map { seq in
+            guard let target = try store.replyTarget(group: group, seq: seq, on: connection) else { throw Self.badReply }
+            return target
+        }
         let raisesAlert = message.severity.map { AlertSeverity($0).raisesAlert } == true
         // Amber and red alerts reach people's phones: counted per member (a repeat rolls back with the insert).
         if raisesAlert {
@@ -80,7 +83,7 @@ struct PostMessage: GroupUseCase {
             try OutboxStore().enqueueAlertPushes(group: group, seq: posted.seq, excluding: caller.user.id, alert: RawJSON(posted.json), on: connection)
         }
         // A reply to an alert is an answer its author hears of.
-        if let replyTo, let author = try store.alertAuthor(group: group, seq: replyTo, on: connection) {
+        if let replyTo, let author = target?.alertAuthor {
             try AlertPushes.response(group: group, seq: replyTo, author: author, responder: caller.user, response: nil, note: nil,
                                      reply: (posted.seq, message.text), on: connection)
         }
