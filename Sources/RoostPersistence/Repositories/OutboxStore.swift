@@ -147,27 +147,26 @@ extension OutboxStore {
 
 extension OutboxStore {
     /// One `push` delivery (template `alert`) per registered device of every member of the
-    /// group but the author, in the alert's own transaction; set-based, so a large group costs
-    /// three statements (the recipients, the deliveries, their jobs). Returns how many were queued.
+    /// group but the author, in the alert's own transaction, and who was pushed (the receipts'
+    /// "pushed", and whom the all clear reaches): one set-based statement, so a large group
+    /// reads its members' devices once. Returns how many deliveries were queued.
     @discardableResult
     public func enqueueAlertPushes(group: UUID, seq: Int64, excluding author: UUID?, alert: RawJSON, on connection: PostgresConnection) throws -> Int {
-        // Who is pushed is recorded first (the receipts' "pushed", and whom the all clear reaches).
         try connection.query("""
-            INSERT INTO alert_recipients (tenant_id, group_id, seq, user_id)
-            SELECT DISTINCT m.tenant_id, m.group_id, \(seq), m.user_id
-            FROM memberships m JOIN devices d ON d.tenant_id = m.tenant_id AND d.user_id = m.user_id
-            WHERE m.group_id = \(group) AND m.user_id IS DISTINCT FROM \(author)
-            ON CONFLICT DO NOTHING
-            """)
-        return try connection.query("""
-            WITH queued AS (
-                INSERT INTO outbox (tenant_id, channel, recipient, template, data)
-                SELECT d.tenant_id, 'push', d.token, 'alert',
-                       jsonb_build_object('platform', d.platform, 'group_name', g.name, 'alert', \(alert))
+            WITH targets AS (
+                SELECT d.tenant_id, m.group_id, m.user_id, d.platform, d.token, g.name AS group_name
                 FROM memberships m
                 JOIN devices d ON d.tenant_id = m.tenant_id AND d.user_id = m.user_id
                 JOIN groups g ON g.tenant_id = m.tenant_id AND g.id = m.group_id
-                WHERE m.group_id = \(group) AND m.user_id IS DISTINCT FROM \(author)
+                WHERE m.group_id = \(group) AND m.user_id IS DISTINCT FROM \(author)),
+            recipients AS (
+                INSERT INTO alert_recipients (tenant_id, group_id, seq, user_id)
+                SELECT DISTINCT tenant_id, group_id, \(seq), user_id FROM targets
+                ON CONFLICT DO NOTHING),
+            queued AS (
+                INSERT INTO outbox (tenant_id, channel, recipient, template, data)
+                SELECT tenant_id, 'push', token, 'alert', jsonb_build_object('platform', platform, 'group_name', group_name, 'alert', \(alert))
+                FROM targets
                 RETURNING id, tenant_id)
             INSERT INTO outbox_jobs (outbox_id, tenant_id) SELECT id, tenant_id FROM queued
             """).affectedRows
