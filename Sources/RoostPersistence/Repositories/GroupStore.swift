@@ -21,8 +21,19 @@ public struct GroupSummary: Sendable, Equatable {
     public let unread: Int
     /// Alerts among them.
     public let unreadAlerts: Int
-    /// `{seq, kind, text (at most 140 characters), author_name, created_at}` as JSON text, or nil in a group with no message.
-    public let lastMessage: String?
+    /// The newest message, or nil in a group with none.
+    public let lastMessage: LastMessage?
+}
+
+/// A group's newest message as its list shows it.
+public struct LastMessage: Sendable, Equatable {
+    public let seq: Int64
+    public let kind: String
+    /// At most 140 characters.
+    public let text: String
+    public let authorName: String
+    /// RFC 3339 with milliseconds, as every time of the API.
+    public let createdAt: String
 }
 
 /// Groups and memberships, in a tenant transaction. Every membership change goes through
@@ -74,20 +85,24 @@ public struct GroupStore: Sendable {
                        AND x.author_id IS DISTINCT FROM m.user_id LIMIT \(Self.unreadCap)) u) AS unread,
                    (SELECT count(*) FROM (SELECT 1 FROM messages x WHERE x.tenant_id = g.tenant_id AND x.group_id = g.id AND x.seq > m.read_seq
                        AND x.author_id IS DISTINCT FROM m.user_id AND x.kind = 'alert' LIMIT \(Self.unreadCap)) u) AS unread_alerts,
-                   (SELECT jsonb_build_object('seq', x.seq, 'kind', x.kind, 'text', left(x.text, 140),
-                               'author_name', coalesce(xu.display_name, xb.name, x.author_type),
-                               'created_at', to_char(x.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))::text
-                    FROM messages x
-                    LEFT JOIN users xu ON xu.tenant_id = x.tenant_id AND xu.id = x.author_id AND x.author_type = 'user'
-                    LEFT JOIN bridges xb ON xb.tenant_id = x.tenant_id AND xb.id = x.author_id AND x.author_type = 'bridge'
-                    WHERE x.tenant_id = g.tenant_id AND x.group_id = g.id ORDER BY x.seq DESC LIMIT 1) AS last_message
+                   lm.seq AS last_seq_message, lm.kind AS last_kind, lm.text AS last_text, lm.author_name AS last_author, lm.created_at AS last_at
             FROM memberships m JOIN groups g ON g.tenant_id = m.tenant_id AND g.id = m.group_id
+            LEFT JOIN LATERAL (
+                SELECT x.seq, x.kind, left(x.text, 140) AS text, coalesce(xu.display_name, xb.name, x.author_type) AS author_name,
+                       to_char(x.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS created_at
+                FROM messages x
+                LEFT JOIN users xu ON xu.tenant_id = x.tenant_id AND xu.id = x.author_id AND x.author_type = 'user'
+                LEFT JOIN bridges xb ON xb.tenant_id = x.tenant_id AND xb.id = x.author_id AND x.author_type = 'bridge'
+                WHERE x.tenant_id = g.tenant_id AND x.group_id = g.id ORDER BY x.seq DESC LIMIT 1) lm ON true
             WHERE m.user_id = \(user) ORDER BY g.name, g.id
-            """).rows.map {
-            GroupSummary(id: try $0.decode(UUID.self, "id"), name: try $0.decode(String.self, "name"), role: try $0.decode(String.self, "role"),
-                         lastSeq: try $0.decode(Int64.self, "last_seq"), openAlerts: try $0.decode(Int.self, "open_alerts"),
-                         unread: try $0.decode(Int.self, "unread"), unreadAlerts: try $0.decode(Int.self, "unread_alerts"),
-                         lastMessage: try $0.decode(String?.self, "last_message"))
+            """).rows.map { row in
+            let last = try row.decode(Int64?.self, "last_seq_message").map { seq in
+                LastMessage(seq: seq, kind: try row.decode(String.self, "last_kind"), text: try row.decode(String.self, "last_text"),
+                            authorName: try row.decode(String.self, "last_author"), createdAt: try row.decode(String.self, "last_at"))
+            }
+            return GroupSummary(id: try row.decode(UUID.self, "id"), name: try row.decode(String.self, "name"), role: try row.decode(String.self, "role"),
+                                lastSeq: try row.decode(Int64.self, "last_seq"), openAlerts: try row.decode(Int.self, "open_alerts"),
+                                unread: try row.decode(Int.self, "unread"), unreadAlerts: try row.decode(Int.self, "unread_alerts"), lastMessage: last)
         }
     }
 

@@ -30,9 +30,9 @@ struct GroupRoutes: Sendable {
         let openAlerts: Int
         let unread: Int
         let unreadAlerts: Int
-        let lastMessage: LastMessage?
+        let lastMessage: LastMessageView?
 
-        init(_ summary: GroupSummary) throws {
+        init(_ summary: GroupSummary) {
             id = summary.id
             name = summary.name
             role = summary.role
@@ -40,7 +40,7 @@ struct GroupRoutes: Sendable {
             openAlerts = summary.openAlerts
             unread = summary.unread
             unreadAlerts = summary.unreadAlerts
-            lastMessage = try summary.lastMessage.map { try JSONDecoder().decode(LastMessage.self, from: Data($0.utf8)) }
+            lastMessage = summary.lastMessage.map(LastMessageView.init)
         }
 
         func encode(to encoder: any Encoder) throws {
@@ -65,12 +65,20 @@ struct GroupRoutes: Sendable {
     }
 
     /// The newest message of a group, as its list shows it (the text cut to 140 characters).
-    struct LastMessage: Codable {
+    struct LastMessageView: Encodable {
         let seq: Int64
         let kind: String
         let text: String
         let authorName: String
         let createdAt: String
+
+        init(_ message: LastMessage) {
+            seq = message.seq
+            kind = message.kind
+            text = message.text
+            authorName = message.authorName
+            createdAt = message.createdAt
+        }
 
         enum CodingKeys: String, CodingKey {
             case seq, kind, text
@@ -87,7 +95,7 @@ struct GroupRoutes: Sendable {
         }
         builder.add(.get, "/v1/groups", signedIn: auth) { _, caller in
             let groups = try await caller.inTenant { user, connection in try GroupStore().groups(of: user.id, on: connection) }
-            let items = try groups.map(SummaryView.init)
+            let items = groups.map(SummaryView.init)
             return try APIJSON.response(.ok, Page(items: items, next: nil))
         }
         builder.add(.get, "/v1/groups/{gid:uuid}", signedIn: auth) { context, caller in
