@@ -40,9 +40,9 @@ public struct ReplyTarget: Sendable {
 public struct MessageStore: Sendable {
     public init() {}
 
-    /// The API's `message` object, built by PostgreSQL from the projections, so the event a
-    /// post appends and every later read show the same shape. `m` is the messages row.
-    static let messageJSON = """
+    /// The API's `message` object as `jsonb`, built by PostgreSQL from the projections, so the
+    /// event a post appends and every later read show the same shape. `m` is the messages row.
+    static let messageObject = """
         jsonb_build_object(
             'id', m.id, 'group_id', m.group_id, 'seq', m.seq, 'kind', m.kind,
             'author', jsonb_build_object('type', m.author_type, 'id', m.author_id,
@@ -68,8 +68,11 @@ public struct MessageStore: Sendable {
                         'at', to_char(k.at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')) ORDER BY k.at, k.user_id)
                     FROM alert_acks k LEFT JOIN users ku ON ku.tenant_id = k.tenant_id AND ku.id = k.user_id
                     WHERE k.tenant_id = a.tenant_id AND k.group_id = a.group_id AND k.seq = a.seq), '[]'::jsonb))
-            END)::text
+            END)
         """
+
+    /// `messageObject` as JSON text.
+    static let messageJSON = messageObject + "::text"
 
     static let messageJoins = """
         LEFT JOIN users u ON u.tenant_id = m.tenant_id AND u.id = m.author_id AND m.author_type = 'user'
@@ -174,7 +177,7 @@ public struct MessageStore: Sendable {
                                    AND mb.group_id = k.group_id AND mb.user_id = k.user_id
                                  WHERE k.tenant_id = a.tenant_id AND k.group_id = a.group_id AND k.seq = a.seq))) END::text AS json
             FROM messages m \(unsafeRaw: Self.messageJoins)
-            CROSS JOIN LATERAL (SELECT (\(unsafeRaw: Self.messageJSON))::jsonb AS json) j
+            CROSS JOIN LATERAL (SELECT \(unsafeRaw: Self.messageObject) AS json) j
             WHERE m.group_id = \(group) AND m.seq = \(seq)
             """).first?.decode(String.self, "json")
     }
