@@ -97,7 +97,11 @@ struct RowLevelSecurityTests {
             // attempt's error is kept without the database's detail, which may quote values).
             let jobTables = ["outbox_jobs": ["lease_until", "next_attempt_at", "outbox_id", "tenant_id"],
                              "checkin_deadlines": ["attempts", "checkin_id", "due_at", "last_error", "parked_at", "tenant_id"],
-                             "bridge_watch": ["attempts", "bridge_id", "last_error", "offline", "parked_at", "silent_after", "tenant_id"]]
+                             "bridge_watch": ["attempts", "bridge_id", "last_error", "offline", "parked_at", "silent_after", "tenant_id"],
+                             "alert_escalations": ["attempts", "due_at", "escalation_id", "group_id", "last_error", "parked_at", "seq", "since",
+                                                   "tenant_id"],
+                             "live_location_jobs": ["attempts", "due_at", "flush", "group_id", "job_id", "last_error", "parked_at", "seq",
+                                                    "tenant_id", "user_id"]]
             if let expected = jobTables[table] {
                 let columns = try connection.query("""
                     SELECT array_agg(attname::text ORDER BY attname) AS names FROM pg_attribute

@@ -1,4 +1,5 @@
 import Foundation
+import RoostProtocol
 
 /// A phone or browser that receives alert notifications for its user (API.md "Accounts").
 public struct Device: Sendable, Equatable {
@@ -52,9 +53,13 @@ public struct DeviceStore: Sendable {
 public struct Home: Codable, Sendable, Equatable {
     public var address: String?
     public var notes: String?
-    public init(address: String?, notes: String?) {
+    /// Where the home is (opt-in): alerts nearby are pushed as critical, and the alert's
+    /// managers see how far the member is from it.
+    public var location: Location?
+    public init(address: String?, notes: String?, location: Location? = nil) {
         self.address = address
         self.notes = notes
+        self.location = location
     }
 }
 

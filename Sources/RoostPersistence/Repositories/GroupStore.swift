@@ -8,6 +8,16 @@ public struct WatchGroup: Sendable, Equatable {
     public let description: String
     public let lastSeq: Int64
     public let createdAt: Date
+    /// Seconds an open red alert waits for an `on_my_way` answer before it escalates; nil: never.
+    public let escalateAfterSeconds: Int?
+    /// Members whose home is this near an alert get its push marked critical.
+    public let nearbyMeters: Int
+}
+
+/// A group setting a change may leave alone, set, or (where it may be null) clear.
+public enum SettingChange<Value: Sendable & Equatable>: Sendable, Equatable {
+    case unchanged
+    case set(Value)
 }
 
 /// One of the caller's groups in `GET /v1/groups`.
@@ -59,11 +69,12 @@ public struct GroupStore: Sendable {
 
     public func group(id: UUID, on connection: PostgresConnection) throws -> WatchGroup? {
         try connection.query("""
-            SELECT id, name, description, last_seq, created_at FROM groups WHERE id = \(id)
+            SELECT id, name, description, last_seq, created_at, escalate_after_s, nearby_m FROM groups WHERE id = \(id)
             """).first.map {
             WatchGroup(id: try $0.decode(UUID.self, "id"), name: try $0.decode(String.self, "name"),
                        description: try $0.decode(String.self, "description"), lastSeq: try $0.decode(Int64.self, "last_seq"),
-                       createdAt: try $0.decode(Date.self, "created_at"))
+                       createdAt: try $0.decode(Date.self, "created_at"), escalateAfterSeconds: try $0.decode(Int?.self, "escalate_after_s"),
+                       nearbyMeters: try $0.decode(Int.self, "nearby_m"))
         }
     }
 
@@ -153,10 +164,16 @@ extension GroupStore {
         }
     }
 
-    /// Renames or re-describes a group; nil leaves a field as it is.
-    public func update(group: UUID, name: String?, description: String?, on connection: PostgresConnection) throws {
+    /// Changes a group's name, description and settings; nil (or `.unchanged`) leaves a field as it is.
+    public func update(group: UUID, name: String?, description: String?, escalateAfterSeconds: SettingChange<Int?> = .unchanged,
+                       nearbyMeters: Int? = nil, on connection: PostgresConnection) throws {
+        var escalation: Int?
+        var setsEscalation = false
+        if case .set(let value) = escalateAfterSeconds { (escalation, setsEscalation) = (value, true) }
         try connection.query("""
-            UPDATE groups SET name = coalesce(\(name), name), description = coalesce(\(description), description), updated_at = now()
+            UPDATE groups SET name = coalesce(\(name), name), description = coalesce(\(description), description),
+                              escalate_after_s = CASE WHEN \(setsEscalation) THEN \(escalation)::integer ELSE escalate_after_s END,
+                              nearby_m = coalesce(\(nearbyMeters)::integer, nearby_m), updated_at = now()
             WHERE id = \(group)
             """)
     }

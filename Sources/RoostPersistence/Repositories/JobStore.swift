@@ -19,8 +19,14 @@ public struct JobKind: Hashable, Sendable, CustomStringConvertible {
     /// A bridge that fell silent (sql/0006_bridge_watch.sql).
     public static let bridgeWatch = JobKind(name: "bridge_watch", table: "bridge_watch", idColumn: "bridge_id",
                                             dueColumn: "silent_after", onFailure: ", offline = false")
+    /// An open red alert's next escalation (sql/0011).
+    public static let alertEscalation = JobKind(name: "alert_escalation", table: "alert_escalations", idColumn: "escalation_id",
+                                                dueColumn: "due_at", onFailure: "")
+    /// A live location sharing's coalesced notice or idle end (sql/0011).
+    public static let liveLocation = JobKind(name: "live_location", table: "live_location_jobs", idColumn: "job_id",
+                                             dueColumn: "due_at", onFailure: "")
     /// Every scheduled kind but the outbox, whose rows keep their own attempts and status.
-    public static let scheduled: [JobKind] = [.checkinDeadline, .bridgeWatch]
+    public static let scheduled: [JobKind] = [.checkinDeadline, .bridgeWatch, .alertEscalation, .liveLocation]
     /// The outbox's deliveries (`OutboxStore`), named alike in metrics and `roost jobs`.
     public static let outbox = JobKind(name: "outbox", table: "outbox_jobs", idColumn: "outbox_id", dueColumn: "next_attempt_at",
                                        onFailure: "")

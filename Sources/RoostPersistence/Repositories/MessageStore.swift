@@ -127,6 +127,9 @@ public struct MessageStore: Sendable {
             SELECT \(tenant), \(group), seq, \(message.severity ?? "amber"), now(), \(dedupKey), \(bridge), \(details.map(RawJSON.init)) FROM posted
             WHERE \(message.kind) = 'alert'
             """)
+        if message.kind == "alert" && message.severity == AlertSeverity.red.name {
+            try EscalationStore().schedule(tenant: tenant, group: group, seq: event.seq, on: connection)
+        }
         return (event.seq, json)
     }
 
@@ -162,12 +165,17 @@ public struct MessageStore: Sendable {
             """).rows.map { (try $0.decode(Int64.self, "seq"), try $0.decode(String.self, "json")) }
     }
 
+    /// Members listed in an alert's `nearby`, nearest first.
+    public static let nearbyCount = 10
+
     /// One message as the alert detail shows it: an alert's object gains `receipts` (members
     /// now; pushed; seen: members whose read marker reached it or who answered; acknowledged:
-    /// members who answered). Nil when there is no such message.
-    public func detail(group: UUID, seq: Int64, on connection: PostgresConnection) throws -> String? {
+    /// members who answered), and, when `showNearby` or the viewer raised it, `nearby`: the
+    /// members whose home is nearest the alert's place (those who set one) with their answers.
+    /// Nil when there is no such message.
+    public func detail(group: UUID, seq: Int64, viewer: UUID, showNearby: Bool, on connection: PostgresConnection) throws -> String? {
         try connection.query("""
-            SELECT CASE WHEN a.seq IS NULL THEN j.json ELSE jsonb_set(j.json, '{alert,receipts}', jsonb_build_object(
+            SELECT CASE WHEN a.seq IS NULL THEN j.json ELSE jsonb_set(j.json, '{alert}', (j.json->'alert') || jsonb_build_object('receipts', jsonb_build_object(
                 'members', (SELECT count(*) FROM memberships mb WHERE mb.tenant_id = a.tenant_id AND mb.group_id = a.group_id),
                 'pushed', (SELECT count(*) FROM alert_recipients r WHERE r.tenant_id = a.tenant_id AND r.group_id = a.group_id AND r.seq = a.seq),
                 'seen', (SELECT count(*) FROM memberships mb WHERE mb.tenant_id = a.tenant_id AND mb.group_id = a.group_id
@@ -175,7 +183,19 @@ public struct MessageStore: Sendable {
                                 AND k.group_id = a.group_id AND k.seq = a.seq AND k.user_id = mb.user_id))),
                 'acknowledged', (SELECT count(*) FROM alert_acks k JOIN memberships mb ON mb.tenant_id = k.tenant_id
                                    AND mb.group_id = k.group_id AND mb.user_id = k.user_id
-                                 WHERE k.tenant_id = a.tenant_id AND k.group_id = a.group_id AND k.seq = a.seq))) END::text AS json
+                                 WHERE k.tenant_id = a.tenant_id AND k.group_id = a.group_id AND k.seq = a.seq)))
+                || CASE WHEN \(showNearby) OR (m.author_type = 'user' AND m.author_id = \(viewer)) THEN jsonb_build_object('nearby', coalesce((
+                           SELECT jsonb_agg(jsonb_build_object('user_id', n.user_id, 'display_name', n.display_name,
+                                                               'distance_m', n.distance, 'response', n.response) ORDER BY n.distance, n.user_id)
+                           FROM (SELECT mb.user_id, nu.display_name, round(roost_distance_m(nu.home->'location', m.location)) AS distance, k.response
+                                 FROM memberships mb JOIN users nu ON nu.tenant_id = mb.tenant_id AND nu.id = mb.user_id
+                                 LEFT JOIN alert_acks k ON k.tenant_id = a.tenant_id AND k.group_id = a.group_id AND k.seq = a.seq
+                                                       AND k.user_id = mb.user_id
+                                 WHERE mb.tenant_id = a.tenant_id AND mb.group_id = a.group_id AND mb.user_id IS DISTINCT FROM m.author_id
+                                   AND roost_distance_m(nu.home->'location', m.location) IS NOT NULL
+                                 ORDER BY 3, 1 LIMIT \(Self.nearbyCount)) n), '[]'::jsonb))
+                   ELSE '{}'::jsonb END)
+            END::text AS json
             FROM messages m \(unsafeRaw: Self.messageJoins)
             CROSS JOIN LATERAL (SELECT \(unsafeRaw: Self.messageObject) AS json) j
             WHERE m.group_id = \(group) AND m.seq = \(seq)

@@ -149,15 +149,19 @@ extension OutboxStore {
     /// One `push` delivery (template `alert`) per registered device of every member of the
     /// group but the author, in the alert's own transaction, and who was pushed (the receipts'
     /// "pushed", and whom the all clear reaches): one set-based statement, so a large group
-    /// reads its members' devices once. Returns how many deliveries were queued.
+    /// reads its members' devices once. When the alert has a location, each push carries how
+    /// far the recipient's home is (`distance_m`, null when they set none), and members within
+    /// the group's `nearby_m` get `critical: true`. Returns how many deliveries were queued.
     @discardableResult
     public func enqueueAlertPushes(group: UUID, seq: Int64, excluding author: UUID?, alert: RawJSON, on connection: PostgresConnection) throws -> Int {
         try connection.query("""
             WITH targets AS (
-                SELECT d.tenant_id, m.group_id, m.user_id, d.platform, d.token, g.name AS group_name
+                SELECT d.tenant_id, m.group_id, m.user_id, d.platform, d.token, g.name AS group_name,
+                       round(roost_distance_m(u.home->'location', \(alert)::jsonb->'location')) AS distance, g.nearby_m
                 FROM memberships m
                 JOIN devices d ON d.tenant_id = m.tenant_id AND d.user_id = m.user_id
                 JOIN groups g ON g.tenant_id = m.tenant_id AND g.id = m.group_id
+                JOIN users u ON u.tenant_id = m.tenant_id AND u.id = m.user_id
                 WHERE m.group_id = \(group) AND m.user_id IS DISTINCT FROM \(author)),
             recipients AS (
                 INSERT INTO alert_recipients (tenant_id, group_id, seq, user_id)
@@ -165,8 +169,34 @@ extension OutboxStore {
                 ON CONFLICT DO NOTHING),
             queued AS (
                 INSERT INTO outbox (tenant_id, channel, recipient, template, data)
-                SELECT tenant_id, 'push', token, 'alert', jsonb_build_object('platform', platform, 'group_name', group_name, 'alert', \(alert))
+                SELECT tenant_id, 'push', token, 'alert', jsonb_build_object('platform', platform, 'group_name', group_name, 'alert', \(alert),
+                                                                       'distance_m', distance, 'critical', coalesce(distance <= nearby_m, false))
                 FROM targets
+                RETURNING id, tenant_id)
+            INSERT INTO outbox_jobs (outbox_id, tenant_id) SELECT id, tenant_id FROM queued
+            """).affectedRows
+    }
+
+    /// The critical re-push of an escalating alert (level 1 and 3: template `alert`, `critical:
+    /// true`, `escalation_level`) to every member it was pushed to who has not answered it and
+    /// is still a member. Returns how many deliveries were queued.
+    @discardableResult
+    public func enqueueEscalationPushes(group: UUID, seq: Int64, level: Int, alert: RawJSON, on connection: PostgresConnection) throws -> Int {
+        try connection.query("""
+            WITH queued AS (
+                INSERT INTO outbox (tenant_id, channel, recipient, template, data)
+                SELECT d.tenant_id, 'push', d.token, 'alert',
+                       jsonb_build_object('platform', d.platform, 'group_name', g.name, 'alert', \(alert), 'critical', true,
+                                          'escalation_level', \(level),
+                                          'distance_m', round(roost_distance_m(u.home->'location', \(alert)::jsonb->'location')))
+                FROM alert_recipients r
+                JOIN memberships m ON m.tenant_id = r.tenant_id AND m.group_id = r.group_id AND m.user_id = r.user_id
+                JOIN devices d ON d.tenant_id = r.tenant_id AND d.user_id = r.user_id
+                JOIN groups g ON g.tenant_id = r.tenant_id AND g.id = r.group_id
+                JOIN users u ON u.tenant_id = r.tenant_id AND u.id = r.user_id
+                WHERE r.group_id = \(group) AND r.seq = \(seq)
+                  AND NOT EXISTS (SELECT 1 FROM alert_acks k WHERE k.tenant_id = r.tenant_id AND k.group_id = r.group_id
+                                  AND k.seq = r.seq AND k.user_id = r.user_id)
                 RETURNING id, tenant_id)
             INSERT INTO outbox_jobs (outbox_id, tenant_id) SELECT id, tenant_id FROM queued
             """).affectedRows

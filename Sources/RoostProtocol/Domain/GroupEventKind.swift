@@ -11,6 +11,8 @@ public struct GroupEventKind: Hashable, Sendable, CustomStringConvertible {
     public static let alertClosed = GroupEventKind("alert.closed")
     public static let alertReopened = GroupEventKind("alert.reopened")
     public static let alertRepeated = GroupEventKind("alert.repeated")
+    /// An open red alert nobody is coming to went up a level (API.md "Incidents").
+    public static let alertEscalated = GroupEventKind("alert.escalated")
     public static let memberJoined = GroupEventKind("member.joined")
     public static let memberLeft = GroupEventKind("member.left")
     public static let memberRemoved = GroupEventKind("member.removed")
@@ -39,6 +41,10 @@ public struct NoticeKind: Hashable, Sendable, CustomStringConvertible {
     public static let invitationReceived = NoticeKind("invitation.received")
     /// The user's read marker in a group moved (from another of their devices).
     public static let readUpdated = NoticeKind("read.updated")
+    /// A live sharer of an alert moved (to the group's streams, at most one per sharer per 2 s).
+    public static let locationUpdated = NoticeKind("location.updated")
+    /// A live sharer stopped: the alert closed, or an hour without an update.
+    public static let locationEnded = NoticeKind("location.ended")
 
     public var description: String { name }
 }

@@ -15,13 +15,20 @@ public struct Location: Codable, Hashable, Sendable {
 
     enum CodingKeys: String, CodingKey { case lat, lon, accuracyM = "accuracy_m" }
 
-    /// The location as JSON text, once its coordinates are checked (400 naming the field).
-    public func validatedJSON() throws(APIError) -> String {
-        guard (-90...90).contains(lat) else { throw APIError.invalid("lat must be between -90 and 90", "location.lat") }
-        guard (-180...180).contains(lon) else { throw APIError.invalid("lon must be between -180 and 180", "location.lon") }
+    /// Checks the coordinates (400 naming the field under `field`): latitude within ±90,
+    /// longitude within ±180, accuracy finite and not negative. NaN is none of these.
+    public func validate(field: String = "location") throws(APIError) {
+        let prefix = field.isEmpty ? "" : field + "."
+        guard (-90...90).contains(lat) else { throw APIError.invalid("lat must be between -90 and 90", prefix + "lat") }
+        guard (-180...180).contains(lon) else { throw APIError.invalid("lon must be between -180 and 180", prefix + "lon") }
         if let accuracyM, !(accuracyM >= 0 && accuracyM.isFinite) {
-            throw APIError.invalid("accuracy_m must be 0 or more", "location.accuracy_m")
+            throw APIError.invalid("accuracy_m must be 0 or more", prefix + "accuracy_m")
         }
+    }
+
+    /// The location as JSON text, once its coordinates are checked (400 naming the field).
+    public func validatedJSON(field: String = "location") throws(APIError) -> String {
+        try validate(field: field)
         // Finite numbers only from here; the encoder writes 1 for 1.0, as the stored JSON always had.
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]

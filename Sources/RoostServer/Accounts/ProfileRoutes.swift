@@ -82,7 +82,11 @@ struct ProfileRoutes: Sendable {
             if let given = body.home {
                 cleaned = Home(
                     address: try given.address.map { value throws(APIError) in try BoundedText.validate(value, field: "home.address", range: 0...500) },
-                    notes: try given.notes.map { value throws(APIError) in try BoundedText.validate(value, field: "home.notes", range: 0...2000, allowNewlines: true) })
+                    notes: try given.notes.map { value throws(APIError) in try BoundedText.validate(value, field: "home.notes", range: 0...2000, allowNewlines: true) },
+                    location: try given.location.map { place throws(APIError) in
+                        try place.validate(field: "home.location")
+                        return Location(lat: place.lat, lon: place.lon)
+                    })
             }
             let home = cleaned
             let updated = try await pool.withConnection { connection in

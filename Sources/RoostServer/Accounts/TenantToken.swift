@@ -1,7 +1,8 @@
 import Foundation
 import RoostProtocol
 
-/// A tenant-bound secret token: a prefix naming its kind (`rst_` session, `riv_` invitation),
+/// A tenant-bound secret token: a prefix naming its kind (`rst_` session, `riv_` invitation,
+/// `rbk_` bridge key, `rec_` escalation contact's link),
 /// then base64url of the tenant's 16-byte id followed by 32 random bytes.
 ///
 /// The tenant travels in the token so a request can set `roost.tenant_id` before row-level
@@ -12,6 +13,8 @@ public struct TenantToken: Sendable, Equatable {
     public static let session = "rst_"
     public static let invitation = "riv_"
     public static let bridge = "rbk_"
+    /// An escalation contact's confirmation link.
+    public static let escalationContact = "rec_"
 
     public let tenant: UUID
     /// SHA-256 of the token's text: what the sessions table keys on.

@@ -32,27 +32,47 @@ struct CreateGroup: UserUseCase {
     }
 }
 
-/// The owner or an admin renames the group or changes its description.
+/// The owner or an admin renames the group, changes its description, or its incident settings:
+/// how long a red alert waits before it escalates (60–3600 s, or null for never) and how near
+/// a home must be for the critical push (50–50,000 m).
 struct UpdateGroup: GroupUseCase {
     let group: UUID
     let name: String?
     let description: String?
+    let escalateAfterSeconds: SettingChange<Int?>
+    let nearbyMeters: Int?
 
-    init(group: UUID, name: String?, description: String?) throws(APIError) {
+    static let escalationRange = 60...3600
+    static let nearbyRange = 50...50_000
+
+    init(group: UUID, name: String?, description: String?, escalateAfterSeconds: SettingChange<Int?> = .unchanged,
+         nearbyMeters: Int? = nil) throws(APIError) {
         self.name = try name.map { value throws(APIError) in try BoundedText.validate(value, field: "name", range: 1...200) }
         self.description = try description.map { value throws(APIError) in
             try BoundedText.validate(value, field: "description", range: 0...2000, allowNewlines: true)
         }
+        if case .set(let seconds?) = escalateAfterSeconds, !Self.escalationRange.contains(seconds) {
+            throw APIError.invalid("escalate_after_s is 60 to 3600, or null for no escalation", "escalate_after_s")
+        }
+        if let nearbyMeters, !Self.nearbyRange.contains(nearbyMeters) {
+            throw APIError.invalid("nearby_m is 50 to 50000", "nearby_m")
+        }
         self.group = group
+        self.escalateAfterSeconds = escalateAfterSeconds
+        self.nearbyMeters = nearbyMeters
     }
 
     /// The group after the change, with the caller's role.
     func run(by caller: GroupCaller, on connection: PostgresConnection) throws -> (WatchGroup, Role) {
         try caller.requireManager("only the owner and admins can change the group")
-        try GroupStore().update(group: group, name: name, description: description, on: connection)
-        let data = "{\"description\":\(description.map(JSONString.quote) ?? "null"),\"name\":\(name.map(JSONString.quote) ?? "null")}"
+        try GroupStore().update(group: group, name: name, description: description, escalateAfterSeconds: escalateAfterSeconds,
+                                nearbyMeters: nearbyMeters, on: connection)
+        var data = "{\"description\":\(description.map(JSONString.quote) ?? "null"),\"name\":\(name.map(JSONString.quote) ?? "null")"
+        // The settings appear only when they change (null is a value of escalate_after_s: never).
+        if case .set(let seconds) = escalateAfterSeconds { data += ",\"escalate_after_s\":\(seconds.map(String.init) ?? "null")" }
+        if let nearbyMeters { data += ",\"nearby_m\":\(nearbyMeters)" }
         try GroupEventLog().append(tenant: caller.user.tenantID, group: group, event: .groupUpdated, actorType: "user",
-                                   actorID: caller.user.id, data: RawJSON(data), on: connection)
+                                   actorID: caller.user.id, data: RawJSON(data + "}"), on: connection)
         return (try GroupStore().group(id: group, on: connection)!, caller.role)
     }
 }

@@ -18,7 +18,25 @@ struct GroupRoutes: Sendable {
     struct PatchBody: Decodable, KnownFields {
         let name: String?
         let description: String?
-        static let fieldNames: Set<String> = ["name", "description"]
+        /// Absent: unchanged; null: no escalation.
+        let escalateAfterSeconds: SettingChange<Int?>
+        let nearbyMeters: Int?
+        static var fieldNames: Set<String> { names(CodingKeys.self) }
+
+        enum CodingKeys: String, CodingKey, CaseIterable {
+            case name, description
+            case escalateAfterSeconds = "escalate_after_s"
+            case nearbyMeters = "nearby_m"
+        }
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            name = try container.decodeIfPresent(String.self, forKey: .name)
+            description = try container.decodeIfPresent(String.self, forKey: .description)
+            escalateAfterSeconds = container.contains(.escalateAfterSeconds)
+                ? .set(try container.decodeIfPresent(Int.self, forKey: .escalateAfterSeconds)) : .unchanged
+            nearbyMeters = try container.decodeIfPresent(Int.self, forKey: .nearbyMeters)
+        }
     }
 
     /// A group in the caller's list: enough to draw a chat list in one call.
@@ -105,7 +123,8 @@ struct GroupRoutes: Sendable {
         }
         builder.add(.patch, "/v1/groups/{gid:uuid}", bodyLimit: 16 * 1024, signedIn: auth) { context, caller in
             let body = try context.decodeJSON(PatchBody.self)
-            let (group, role) = try await caller.run(UpdateGroup(group: context.parameters.uuid("gid")!, name: body.name, description: body.description))
+            let (group, role) = try await caller.run(UpdateGroup(group: context.parameters.uuid("gid")!, name: body.name, description: body.description,
+                                                                 escalateAfterSeconds: body.escalateAfterSeconds, nearbyMeters: body.nearbyMeters))
             return try APIJSON.response(.ok, GroupView(group, role: role))
         }
         builder.add(.delete, "/v1/groups/{gid:uuid}", signedIn: auth) { context, caller in
@@ -123,11 +142,15 @@ struct GroupView: Encodable {
     let role: String
     let lastSeq: Int64
     let createdAt: Date
+    let escalateAfterSeconds: Int?
+    let nearbyMeters: Int
 
     enum CodingKeys: String, CodingKey {
         case id, name, description, role
         case lastSeq = "last_seq"
         case createdAt = "created_at"
+        case escalateAfterSeconds = "escalate_after_s"
+        case nearbyMeters = "nearby_m"
     }
 
     init(_ group: WatchGroup, role: Role) {
@@ -137,5 +160,19 @@ struct GroupView: Encodable {
         self.role = role.name
         lastSeq = group.lastSeq
         createdAt = group.createdAt
+        escalateAfterSeconds = group.escalateAfterSeconds
+        nearbyMeters = group.nearbyMeters
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(id.uuidString.lowercased(), forKey: .id)
+        try container.encode(name, forKey: .name)
+        try container.encode(description, forKey: .description)
+        try container.encode(role, forKey: .role)
+        try container.encode(lastSeq, forKey: .lastSeq)
+        try container.encode(createdAt, forKey: .createdAt)
+        try container.encode(escalateAfterSeconds, forKey: .escalateAfterSeconds)  // null: no escalation
+        try container.encode(nearbyMeters, forKey: .nearbyMeters)
     }
 }

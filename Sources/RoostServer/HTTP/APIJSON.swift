@@ -69,6 +69,14 @@ extension RequestContext {
         return value
     }
 
+    /// The `cursor` query parameter of a list whose `next` is an item's id; nil when absent,
+    /// 400 naming it when it is not an id.
+    public func cursorID() throws(APIError) -> UUID? {
+        guard let text = request.target.queryValue("cursor") else { return nil }
+        guard let id = UUID(uuidString: text) else { throw APIError.invalid("cursor must be the next value of the previous page", "cursor") }
+        return id
+    }
+
     /// The bearer token of the `Authorization` header, if any.
     public var bearerToken: String? {
         guard let value = request.headers["Authorization"] else { return nil }

@@ -19,6 +19,7 @@ struct APIRoutes: Sendable {
         MembershipRoutes(auth: auth).add(to: &builder)
         InvitationRoutes(auth: auth, limits: limits, lifetime: accounts.invitationLifetime).add(to: &builder)
         MessageRoutes(auth: auth, limits: limits).add(to: &builder)
+        EscalationContactRoutes(auth: auth, lifetime: accounts.invitationLifetime).add(to: &builder)
         BridgeRoutes(auth: auth).add(to: &builder)
         CheckinRoutes(auth: auth, minimumSeconds: checkinMinimumSeconds).add(to: &builder)
         if let hub { StreamRoutes.add(to: &builder, auth: auth, hub: hub) }

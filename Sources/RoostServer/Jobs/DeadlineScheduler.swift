@@ -4,8 +4,9 @@ import RoostHTTP
 import RoostProtocol
 import Synchronization
 
-/// The deadlines every node watches: check-ins nobody checked in on, and bridges that missed
-/// two heartbeats in a row (`BridgeNotices.sweep`). For check-ins, each round it
+/// The deadlines every node watches: check-ins nobody checked in on, bridges that missed
+/// two heartbeats in a row (`BridgeNotices.sweep`), and red alerts nobody is coming to
+/// (`AlertEscalations`). For check-ins, each round it
 /// claims due deadlines one at a time (`FOR UPDATE SKIP LOCKED`, so nodes never take the same
 /// one), and in that same transaction marks the check-in `missed` and posts a red alert by its
 /// member (template `missed_checkin`, the note, the last location) with push deliveries to the
@@ -19,6 +20,7 @@ final class DeadlineScheduler: Sendable {
     private let pool: ConnectionPool
     private let log: Log
     private let runner: JobRunner
+    private let escalations: AlertEscalations
     private let intervalMilliseconds: Int
     private let running = Mutex<Task<Void, Never>?>(nil)
     static let perRound = 100
@@ -29,6 +31,7 @@ final class DeadlineScheduler: Sendable {
         var runner = JobRunner(metrics: metrics, log: log)
         runner.maxAttempts = maxAttempts
         self.runner = runner
+        escalations = AlertEscalations(pool: pool, runner: runner)
         self.intervalMilliseconds = intervalMilliseconds
     }
 
@@ -47,6 +50,14 @@ final class DeadlineScheduler: Sendable {
                         try await BridgeNotices.sweep(pool: pool, runner: runner)
                     } catch {
                         log.warning("bridges: a watch round failed; retrying", ["error": "\(error)"])
+                    }
+                    do {
+                        for alert in try await escalations.runOnce() {
+                            log.info("alerts: escalated", ["group_id": alert.group.uuidString.lowercased(), "seq": String(alert.seq),
+                                                           "level": String(alert.level)])
+                        }
+                    } catch {
+                        log.warning("alerts: an escalation round failed; retrying", ["error": "\(error)"])
                     }
                     if ContinuousClock.now >= nextSessionSweep {
                         nextSessionSweep = ContinuousClock.now + .seconds(30)

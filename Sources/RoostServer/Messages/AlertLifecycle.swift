@@ -96,6 +96,11 @@ struct AlertStatusChange {
                       on connection: PostgresConnection) throws -> String {
         let json = try MessageStore().setAlert(closed: closed, tenant: tenant, group: group, seq: seq, byType: by.type, by: by.id,
                                                resolution: resolution, on: connection)
+        if !closed {
+            // Opened again: a red alert escalates again from the start if nobody comes.
+            try EscalationStore().setLevel(0, group: group, seq: seq, on: connection)
+            try EscalationStore().schedule(tenant: tenant, group: group, seq: seq, on: connection)
+        }
         try AlertPushes.statusChanged(group: group, seq: seq, closed: closed, alert: json, tenant: tenant, on: connection)
         return json
     }

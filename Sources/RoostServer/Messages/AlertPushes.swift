@@ -37,10 +37,10 @@ enum AlertPushes {
                                                  on: connection)
     }
 
-    /// Counts a push against its limit: false (and nothing counted) when the limit is used up.
-    private static func allowed(_ limit: RateLimit, on connection: PostgresConnection) throws -> Bool {
+    /// Counts a push against its limits: false (and nothing counted) when one is used up.
+    static func allowed(_ limits: RateLimit..., on connection: PostgresConnection) throws -> Bool {
         do {
-            try RateLimitStore().count([limit], on: connection)
+            try RateLimitStore().count(limits, on: connection)
             return true
         } catch is RateLimitStore.UsedUp {
             return false
