@@ -326,6 +326,14 @@ public struct FanoutState<Sink> {
                 subscribers[id].flatMap { $0.tenant == tenant ? $0.sink : nil }
             }
             return sinks.isEmpty ? [] : [.send(WebSocketFrameEncoder.text(frame), to: sinks)]
+        case .groupNotice(let tenant, let group, let frame):
+            // Whoever follows the group here now (ready sent, not removed); a notice has no seq,
+            // so a subscriber still before its `ready` simply does not get it.
+            guard let found = groups[group], found.tenant == tenant else { return [] }
+            let sinks = found.subscribers.sorted { $0.value < $1.value }.compactMap { id in
+                subscribers[id].flatMap { $0.cursor?.follows(group) == true ? $0.sink : nil }
+            }
+            return sinks.isEmpty ? [] : [.send(WebSocketFrameEncoder.text(frame), to: sinks)]
         }
     }
 

@@ -145,6 +145,27 @@ struct FanoutStateTests {
         #expect(node.events(1).isEmpty)
     }
 
+    @Test func aGroupNoticeReachesTheGroupsFollowersHereAndNobodyElse() {
+        var node = Node()
+        _ = connect(&node, sink: 1, user: ann, groups: [(oak, 1)])
+        _ = connect(&node, sink: 2, user: bob, groups: [(oak, 1), (elm, 1)])
+        _ = connect(&node, sink: 3, user: UUID(), groups: [(elm, 1)])
+        let frame = #"{"type":"notice","event":"location.updated","data":{}}"#
+        node.apply(node.state.received(.groupNotice(tenant: tenant, group: oak, frame: frame)))
+        for sink in [1, 2] { #expect(node.frames[sink]?.last?["event"] as? String == "location.updated") }
+        #expect(node.frames[3]?.last?["type"] as? String == "ready")
+        // Another tenant's notice for the same group id, and a group nobody here follows: nothing.
+        let before = node.frames.mapValues(\.count)
+        node.apply(node.state.received(.groupNotice(tenant: UUID(), group: oak, frame: frame)))
+        node.apply(node.state.received(.groupNotice(tenant: tenant, group: UUID(), frame: frame)))
+        #expect(node.frames.mapValues(\.count) == before)
+        // Once Bob's removal is delivered, the group's notices stop reaching him.
+        node.apply(node.state.received(notice(event(oak, 2, .memberRemoved, about: bob), subject: bob)))
+        node.apply(node.state.received(.groupNotice(tenant: tenant, group: oak, frame: frame)))
+        #expect(node.frames[2]?.last?["event"] as? String == "group.removed")
+        #expect(node.frames[1]?.last?["event"] as? String == "location.updated")
+    }
+
     @Test func aRemovedMemberGetsTheNoticeNotTheEventAndNothingAfterUntilRejoining() {
         var node = Node()
         _ = connect(&node, sink: 1, user: ann, groups: [(oak, 1)])

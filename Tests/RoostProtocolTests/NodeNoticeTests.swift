@@ -18,6 +18,8 @@ struct NodeNoticeTests {
         #expect(NodeNotice.sessionEnded(tenant: tenant, tokenHash: "ab12").payload == "s/\(t)/ab12")
         #expect(NodeNotice.accountEnded(tenant: tenant, user: user).payload == "u/\(t)/\(u)")
         #expect(NodeNotice.userNotice(tenant: tenant, user: user, frame: "{\"a\":1}").payload == "n/\(t)/\(u)\n{\"a\":1}")
+        #expect(NodeNotice.groupNotice(tenant: tenant, group: group, frame: "{\"a\":1}").payload == "m/\(t)/\(g)\n{\"a\":1}")
+        #expect(NodeNotice(payload: "m/\(t)/\(g)") == nil, "a group notice without its frame is not one")
     }
 
     @Test func everyNoticeSurvivesARoundTrip() {
@@ -30,6 +32,7 @@ struct NodeNoticeTests {
             .sessionEnded(tenant: tenant, tokenHash: String(repeating: "0f", count: 32)),
             .accountEnded(tenant: tenant, user: user),
             .userNotice(tenant: tenant, user: user, frame: "{\"type\":\"notice\",\"data\":\"a/b\\nc\"}"),
+            .groupNotice(tenant: tenant, group: group, frame: "{\"type\":\"notice\",\"event\":\"location.updated\",\"data\":{}}"),
         ]
         for notice in notices { #expect(NodeNotice(payload: notice.payload) == notice) }
         guard case .event(let decoded)? = NodeNotice(payload: notices[2].payload) else { return }

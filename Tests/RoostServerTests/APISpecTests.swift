@@ -76,6 +76,8 @@ struct APISpecTests {
                                     "location": ["lat": 55.67, "lon": 12.57, "accuracy_m": 8]], as: owner)
         let seq = try #require(alert["seq"] as? Int)
         _ = try await call("POST", "/v1/groups/\(group)/alerts/\(seq)/ack", ["response": "on_my_way", "note": "2 min"], as: member)
+        _ = try await call("POST", "/v1/groups/\(group)/alerts/\(seq)/live-location", ["lat": 55.671, "lon": 12.571, "accuracy_m": 5, "battery": 64],
+                           as: member)
         _ = try await call("POST", "/v1/groups/\(group)/alerts/\(seq)/close", ["resolution": "a bonfire"], as: owner)
         _ = try await call("POST", "/v1/groups/\(group)/alerts/\(seq)/reopen", as: owner)
         _ = try await call("POST", "/v1/groups/\(group)/read", ["seq": seq], as: owner)
@@ -106,7 +108,7 @@ struct APISpecTests {
         }
         #expect(Set(events) == ["member.joined", "group.updated", "message.created", "alert.acknowledged", "alert.closed", "alert.reopened",
                                 "message.redacted", "member.role_changed", "alert.repeated", "checkin.completed", "member.removed",
-                                "member.left", "read.updated"])
+                                "member.left", "read.updated", "location.updated", "location.ended"])
         // The member's stream: its events from joining to leaving, then the group.removed notice.
         while true {
             let text = try #require(await memberStream.receiveText(), "the member's stream ended early")

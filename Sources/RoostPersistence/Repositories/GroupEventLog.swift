@@ -98,6 +98,12 @@ public struct GroupEventLog: Sendable {
         try notify(.userNotice(tenant: tenant, user: user, frame: StreamFrameJSON.notice(event, data: data)), on: connection)
     }
 
+    /// Sends a stream notice to the streams following a group, on every node (not logged: a
+    /// stream that is not connected then never sees it).
+    public static func notifyGroup(tenant: UUID, group: UUID, event: NoticeKind, data: String, on connection: PostgresConnection) throws {
+        try notify(.groupNotice(tenant: tenant, group: group, frame: StreamFrameJSON.notice(event, data: data)), on: connection)
+    }
+
     /// Sends a notice on the channel; PostgreSQL delivers it when (and only if) the transaction commits.
     public static func notify(_ notice: NodeNotice, on connection: PostgresConnection) throws {
         try connection.query("SELECT pg_notify(\(channel), \(notice.payload))")

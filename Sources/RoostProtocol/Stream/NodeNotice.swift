@@ -14,12 +14,15 @@ import Foundation
 ///     s/<tenant>/<token hash hex>                 a session ended (sign-out)
 ///     u/<tenant>/<user>                           an account ended: every session of it
 ///     n/<tenant>/<user>\n<frame>                  a notice frame for one user's streams
+///     m/<tenant>/<group>\n<frame>                 a notice frame for the streams following a
+///                                                 group (no seq: not logged, not replayed)
 public enum NodeNotice: Equatable, Sendable {
     case event(Event)
     case groupDeleted(tenant: UUID, group: UUID)
     case sessionEnded(tenant: UUID, tokenHash: String)
     case accountEnded(tenant: UUID, user: UUID)
     case userNotice(tenant: UUID, user: UUID, frame: String)
+    case groupNotice(tenant: UUID, group: UUID, frame: String)
 
     public struct Event: Equatable, Sendable {
         public let tenant: UUID
@@ -61,6 +64,7 @@ public enum NodeNotice: Equatable, Sendable {
         case .sessionEnded(let tenant, let tokenHash): return "s/\(Self.id(tenant))/\(tokenHash)"
         case .accountEnded(let tenant, let user): return "u/\(Self.id(tenant))/\(Self.id(user))"
         case .userNotice(let tenant, let user, let frame): return "n/\(Self.id(tenant))/\(Self.id(user))\n" + frame
+        case .groupNotice(let tenant, let group, let frame): return "m/\(Self.id(tenant))/\(Self.id(group))\n" + frame
         }
     }
 
@@ -98,6 +102,10 @@ public enum NodeNotice: Equatable, Sendable {
             guard parts.count == 3, let body, let tenant = UUID(uuidString: String(parts[1])),
                   let user = UUID(uuidString: String(parts[2])) else { return nil }
             self = .userNotice(tenant: tenant, user: user, frame: body)
+        case "m":
+            guard parts.count == 3, let body, let tenant = UUID(uuidString: String(parts[1])),
+                  let group = UUID(uuidString: String(parts[2])) else { return nil }
+            self = .groupNotice(tenant: tenant, group: group, frame: body)
         default:
             guard parts.count == 3 || parts.count == 4, let tenant = UUID(uuidString: String(parts[0])),
                   let group = UUID(uuidString: String(parts[1])), parts[2].utf8.allSatisfy(Self.isDecimalDigit),

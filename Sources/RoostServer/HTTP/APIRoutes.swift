@@ -20,6 +20,7 @@ struct APIRoutes: Sendable {
         InvitationRoutes(auth: auth, limits: limits, lifetime: accounts.invitationLifetime).add(to: &builder)
         MessageRoutes(auth: auth, limits: limits).add(to: &builder)
         EscalationContactRoutes(auth: auth, lifetime: accounts.invitationLifetime).add(to: &builder)
+        LiveLocationRoutes(auth: auth).add(to: &builder)
         BridgeRoutes(auth: auth).add(to: &builder)
         CheckinRoutes(auth: auth, minimumSeconds: checkinMinimumSeconds).add(to: &builder)
         if let hub { StreamRoutes.add(to: &builder, auth: auth, hub: hub) }

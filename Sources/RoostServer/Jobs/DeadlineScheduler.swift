@@ -5,8 +5,8 @@ import RoostProtocol
 import Synchronization
 
 /// The deadlines every node watches: check-ins nobody checked in on, bridges that missed
-/// two heartbeats in a row (`BridgeNotices.sweep`), and red alerts nobody is coming to
-/// (`AlertEscalations`). For check-ins, each round it
+/// two heartbeats in a row (`BridgeNotices.sweep`), red alerts nobody is coming to
+/// (`AlertEscalations`), and live locations' coalesced points and idle ends (`LiveLocationJobs`). For check-ins, each round it
 /// claims due deadlines one at a time (`FOR UPDATE SKIP LOCKED`, so nodes never take the same
 /// one), and in that same transaction marks the check-in `missed` and posts a red alert by its
 /// member (template `missed_checkin`, the note, the last location) with push deliveries to the
@@ -21,6 +21,7 @@ final class DeadlineScheduler: Sendable {
     private let log: Log
     private let runner: JobRunner
     private let escalations: AlertEscalations
+    private let liveLocations: LiveLocationJobs
     private let intervalMilliseconds: Int
     private let running = Mutex<Task<Void, Never>?>(nil)
     static let perRound = 100
@@ -32,6 +33,7 @@ final class DeadlineScheduler: Sendable {
         runner.maxAttempts = maxAttempts
         self.runner = runner
         escalations = AlertEscalations(pool: pool, runner: runner)
+        liveLocations = LiveLocationJobs(pool: pool, runner: runner)
         self.intervalMilliseconds = intervalMilliseconds
     }
 
@@ -58,6 +60,11 @@ final class DeadlineScheduler: Sendable {
                         }
                     } catch {
                         log.warning("alerts: an escalation round failed; retrying", ["error": "\(error)"])
+                    }
+                    do {
+                        try await liveLocations.runOnce()
+                    } catch {
+                        log.warning("live locations: a round failed; retrying", ["error": "\(error)"])
                     }
                     if ContinuousClock.now >= nextSessionSweep {
                         nextSessionSweep = ContinuousClock.now + .seconds(30)

@@ -90,10 +90,14 @@ struct AlertStatusChange {
     }
 
     /// Closes or reopens an alert the caller has locked and checked: the change and its event,
-    /// and the push to everyone the alert went to (the all clear, or the alert again). The
-    /// alert's JSON as it is now.
+    /// the push to everyone the alert went to (the all clear, or the alert again), the end of
+    /// its live locations (closed) or a fresh escalation (reopened). The alert's JSON as it is now.
     static func apply(closed: Bool, tenant: UUID, group: UUID, seq: Int64, by: (type: String, id: UUID), resolution: String?,
                       on connection: PostgresConnection) throws -> String {
+        if closed {
+            // Help is no longer on the way: every live location of the alert ends (told before the close itself).
+            try LiveLocationNotice.endAll(tenant: tenant, group: group, seq: seq, on: connection)
+        }
         let json = try MessageStore().setAlert(closed: closed, tenant: tenant, group: group, seq: seq, byType: by.type, by: by.id,
                                                resolution: resolution, on: connection)
         if !closed {
