@@ -66,25 +66,11 @@ struct AlertEscalations: Sendable {
     /// Handles every escalation due at `now`; the alerts that escalated.
     @discardableResult
     func runOnce(now: Date = Date()) async throws -> [Escalated] {
-        var escalated: [Escalated] = []
-        while true {
-            let (claimed, done) = try await pool.withConnection { connection in
-                try connection.withTransaction { connection -> (Int, [Escalated]) in
-                    let due = try EscalationStore().claimDue(at: now, limit: Self.perBatch, on: connection)
-                    var done: [Escalated] = []
-                    for escalation in due {
-                        try connection.setTenant(escalation.tenant)
-                        if let level = try runner.run(.alertEscalation, id: escalation.id, on: connection, { try handle(escalation, now: now, on: $0) }) ?? nil {
-                            done.append(Escalated(group: escalation.group, seq: escalation.seq, level: level))
-                        }
-                    }
-                    return (due.count, done)
-                }
-            }
-            escalated += done
-            // A short batch took everything due; a full one may have left more (a busy one stays due for the next round).
-            if claimed < Self.perBatch || done.isEmpty { return escalated }
-        }
+        try await runner.drain(.alertEscalation, pool: pool, perBatch: Self.perBatch,
+                               claim: { try EscalationStore().claimDue(at: now, limit: Self.perBatch, on: $0) },
+                               handle: { escalation, connection in
+                                   try handle(escalation, now: now, on: connection).map { Escalated(group: escalation.group, seq: escalation.seq, level: $0) }
+                               })
     }
 
     /// Decides on one claimed escalation and carries it out; the level reached, or nil.

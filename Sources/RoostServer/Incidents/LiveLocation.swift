@@ -139,23 +139,12 @@ struct LiveLocationJobs: Sendable {
     /// Handles every job due at `now`; the notices it sent.
     @discardableResult
     func runOnce(now: Date = Date()) async throws -> [Done] {
-        var total: [Done] = []
-        while true {
-            let (claimed, done) = try await pool.withConnection { connection in
-                try connection.withTransaction { connection -> (Int, [Done]) in
-                    let due = try LiveLocationStore().claimDue(at: now, limit: Self.perBatch, on: connection)
-                    var done: [Done] = []
-                    for job in due {
-                        try connection.setTenant(job.tenant)
-                        let outcome = try runner.run(.liveLocation, id: job.id, on: connection, { try handle(job, now: now, on: $0) }) ?? .none
-                        if outcome != .none { done.append(Done(group: job.group, seq: job.seq, user: job.user, updated: outcome == .updated)) }
-                    }
-                    return (due.count, done)
-                }
-            }
-            total += done
-            if claimed < Self.perBatch || done.isEmpty { return total }
-        }
+        try await runner.drain(.liveLocation, pool: pool, perBatch: Self.perBatch,
+                               claim: { try LiveLocationStore().claimDue(at: now, limit: Self.perBatch, on: $0) },
+                               handle: { job, connection in
+                                   let outcome = try handle(job, now: now, on: connection)
+                                   return outcome == .none ? nil : Done(group: job.group, seq: job.seq, user: job.user, updated: outcome == .updated)
+                               })
     }
 
     enum Outcome { case updated, ended, none }

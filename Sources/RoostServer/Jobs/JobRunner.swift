@@ -73,3 +73,41 @@ struct JobRunner: Sendable {
         }
     }
 }
+
+/// A job a scheduler round claimed across tenants: which row, and whose.
+protocol ClaimedJob: Sendable {
+    var id: UUID { get }
+    var tenant: UUID { get }
+}
+
+extension ClaimedEscalation: ClaimedJob {}
+extension ClaimedLiveLocation: ClaimedJob {}
+
+extension JobRunner {
+    /// Handles every job `claim` finds, `perBatch` at a time, each batch in one transaction:
+    /// each job runs in its tenant and through `run` (its failure is its own), and what
+    /// `handle` reports is collected. A batch that came back short, or did nothing (every job
+    /// busy), ends the round; what is left waits for the next.
+    func drain<Job: ClaimedJob, Done: Sendable>(
+        _ kind: JobKind, pool: ConnectionPool, perBatch: Int,
+        claim: @escaping @Sendable (PostgresConnection) throws -> [Job],
+        handle: @escaping @Sendable (Job, PostgresConnection) throws -> Done?
+    ) async throws -> [Done] {
+        var all: [Done] = []
+        while true {
+            let (claimed, done) = try await pool.withConnection { [self] connection in
+                try connection.withTransaction { connection -> (Int, [Done]) in
+                    let jobs = try claim(connection)
+                    var done: [Done] = []
+                    for job in jobs {
+                        try connection.setTenant(job.tenant)
+                        if let result = try run(kind, id: job.id, on: connection, { try handle(job, $0) }) ?? nil { done.append(result) }
+                    }
+                    return (jobs.count, done)
+                }
+            }
+            all += done
+            if claimed < perBatch || done.isEmpty { return all }
+        }
+    }
+}
