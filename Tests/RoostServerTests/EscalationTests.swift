@@ -201,6 +201,12 @@ struct EscalationTests {
             }
         }
         #expect(events == ["1", "2", "3"])
+        // Closed and opened again, it starts over at level 0 (and the answer says so).
+        #expect(try await street.api.call("POST", "\(group)/alerts/\(seq)/close", token: street.owner.token).0 == 200)
+        let (reopenedStatus, again) = try await street.api.call("POST", "\(group)/alerts/\(seq)/reopen", token: street.owner.token)
+        #expect(reopenedStatus == 200 && (again["alert"] as? [String: Any])?["escalation_level"] as? Int == 0)
+        #expect(try await since(street, seq) != nil)
+        #expect(try await street.api.call("POST", "\(group)/alerts/\(seq)/close", token: street.owner.token).0 == 200)
 
         // Another red alert: Ben is on his way before the time, so it never escalates; a closed one neither.
         let answered = try await street.post("Smoke", kind: "alert", severity: "red", as: street.cy)

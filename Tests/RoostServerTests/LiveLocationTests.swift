@@ -76,6 +76,10 @@ struct LiveLocationTests {
         let items = try #require(listed["items"] as? [[String: Any]])
         #expect(status == 200 && Set(items.compactMap { $0["display_name"] as? String }) == ["ben", "cy"])
         #expect(try await api.call("GET", "/v1/groups/\(street.group)/alerts/\(seq)/live-locations", token: stranger.token).0 == 404)
+        // Erasing an account deletes where it was.
+        #expect(try await api.call("DELETE", "/v1/me", ["password": "a long enough password"], token: street.ben.token).0 == 204)
+        let left = try await api.call("GET", "/v1/groups/\(street.group)/alerts/\(seq)/live-locations", token: street.owner.token).1["items"] as? [[String: Any]]
+        #expect(left?.compactMap { $0["user_id"] as? String } == [street.cy.id])
         await api.stop()
     }
 

@@ -97,14 +97,13 @@ struct AlertStatusChange {
         if closed {
             // Help is no longer on the way: every live location of the alert ends (told before the close itself).
             try LiveLocationNotice.endAll(tenant: tenant, group: group, seq: seq, on: connection)
+        } else {
+            // Opened again: a red alert escalates again from the start if nobody comes.
+            try EscalationStore().setLevel(0, group: group, seq: seq, on: connection)
         }
         let json = try MessageStore().setAlert(closed: closed, tenant: tenant, group: group, seq: seq, byType: by.type, by: by.id,
                                                resolution: resolution, on: connection)
-        if !closed {
-            // Opened again: a red alert escalates again from the start if nobody comes.
-            try EscalationStore().setLevel(0, group: group, seq: seq, on: connection)
-            try EscalationStore().schedule(tenant: tenant, group: group, seq: seq, on: connection)
-        }
+        if !closed { try EscalationStore().schedule(tenant: tenant, group: group, seq: seq, on: connection) }
         try AlertPushes.statusChanged(group: group, seq: seq, closed: closed, alert: json, tenant: tenant, on: connection)
         return json
     }
