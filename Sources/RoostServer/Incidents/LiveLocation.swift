@@ -40,13 +40,23 @@ enum LiveLocationPolicy {
 
 /// The `location.updated` and `location.ended` notices, written in one place.
 enum LiveLocationNotice {
-    static func updated(tenant: UUID, group: UUID, seq: Int64, point: LivePoint, on connection: PostgresConnection) throws {
+    private static func updated(tenant: UUID, group: UUID, seq: Int64, point: LivePoint, on connection: PostgresConnection) throws {
         func number(_ value: Double?) -> String { value.map { String(describing: $0) } ?? "null" }
         let data = "{\"group_id\":\"\(group.uuidString.lowercased())\",\"seq\":\(seq),\"user_id\":\"\(point.userID.uuidString.lowercased())\","
             + "\"lat\":\(number(point.lat)),\"lon\":\(number(point.lon)),\"accuracy_m\":\(number(point.accuracyM)),"
             + "\"battery\":\(point.battery.map(String.init) ?? "null"),"
             + "\"at\":\"\(point.at.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true)))\"}"
         try GroupEventLog.notifyGroup(tenant: tenant, group: group, event: .locationUpdated, data: data, on: connection)
+    }
+
+    /// Tells the group a sharer's point now and arms the end of the sharing an idle hour
+    /// after the point: what a point does when it goes out, at once or coalesced.
+    static func tell(_ point: LivePoint, tenant: UUID, group: UUID, seq: Int64, now: Date, on connection: PostgresConnection) throws {
+        let store = LiveLocationStore()
+        try updated(tenant: tenant, group: group, seq: seq, point: point, on: connection)
+        try store.markNoticed(group: group, seq: seq, user: point.userID, at: now, on: connection)
+        try store.schedule(tenant: tenant, group: group, seq: seq, user: point.userID,
+                           due: point.at.addingTimeInterval(LiveLocationPolicy.idleLimit), flush: false, on: connection)
     }
 
     /// `reason`: `closed` (the alert closed) or `idle` (an hour without an update).
@@ -99,10 +109,7 @@ struct ShareLiveLocation: GroupUseCase {
         case .noticeNow:
             let point = LivePoint(userID: user.id, displayName: user.displayName, lat: location.lat, lon: location.lon,
                                   accuracyM: location.accuracyM, battery: battery, at: now)
-            try LiveLocationNotice.updated(tenant: user.tenantID, group: group, seq: seq, point: point, on: connection)
-            try store.markNoticed(group: group, seq: seq, user: user.id, at: now, on: connection)
-            try store.schedule(tenant: user.tenantID, group: group, seq: seq, user: user.id,
-                               due: now.addingTimeInterval(LiveLocationPolicy.idleLimit), flush: false, on: connection)
+            try LiveLocationNotice.tell(point, tenant: user.tenantID, group: group, seq: seq, now: now, on: connection)
         case .coalesce(let until):
             try store.schedule(tenant: user.tenantID, group: group, seq: seq, user: user.id, due: until, flush: true, on: connection)
         }
@@ -161,10 +168,7 @@ struct LiveLocationJobs: Sendable {
         }
         switch LiveLocationPolicy.onJob(flush: job.flush, pointAt: point.at, now: now) {
         case .notice:
-            try LiveLocationNotice.updated(tenant: job.tenant, group: job.group, seq: job.seq, point: point, on: connection)
-            try store.markNoticed(group: job.group, seq: job.seq, user: job.user, at: now, on: connection)
-            try store.schedule(tenant: job.tenant, group: job.group, seq: job.seq, user: job.user,
-                               due: point.at.addingTimeInterval(LiveLocationPolicy.idleLimit), flush: false, on: connection)
+            try LiveLocationNotice.tell(point, tenant: job.tenant, group: job.group, seq: job.seq, now: now, on: connection)
             return .updated
         case .end:
             try store.end(tenant: job.tenant, group: job.group, seq: job.seq, user: job.user, on: connection)
