@@ -29,6 +29,16 @@ public struct OutboxStore: Sendable {
         return id
     }
 
+    /// Queues a delivery to someone known by one address (an invitation's, an escalation
+    /// contact's): by email to an email address, otherwise by SMS to the phone number.
+    @discardableResult
+    public func enqueue(tenant: UUID, email: String?, phone: String?, template: String, data: RawJSON,
+                        on connection: PostgresConnection) throws -> UUID {
+        precondition(email != nil || phone != nil, "a delivery needs an address")
+        return try enqueue(tenant: tenant, channel: email != nil ? "email" : "sms", recipient: email ?? phone!, template: template, data: data,
+                           on: connection)
+    }
+
     /// Claims up to `limit` due jobs for `lease` seconds, at most `perTenant` of any one tenant,
     /// the tenants whose oldest due job has waited longest first (no tenant needed: ids and
     /// times only). One tenant's thousands of queued rows so cost another tenant one claim.

@@ -50,8 +50,7 @@ struct InviteMember: GroupUseCase {
         let data = "{\"token\":\(JSONString.quote(text)),\"group_name\":\(JSONString.quote(groupName)),"
             + "\"inviter\":\(JSONString.quote(user.displayName)),\"inviter_id\":\"\(user.id.uuidString.lowercased())\","
             + "\"invitation_id\":\"\(invitation.id.uuidString.lowercased())\"}"
-        try OutboxStore().enqueue(tenant: user.tenantID, channel: email != nil ? "email" : "sms", recipient: address, template: "invitation",
-                                  data: RawJSON(data), on: connection)
+        try OutboxStore().enqueue(tenant: user.tenantID, email: email, phone: phone, template: "invitation", data: RawJSON(data), on: connection)
         try Self.announce(invitation, groupName: groupName, tenant: user.tenantID, on: connection)
         return invitation
     }

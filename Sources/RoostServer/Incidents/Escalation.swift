@@ -116,8 +116,8 @@ struct AlertEscalations: Sendable {
                 else { continue }
                 let data = "{\"contact_name\":\(JSONString.quote(contact.name)),\"group_name\":\(JSONString.quote(groupName)),"
                     + "\"level\":\(level),\"alert\":\(alert)}"
-                try OutboxStore().enqueue(tenant: tenant, channel: contact.email != nil ? "email" : "sms", recipient: contact.email ?? contact.phone!,
-                                          template: "alert_escalated", data: RawJSON(data), on: connection)
+                try OutboxStore().enqueue(tenant: tenant, email: contact.email, phone: contact.phone, template: "alert_escalated",
+                                          data: RawJSON(data), on: connection)
             }
         }
     }

@@ -48,8 +48,8 @@ struct AddEscalationContact: GroupUseCase {
         let groupName = try GroupStore().group(id: group, on: connection)?.name ?? ""
         let data = "{\"token\":\(JSONString.quote(text)),\"contact_name\":\(JSONString.quote(name)),"
             + "\"group_name\":\(JSONString.quote(groupName)),\"added_by\":\(JSONString.quote(user.displayName))}"
-        try OutboxStore().enqueue(tenant: user.tenantID, channel: email != nil ? "email" : "sms", recipient: address,
-                                  template: "escalation_contact_confirm", data: RawJSON(data), on: connection)
+        try OutboxStore().enqueue(tenant: user.tenantID, email: email, phone: phone, template: "escalation_contact_confirm",
+                                  data: RawJSON(data), on: connection)
         return contact
     }
 }
