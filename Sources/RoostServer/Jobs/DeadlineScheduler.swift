@@ -43,40 +43,32 @@ final class DeadlineScheduler: Sendable {
             task = Task { [self] in
                 var nextSessionSweep = ContinuousClock.now
                 while !Task.isCancelled {
-                    do {
-                        try await runOnce()
-                    } catch {
-                        log.warning("check-ins: a round failed; retrying", ["error": "\(error)"])
-                    }
-                    do {
-                        try await BridgeNotices.sweep(pool: pool, runner: runner)
-                    } catch {
-                        log.warning("bridges: a watch round failed; retrying", ["error": "\(error)"])
-                    }
-                    do {
+                    await attempt("check-ins: a round failed; retrying") { try await runOnce() }
+                    await attempt("bridges: a watch round failed; retrying") { try await BridgeNotices.sweep(pool: pool, runner: runner) }
+                    await attempt("alerts: an escalation round failed; retrying") {
                         for alert in try await escalations.runOnce() {
                             log.info("alerts: escalated", ["group_id": alert.group.uuidString.lowercased(), "seq": String(alert.seq),
                                                            "level": String(alert.level)])
                         }
-                    } catch {
-                        log.warning("alerts: an escalation round failed; retrying", ["error": "\(error)"])
                     }
-                    do {
-                        try await liveLocations.runOnce()
-                    } catch {
-                        log.warning("live locations: a round failed; retrying", ["error": "\(error)"])
-                    }
+                    await attempt("live locations: a round failed; retrying") { try await liveLocations.runOnce() }
                     if ContinuousClock.now >= nextSessionSweep {
                         nextSessionSweep = ContinuousClock.now + .seconds(30)
-                        do {
-                            try await Self.endExpiredSessions(pool: pool)
-                        } catch {
-                            log.warning("sessions: an expiry round failed; retrying", ["error": "\(error)"])
-                        }
+                        await attempt("sessions: an expiry round failed; retrying") { try await Self.endExpiredSessions(pool: pool) }
                     }
                     try? await Task.sleep(for: .milliseconds(intervalMilliseconds))
                 }
             }
+        }
+    }
+
+    /// One round of one kind: its failure (the database away, say) is logged and the loop goes
+    /// on with the other kinds, retrying this one next time.
+    private func attempt(_ failure: String, _ round: () async throws -> Void) async {
+        do {
+            try await round()
+        } catch {
+            log.warning(failure, ["error": "\(error)"])
         }
     }
 
