@@ -101,7 +101,8 @@ struct RowLevelSecurityTests {
                              "alert_escalations": ["attempts", "due_at", "escalation_id", "group_id", "last_error", "parked_at", "seq", "since",
                                                    "tenant_id"],
                              "live_location_jobs": ["attempts", "due_at", "flush", "group_id", "job_id", "last_error", "parked_at", "seq",
-                                                    "tenant_id", "user_id"]]
+                                                    "tenant_id", "user_id"],
+                             "session_sweeps": ["due_at", "tenant_id"]]
             if let expected = jobTables[table] {
                 let columns = try connection.query("""
                     SELECT array_agg(attname::text ORDER BY attname) AS names FROM pg_attribute

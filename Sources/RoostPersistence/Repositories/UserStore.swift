@@ -122,12 +122,18 @@ public struct UserStore: Sendable {
 
     // MARK: - Sessions
 
+    /// A new session, and the tenant's sweep brought forward to its expiry when that is sooner.
     public func createSession(tenant: UUID, tokenHash: [UInt8], user: UUID, lifetime: Int, on connection: PostgresConnection) throws -> Date {
-        try connection.query("""
+        let expires = try connection.query("""
             INSERT INTO sessions (tenant_id, token_hash, user_id, expires_at)
             VALUES (\(tenant), \(Data(tokenHash)), \(user), now() + \(lifetime) * interval '1 second')
             RETURNING expires_at
             """).rows[0].decode(Date.self, "expires_at")
+        try connection.query("""
+            INSERT INTO session_sweeps (tenant_id, due_at) VALUES (\(tenant), \(expires))
+            ON CONFLICT (tenant_id) DO UPDATE SET due_at = excluded.due_at WHERE session_sweeps.due_at > excluded.due_at
+            """)
+        return expires
     }
 
     /// The user of a live session, sliding its expiry forward (written at most once a minute),
@@ -182,18 +188,36 @@ public struct UserStore: Sendable {
         return try connection.query("SELECT 1 FROM sessions WHERE token_hash = decode(\(hex), 'hex') AND expires_at > now()").first != nil
     }
 
-    /// Deletes the transaction's tenant's sessions that have expired (at most `limit`) and tells
-    /// every node, so streams signed in with them close with 1008; how many ended.
+    /// A tenant whose earliest session expiry may have passed, its sweep row locked until the
+    /// transaction ends (other nodes skip it); nil when no tenant is due.
+    public func claimSessionSweep(on connection: PostgresConnection) throws -> UUID? {
+        try connection.query("""
+            SELECT tenant_id FROM session_sweeps WHERE due_at <= now() ORDER BY due_at LIMIT 1 FOR UPDATE SKIP LOCKED
+            """).first?.decode(UUID.self, "tenant_id")
+    }
+
+    /// Deletes the transaction's tenant's sessions that have expired (at most `limit`), tells
+    /// every node, so streams signed in with them close with 1008, and sets the tenant's next
+    /// sweep to its earliest remaining expiry (at the latest a day on, which bounds how long a
+    /// shortened session lifetime can leave a stream open); how many ended.
     @discardableResult
     public func endExpiredSessions(tenant: UUID, limit: Int, on connection: PostgresConnection) throws -> Int {
         let ended = try connection.query("""
             DELETE FROM sessions WHERE token_hash IN (
-                SELECT token_hash FROM sessions WHERE expires_at <= now() LIMIT \(limit) FOR UPDATE SKIP LOCKED)
+                SELECT token_hash FROM sessions WHERE tenant_id = \(tenant) AND expires_at <= now()
+                LIMIT \(limit) FOR UPDATE SKIP LOCKED)
             RETURNING token_hash
             """).rows.map { try $0.decode(Data.self, "token_hash") }
         for hash in ended {
             try GroupEventLog.notify(.sessionEnded(tenant: tenant, tokenHash: Self.hex(Array(hash))), on: connection)
         }
+        try connection.query("""
+            WITH earliest AS (SELECT min(expires_at) AS at FROM sessions WHERE tenant_id = \(tenant)),
+            kept AS (
+                UPDATE session_sweeps SET due_at = least(earliest.at, now() + interval '1 day') FROM earliest
+                WHERE tenant_id = \(tenant) AND earliest.at IS NOT NULL RETURNING 1)
+            DELETE FROM session_sweeps WHERE tenant_id = \(tenant) AND NOT EXISTS (SELECT 1 FROM kept)
+            """)
         return ended.count
     }
 

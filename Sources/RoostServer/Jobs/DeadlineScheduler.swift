@@ -100,16 +100,23 @@ final class DeadlineScheduler: Sendable {
         return raised
     }
 
-    /// Ends expired sessions in every tenant, so their streams close (with 1008) on every node
-    /// when a session runs out, not only when it is revoked; how many ended.
+    /// Ends expired sessions in the tenants where one may have expired (at most `tenants` of
+    /// them a round, each in its own transaction), so their streams close (with 1008) on every
+    /// node when a session runs out, not only when it is revoked; how many ended.
     @discardableResult
-    static func endExpiredSessions(pool: ConnectionPool) async throws -> Int {
-        let tenants = try await pool.withConnection { try TenantStore().list(on: $0) }
+    static func endExpiredSessions(pool: ConnectionPool, tenants: Int = 100) async throws -> Int {
+        let store = UserStore()
         var ended = 0
-        for tenant in tenants {
-            ended += try await pool.withConnection { connection in
-                try connection.withTenantTransaction(tenant.id) { try UserStore().endExpiredSessions(tenant: tenant.id, limit: 1000, on: $0) }
+        for _ in 0..<tenants {
+            let swept = try await pool.withConnection { connection in
+                try connection.withTransaction { connection -> Int? in
+                    guard let tenant = try store.claimSessionSweep(on: connection) else { return nil }
+                    try connection.setTenant(tenant)
+                    return try store.endExpiredSessions(tenant: tenant, limit: 1000, on: connection)
+                }
             }
+            guard let swept else { break }
+            ended += swept
         }
         return ended
     }
