@@ -12,7 +12,7 @@ import Glibc
 @Suite(.enabled(if: TestDatabase.isConfigured && ScratchCluster.binDirectory != nil, "needs the test database and PostgreSQL's server binaries"))
 struct DatabaseRestartTests {
     @Test func bothNodesAnswer503DuringARestartRecoverAndLoseNothing() async throws {
-        let cluster = try ScratchCluster()
+        let cluster = try await ScratchCluster()
         let admin = try PostgresConnection.connect(cluster.configuration)
         try admin.run(script: "CREATE ROLE roost LOGIN")
         try admin.run(script: "CREATE DATABASE roost OWNER roost")
@@ -67,13 +67,13 @@ struct DatabaseRestartTests {
         while streams[0].seen.count < 5, let frame = await streams[0].client.receiveJSON() {
             if frame["type"] as? String == "event", let seq = frame["seq"] as? Int { streams[0].seen.append(seq) }
         }
-        try cluster.stop()
+        try await cluster.stop()
         for port in [a.port, b.port] {
             let ready = await offload { exchange(port, "GET /readyz HTTP/1.1\r\nConnection: close\r\n\r\n") }
             #expect(ready?.hasPrefix("HTTP/1.1 503") == true, "node on \(port) during the outage: \(ready ?? "no answer")")
         }
         try await Task.sleep(for: .milliseconds(500))
-        try cluster.start()
+        try await cluster.start()
         let (acknowledged, refused) = try await writer.value
         #expect(acknowledged.count == 60)
         #expect(refused > 0, "the writer should have met the outage")
@@ -100,5 +100,6 @@ struct DatabaseRestartTests {
             node.process.signal(SIGTERM)
             #expect(await node.process.wait() == 0)
         }
+        try await cluster.stop()  // here rather than in its deinit, which cannot wait off this thread
     }
 }

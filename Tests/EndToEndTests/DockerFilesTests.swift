@@ -28,7 +28,7 @@ struct DockerFilesTests {
     }
 
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/python3"), "needs /usr/bin/python3 (with PyYAML)"))
-    func theComposeFileParsesAndWiresTheServices() throws {
+    func theComposeFileParsesAndWiresTheServices() async throws {
         let script = """
             import json, os, sys, yaml
             compose = yaml.safe_load(open(sys.argv[1]))
@@ -50,7 +50,7 @@ struct DockerFilesTests {
                 "init_creates": open(os.path.join(base, "postgres-init/01-roost-role.sh")).read(),
             }))
             """
-        let outcome = try Subprocess.run("/usr/bin/python3", ["-c", script, Self.root.appendingPathComponent("docker/compose.yaml").path])
+        let outcome = try await Subprocess.run("/usr/bin/python3", ["-c", script, Self.root.appendingPathComponent("docker/compose.yaml").path])
         #expect(outcome.status == 0, "\(outcome.output)")
         let parsed = try #require(try JSONSerialization.jsonObject(with: Data(outcome.output.utf8)) as? [String: Any])
         #expect(parsed["services"] as? [String] == ["caddy", "postgres", "roost"])

@@ -14,10 +14,10 @@ let roostBinary: String = {
 }()
 
 /// Runs `roost` with a clean environment plus `environment`.
-private func roost(_ arguments: [String], environment: [String: String] = [:]) throws -> Subprocess.Outcome {
+private func roost(_ arguments: [String], environment: [String: String] = [:]) async throws -> Subprocess.Outcome {
     var base = ["PATH": "/usr/bin:/bin", "ROOST_MIGRATIONS_DIR": TestDatabase.migrationsDirectory.path]
     base.merge(environment) { $1 }
-    return try Subprocess.run(roostBinary, arguments, environment: base)
+    return try await Subprocess.run(roostBinary, arguments, environment: base)
 }
 
 private func lines(_ text: String) -> [Substring] {
@@ -29,22 +29,22 @@ struct StartupTests {
         #expect(FileManager.default.isExecutableFile(atPath: roostBinary), "no roost at \(roostBinary)")
     }
 
-    @Test func withoutADatabaseURLItSaysWhatToDoInOneLine() throws {
-        let outcome = try roost(["migrate"])
+    @Test func withoutADatabaseURLItSaysWhatToDoInOneLine() async throws {
+        let outcome = try await roost(["migrate"])
         #expect(outcome.status == 1)
         #expect(lines(outcome.output).count == 1)
         #expect(outcome.output.hasPrefix("roost: error: DATABASE_URL is not set"))
     }
 
-    @Test func aMalformedDatabaseURLIsOneClearLine() throws {
-        let outcome = try roost(["migrate"], environment: ["DATABASE_URL": "postgres://[::1:oops/db"])
+    @Test func aMalformedDatabaseURLIsOneClearLine() async throws {
+        let outcome = try await roost(["migrate"], environment: ["DATABASE_URL": "postgres://[::1:oops/db"])
         #expect(outcome.status == 1)
         #expect(lines(outcome.output).count == 1)
         #expect(outcome.output.hasPrefix("roost: error: invalid database connection string"))
     }
 
-    @Test func anUnreachableDatabaseIsOneClearLine() throws {
-        let outcome = try roost(
+    @Test func anUnreachableDatabaseIsOneClearLine() async throws {
+        let outcome = try await roost(
             ["serve"], environment: ["DATABASE_URL": "postgresql:///roost?host=/nonexistent-roost&port=1"])
         #expect(outcome.status == 1)
         #expect(lines(outcome.output).count == 1)
@@ -52,24 +52,24 @@ struct StartupTests {
         #expect(!outcome.output.contains("Fatal error"))
     }
 
-    @Test func anUnknownOptionIsAUsageError() throws {
-        let outcome = try roost(["serve", "--no-such-flag"])
+    @Test func anUnknownOptionIsAUsageError() async throws {
+        let outcome = try await roost(["serve", "--no-such-flag"])
         #expect(outcome.status == 2)
         #expect(outcome.output == "roost: unknown option --no-such-flag; see roost serve --help\n")
     }
 
-    @Test func serveHelpListsTheSettings() throws {
-        let outcome = try roost(["serve", "--help"])
+    @Test func serveHelpListsTheSettings() async throws {
+        let outcome = try await roost(["serve", "--help"])
         #expect(outcome.status == 0)
         #expect(outcome.output.contains("ROOST_DB_POOL_SIZE"))
         #expect(outcome.output.contains("--allow-superuser"))
     }
 
-    @Test func everySubcommandHasHelpAndBadUsageIsOneLineWithStatus2() throws {
+    @Test func everySubcommandHasHelpAndBadUsageIsOneLineWithStatus2() async throws {
         for (arguments, expected) in [(["tenant", "--help"], "--registration open|invite_only"), (["tenant", "create", "-h"], "roost tenant create SLUG"),
                                       (["outbox", "--help"], "roost outbox retry ID"), (["migrate", "--help"], "Usage: roost migrate"),
                                       (["--help"], "outbox list --failed")] {
-            let outcome = try roost(arguments)
+            let outcome = try await roost(arguments)
             #expect(outcome.status == 0 && outcome.output.contains(expected), "roost \(arguments.joined(separator: " ")): \(outcome.output)")
             // Each command that opens the database lists those options with variable and default.
             if arguments != ["--help"] {
@@ -80,45 +80,45 @@ struct StartupTests {
         }
         for arguments in [["tenant", "frobnicate"], ["outbox"], ["outbox", "list"], ["outbox", "list", "--failed", "--bogus"], ["frobnicate"],
                           ["tenant", "create", "ok-slug", "--name"]] {
-            let outcome = try roost(arguments)
+            let outcome = try await roost(arguments)
             #expect(outcome.status == 2 && lines(outcome.output).count == 1, "roost \(arguments.joined(separator: " ")): \(outcome.status) \(outcome.output)")
         }
     }
 
     @Test(.enabled(if: TestDatabase.isConfigured, "needs TEST_DATABASE_URL (scripts/test sets it)"))
-    func migrateThenTenantCommandsWork() throws {
+    func migrateThenTenantCommandsWork() async throws {
         let environment = ["DATABASE_URL": TestDatabase.url!]
-        let migrate = try roost(["migrate"], environment: environment)
+        let migrate = try await roost(["migrate"], environment: environment)
         #expect(migrate.status == 0, "\(migrate.output)")
         let slug = "cli-\(UUID().uuidString.prefix(8).lowercased())"
-        let created = try roost(["tenant", "create", slug, "--name", "Birch Close", "--registration", "invite_only"], environment: environment)
+        let created = try await roost(["tenant", "create", slug, "--name", "Birch Close", "--registration", "invite_only"], environment: environment)
         #expect(created.status == 0, "\(created.output)")
         #expect(created.output.contains("created tenant \(slug)"))
-        let again = try roost(["tenant", "create", slug, "--name", "Birch Close"], environment: environment)
+        let again = try await roost(["tenant", "create", slug, "--name", "Birch Close"], environment: environment)
         #expect(again.status == 1)
         #expect(again.output.contains("a tenant with slug '\(slug)' already exists"))
-        let listed = try roost(["tenant", "list"], environment: environment)
+        let listed = try await roost(["tenant", "list"], environment: environment)
         #expect(listed.output.contains("\(slug)\t"))
         #expect(listed.output.contains("invite_only\tBirch Close"))
     }
 
     @Test(.enabled(if: TestDatabase.isConfigured, "needs TEST_DATABASE_URL (scripts/test sets it)"))
-    func tenantUpdateSwitchesRegistration() throws {
+    func tenantUpdateSwitchesRegistration() async throws {
         let environment = ["DATABASE_URL": TestDatabase.url!]
         let slug = "upd-\(UUID().uuidString.prefix(8).lowercased())"
-        #expect(try roost(["tenant", "create", slug, "--name", "Ash Court", "--registration", "invite_only"], environment: environment).status == 0)
-        let opened = try roost(["tenant", "update", slug, "--registration", "open"], environment: environment)
+        #expect(try await roost(["tenant", "create", slug, "--name", "Ash Court", "--registration", "invite_only"], environment: environment).status == 0)
+        let opened = try await roost(["tenant", "update", slug, "--registration", "open"], environment: environment)
         #expect(opened.status == 0 && opened.output.contains("registration open"), "\(opened.output)")
         let setup = try TestDatabase.migratedConnection()
         #expect(try TenantStore().find(slug: slug, on: setup)?.registration == .open)
-        #expect(try roost(["tenant", "update", slug, "--registration", "sometimes"], environment: environment).status == 2)
-        #expect(try roost(["tenant", "update", slug], environment: environment).status == 2)
-        let missing = try roost(["tenant", "update", "no-such-\(slug)", "--name", "X"], environment: environment)
+        #expect(try await roost(["tenant", "update", slug, "--registration", "sometimes"], environment: environment).status == 2)
+        #expect(try await roost(["tenant", "update", slug], environment: environment).status == 2)
+        let missing = try await roost(["tenant", "update", "no-such-\(slug)", "--name", "X"], environment: environment)
         #expect(missing.status == 1 && missing.output.contains("no tenant has slug"))
     }
 
     @Test(.enabled(if: TestDatabase.isConfigured, "needs TEST_DATABASE_URL (scripts/test sets it)"))
-    func outboxCommandsListAndRetryFailedDeliveries() throws {
+    func outboxCommandsListAndRetryFailedDeliveries() async throws {
         let environment = ["DATABASE_URL": TestDatabase.url!]
         let setup = try TestDatabase.migratedConnection()
         let tenant = try TenantStore().create(slug: "obx-\(UUID().uuidString.prefix(8).lowercased())", name: "Outbox", registration: .open, on: setup)
@@ -129,13 +129,13 @@ struct StartupTests {
             return id
         }
         let text = id.uuidString.lowercased()
-        let listed = try roost(["outbox", "list", "--failed"], environment: environment)
+        let listed = try await roost(["outbox", "list", "--failed"], environment: environment)
         #expect(listed.status == 0)
         let line = lines(listed.output).first { $0.hasPrefix(text) }
         #expect(line == "\(text)\t\(tenant.slug)\temail\tinvitation\t1\twebhook answered 500")
         #expect(!listed.output.contains("gone@example.org"), "the list shows that a delivery failed, not to whom")
 
-        let retried = try roost(["outbox", "retry", text], environment: environment)
+        let retried = try await roost(["outbox", "retry", text], environment: environment)
         #expect(retried.status == 0 && retried.output.contains("queued \(text)"), "\(retried.output)")
         let (status, attempts, queued) = try setup.withTenantTransaction(tenant.id) { connection in
             let row = try connection.query("""
@@ -144,19 +144,19 @@ struct StartupTests {
             return (try row.decode(String.self, "status"), try row.decode(Int.self, "attempts"), try row.decode(Int.self, "queued"))
         }
         #expect(status == "pending" && attempts == 0 && queued == 1)
-        let again = try roost(["outbox", "retry", text], environment: environment)
+        let again = try await roost(["outbox", "retry", text], environment: environment)
         #expect(again.status == 1 && again.output.contains("no failed delivery"))
-        #expect(try roost(["outbox", "retry", "not-a-uuid"], environment: environment).status == 2)
-        #expect(try roost(["outbox", "list"], environment: environment).status == 2)
+        #expect(try await roost(["outbox", "retry", "not-a-uuid"], environment: environment).status == 2)
+        #expect(try await roost(["outbox", "list"], environment: environment).status == 2)
         // Leave nothing due for other tests' workers.
         try setup.withTenantTransaction(tenant.id) { try OutboxStore().dropJob(id, on: $0) }
     }
 
     @Test(.enabled(if: ProcessInfo.processInfo.environment["TEST_SUPERUSER_DATABASE_URL"] != nil,
                    "needs TEST_SUPERUSER_DATABASE_URL (scripts/test sets it)"))
-    func serveRefusesASuperuserUnlessAllowed() throws {
+    func serveRefusesASuperuserUnlessAllowed() async throws {
         let superuser = ProcessInfo.processInfo.environment["TEST_SUPERUSER_DATABASE_URL"]!
-        let refused = try roost(["serve", "--no-migrate"], environment: ["DATABASE_URL": superuser])
+        let refused = try await roost(["serve", "--no-migrate"], environment: ["DATABASE_URL": superuser])
         #expect(refused.status == 1)
         #expect(lines(refused.output).count == 1)
         #expect(refused.output.contains("refusing to run as PostgreSQL role postgres"))
@@ -168,17 +168,12 @@ struct StartupTests {
         try await TestDatabase.withScratchDatabaseAsync { database in
             let ownerURL = TestDatabase.configuration(database: database).connectionString
             let appURL = try #require(TestDatabase.appURL(for: ownerURL))
-            // The owner alone: refused, with what to do instead. (Subprocesses run off the test's
-            // thread: the suite's other tests need the cooperative threads meanwhile.)
-            let refused = try await offload {
-                Result { try roost(["serve", "--listen", "127.0.0.1:0", "--metrics-listen", "off"], environment: ["DATABASE_URL": ownerURL]) }
-            }.get()
+            // The owner alone: refused, with what to do instead.
+            let refused = try await roost(["serve", "--listen", "127.0.0.1:0", "--metrics-listen", "off"], environment: ["DATABASE_URL": ownerURL])
             #expect(refused.status == 1)
             #expect(refused.output.contains("it owns Roost's tables") && refused.output.contains("ROOST_MIGRATION_DATABASE_URL"))
             // Migrated by the owner, the app role gets rows and nothing else.
-            let migrated = try await offload {
-                Result { try roost(["migrate"], environment: ["DATABASE_URL": appURL, "ROOST_MIGRATION_DATABASE_URL": ownerURL]) }
-            }.get()
+            let migrated = try await roost(["migrate"], environment: ["DATABASE_URL": appURL, "ROOST_MIGRATION_DATABASE_URL": ownerURL])
             #expect(migrated.status == 0, "\(migrated.output)")
             let app = try PostgresConnection.connect(ConnectionConfiguration(connectionString: appURL))
             #expect(try app.ownedTableCount() == 0)

@@ -161,22 +161,23 @@ struct ConnectionPoolTests {
 
     @Test(.enabled(if: ScratchCluster.binDirectory != nil, "needs PostgreSQL's server binaries"))
     func thePoolRecoversAfterPostgreSQLRestarts() async throws {
-        let cluster = try ScratchCluster()
+        let cluster = try await ScratchCluster()
         let pool = ConnectionPool(configuration: cluster.configuration, options: .init(maxConnections: 2, acquireTimeout: .seconds(5)))
         defer { pool.close() }
         let before = try await pool.withConnection { $0.backendPID }
 
-        try cluster.stop()
+        try await cluster.stop()
         await #expect {
             try await pool.query("SELECT 1")
         } throws: { error in
             (error as? DatabaseError)?.isConnectionFailure == true
         }
 
-        try cluster.start()
+        try await cluster.start()
         let after = try await pool.withConnection { $0.backendPID }
         #expect(after != before)
         #expect(try await pool.query("SELECT 3 AS n").rows[0].decode(Int.self, "n") == 3)
+        try await cluster.stop()  // here rather than in its deinit, which cannot wait off this thread
     }
 }
 

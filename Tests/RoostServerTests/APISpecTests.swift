@@ -20,7 +20,7 @@ struct APISpecTests {
         let served = Set(router.patterns.map { route in
             "\(route.method.rawValue) " + route.pattern.replacingOccurrences(of: #":[a-z]+\}"#, with: "}", options: .regularExpression)
         })
-        let described = Set(try #require(try SpecTool.run("operations") as? [String]))
+        let described = Set(try #require(try await SpecTool.run("operations") as? [String]))
         #expect(served.subtracting(described).sorted() == [], "routes missing from openapi.yaml")
         #expect(described.subtracting(served).sorted() == [], "operations in openapi.yaml that no route serves")
         #expect(served.count >= 54)
@@ -31,8 +31,8 @@ struct APISpecTests {
         #expect(withEcho.patterns.count == router.patterns.count + 1)
     }
 
-    @Test func bothSpecsParseResolveAndAgreeOnTheEvents() throws {
-        let summary = try #require(try SpecTool.run("check") as? [String: Any])
+    @Test func bothSpecsParseResolveAndAgreeOnTheEvents() async throws {
+        let summary = try #require(try await SpecTool.run("check") as? [String: Any])
         #expect((summary["openapi"] as? String)?.hasPrefix("3.1.") == true)
         #expect(summary["asyncapi"] as? String == "3.0.0")
         #expect(summary["unresolved"] as? [String] == [])
@@ -119,7 +119,7 @@ struct APISpecTests {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("roost-frames-\(UUID().uuidString).jsonl")
         defer { try? FileManager.default.removeItem(at: file) }
         try frames.joined(separator: "\n").write(to: file, atomically: true, encoding: .utf8)
-        let problems = try #require(try SpecTool.run("frames", file.path) as? [String])
+        let problems = try #require(try await SpecTool.run("frames", file.path) as? [String])
         #expect(problems == [], "\(problems.joined(separator: "\n"))")
         #expect(frames.count > 30)
         await api.stop()
@@ -131,8 +131,8 @@ enum SpecTool {
     static let python = ProcessInfo.processInfo.environment["ROOST_TEST_PYTHON"]
     static let root = TestDatabase.migrationsDirectory.deletingLastPathComponent()
 
-    static func run(_ command: String, _ arguments: String...) throws -> Any {
-        let outcome = try Subprocess.run(
+    static func run(_ command: String, _ arguments: String...) async throws -> Any {
+        let outcome = try await Subprocess.run(
             python!, [root.appendingPathComponent("scripts/lib/spec.py").path, command, root.path] + arguments)
         guard outcome.status == 0 else { throw SubprocessError("spec.py \(command) failed: \(outcome.output)") }
         return try JSONSerialization.jsonObject(with: Data(outcome.output.utf8))

@@ -14,18 +14,21 @@ public final class ScratchCluster {
     public let directory: String
     public let port: Int
 
-    public init() throws {
+    public init() async throws {
         guard let bin = Self.binDirectory else { throw ScratchClusterError("no PostgreSQL server binaries found") }
         directory = NSTemporaryDirectory() + "roost-cluster-\(UUID().uuidString.prefix(8))"
         port = Int.random(in: 20_000...29_999)
         try FileManager.default.createDirectory(atPath: directory + "/run", withIntermediateDirectories: true)
-        if getuid() == 0 { try check(Subprocess.run("/bin/chown", ["-R", "postgres:", directory])) }
-        try check(asOwner(bin + "/initdb", ["-D", directory + "/data", "-U", "postgres", "--auth-local=trust", "--encoding=UTF8"]))
-        try start()
+        if getuid() == 0 { try check(await Subprocess.run("/bin/chown", ["-R", "postgres:", directory])) }
+        try check(await asOwner(bin + "/initdb", ["-D", directory + "/data", "-U", "postgres", "--auth-local=trust", "--encoding=UTF8"]))
+        try await start()
     }
 
     deinit {
-        _ = try? stop()
+        // A test that failed before `stop()`: stopped here, synchronously (deinit cannot await).
+        _ = try? Subprocess.run(getuid() == 0 ? "/usr/sbin/runuser" : Self.binDirectory! + "/pg_ctl",
+                                (getuid() == 0 ? ["-u", "postgres", "--", Self.binDirectory! + "/pg_ctl"] : [])
+                                    + ["-D", directory + "/data", "-m", "immediate", "-w", "stop"]) as Subprocess.Outcome
         try? FileManager.default.removeItem(atPath: directory)
     }
 
@@ -35,8 +38,8 @@ public final class ScratchCluster {
             applicationName: "roost-scratch", connectTimeoutSeconds: 2)
     }
 
-    public func start() throws {
-        let outcome = try asOwner(Self.binDirectory! + "/pg_ctl", [
+    public func start() async throws {
+        let outcome = try await asOwner(Self.binDirectory! + "/pg_ctl", [
             "-D", directory + "/data", "-l", directory + "/postgres.log", "-w", "-o",
             "-c listen_addresses='' -c unix_socket_directories='\(directory)/run' -p \(port) -c fsync=off", "start",
         ])
@@ -47,14 +50,14 @@ public final class ScratchCluster {
         }
     }
 
-    public func stop() throws {
-        try check(asOwner(Self.binDirectory! + "/pg_ctl", ["-D", directory + "/data", "-m", "fast", "-w", "stop"]))
+    public func stop() async throws {
+        try check(await asOwner(Self.binDirectory! + "/pg_ctl", ["-D", directory + "/data", "-m", "fast", "-w", "stop"]))
     }
 
-    private func asOwner(_ program: String, _ arguments: [String]) throws -> Subprocess.Outcome {
+    private func asOwner(_ program: String, _ arguments: [String]) async throws -> Subprocess.Outcome {
         getuid() == 0
-            ? try Subprocess.run("/usr/sbin/runuser", ["-u", "postgres", "--", program] + arguments)
-            : try Subprocess.run(program, arguments)
+            ? try await Subprocess.run("/usr/sbin/runuser", ["-u", "postgres", "--", program] + arguments)
+            : try await Subprocess.run(program, arguments)
     }
 
     private func check(_ result: Subprocess.Outcome) throws {

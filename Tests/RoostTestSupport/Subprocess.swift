@@ -28,6 +28,14 @@ public enum Subprocess {
         let exitStatus = (status & 0x7F) == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
         return Outcome(status: exitStatus, output: output)
     }
+
+    /// `run` from an async test: the wait happens on a dispatch thread. A synchronous wait in an
+    /// async context holds one of the cooperative threads (one per core, two here) that every
+    /// server under test in this process needs for its handlers; two such waits stalled the
+    /// whole suite for as long as the programs ran.
+    public static func run(_ executable: String, _ arguments: [String], environment: [String: String]? = nil) async throws -> Outcome {
+        try await offload { Result { try run(executable, arguments, environment: environment) as Outcome } }.get()
+    }
 }
 
 extension Subprocess {
