@@ -46,10 +46,13 @@ public struct CheckinStore: Sendable {
             """).first.map(decode)
     }
 
-    public func list(user: UUID, status: String?, on connection: PostgresConnection) throws -> [Checkin] {
+    /// The user's check-ins, newest first: at most `limit` of them after `after`.
+    public func list(user: UUID, status: String?, after: NewestFirst?, limit: Int, on connection: PostgresConnection) throws -> [Checkin] {
         try connection.query("""
             SELECT \(unsafeRaw: Self.columns) FROM checkins WHERE user_id = \(user) AND (\(status)::text IS NULL OR status = \(status))
-            ORDER BY created_at DESC, id LIMIT 200
+              AND (\(after?.micros)::int8 IS NULL
+                   OR (created_at, id) < ('epoch'::timestamptz + \(after?.micros)::int8 * interval '1 microsecond', \(after?.id)::uuid))
+            ORDER BY created_at DESC, id DESC LIMIT \(limit)
             """).rows.map(decode)
     }
 

@@ -86,9 +86,18 @@ public struct GroupStore: Sendable {
     /// Unread counts stop here: a list of groups costs the same for a member who never reads.
     public static let unreadCap = 1000
 
-    /// The caller's groups with their open alert counts, unread counts and last message, in
-    /// one query of index scans (each count reads at most `unreadCap` rows).
-    public func groups(of user: UUID, on connection: PostgresConnection) throws -> [GroupSummary] {
+    /// The ids and newest seqs of the user's groups (what a stream subscribes to).
+    public func subscriptions(of user: UUID, on connection: PostgresConnection) throws -> [(group: UUID, lastSeq: Int64)] {
+        try connection.query("""
+            SELECT g.id, g.last_seq FROM memberships m JOIN groups g ON g.tenant_id = m.tenant_id AND g.id = m.group_id
+            WHERE m.user_id = \(user)
+            """).rows.map { (try $0.decode(UUID.self, "id"), try $0.decode(Int64.self, "last_seq")) }
+    }
+
+    /// The caller's groups by name with their open alert counts, unread counts and last message,
+    /// in one query of index scans (each count reads at most `unreadCap` rows): at most `limit`
+    /// of them after the group named `after` (a name and an id, as the previous page ended).
+    public func groups(of user: UUID, after: (name: String, id: UUID)?, limit: Int, on connection: PostgresConnection) throws -> [GroupSummary] {
         try connection.query("""
             SELECT g.id, g.name, m.role, g.last_seq,
                    (SELECT count(*) FROM alerts a WHERE a.tenant_id = g.tenant_id AND a.group_id = g.id AND a.status = 'open') AS open_alerts,
@@ -105,7 +114,8 @@ public struct GroupStore: Sendable {
                 LEFT JOIN users xu ON xu.tenant_id = x.tenant_id AND xu.id = x.author_id AND x.author_type = 'user'
                 LEFT JOIN bridges xb ON xb.tenant_id = x.tenant_id AND xb.id = x.author_id AND x.author_type = 'bridge'
                 WHERE x.tenant_id = g.tenant_id AND x.group_id = g.id ORDER BY x.seq DESC LIMIT 1) lm ON true
-            WHERE m.user_id = \(user) ORDER BY g.name, g.id
+            WHERE m.user_id = \(user) AND (\(after?.id)::uuid IS NULL OR (g.name, g.id) > (\(after?.name)::text, \(after?.id)::uuid))
+            ORDER BY g.name, g.id LIMIT \(limit)
             """).rows.map { row in
             let last = try row.decode(Int64?.self, "last_seq_message").map { seq in
                 LastMessage(seq: seq, kind: try row.decode(String.self, "last_kind"), text: try row.decode(String.self, "last_text"),
@@ -151,17 +161,50 @@ public struct Member: Sendable, Equatable {
     public let joinedAt: Date
 }
 
+/// Where a page of a group's members continues: the previous page's last member's place in the
+/// order (role, then when they joined, then id).
+public struct MemberPosition: Sendable, Equatable {
+    public let rank: Int
+    public let joinedMicros: Int64
+    public let user: UUID
+
+    public init(rank: Int, joinedMicros: Int64, user: UUID) {
+        (self.rank, self.joinedMicros, self.user) = (rank, joinedMicros, user)
+    }
+
+    public init(of member: Member) {
+        let rank = ["owner": 0, "admin": 1][member.role] ?? 2
+        self.init(rank: rank, joinedMicros: NewestFirst(member.joinedAt, member.userID).micros, user: member.userID)
+    }
+}
+
 extension GroupStore {
-    public func members(of group: UUID, on connection: PostgresConnection) throws -> [Member] {
+    /// A group's members, the owner first, then admins, then members, each by when they joined:
+    /// at most `limit` of them after `after` (`MemberPosition(of:)` of the previous page's last).
+    public func members(of group: UUID, after: MemberPosition? = nil, limit: Int, on connection: PostgresConnection) throws -> [Member] {
         try connection.query("""
             SELECT m.user_id, u.display_name, m.role, m.joined_at
             FROM memberships m JOIN users u ON u.tenant_id = m.tenant_id AND u.id = m.user_id
             WHERE m.group_id = \(group)
-            ORDER BY CASE m.role WHEN 'owner' THEN 0 WHEN 'admin' THEN 1 ELSE 2 END, m.joined_at, m.user_id
-            """).rows.map {
-            Member(userID: try $0.decode(UUID.self, "user_id"), displayName: try $0.decode(String.self, "display_name"),
-                   role: try $0.decode(String.self, "role"), joinedAt: try $0.decode(Date.self, "joined_at"))
-        }
+              AND (\(after?.rank)::int IS NULL
+                   OR (roost_role_rank(m.role), m.joined_at, m.user_id)
+                      > (\(after?.rank)::int, 'epoch'::timestamptz + \(after?.joinedMicros)::int8 * interval '1 microsecond', \(after?.user)::uuid))
+            ORDER BY roost_role_rank(m.role), m.joined_at, m.user_id LIMIT \(limit)
+            """).rows.map(decodeMember)
+    }
+
+    /// One member of a group, or nil.
+    public func member(_ user: UUID, of group: UUID, on connection: PostgresConnection) throws -> Member? {
+        try connection.query("""
+            SELECT m.user_id, u.display_name, m.role, m.joined_at
+            FROM memberships m JOIN users u ON u.tenant_id = m.tenant_id AND u.id = m.user_id
+            WHERE m.group_id = \(group) AND m.user_id = \(user)
+            """).first.map(decodeMember)
+    }
+
+    private func decodeMember(_ row: PostgresRow) throws -> Member {
+        Member(userID: try row.decode(UUID.self, "user_id"), displayName: try row.decode(String.self, "display_name"),
+               role: try row.decode(String.self, "role"), joinedAt: try row.decode(Date.self, "joined_at"))
     }
 
     /// Changes a group's name, description and settings; nil (or `.unchanged`) leaves a field as it is.

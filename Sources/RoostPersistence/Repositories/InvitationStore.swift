@@ -50,12 +50,15 @@ public struct InvitationStore: Sendable {
             """).first != nil
     }
 
-    /// Pending invitations and those answered in the last 30 days, newest first.
-    public func list(group: UUID, on connection: PostgresConnection) throws -> [Invitation] {
+    /// Pending invitations and those answered in the last 30 days, newest first: at most
+    /// `limit` of them after `after`.
+    public func list(group: UUID, after: NewestFirst?, limit: Int, on connection: PostgresConnection) throws -> [Invitation] {
         try connection.query("""
             SELECT \(unsafeRaw: Self.columns) FROM invitations
             WHERE group_id = \(group) AND (status = 'pending' OR created_at > now() - interval '30 days')
-            ORDER BY created_at DESC, id
+              AND (\(after?.micros)::int8 IS NULL
+                   OR (created_at, id) < ('epoch'::timestamptz + \(after?.micros)::int8 * interval '1 microsecond', \(after?.id)::uuid))
+            ORDER BY created_at DESC, id DESC LIMIT \(limit)
             """).rows.map(decode)
     }
 
@@ -82,16 +85,18 @@ public struct InvitationStore: Sendable {
     }
 
     /// Live pending invitations to these addresses (a user's verified ones), with their group's
-    /// name, newest first.
-    public func addressed(email: String?, phone: String?, on connection: PostgresConnection) throws -> [(Invitation, groupName: String)] {
+    /// name, newest first: at most `limit` of them after `after`.
+    public func addressed(email: String?, phone: String?, after: NewestFirst? = nil, limit: Int = 50,
+                          on connection: PostgresConnection) throws -> [(Invitation, groupName: String)] {
         guard email != nil || phone != nil else { return [] }
         return try connection.query("""
             SELECT i.id, i.group_id, i.email, i.phone, i.role, i.status, i.expires_at, i.created_at, g.name AS group_name
             FROM invitations i JOIN groups g ON g.tenant_id = i.tenant_id AND g.id = i.group_id
             WHERE i.status = 'pending' AND i.expires_at > now()
               AND ((\(email)::text IS NOT NULL AND i.email = \(email)) OR (\(phone)::text IS NOT NULL AND i.phone = \(phone)))
-            ORDER BY i.created_at DESC, i.id
-            LIMIT 200
+              AND (\(after?.micros)::int8 IS NULL
+                   OR (i.created_at, i.id) < ('epoch'::timestamptz + \(after?.micros)::int8 * interval '1 microsecond', \(after?.id)::uuid))
+            ORDER BY i.created_at DESC, i.id DESC LIMIT \(limit)
             """).rows.map { (try decode($0), try $0.decode(String.self, "group_name")) }
     }
 

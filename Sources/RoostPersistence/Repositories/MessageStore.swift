@@ -212,18 +212,40 @@ public struct MessageStore: Sendable {
             """).rows.map { (try $0.decode(Int64.self, "seq"), try $0.decode(String.self, "json")) }
     }
 
-    /// Open alerts across every group the user is in, newest first, in one indexed query.
-    public func openAlerts(of user: UUID, limit: Int, on connection: PostgresConnection) throws -> [String] {
+    /// Where a page of open alerts across groups continues: the previous page's last alert.
+    public struct AlertPosition: Sendable, Equatable {
+        public let openedMicros: Int64
+        public let group: UUID
+        public let seq: Int64
+
+        public init(openedMicros: Int64, group: UUID, seq: Int64) {
+            (self.openedMicros, self.group, self.seq) = (openedMicros, group, seq)
+        }
+    }
+
+    /// Open alerts across every group the user is in, newest first, in one indexed query: at
+    /// most `limit` of them after `after`, each with its place in the order.
+    public func openAlerts(of user: UUID, after: AlertPosition?, limit: Int, on connection: PostgresConnection) throws
+        -> [(json: String, position: AlertPosition)]
+    {
         try connection.query("""
-            SELECT \(unsafeRaw: Self.messageJSON) AS json
+            SELECT \(unsafeRaw: Self.messageJSON) AS json, (extract(epoch FROM a.opened_at) * 1000000)::int8 AS opened_micros,
+                   m.group_id, m.seq
             FROM memberships mb
             JOIN alerts a ON a.tenant_id = mb.tenant_id AND a.group_id = mb.group_id AND a.status = 'open'
             JOIN messages m ON m.tenant_id = a.tenant_id AND m.group_id = a.group_id AND m.seq = a.seq
             LEFT JOIN users u ON u.tenant_id = m.tenant_id AND u.id = m.author_id AND m.author_type = 'user'
             LEFT JOIN bridges b ON b.tenant_id = m.tenant_id AND b.id = m.author_id AND m.author_type = 'bridge'
             WHERE mb.user_id = \(user)
-            ORDER BY a.opened_at DESC, m.group_id, m.seq LIMIT \(limit)
-            """).rows.map { try $0.decode(String.self, "json") }
+              AND (\(after?.seq)::int8 IS NULL
+                   OR (a.opened_at, m.group_id, m.seq)
+                      < ('epoch'::timestamptz + \(after?.openedMicros)::int8 * interval '1 microsecond', \(after?.group)::uuid, \(after?.seq)::int8))
+            ORDER BY a.opened_at DESC, m.group_id DESC, m.seq DESC LIMIT \(limit)
+            """).rows.map { row in
+            (try row.decode(String.self, "json"),
+             AlertPosition(openedMicros: try row.decode(Int64.self, "opened_micros"), group: try row.decode(UUID.self, "group_id"),
+                           seq: try row.decode(Int64.self, "seq")))
+        }
     }
 
     /// The message a reply names, if it exists in the group: with the user who raised it when

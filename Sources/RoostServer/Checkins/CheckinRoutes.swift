@@ -93,8 +93,12 @@ struct CheckinRoutes: Sendable {
             guard status == nil || ["active", "completed", "missed"].contains(status!) else {
                 throw APIError.invalid("status must be active, completed or missed", "status")
             }
-            let checkins = try await caller.inTenant { user, connection in try CheckinStore().list(user: user.id, status: status, on: connection) }
-            return try APIJSON.response(.ok, Page(items: checkins.map(CheckinView.init), next: nil))
+            let (limit, after) = (try context.limit(), try context.cursor(\.newestFirst))
+            let checkins = try await caller.inTenant { user, connection in
+                try CheckinStore().list(user: user.id, status: status, after: after, limit: limit, on: connection)
+            }
+            let next = checkins.count == limit ? checkins.last.map { ListCursor.write(NewestFirst($0.createdAt, $0.id)) } : nil
+            return try APIJSON.response(.ok, Page(items: checkins.map(CheckinView.init), next: next))
         }
         builder.add(.post, "/v1/checkins/{id:uuid}/location", bodyLimit: 4 * 1024, signedIn: auth) { context, caller in
             try await caller.run(ShareCheckinLocation(checkin: context.parameters.uuid("id")!, location: context.decodeJSON(Location.self)))

@@ -114,7 +114,7 @@ struct ChangeRole: GroupUseCase {
             try store.setRole(role, of: member, in: group, on: connection)
             try RoleChanged(user: member, from: current, to: role).append(by: caller, group: group, on: connection)
         }
-        return try store.members(of: group, on: connection).first { $0.userID == member }!
+        return try store.member(member, of: group, on: connection)!
     }
 }
 

@@ -111,10 +111,17 @@ struct GroupRoutes: Sendable {
             let group = try await caller.run(CreateGroup(name: body.name, description: body.description, perDay: limits.groupsPerUserPerDay))
             return try APIJSON.response(.created, GroupView(group, role: .owner))
         }
-        builder.add(.get, "/v1/groups", signedIn: auth) { _, caller in
-            let groups = try await caller.inTenant { user, connection in try GroupStore().groups(of: user.id, on: connection) }
-            let items = groups.map(SummaryView.init)
-            return try APIJSON.response(.ok, Page(items: items, next: nil))
+        builder.add(.get, "/v1/groups", signedIn: auth) { context, caller in
+            let limit = try context.limit()
+            let after = try context.cursor { cursor -> (name: String, id: UUID)? in
+                guard cursor.count == 2, let name = cursor.text(0), let id = cursor.id(1) else { return nil }
+                return (name, id)
+            }
+            let groups = try await caller.inTenant { user, connection in
+                try GroupStore().groups(of: user.id, after: after, limit: limit, on: connection)
+            }
+            let next = groups.count == limit ? groups.last.map { ListCursor.write(ListCursor.text($0.name), $0.id.uuidString.lowercased()) } : nil
+            return try APIJSON.response(.ok, Page(items: groups.map(SummaryView.init), next: next))
         }
         builder.add(.get, "/v1/groups/{gid:uuid}", signedIn: auth) { context, caller in
             let id = context.parameters.uuid("gid")!

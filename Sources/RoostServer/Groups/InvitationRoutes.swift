@@ -81,22 +81,26 @@ struct InvitationRoutes: Sendable {
         }
         builder.add(.get, "/v1/groups/{gid:uuid}/invitations", signedIn: auth) { context, caller in
             let group = context.parameters.uuid("gid")!
+            let (limit, after) = (try context.limit(), try context.cursor(\.newestFirst))
             let invitations = try await caller.inGroup(group) { caller, connection in
                 try caller.requireManager("only the owner and admins see invitations")
-                return try InvitationStore().list(group: group, on: connection)
+                return try InvitationStore().list(group: group, after: after, limit: limit, on: connection)
             }
-            return try APIJSON.response(.ok, Page(items: invitations.map(InvitationView.init), next: nil))
+            let next = invitations.count == limit ? invitations.last.map { ListCursor.write(NewestFirst($0.createdAt, $0.id)) } : nil
+            return try APIJSON.response(.ok, Page(items: invitations.map(InvitationView.init), next: next))
         }
         builder.add(.delete, "/v1/groups/{gid:uuid}/invitations/{iid:uuid}", signedIn: auth) { context, caller in
             try await caller.run(RevokeInvitation(group: context.parameters.uuid("gid")!, invitation: context.parameters.uuid("iid")!))
             return HTTPResponse(status: .noContent)
         }
-        builder.add(.get, "/v1/invitations", signedIn: auth) { _, caller in
+        builder.add(.get, "/v1/invitations", signedIn: auth) { context, caller in
+            let (limit, after) = (try context.limit(), try context.cursor(\.newestFirst))
             let addressed = try await caller.inTenant { user, connection in
                 try InvitationStore().addressed(email: user.emailVerified ? user.email : nil, phone: user.phoneVerified ? user.phone : nil,
-                                                on: connection)
+                                                after: after, limit: limit, on: connection)
             }
-            return try APIJSON.response(.ok, Page(items: addressed.map { AddressedView(invitation: $0.0, groupName: $0.groupName) }, next: nil))
+            let next = addressed.count == limit ? addressed.last.map { ListCursor.write(NewestFirst($0.0.createdAt, $0.0.id)) } : nil
+            return try APIJSON.response(.ok, Page(items: addressed.map { AddressedView(invitation: $0.0, groupName: $0.groupName) }, next: next))
         }
         builder.add(.post, "/v1/invitations/accept", bodyLimit: 4 * 1024, signedIn: auth) { context, caller in
             let body = try context.decodeJSON(AcceptBody.self)

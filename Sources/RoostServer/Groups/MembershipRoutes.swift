@@ -44,8 +44,19 @@ struct MembershipRoutes: Sendable {
     func add(to builder: inout Router.Builder) {
         builder.add(.get, "/v1/groups/{gid:uuid}/members", signedIn: auth) { context, caller in
             let group = context.parameters.uuid("gid")!
-            let members = try await caller.inGroup(group) { _, connection in try GroupStore().members(of: group, on: connection) }
-            return try APIJSON.response(.ok, Page(items: members.map(MemberView.init), next: nil))
+            let limit = try context.limit()
+            let after = try context.cursor { cursor -> MemberPosition? in
+                guard cursor.count == 3, let rank = cursor.integer(0), (0...2).contains(rank), let joined = cursor.integer(1),
+                      let user = cursor.id(2) else { return nil }
+                return MemberPosition(rank: Int(rank), joinedMicros: joined, user: user)
+            }
+            let members = try await caller.inGroup(group) { _, connection in
+                try GroupStore().members(of: group, after: after, limit: limit, on: connection)
+            }
+            let next = members.count == limit ? members.last.map(MemberPosition.init(of:)).map {
+                ListCursor.write(String($0.rank), String($0.joinedMicros), $0.user.uuidString.lowercased())
+            } : nil
+            return try APIJSON.response(.ok, Page(items: members.map(MemberView.init), next: next))
         }
         builder.add(.patch, "/v1/groups/{gid:uuid}/members/{uid:uuid}", bodyLimit: 4 * 1024, signedIn: auth) { context, caller in
             let body = try context.decodeJSON(RoleBody.self)

@@ -130,11 +130,18 @@ struct MessageRoutes: Sendable {
             let limit = try context.limit()
             let status = context.request.target.queryValue("status") ?? AlertStatus.open.name
             guard status == AlertStatus.open.name else { throw APIError.invalid("status must be open (closed alerts are listed per group)", "status") }
+            let after = try context.cursor { cursor -> MessageStore.AlertPosition? in
+                guard cursor.count == 3, let opened = cursor.integer(0), let group = cursor.id(1), let seq = cursor.integer(2) else { return nil }
+                return MessageStore.AlertPosition(openedMicros: opened, group: group, seq: seq)
+            }
             let user = try await caller.user()
             let alerts = try await auth.pool.withConnection { connection in
-                try connection.withTenantTransaction(user.tenantID) { try MessageStore().openAlerts(of: user.id, limit: limit, on: $0) }
+                try connection.withTenantTransaction(user.tenantID) { try MessageStore().openAlerts(of: user.id, after: after, limit: limit, on: $0) }
             }
-            return Self.page(alerts, next: nil)
+            let next = alerts.count == limit ? alerts.last.map {
+                ListCursor.write(String($0.position.openedMicros), $0.position.group.uuidString.lowercased(), String($0.position.seq))
+            } : nil
+            return Self.page(alerts.map(\.json), next: next)
         }
         builder.add(.post, "/v1/groups/{gid:uuid}/alerts/{seq:int}/ack", bodyLimit: 8 * 1024, signedIn: auth) { context, caller in
             let body = try context.decodeJSON(AckBody.self)

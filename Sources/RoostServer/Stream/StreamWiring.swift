@@ -22,11 +22,11 @@ struct PostgresEventLog: EventLogReader {
         // have come before the subscription.
         try await pool.withConnection { connection in
             try connection.withTenantTransaction(tenant) { connection -> [(group: UUID, lastSeq: Int64)]? in
-                subscribe(try GroupStore().groups(of: user, on: connection).map(\.id))
+                subscribe(try GroupStore().subscriptions(of: user, on: connection).map(\.group))
                 // The session is checked after subscribing: its end may have been announced
                 // before this stream was subscribed to hear it.
                 guard try UserStore().sessionIsActive(tokenHashHex: sessionHash, on: connection) else { return nil }
-                return try GroupStore().groups(of: user, on: connection).map { (group: $0.id, lastSeq: $0.lastSeq) }
+                return try GroupStore().subscriptions(of: user, on: connection)
             }
         }
     }
