@@ -45,9 +45,9 @@ struct EscalationPolicyTests {
 
 /// Escalation over the real database and API: the group setting, escalation contacts and their
 /// confirmation, each level once with schedulers racing and across a restart, and the stop at
-/// an `on_my_way` answer. The schedulers are driven at chosen times (`runOnce(now:)`); the
-/// tests run one at a time, since a round claims every tenant's due escalations and one test's
-/// chosen time would otherwise fire the other's.
+/// an `on_my_way` answer. The schedulers are driven at chosen times (`runOnce(now:tenant:)`),
+/// each round over the street's own tenant: a chosen time minutes ahead would otherwise fire
+/// other tests' escalations (the two-node end-to-end test's among them).
 @Suite(.serialized, .enabled(if: TestDatabase.isConfigured, "needs TEST_DATABASE_URL (scripts/test sets it)"))
 struct EscalationTests {
     typealias Street = IncidentTests.Street
@@ -56,12 +56,15 @@ struct EscalationTests {
         AlertEscalations(pool: street.api.pool, runner: JobRunner(metrics: JobMetrics(), log: Log(level: .error)))
     }
 
-    /// A scheduler round at `now` (a new scheduler: a node just started), and the levels this
-    /// street's alerts reached in it (the jobs are claimed across tenants, and other suites
-    /// share the database: times stay within minutes of now so theirs are not due).
+    /// A scheduler round at `now` (a new scheduler: a node just started) over the street's
+    /// tenant, and the levels its group's alerts reached in it.
     func run(_ street: Street, at now: Date, scheduler: AlertEscalations? = nil) async throws -> [Int] {
         let group = try #require(UUID(uuidString: street.group))
-        return try await (scheduler ?? escalations(street)).runOnce(now: now).filter { $0.group == group }.map(\.level)
+        return try await (scheduler ?? escalations(street)).runOnce(now: now, tenant: tenant(street)).filter { $0.group == group }.map(\.level)
+    }
+
+    func tenant(_ street: Street) async throws -> UUID {
+        try await street.api.inTenant { tenant, _ in tenant }
     }
 
     /// When the alert's escalation counts from (the database's clock).
@@ -177,8 +180,9 @@ struct EscalationTests {
         // Two nodes' schedulers race for level 1: it fires once.
         let racers = (0..<2).map { _ in escalations(street) }
         let (one, two) = (racers[0], racers[1])
-        async let first = one.runOnce(now: start + 61)
-        async let second = two.runOnce(now: start + 61)
+        let tenant = try await tenant(street)
+        async let first = one.runOnce(now: start + 61, tenant: tenant)
+        async let second = two.runOnce(now: start + 61, tenant: tenant)
         let groupID = try #require(UUID(uuidString: street.group))
         let both = try await first + second
         #expect(both.filter { $0.group == groupID }.map(\.level) == [1])

@@ -26,17 +26,17 @@ struct LiveLocationPolicyTests {
 
 /// Live location over the real database, API and stream: who may share, coalescing at 2 s per
 /// sharer with the newest point winning, the end at close and after the idle hour. The job
-/// rounds are driven at chosen times (`runOnce(now:)`).
+/// rounds are driven at chosen times over the street's own tenant (`runOnce(now:tenant:)`).
 @Suite(.serialized, .enabled(if: TestDatabase.isConfigured, "needs TEST_DATABASE_URL (scripts/test sets it)"))
 struct LiveLocationTests {
     typealias Street = IncidentTests.Street
 
-    /// A round at `now` (jobs are claimed across tenants: only this street's count): notices
-    /// of points told, and of sharings ended.
+    /// A round at `now` over the street's tenant: notices of points told, and of sharings ended.
     func round(_ street: Street, at now: Date) async throws -> (updated: Int, ended: Int) {
         let group = try #require(UUID(uuidString: street.group))
+        let tenant = try await street.api.inTenant { tenant, _ in tenant }
         let done = try await LiveLocationJobs(pool: street.api.pool, runner: JobRunner(metrics: JobMetrics(), log: Log(level: .error)))
-            .runOnce(now: now).filter { $0.group == group }
+            .runOnce(now: now, tenant: tenant).filter { $0.group == group }
         return (done.filter(\.updated).count, done.filter { !$0.updated }.count)
     }
 

@@ -63,10 +63,10 @@ public struct EscalationStore: Sendable {
 
     /// Escalations due at `now`, locked for this transaction and skipped by every other (every
     /// node runs the scheduler): each level fires once. Ids and times only, before any tenant.
-    public func claimDue(at now: Date, limit: Int, on connection: PostgresConnection) throws -> [ClaimedEscalation] {
+    public func claimDue(at now: Date, limit: Int, tenant: UUID? = nil, on connection: PostgresConnection) throws -> [ClaimedEscalation] {
         try connection.query("""
             SELECT escalation_id, tenant_id, group_id, seq, since FROM alert_escalations
-            WHERE due_at <= \(now) AND parked_at IS NULL
+            WHERE due_at <= \(now) AND parked_at IS NULL AND (\(tenant)::uuid IS NULL OR tenant_id = \(tenant))
             ORDER BY due_at LIMIT \(limit) FOR UPDATE SKIP LOCKED
             """).rows.map {
             ClaimedEscalation(id: try $0.decode(UUID.self, "escalation_id"), tenant: try $0.decode(UUID.self, "tenant_id"),

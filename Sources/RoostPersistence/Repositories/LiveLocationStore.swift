@@ -86,10 +86,10 @@ public struct LiveLocationStore: Sendable {
     }
 
     /// Jobs due at `now`, locked for this transaction and skipped by every other.
-    public func claimDue(at now: Date, limit: Int, on connection: PostgresConnection) throws -> [ClaimedLiveLocation] {
+    public func claimDue(at now: Date, limit: Int, tenant: UUID? = nil, on connection: PostgresConnection) throws -> [ClaimedLiveLocation] {
         try connection.query("""
             SELECT job_id, tenant_id, group_id, seq, user_id, flush FROM live_location_jobs
-            WHERE due_at <= \(now) AND parked_at IS NULL ORDER BY due_at LIMIT \(limit) FOR UPDATE SKIP LOCKED
+            WHERE due_at <= \(now) AND parked_at IS NULL AND (\(tenant)::uuid IS NULL OR tenant_id = \(tenant)) ORDER BY due_at LIMIT \(limit) FOR UPDATE SKIP LOCKED
             """).rows.map {
             ClaimedLiveLocation(id: try $0.decode(UUID.self, "job_id"), tenant: try $0.decode(UUID.self, "tenant_id"),
                                 group: try $0.decode(UUID.self, "group_id"), seq: try $0.decode(Int64.self, "seq"),

@@ -65,9 +65,11 @@ struct AlertEscalations: Sendable {
 
     /// Handles every escalation due at `now`; the alerts that escalated.
     @discardableResult
-    func runOnce(now: Date = Date()) async throws -> [Escalated] {
+    /// One round at `now`; with `tenant`, of that tenant's escalations only (a test driving
+    /// rounds at chosen times leaves the other tests' tenants alone).
+    func runOnce(now: Date = Date(), tenant: UUID? = nil) async throws -> [Escalated] {
         try await runner.drain(.alertEscalation, pool: pool, perBatch: Self.perBatch,
-                               claim: { try EscalationStore().claimDue(at: now, limit: Self.perBatch, on: $0) },
+                               claim: { try EscalationStore().claimDue(at: now, limit: Self.perBatch, tenant: tenant, on: $0) },
                                handle: { escalation, connection in
                                    try handle(escalation, now: now, on: connection).map { Escalated(group: escalation.group, seq: escalation.seq, level: $0) }
                                })
