@@ -294,3 +294,69 @@ final class MQTTPublisher {
         return true
     }
 }
+
+/// An open red alert in a group of M connected members, and S sharers (its author and S-1
+/// members who answered `on_my_way`) each posting a live point every 2 s: POST → each member's
+/// receipt of the `location.updated` notice, and the server's CPU meanwhile. A point is numbered
+/// by its `accuracy_m` (the notice carries it back). Points come exactly 2 s apart per sharer,
+/// so with any jitter about half of them arrive just inside their sharer's 2 s interval and are
+/// told when it ends, by the scheduler's next round: the figures count that wait, as a member
+/// would see it.
+func liveLocationScenario(_ options: Options) throws {
+    let sharers = min(options.sharers, options.members + 1)
+    let rounds = max(1, Int(options.seconds / 2))
+    print("live-location: \(sharers) sharers every 2 s to a group of \(options.members) connected members, \(rounds) rounds")
+    let seed = try Seed.make(databaseURL: options.databaseURL, groups: 1, membersPerGroup: options.members)
+    let group = seed.groups[0].uuidString.lowercased()
+    let ledger = Ledger(capacity: sharers * rounds + 1)
+    let clients = StreamClients(port: options.port, kind: .roost(tokens: seed.members[0], resume: { _ in #"{"type":"resume","cursors":{}}"# }),
+                                needle: #""accuracy_m":"#) { _, point, time, bytes in ledger.delivered(point, at: time, bytes: bytes) }
+    connect(clients, options)
+    defer { clients.stop() }
+
+    let poster = try HTTPPoster(port: options.port)
+    let alert = #"{"client_msg_id":"live-\#(UUID().uuidString.prefix(8))","kind":"alert","severity":"red","text":"Someone in the gardens","#
+        + #""location":{"lat":55.0,"lon":12.0}}"#
+    let (status, body) = try poster.request("POST", "/v1/groups/\(group)/messages", body: alert, token: seed.posterToken)
+    guard status == 201, let seq = (try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any])?["seq"] as? Int else {
+        throw BenchError("the alert answered \(status): \(body)")
+    }
+    let tokens = [seed.posterToken] + seed.members[0].prefix(sharers - 1)
+    for token in tokens.dropFirst() {
+        let (answered, text) = try poster.request("POST", "/v1/groups/\(group)/alerts/\(seq)/ack", body: #"{"response":"on_my_way"}"#, token: token)
+        guard answered == 200 else { throw BenchError("an answer got \(answered): \(text)") }
+    }
+
+    let path = "/v1/groups/\(group)/alerts/\(seq)/live-location"
+    let failures = Atomic<Int>(0)
+    let cpuBefore = cpuSeconds(pid: options.serverPID)
+    let began = now()
+    paced(count: sharers * rounds, rate: max(1, sharers / 2), threads: 16, make: { try? HTTPPoster(port: options.port) }) { poster, point in
+        let sharer = point % sharers
+        let body = #"{"lat":\#(55.0 + Double(point) * 1e-6),"lon":12.0,"accuracy_m":\#(point)}"#
+        ledger.start(point)
+        if (try? poster.request("POST", path, body: body, token: tokens[sharer]).0) != 204 { failures.add(1, ordering: .relaxed) }
+    }
+    // The last points of each sharer may wait out their interval: let the deliveries settle.
+    var settled = ledger.state.withLock { $0.latencies.count }
+    let settleBy = now() + 5_000_000_000
+    while now() < settleBy {
+        usleep(700_000)
+        let count = ledger.state.withLock { $0.latencies.count }
+        if count == settled { break }
+        settled = count
+    }
+    let elapsed = Double(now() - began) / 1e9
+    let cpu = cpuSeconds(pid: options.serverPID) - cpuBefore
+    let (latencies, told, everywhere) = ledger.state.withLock { state in
+        (state.latencies.sorted(), state.received.filter { $0 > 0 }.count, state.received.filter { $0 >= clients.live.load(ordering: .relaxed) }.count)
+    }
+    print(String(format: "  %d points posted (%d refused), %d told, %d to every member; %d deliveries in %.1f s; server CPU %.0f%% of a core",
+                 sharers * rounds, failures.load(ordering: .relaxed), told, everywhere, latencies.count, elapsed, cpu / elapsed * 100))
+    print("  POST → member's location.updated: p50 \(milliseconds(percentile(latencies, 0.5))), p99 \(milliseconds(percentile(latencies, 0.99))), "
+          + "max \(milliseconds(latencies.last ?? 0))")
+    Report.record(["scenario": "live-location", "server": "roost", "members": options.members, "sharers": sharers, "rounds": rounds,
+                   "points": sharers * rounds, "refused": failures.load(ordering: .relaxed), "told": told, "told_everywhere": everywhere,
+                   "deliveries": latencies.count, "p50_ms": ms(percentile(latencies, 0.5)), "p99_ms": ms(percentile(latencies, 0.99)),
+                   "max_ms": ms(latencies.last ?? 0), "server_cpu_percent": (cpu / elapsed * 1000).rounded() / 10])
+}

@@ -44,6 +44,7 @@ final class StreamClients: @unchecked Sendable {
     private let source: String?
     private let epollFD: Int32
     private let onDelivery: (Int, Int, UInt64, Int) -> Void
+    private let needle: [UInt8]
     let live = Atomic<Int>(0)
     let resumed = Atomic<Int>(0)
     let closed = Atomic<Int>(0)
@@ -65,7 +66,9 @@ final class StreamClients: @unchecked Sendable {
     /// `onDelivery(connection, post, receivedAt, frameBytes)` runs on the loop thread.
     /// `source` binds each connection to that local address (127.0.0.x: another set of
     /// ephemeral ports).
-    init(port: UInt16, kind: Kind, source: String? = nil, onDelivery: @escaping (Int, Int, UInt64, Int) -> Void) {
+    /// `needle` precedes the number a frame is counted by (a post's `bench:<n>` by default).
+    init(port: UInt16, kind: Kind, source: String? = nil, needle: String = "bench:", onDelivery: @escaping (Int, Int, UInt64, Int) -> Void) {
+        self.needle = Array(needle.utf8)
         self.port = port
         self.kind = kind
         self.source = source
@@ -254,7 +257,7 @@ final class StreamClients: @unchecked Sendable {
             case .message(let message):
                 switch message {
                 case .text(let text):
-                    if let post = Self.marker(text.utf8) {
+                    if let post = Self.marker(text.utf8, needle: needle) {
                         onDelivery(id, post, now(), text.utf8.count)
                     } else if text.hasPrefix(#"{"type":"resumed""#), !connections[id].resumed {
                         connections[id].resumed = true
@@ -285,7 +288,7 @@ final class StreamClients: @unchecked Sendable {
                 resumed.add(1, ordering: .relaxed)
             case MQTT.publish:
                 let payload = MQTT.payload(ofPublish: body)
-                if let post = Self.marker(payload) { onDelivery(id, post, now(), payload.count) }
+                if let post = Self.marker(payload, needle: needle) { onDelivery(id, post, now(), payload.count) }
             case MQTT.connack where body.count == 2 && body[body.startIndex + 1] != 0:
                 return fail(id)  // connection refused
             default:
@@ -294,9 +297,8 @@ final class StreamClients: @unchecked Sendable {
         }
     }
 
-    /// The post number after `bench:` in a delivered frame or payload, if any.
-    static func marker<Bytes: Collection>(_ bytes: Bytes) -> Int? where Bytes.Element == UInt8 {
-        let needle = Array("bench:".utf8)
+    /// The whole number after `needle` in a delivered frame or payload, if any.
+    static func marker<Bytes: Collection>(_ bytes: Bytes, needle: [UInt8]) -> Int? where Bytes.Element == UInt8 {
         var matched = 0
         var value: Int?
         for byte in bytes {

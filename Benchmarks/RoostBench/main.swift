@@ -35,6 +35,7 @@ struct Options {
     var perWorker = 18_000
     var clients = 5000
     var behind = 50
+    var sharers = 100
     var payloadBytes = 600
     var source: String?
     var tokensFile: String?
@@ -70,6 +71,7 @@ struct Options {
             case "--per-worker": perWorker = max(1, try number())
             case "--clients": clients = try number()
             case "--behind": behind = try number()
+            case "--sharers": sharers = try number()
             case "--payload-bytes": payloadBytes = try number()
             case "--source": source = value
             case "--tokens-file": tokensFile = value
@@ -89,10 +91,11 @@ struct Options {
     }
 
     static let usage = """
-        usage: roost-bench connections|alert|fanout|posts|resume-storm --port PORT --server-pid PID[,PID...]
+        usage: roost-bench connections|alert|live-location|fanout|posts|resume-storm --port PORT --server-pid PID[,PID...]
                [--broker roost|mqtt] [--database-url URL] [--results FILE] [--latencies FILE]
                connections:  [--connections N] [--per-worker N]
                alert:        [--members N] [--alerts N]
+               live-location: [--members N] [--sharers S] [--seconds T]
                fanout:       [--groups G] [--members M] [--rates R1,R2,..] [--seconds S] [--payload-bytes B (mqtt)]
                posts:        [--concurrency C] [--seconds S] [--paced-rate R]
                resume-storm: [--clients C] [--behind E]
@@ -106,6 +109,7 @@ do {
     case "connections": try connectionsScenario(options)
     case "connections-worker": try connectionsWorker(options)
     case "alert": try alertScenario(options)
+    case "live-location": try liveLocationScenario(options)
     case "fanout": try fanoutScenario(options)
     case "posts": try postsScenario(options)
     case "resume-storm": try resumeStormScenario(options)

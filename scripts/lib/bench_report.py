@@ -107,6 +107,11 @@ def main():
             rows.append((f"alert to {number(alert['members'])} members, POST → last receipt ({alert['alerts']} alerts)",
                          f"p50 {alert['p50_ms']} ms, p99 {alert['p99_ms']} ms", "", "", f"p99 ≤ {alert['goal_p99_ms']:.0f} ms",
                          verdict(alert["p99_ms"] <= alert["goal_p99_ms"])))
+    live = find("live-location", "roost")
+    if live:
+        rows.append((f"live location: {live['sharers']} sharers every 2 s to {number(live['members'])} members, POST → member's notice",
+                     f"p50 {live['p50_ms']} ms, p99 {live['p99_ms']} ms; server CPU {live['server_cpu_percent']}% of a core "
+                     f"({number(live['told'])} of {number(live['points'])} points told)", "", "", "", ""))
     posts = find("posts", "roost")
     if posts:
         rows.append((f"REST posts at concurrency {posts['concurrency']}, commit included", f"{number(posts['open_rate'])}/s, p99 {posts['open_p99_ms']} ms",
