@@ -31,6 +31,7 @@ public struct ClaimedLiveLocation: Sendable, Equatable {
     public let seq: Int64
     public let user: UUID
     public let flush: Bool
+    public let dueAt: Date
 }
 
 /// Live locations while help is on the way (sql/0011): only the newest point of each sharer of
@@ -88,12 +89,13 @@ public struct LiveLocationStore: Sendable {
     /// Jobs due at `now`, locked for this transaction and skipped by every other.
     public func claimDue(at now: Date, limit: Int, tenant: UUID? = nil, on connection: PostgresConnection) throws -> [ClaimedLiveLocation] {
         try connection.query("""
-            SELECT job_id, tenant_id, group_id, seq, user_id, flush FROM live_location_jobs
+            SELECT job_id, tenant_id, group_id, seq, user_id, flush, due_at FROM live_location_jobs
             WHERE due_at <= \(now) AND parked_at IS NULL AND (\(tenant)::uuid IS NULL OR tenant_id = \(tenant)) ORDER BY due_at LIMIT \(limit) FOR UPDATE SKIP LOCKED
             """).rows.map {
             ClaimedLiveLocation(id: try $0.decode(UUID.self, "job_id"), tenant: try $0.decode(UUID.self, "tenant_id"),
                                 group: try $0.decode(UUID.self, "group_id"), seq: try $0.decode(Int64.self, "seq"),
-                                user: try $0.decode(UUID.self, "user_id"), flush: try $0.decode(Bool.self, "flush"))
+                                user: try $0.decode(UUID.self, "user_id"), flush: try $0.decode(Bool.self, "flush"),
+                                dueAt: try $0.decode(Date.self, "due_at"))
         }
     }
 

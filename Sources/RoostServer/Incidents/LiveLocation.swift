@@ -5,7 +5,9 @@ import RoostProtocol
 
 /// When a live sharer's point is told to the group (API.md "Incidents"): at most one
 /// `location.updated` per sharer per `minimumInterval`, a point arriving sooner waits for the
-/// end of the interval and is replaced by any newer one meanwhile (the newest wins); a sharing
+/// end of the interval and is replaced by any newer one meanwhile (the newest wins), and the
+/// next interval starts at that end (told by the scheduler's next round, up to its tick later,
+/// it may reach clients a little less than an interval before the next point); a sharing
 /// with no update for `idleLimit` ends. Pure functions of the times, tested without waiting.
 enum LiveLocationPolicy {
     static let minimumInterval: TimeInterval = 2
@@ -170,7 +172,10 @@ struct LiveLocationJobs: Sendable {
         }
         switch LiveLocationPolicy.onJob(flush: job.flush, pointAt: point.at, now: now) {
         case .notice:
-            try LiveLocationNotice.tell(point, tenant: job.tenant, group: job.group, seq: job.seq, now: now, on: connection)
+            // Counted from the end of the interval it waited for, not from when this round got to
+            // it: a sharer's notices keep to a 2 s grid instead of each one adding the round's
+            // lateness (up to the scheduler's tick) to every later point's wait.
+            try LiveLocationNotice.tell(point, tenant: job.tenant, group: job.group, seq: job.seq, now: min(now, job.dueAt), on: connection)
             return .updated
         case .end:
             try store.end(tenant: job.tenant, group: job.group, seq: job.seq, user: job.user, on: connection)
