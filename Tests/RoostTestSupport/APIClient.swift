@@ -5,14 +5,18 @@ public final class APIClient: @unchecked Sendable {
     // `@unchecked Sendable`: used by one test at a time, like the TestClient it holds.
     public private(set) var client: TestClient
     public let port: UInt16
+    private let receiveTimeoutSeconds: Int
 
-    public init(client: TestClient, port: UInt16) {
+    public init(client: TestClient, port: UInt16, receiveTimeoutSeconds: Int = 10) {
         self.client = client
         self.port = port
+        self.receiveTimeoutSeconds = receiveTimeoutSeconds
     }
 
-    public convenience init(port: UInt16) throws {
-        self.init(client: try TestClient(port: port), port: port)
+    /// `receiveTimeoutSeconds`: how long an answer may take before the call fails.
+    public convenience init(port: UInt16, receiveTimeoutSeconds: Int = 10) throws {
+        self.init(client: try TestClient(port: port, receiveTimeoutSeconds: receiveTimeoutSeconds), port: port,
+                  receiveTimeoutSeconds: receiveTimeoutSeconds)
     }
 
     /// One JSON request and its answer; reconnects when the server closed the connection.
@@ -28,6 +32,6 @@ public final class APIClient: @unchecked Sendable {
     }
 
     public func reconnect() throws {
-        client = try TestClient(port: port)
+        client = try TestClient(port: port, receiveTimeoutSeconds: receiveTimeoutSeconds)
     }
 }

@@ -19,8 +19,8 @@ public final class TestClient: @unchecked Sendable {
         public var text: String { String(decoding: body, as: UTF8.self) }
     }
 
-    public init(port: UInt16, receiveBuffer: Int32? = nil) throws {
-        guard let fd = connectToLoopback(port: port, receiveBuffer: receiveBuffer) else {
+    public init(port: UInt16, receiveBuffer: Int32? = nil, receiveTimeoutSeconds: Int = 10) throws {
+        guard let fd = connectToLoopback(port: port, receiveTimeoutSeconds: receiveTimeoutSeconds, receiveBuffer: receiveBuffer) else {
             throw TestClientError("connect failed: errno \(errno)")
         }
         self.fd = fd
