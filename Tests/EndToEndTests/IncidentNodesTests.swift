@@ -140,7 +140,9 @@ struct IncidentNodesTests {
         #expect(try escalationState() == (1, 1, 1))
         let repushed = try outbox("alert").filter { $0.data["escalation_level"] as? Int == 1 }
         #expect(Set(repushed.map(\.to)) == ["Ben-phone", "Cy-phone", "Dee-phone"] && repushed.count == 3, "\(repushed.map(\.to))")
-        #expect(repushed.allSatisfy { $0.data["critical"] as? Bool == true })
+        #expect(repushed.allSatisfy { $0.data["critical"] as? Bool == true && $0.data["group_name"] as? String == "Elm Street" })
+        #expect((repushed.first { $0.to == "Ben-phone" }?.data["distance_m"] as? Double).map { abs($0 - 100) < 2 } == true)
+        #expect(repushed.first { $0.to == "Dee-phone" }?.data["distance_m"] is NSNull, "no home on the map: no distance")
         #expect(try outbox("alert_escalated").isEmpty, "contacts hear from level 2 on")
 
         // 3. Both nodes stop; level 2 falls due while none runs; two new nodes fire it once.
@@ -212,6 +214,7 @@ struct IncidentNodesTests {
         let allClear = try outbox("alert_closed")
         #expect(Set(allClear.map(\.to)) == ["Ben-phone", "Cy-phone", "Dee-phone"] && allClear.count == 3, "\(allClear.map(\.to))")
         #expect(allClear.allSatisfy { (($0.data["alert"] as? [String: Any])?["alert"] as? [String: Any])?["resolution"] as? String == "Police came" })
+        #expect(allClear.allSatisfy { $0.data["distance_m"] == nil && $0.data["critical"] == nil }, "the all clear is not a call to come")
         let (status, sharers) = try await on(a).call("GET", "/v1/groups/\(group)/alerts/\(seq)/live-locations", token: dee.token)
         #expect(status == 200 && (sharers["items"] as? [Any])?.isEmpty == true, "points are deleted when sharing ends: \(sharers)")
         for node in [a, b] {

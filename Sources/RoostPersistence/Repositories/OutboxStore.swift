@@ -187,31 +187,6 @@ extension OutboxStore {
             """).affectedRows
     }
 
-    /// The critical re-push of an escalating alert (level 1 and 3: template `alert`, `critical:
-    /// true`, `escalation_level`) to every member it was pushed to who has not answered it and
-    /// is still a member. Returns how many deliveries were queued.
-    @discardableResult
-    public func enqueueEscalationPushes(group: UUID, seq: Int64, level: Int, alert: RawJSON, on connection: PostgresConnection) throws -> Int {
-        try connection.query("""
-            WITH queued AS (
-                INSERT INTO outbox (tenant_id, channel, recipient, template, data)
-                SELECT d.tenant_id, 'push', d.token, 'alert',
-                       jsonb_build_object('platform', d.platform, 'group_name', g.name, 'alert', \(alert), 'critical', true,
-                                          'escalation_level', \(level),
-                                          'distance_m', round(roost_distance_m(u.home->'location', \(alert)::jsonb->'location')))
-                FROM alert_recipients r
-                JOIN memberships m ON m.tenant_id = r.tenant_id AND m.group_id = r.group_id AND m.user_id = r.user_id
-                JOIN devices d ON d.tenant_id = r.tenant_id AND d.user_id = r.user_id
-                JOIN groups g ON g.tenant_id = r.tenant_id AND g.id = r.group_id
-                JOIN users u ON u.tenant_id = r.tenant_id AND u.id = r.user_id
-                WHERE r.group_id = \(group) AND r.seq = \(seq)
-                  AND NOT EXISTS (SELECT 1 FROM alert_acks k WHERE k.tenant_id = r.tenant_id AND k.group_id = r.group_id
-                                  AND k.seq = r.seq AND k.user_id = r.user_id)
-                RETURNING id, tenant_id)
-            INSERT INTO outbox_jobs (outbox_id, tenant_id) SELECT id, tenant_id FROM queued
-            """).affectedRows
-    }
-
     /// One `push` delivery with `template` per registered device of `user`: what an alert's
     /// author hears of the answers. Returns how many were queued.
     @discardableResult
@@ -227,17 +202,27 @@ extension OutboxStore {
     }
 
     /// One `push` delivery with `template` per registered device of everyone the alert was
-    /// pushed to who is still a member (the all clear, a reopened alert). Returns how many were queued.
+    /// pushed to who is still a member (the all clear, a reopened alert; with `unansweredOnly`,
+    /// an escalation's re-push to those who have not answered it). Each carries `data` and the
+    /// device's platform and, given `distanceTo` (the alert's JSON), the recipient's home's
+    /// `distance_m` to the alert's place (null without either). Returns how many were queued.
     @discardableResult
-    public func enqueueRecipientPushes(group: UUID, seq: Int64, template: String, data: RawJSON, on connection: PostgresConnection) throws -> Int {
+    public func enqueueRecipientPushes(group: UUID, seq: Int64, template: String, data: RawJSON, unansweredOnly: Bool = false,
+                                       distanceTo alert: RawJSON? = nil, on connection: PostgresConnection) throws -> Int {
         try connection.query("""
             WITH queued AS (
                 INSERT INTO outbox (tenant_id, channel, recipient, template, data)
-                SELECT d.tenant_id, 'push', d.token, \(template), jsonb_build_object('platform', d.platform) || \(data)::jsonb
+                SELECT d.tenant_id, 'push', d.token, \(template),
+                       jsonb_build_object('platform', d.platform) || \(data)::jsonb
+                       || CASE WHEN \(alert)::jsonb IS NULL THEN '{}'::jsonb
+                               ELSE jsonb_build_object('distance_m', round(roost_distance_m(u.home->'location', \(alert)::jsonb->'location'))) END
                 FROM alert_recipients r
                 JOIN memberships m ON m.tenant_id = r.tenant_id AND m.group_id = r.group_id AND m.user_id = r.user_id
                 JOIN devices d ON d.tenant_id = r.tenant_id AND d.user_id = r.user_id
+                JOIN users u ON u.tenant_id = r.tenant_id AND u.id = r.user_id
                 WHERE r.group_id = \(group) AND r.seq = \(seq)
+                  AND (NOT \(unansweredOnly) OR NOT EXISTS (SELECT 1 FROM alert_acks k WHERE k.tenant_id = r.tenant_id AND k.group_id = r.group_id
+                                                           AND k.seq = r.seq AND k.user_id = r.user_id))
                 RETURNING id, tenant_id)
             INSERT INTO outbox_jobs (outbox_id, tenant_id) SELECT id, tenant_id FROM queued
             """).affectedRows

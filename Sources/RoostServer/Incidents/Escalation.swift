@@ -103,14 +103,17 @@ struct AlertEscalations: Sendable {
         try GroupEventLog().append(tenant: tenant, group: group, event: .alertEscalated, actorType: "system", actorID: nil,
                                    data: RawJSON("{\"seq\":\(seq),\"level\":\(level)}"), on: connection)
         let alert = try MessageStore().message(group: group, seq: seq, on: connection)!
+        let groupName = try GroupStore().group(id: group, on: connection)?.name ?? ""
         let reaches = EscalationPolicy.reaches(from: from, to: level)
         let key = "\(tenant.uuidString):\(group.uuidString):\(seq)"
         if reaches.members,
            try AlertPushes.allowed(RateLimit("escalation-push:" + key, limit: Self.memberPushesPerAlertPerHour, window: Throttle.hour), on: connection) {
-            try OutboxStore().enqueueEscalationPushes(group: group, seq: seq, level: level, alert: RawJSON(alert), on: connection)
+            // The critical re-push (template `alert`) to every member pushed the alert who has not answered it.
+            let data = "{\"group_name\":\(JSONString.quote(groupName)),\"alert\":\(alert),\"critical\":true,\"escalation_level\":\(level)}"
+            try OutboxStore().enqueueRecipientPushes(group: group, seq: seq, template: "alert", data: RawJSON(data), unansweredOnly: true,
+                                                     distanceTo: RawJSON(alert), on: connection)
         }
         if reaches.contacts {
-            let groupName = try GroupStore().group(id: group, on: connection)?.name ?? ""
             for contact in try EscalationStore().confirmedContacts(group: group, on: connection) {
                 let contactKey = "escalation-contact:\(tenant.uuidString):\(contact.id.uuidString)"
                 guard try AlertPushes.allowed(RateLimit(contactKey + ":hour", limit: Self.contactMessagesPerHour, window: Throttle.hour),
