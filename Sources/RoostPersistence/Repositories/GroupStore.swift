@@ -171,26 +171,29 @@ public struct MemberPosition: Sendable, Equatable {
     public init(rank: Int, joinedMicros: Int64, user: UUID) {
         (self.rank, self.joinedMicros, self.user) = (rank, joinedMicros, user)
     }
-
-    public init(of member: Member) {
-        let rank = ["owner": 0, "admin": 1][member.role] ?? 2
-        self.init(rank: rank, joinedMicros: NewestFirst(member.joinedAt, member.userID).micros, user: member.userID)
-    }
 }
 
 extension GroupStore {
     /// A group's members, the owner first, then admins, then members, each by when they joined:
-    /// at most `limit` of them after `after` (`MemberPosition(of:)` of the previous page's last).
-    public func members(of group: UUID, after: MemberPosition? = nil, limit: Int, on connection: PostgresConnection) throws -> [Member] {
+    /// at most `limit` of them after `after` (the previous page's last position), each with its
+    /// position in that order as the database ranks it.
+    public func members(of group: UUID, after: MemberPosition? = nil, limit: Int, on connection: PostgresConnection) throws
+        -> [(member: Member, position: MemberPosition)]
+    {
         try connection.query("""
-            SELECT m.user_id, u.display_name, m.role, m.joined_at
+            SELECT m.user_id, u.display_name, m.role, m.joined_at, roost_role_rank(m.role) AS rank,
+                   (extract(epoch FROM m.joined_at) * 1000000)::int8 AS joined_micros
             FROM memberships m JOIN users u ON u.tenant_id = m.tenant_id AND u.id = m.user_id
             WHERE m.group_id = \(group)
               AND (\(after?.rank)::int IS NULL
                    OR (roost_role_rank(m.role), m.joined_at, m.user_id)
                       > (\(after?.rank)::int, 'epoch'::timestamptz + \(after?.joinedMicros)::int8 * interval '1 microsecond', \(after?.user)::uuid))
             ORDER BY roost_role_rank(m.role), m.joined_at, m.user_id LIMIT \(limit)
-            """).rows.map(decodeMember)
+            """).rows.map { row in
+            let member = try decodeMember(row)
+            return (member, MemberPosition(rank: try row.decode(Int.self, "rank"), joinedMicros: try row.decode(Int64.self, "joined_micros"),
+                                           user: member.userID))
+        }
     }
 
     /// One member of a group, or nil.

@@ -53,10 +53,10 @@ struct MembershipRoutes: Sendable {
             let members = try await caller.inGroup(group) { _, connection in
                 try GroupStore().members(of: group, after: after, limit: limit, on: connection)
             }
-            let next = members.count == limit ? members.last.map(MemberPosition.init(of:)).map {
-                ListCursor.write(String($0.rank), String($0.joinedMicros), $0.user.uuidString.lowercased())
+            let next = members.count == limit ? members.last.map {
+                ListCursor.write(String($0.position.rank), String($0.position.joinedMicros), $0.position.user.uuidString.lowercased())
             } : nil
-            return try APIJSON.response(.ok, Page(items: members.map(MemberView.init), next: next))
+            return try APIJSON.response(.ok, Page(items: members.map { MemberView($0.member) }, next: next))
         }
         builder.add(.patch, "/v1/groups/{gid:uuid}/members/{uid:uuid}", bodyLimit: 4 * 1024, signedIn: auth) { context, caller in
             let body = try context.decodeJSON(RoleBody.self)
