@@ -23,7 +23,7 @@ struct CheckinNodesTests {
         ])
         let token = try #require(registered["token"] as? String)
         let group = try #require(try await client.call("POST", "/v1/groups", ["name": "Dark lane"], token: token).1["id"] as? String)
-        let (created, checkin) = try await client.call("POST", "/v1/checkins", ["group_id": group, "due_in_s": 2, "note": "Cycling home"], token: token)
+        let (created, checkin) = try await client.call("POST", "/v1/checkins", ["group_id": group, "due_in_s": 2, "grace_s": 0, "note": "Cycling home"], token: token)
         #expect(created == 201)
         let id = try #require(checkin["id"] as? String).lowercased()
         first.process.signal(SIGTERM)

@@ -1,5 +1,6 @@
 import Foundation
 import RoostFanout
+import RoostHTTP
 import RoostPersistence
 @testable import RoostServer
 import RoostTestSupport
@@ -89,8 +90,16 @@ struct APISpecTests {
                                                                               "details": ["zone": 1]], token: key)
             #expect(status == 201 || status == 200)
         }
-        let checkin = try await call("POST", "/v1/checkins", ["group_id": group, "due_in_s": 600, "note": "walking home"], as: owner)
-        _ = try await call("POST", "/v1/checkins/\(try #require(checkin["id"] as? String))/complete", as: owner)
+        let checkin = try #require(try await call("POST", "/v1/checkins", ["group_id": group, "due_in_s": 600, "note": "walking home"],
+                                                  as: owner)["id"] as? String)
+        _ = try await call("POST", "/v1/checkins/\(checkin)/extend", ["due_in_s": 900], as: owner)
+        // The deadline passes (a round at a chosen time): the prompt notice to the walker's stream.
+        let tenant = try await api.inTenant { tenant, _ in tenant }
+        let rounds = CheckinDeadlines(pool: api.pool, runner: JobRunner(metrics: JobMetrics(), log: Log(level: .error)))
+        #expect(try await rounds.runOnce(now: Date() + 1000, tenant: tenant).count == 1)
+        _ = try await call("POST", "/v1/checkins/\(checkin)/complete", as: owner)
+        let calledOff = try #require(try await call("POST", "/v1/checkins", ["group_id": group, "due_in_s": 600], as: owner)["id"] as? String)
+        _ = try await call("POST", "/v1/checkins/\(calledOff)/cancel", as: owner)
         try await api.addMember(passerby.id, to: group, role: "member")
         _ = try await call("DELETE", "/v1/groups/\(group)/members/\(passerby.id)", as: owner)
         _ = try await call("DELETE", "/v1/groups/\(group)/members/\(member.id)", as: member)
@@ -107,7 +116,8 @@ struct APISpecTests {
             if frame["type"] as? String == "error" { answered = true } else { events.append(frame["event"] as? String ?? "?") }
         }
         #expect(Set(events) == ["member.joined", "group.updated", "message.created", "alert.acknowledged", "alert.closed", "alert.reopened",
-                                "message.redacted", "member.role_changed", "alert.repeated", "checkin.completed", "member.removed",
+                                "message.redacted", "member.role_changed", "alert.repeated", "checkin.started", "checkin.extended",
+                                "checkin.prompt", "checkin.completed", "checkin.cancelled", "member.removed",
                                 "member.left", "read.updated", "location.updated", "location.ended"])
         // The member's stream: its events from joining to leaving, then the group.removed notice.
         while true {

@@ -35,7 +35,7 @@ struct CheckinTests {
         try await api.addMember(walker.id, to: group, role: "member")
         #expect(try await api.call("POST", "/v1/me/devices", ["platform": "fcm", "token": "nia-phone"], token: owner.token).0 == 201)
         let (created, checkin) = try await api.call("POST", "/v1/checkins", [
-            "group_id": group, "due_in_s": 600, "note": "Walking home through the park", "location": ["lat": 55.1, "lon": 12.1],
+            "group_id": group, "due_in_s": 600, "grace_s": 0, "note": "Walking home through the park", "location": ["lat": 55.1, "lon": 12.1],
         ], token: walker.token)
         #expect(created == 201 && checkin["status"] as? String == "active")
         let id = try #require(checkin["id"] as? String)
@@ -65,8 +65,9 @@ struct CheckinTests {
                 .rows[0].decode(Int.self, "n")
         }
         #expect(pushes == 1)
-        // Ended: nothing more to do with it, and later rounds raise nothing.
-        #expect(try await api.call("POST", "/v1/checkins/\(id)/complete", token: walker.token).0 == 409)
+        // The alert is out: a prompt no longer has an answer, and later rounds raise nothing more.
+        #expect(try await api.call("POST", "/v1/checkins/\(id)/extend", ["due_in_s": 600], token: walker.token).0 == 409)
+        #expect(try await api.call("POST", "/v1/checkins/\(id)/cancel", token: walker.token).0 == 409)
         _ = try await schedulers[0].runOnce()
         #expect(try await missedAlerts(api, group: group).count == 1)
         for pool in pools { pool.close() }
@@ -87,7 +88,8 @@ struct CheckinTests {
         _ = try await scheduler.runOnce()
         #expect(try await missedAlerts(api, group: group).isEmpty)
         let events = try await api.call("GET", "/v1/groups/\(group)/events?after=1", token: pat.token).1["items"] as? [[String: Any]]
-        #expect(events?.compactMap { $0["event"] as? String } == ["checkin.completed"])
+        #expect(events?.compactMap { $0["event"] as? String } == ["checkin.started", "checkin.extended", "checkin.completed"])
+        #expect((events?.last?["data"] as? [String: Any])?["reason"] as? String == "checked_in")
         #expect((try await api.call("GET", "/v1/checkins?status=active", token: pat.token).1["items"] as? [Any])?.isEmpty == true)
         await api.stop()
     }

@@ -25,7 +25,7 @@ struct ErasureTests {
                                                                           "severity": "red"], token: zeph.token).0 == 201)
         #expect(try await api.call("POST", "/v1/groups/\(group)/invitations", ["email": "newcomer@example.org"], token: zeph.token).0 == 201)
         #expect(try await api.call("POST", "/v1/me/contacts/verify", ["channel": "email"], token: zeph.token).0 == 202)
-        let checkin = try #require(try await api.call("POST", "/v1/checkins", ["group_id": group, "due_in_s": 600], token: zeph.token).1["id"] as? String)
+        let checkin = try #require(try await api.call("POST", "/v1/checkins", ["group_id": group, "due_in_s": 600, "grace_s": 0], token: zeph.token).1["id"] as? String)
         try await api.inTenant { _, connection in
             let id = UUID(uuidString: checkin)!
             try connection.query("UPDATE checkins SET due_at = now() - interval '1 second' WHERE id = \(id)")

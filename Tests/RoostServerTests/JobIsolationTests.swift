@@ -33,8 +33,9 @@ struct JobIsolationTests {
     /// A check-in of the walker, already due.
     static func dueCheckin(_ place: Neighbourhood, note: String = "", on connection: PostgresConnection) throws -> UUID {
         try connection.withTenantTransaction(place.tenant) { connection in
-            let checkin = try CheckinStore().create(tenant: place.tenant, group: place.group, user: place.walker, note: note, location: nil,
-                                                    dueInSeconds: 0, on: connection)
+            let checkin = try CheckinStore().create(tenant: place.tenant, user: place.walker, NewCheckin(
+                groups: [place.group], note: note, location: nil, battery: nil, dueInSeconds: 0, graceSeconds: 0, destination: nil,
+                stallAfterSeconds: nil), on: connection)
             return checkin.id
         }
     }

@@ -115,6 +115,16 @@ public struct UserStore: Sendable {
         try connection.query("DELETE FROM contact_verifications WHERE user_id = \(user)")
         // Where they were while sharing their location on an alert (the jobs hold ids only, and end on their own).
         try connection.query("DELETE FROM live_locations WHERE user_id = \(user)")
+        // Their check-ins (notes, trails, places; the alerts they raised stay, as their messages do),
+        // and their name and notes in the check-in events the groups kept.
+        try CheckinStore().stripAlertTrails(user: user, on: connection)
+        try connection.query("DELETE FROM checkins WHERE user_id = \(user)")
+        try connection.query("""
+            UPDATE group_events SET data = CASE WHEN event = 'checkin.started'
+                                                THEN jsonb_set(jsonb_set(data, '{user,display_name}', to_jsonb(\(deleted)::text)), '{note}', '""')
+                                                ELSE jsonb_set(data, '{display_name}', to_jsonb(\(deleted)::text)) END
+            WHERE actor_type = 'user' AND actor_id = \(user) AND event LIKE 'checkin.%'
+            """)
     }
 
     /// How an erased account is named wherever its messages are shown.

@@ -18,7 +18,12 @@ public struct GroupEventKind: Hashable, Sendable, CustomStringConvertible {
     public static let memberRemoved = GroupEventKind("member.removed")
     public static let memberRoleChanged = GroupEventKind("member.role_changed")
     public static let groupUpdated = GroupEventKind("group.updated")
+    /// A member's walk the group watches began ("Ann is walking home, due 23:40"), got a new
+    /// deadline, ended safely (checked in, or arrived), or was called off (API.md "Check-ins").
+    public static let checkinStarted = GroupEventKind("checkin.started")
+    public static let checkinExtended = GroupEventKind("checkin.extended")
     public static let checkinCompleted = GroupEventKind("checkin.completed")
+    public static let checkinCancelled = GroupEventKind("checkin.cancelled")
 
     /// Whether the event starts or ends someone's membership, which changes who may see the
     /// group's later events (the fanout acts on these three).
@@ -45,6 +50,9 @@ public struct NoticeKind: Hashable, Sendable, CustomStringConvertible {
     public static let locationUpdated = NoticeKind("location.updated")
     /// A live sharer stopped: the alert closed, or an hour without an update.
     public static let locationEnded = NoticeKind("location.ended")
+    /// The walker's check-in reached its deadline (or they stood still too long): "are you OK?"
+    /// to their own streams, beside the critical push to their devices.
+    public static let checkinPrompt = NoticeKind("checkin.prompt")
 
     public var description: String { name }
 }

@@ -36,3 +36,14 @@ public struct Location: Codable, Hashable, Sendable {
         return String(decoding: data, as: UTF8.self)
     }
 }
+
+extension Location {
+    /// The great-circle distance in metres to `other` (haversine on a sphere of the Earth's
+    /// mean radius, as `roost_distance_m` computes it in the database).
+    public func distance(to other: Location) -> Double {
+        func radians(_ degrees: Double) -> Double { degrees * .pi / 180 }
+        let dLat = radians(other.lat - lat), dLon = radians(other.lon - lon)
+        let h = pow(sin(dLat / 2), 2) + cos(radians(lat)) * cos(radians(other.lat)) * pow(sin(dLon / 2), 2)
+        return 2 * 6_371_008.8 * asin(min(1, h.squareRoot()))
+    }
+}

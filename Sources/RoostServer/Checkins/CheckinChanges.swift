@@ -2,89 +2,183 @@ import Foundation
 import RoostPersistence
 import RoostProtocol
 
-/// A member starts a check-in in one of their groups: a deadline by which they promise to
-/// check in, with a note and a place. At most `maxActive` at once.
-struct StartCheckin: GroupUseCase {
-    static let maxActive = 5
+/// A member starts a check-in watched by one or more of their groups: a deadline by which they
+/// promise to check in, how long to wait for an answer to the prompt, a note, where they are,
+/// and optionally where they are going and how long standing still may last. Each group hears
+/// `checkin.started` ("Ann is walking home, due 23:40"). At most `maxWalking` at once.
+struct StartCheckin: UserUseCase {
+    static let maxWalking = 5
+    static let maxGroups = 5
 
-    let group: UUID
-    let seconds: Double
-    let note: String
-    let location: String?
+    let new: NewCheckin
 
-    init(group: UUID, seconds: Double, note: String?, location: Location?) throws(APIError) {
-        self.note = try BoundedText.validate(note ?? "", field: "note", range: 0...1000, allowNewlines: true)
-        self.location = try location?.validatedJSON()
-        self.group = group
-        self.seconds = seconds
+    init(groups: [UUID], seconds: Double, graceSeconds: Int?, note: String?, location: Location?, battery: Int?,
+         destination: Destination?, stallAfterSeconds: Int?) throws(APIError) {
+        var unique: [UUID] = []
+        for group in groups where !unique.contains(group) { unique.append(group) }
+        guard (1...Self.maxGroups).contains(unique.count) else {
+            throw APIError.invalid("name 1 to \(Self.maxGroups) groups to watch the check-in", "group_ids")
+        }
+        let grace = graceSeconds ?? CheckinPolicy.defaultGraceSeconds
+        guard CheckinPolicy.graceRange.contains(grace) else { throw APIError.invalid("grace_s must be 0 to 3600 seconds", "grace_s") }
+        if let stallAfterSeconds, !CheckinPolicy.stallRange.contains(stallAfterSeconds) {
+            throw APIError.invalid("stall_after_s must be 60 to 86400 seconds", "stall_after_s")
+        }
+        new = NewCheckin(groups: unique, note: try BoundedText.validate(note ?? "", field: "note", range: 0...1000, allowNewlines: true),
+                         location: try location?.validatedJSON(), battery: try Self.validate(battery: battery), dueInSeconds: seconds,
+                         graceSeconds: grace, destination: try destination?.validatedJSON(), stallAfterSeconds: stallAfterSeconds)
     }
 
-    func run(by caller: GroupCaller, on connection: PostgresConnection) throws -> Checkin {
-        let store = CheckinStore()
-        guard try store.activeCount(user: caller.user.id, on: connection) < Self.maxActive else {
-            throw APIError(.conflict, code: "conflict", message: "at most \(Self.maxActive) active check-ins; complete one first")
+    static func validate(battery: Int?) throws(APIError) -> Int? {
+        if let battery, !(0...100).contains(battery) { throw APIError.invalid("battery is a percentage, 0 to 100", "battery") }
+        return battery
+    }
+
+    func run(by user: User, on connection: PostgresConnection) throws -> Checkin {
+        for group in new.groups where try GroupStore().role(of: user.id, in: group, on: connection) == nil {
+            throw APIError.noSuchGroup
         }
-        return try store.create(tenant: caller.user.tenantID, group: group, user: caller.user.id, note: note,
-                                location: location, dueInSeconds: seconds, on: connection)
+        let store = CheckinStore()
+        guard try store.walkingCount(user: user.id, on: connection) < Self.maxWalking else {
+            throw APIError(.conflict, code: "conflict", message: "at most \(Self.maxWalking) check-ins at once; complete one first")
+        }
+        let checkin = try store.create(tenant: user.tenantID, user: user.id, new, on: connection)
+        let data = "{\"id\":\"\(checkin.id.uuidString.lowercased())\",\"user\":{\"id\":\"\(user.id.uuidString.lowercased())\","
+            + "\"display_name\":\(JSONString.quote(user.displayName))},\"due_at\":\(JSONString.quote(CheckinAlerts.time(checkin.dueAt))),"
+            + "\"note\":\(JSONString.quote(checkin.note))}"
+        try CheckinAlerts.announce(checkin, event: .checkinStarted, data: data, tenant: user.tenantID, on: connection)
+        return checkin
     }
 }
 
-/// A change a member makes to one of their own active check-ins. Only its owner sees or
-/// touches a check-in: anyone else gets 404, as for one that does not exist.
+/// Something a walker asks of one of their own check-ins. Only its owner sees or touches a
+/// check-in: anyone else gets 404, as for one that does not exist. `CheckinPolicy` says which
+/// answers each status takes (409 otherwise).
 protocol OwnCheckinChange: UserUseCase {
     var checkin: UUID { get }
-    func change(_ checkin: Checkin, by user: User, on connection: PostgresConnection) throws -> Output
+    static var answer: CheckinPolicy.Answer { get }
+    func change(_ checkin: Checkin, _ outcome: CheckinPolicy.Outcome, by user: User, on connection: PostgresConnection) throws -> Output
 }
 
 extension OwnCheckinChange {
     func run(by user: User, on connection: PostgresConnection) throws -> Output {
         guard let found = try CheckinStore().mine(checkin, user: user.id, on: connection) else { throw APIError.noSuchCheckin }
-        guard found.status == "active" else { throw APIError(.conflict, code: "conflict", message: "the check-in has ended") }
-        return try change(found, by: user, on: connection)
+        let status = CheckinStatus(rawValue: found.status) ?? .completed
+        let outcome = try CheckinPolicy.outcome(of: Self.answer, status: status, ended: found.endedAt != nil)
+        return try change(found, outcome, by: user, on: connection)
     }
 }
 
-/// Where the member is now (the alert, if one is raised, carries the last place).
+/// Where the walker is now, with the battery: the newest point is kept (the alert, if one is
+/// raised, carries it), the trail takes at most one point in 15 s, standing still is measured,
+/// and a point inside the destination completes the walk (`reason: "arrived"`).
 struct ShareCheckinLocation: OwnCheckinChange {
     typealias Output = Void
+    static let answer = CheckinPolicy.Answer.location
     let checkin: UUID
-    let location: String
+    let location: Location
+    let battery: Int?
 
-    init(checkin: UUID, location: Location) throws(APIError) {
+    init(checkin: UUID, location: Location, battery: Int?) throws(APIError) {
+        try location.validate()
         self.checkin = checkin
-        self.location = try location.validatedJSON()
+        self.location = location
+        self.battery = try StartCheckin.validate(battery: battery)
     }
 
-    func change(_ checkin: Checkin, by user: User, on connection: PostgresConnection) throws {
-        try CheckinStore().setLocation(checkin.id, location: location, on: connection)
+    func change(_ checkin: Checkin, _ outcome: CheckinPolicy.Outcome, by user: User, on connection: PostgresConnection) throws {
+        let now = try connection.query("SELECT now() AS now").rows[0].decode(Date.self, "now")
+        let place = try checkin.stillLocation.map { try JSONDecoder().decode(Location.self, from: Data($0.utf8)) }
+        let still = CheckinPolicy.stillness(place: place, since: checkin.stillSince, point: location, now: now)
+        let keep = CheckinPolicy.keepsTrailPoint(lastAt: checkin.trailAt, points: checkin.trailPoints, now: now)
+        try CheckinStore().recordLocation(checkin, tenant: user.tenantID, location: try location.validatedJSON(), battery: battery,
+                                          stillLocation: try still.place.validatedJSON(), stillSince: still.since, trail: keep, on: connection)
+        let destination = try checkin.destination.map { try JSONDecoder().decode(Destination.self, from: Data($0.utf8)) }
+        if (CheckinStatus(rawValue: checkin.status)?.isWalking ?? false) && CheckinPolicy.arrived(at: location, destination: destination) {
+            _ = try CompleteCheckin.finish(checkin, reason: "arrived", allClear: false, by: user, on: connection)
+        }
     }
 }
 
-/// A new deadline, counted from now.
+/// A new deadline, counted from now; also the answer "I'm OK, give me more time" to a prompt.
 struct ExtendCheckin: OwnCheckinChange {
     typealias Output = Checkin
+    static let answer = CheckinPolicy.Answer.extend
     let checkin: UUID
     let seconds: Double
 
-    func change(_ checkin: Checkin, by user: User, on connection: PostgresConnection) throws -> Checkin {
-        try CheckinStore().extend(checkin.id, dueInSeconds: seconds, on: connection)
+    func change(_ checkin: Checkin, _ outcome: CheckinPolicy.Outcome, by user: User, on connection: PostgresConnection) throws -> Checkin {
+        let extended = try CheckinStore().extend(checkin.id, dueInSeconds: seconds, on: connection)
+        let data = CheckinAlerts.eventData(extended, name: user.displayName, "\"due_at\":\(JSONString.quote(CheckinAlerts.time(extended.dueAt)))")
+        try CheckinAlerts.announce(extended, event: .checkinExtended, data: data, tenant: user.tenantID, on: connection)
+        return extended
     }
 }
 
-/// The member checks in: "home safe", for the group to see (unless they have left it meanwhile).
+/// The walker checks in: "home safe" (`checkin.completed`). When its alert went out already,
+/// every alert it raised that is still open is closed, which is the all clear.
 struct CompleteCheckin: OwnCheckinChange {
     typealias Output = Checkin
+    static let answer = CheckinPolicy.Answer.complete
     let checkin: UUID
 
-    func change(_ checkin: Checkin, by user: User, on connection: PostgresConnection) throws -> Checkin {
-        let ended = try CheckinStore().end(checkin.id, status: "completed", on: connection)
-        if try GroupStore().role(of: user.id, in: checkin.groupID, on: connection) != nil {
-            let data = "{\"checkin_id\":\"\(checkin.id.uuidString.lowercased())\",\"user_id\":\"\(user.id.uuidString.lowercased())\","
-                + "\"display_name\":\(JSONString.quote(user.displayName))}"
-            try GroupEventLog().append(tenant: user.tenantID, group: checkin.groupID, event: .checkinCompleted, actorType: "user",
-                                       actorID: user.id, data: RawJSON(data), on: connection)
-        }
+    func change(_ checkin: Checkin, _ outcome: CheckinPolicy.Outcome, by user: User, on connection: PostgresConnection) throws -> Checkin {
+        guard case .complete(let allClear) = outcome else { return checkin }
+        return try Self.finish(checkin, reason: "checked_in", allClear: allClear, by: user, on: connection)
+    }
+
+    static func finish(_ checkin: Checkin, reason: String, allClear: Bool, by user: User, on connection: PostgresConnection) throws -> Checkin {
+        let ended = try CheckinStore().end(checkin.id, status: CheckinStatus.completed.rawValue, reason: reason,
+                                           purgeAfter: CheckinPolicy.retention, on: connection)
+        if allClear { try CheckinAlerts.allClear(ended, tenant: user.tenantID, on: connection) }
+        let data = CheckinAlerts.eventData(ended, name: user.displayName, "\"reason\":\(JSONString.quote(reason))")
+        try CheckinAlerts.announce(ended, event: .checkinCompleted, data: data, tenant: user.tenantID, on: connection)
         return ended
+    }
+}
+
+/// The walker calls it off before any alert: it ends without an announcement beyond
+/// `checkin.cancelled` (no alert, no push).
+struct CancelCheckin: OwnCheckinChange {
+    typealias Output = Checkin
+    static let answer = CheckinPolicy.Answer.cancel
+    let checkin: UUID
+
+    func change(_ checkin: Checkin, _ outcome: CheckinPolicy.Outcome, by user: User, on connection: PostgresConnection) throws -> Checkin {
+        let ended = try CheckinStore().end(checkin.id, status: CheckinStatus.cancelled.rawValue, reason: "cancelled",
+                                           purgeAfter: CheckinPolicy.retention, on: connection)
+        try CheckinAlerts.announce(ended, event: .checkinCancelled, data: CheckinAlerts.eventData(ended, name: user.displayName),
+                                   tenant: user.tenantID, on: connection)
+        return ended
+    }
+}
+
+/// "I need help": the red alert goes out at once (template `help`) in every watching group the
+/// walker is still in, and the check-in is `escalated`. The first group's alert is the answer.
+struct CheckinHelp: OwnCheckinChange {
+    typealias Output = String
+    static let answer = CheckinPolicy.Answer.help
+    let checkin: UUID
+    let note: String?
+    let location: String?
+
+    init(checkin: UUID, note: String?, location: Location?) throws(APIError) {
+        self.checkin = checkin
+        self.note = try note.map { value throws(APIError) in try BoundedText.validate(value, field: "note", range: 1...1000, allowNewlines: true) }
+        self.location = try location?.validatedJSON()
+    }
+
+    func change(_ checkin: Checkin, _ outcome: CheckinPolicy.Outcome, by user: User, on connection: PostgresConnection) throws -> String {
+        let text = note ?? (checkin.note.isEmpty ? CheckinAlerts.helpText : checkin.note)
+        let raised = try CheckinAlerts.raise(checkin, template: "help", text: text, location: location, name: user.displayName,
+                                             tenant: user.tenantID, on: connection)
+        guard let first = raised.first else {
+            throw APIError(.conflict, code: "conflict", message: "you are no longer in any of the check-in's groups; post the alert in a group")
+        }
+        let now = try connection.query("SELECT now() AS now").rows[0].decode(Date.self, "now")
+        try CheckinStore().alerted(checkin.id, status: CheckinStatus.escalated.rawValue, at: now,
+                                   lapseAt: now.addingTimeInterval(CheckinPolicy.alertLifetime), on: connection)
+        return first.json
     }
 }
 

@@ -14,17 +14,34 @@ struct CheckinRoutes: Sendable {
 
     struct CreateBody: Decodable, KnownFields {
         static var fieldNames: Set<String> { names(CodingKeys.self) }
-        let groupID: UUID
+        let groupID: UUID?
+        let groupIDs: [UUID]?
         let dueInSeconds: Int?
         let dueAt: String?
+        let graceSeconds: Int?
         let note: String?
         let location: Location?
+        let battery: Int?
+        let destination: Destination?
+        let stallAfterSeconds: Int?
 
         enum CodingKeys: String, CodingKey, CaseIterable {
-            case note, location
+            case note, location, battery, destination
             case groupID = "group_id"
+            case groupIDs = "group_ids"
             case dueInSeconds = "due_in_s"
             case dueAt = "due_at"
+            case graceSeconds = "grace_s"
+            case stallAfterSeconds = "stall_after_s"
+        }
+
+        /// `group_ids`, or the one `group_id` of the first version (one of the two).
+        func groups() throws(APIError) -> [UUID] {
+            switch (groupID, groupIDs) {
+            case (let one?, nil): return [one]
+            case (nil, let many?): return many
+            default: throw APIError.invalid("give group_ids (or one group_id)", "group_ids")
+            }
         }
     }
 
@@ -34,27 +51,62 @@ struct CheckinRoutes: Sendable {
         static let fieldNames: Set<String> = ["due_in_s"]
     }
 
+    struct LocationBody: Decodable, KnownFields {
+        static var fieldNames: Set<String> { names(CodingKeys.self) }
+        let lat: Double
+        let lon: Double
+        let accuracyM: Double?
+        let battery: Int?
+        enum CodingKeys: String, CodingKey, CaseIterable { case lat, lon, battery, accuracyM = "accuracy_m" }
+    }
+
+    struct HelpBody: Decodable, KnownFields {
+        static var fieldNames: Set<String> { names(CodingKeys.self) }
+        let note: String?
+        let location: Location?
+        enum CodingKeys: String, CodingKey, CaseIterable { case note, location }
+    }
+
     struct CheckinView: Encodable {
         let checkin: Checkin
 
         func encode(to encoder: any Encoder) throws {
+            func json<Value: Decodable>(_ text: String?, as type: Value.Type) throws -> Value? {
+                try text.map { try JSONDecoder().decode(type, from: Data($0.utf8)) }
+            }
             var container = encoder.container(keyedBy: CodingKeys.self)
             try container.encode(checkin.id.uuidString.lowercased(), forKey: .id)
             try container.encode(checkin.groupID.uuidString.lowercased(), forKey: .groupID)
+            try container.encode(checkin.groupIDs.map { $0.uuidString.lowercased() }, forKey: .groupIDs)
             try container.encode(checkin.status, forKey: .status)
             try container.encode(checkin.note, forKey: .note)
-            let location = try checkin.location.map { try JSONDecoder().decode(Location.self, from: Data($0.utf8)) }
-            try container.encode(location, forKey: .location)
+            try container.encode(try json(checkin.location, as: Location.self), forKey: .location)
+            try container.encode(checkin.locationAt, forKey: .locationAt)
+            try container.encode(checkin.battery, forKey: .battery)
             try container.encode(checkin.dueAt, forKey: .dueAt)
+            try container.encode(checkin.graceSeconds, forKey: .graceSeconds)
+            try container.encode(checkin.promptedAt, forKey: .promptedAt)
+            try container.encode(try json(checkin.destination, as: Destination.self), forKey: .destination)
+            try container.encode(checkin.stallAfterSeconds, forKey: .stallAfterSeconds)
             try container.encode(checkin.createdAt, forKey: .createdAt)
+            try container.encode(checkin.alertedAt, forKey: .alertedAt)
+            try container.encode(checkin.endedAt, forKey: .endedAt)
+            try container.encode(checkin.endReason, forKey: .reason)
             try container.encode(checkin.alertSeq, forKey: .alertSeq)
         }
 
         enum CodingKeys: String, CodingKey {
-            case id, status, note, location
+            case id, status, note, location, battery, destination, reason
             case groupID = "group_id"
+            case groupIDs = "group_ids"
+            case locationAt = "location_at"
             case dueAt = "due_at"
+            case graceSeconds = "grace_s"
+            case promptedAt = "prompted_at"
+            case stallAfterSeconds = "stall_after_s"
             case createdAt = "created_at"
+            case alertedAt = "alerted_at"
+            case endedAt = "ended_at"
             case alertSeq = "alert_seq"
         }
     }
@@ -84,14 +136,15 @@ struct CheckinRoutes: Sendable {
     func add(to builder: inout Router.Builder) {
         builder.add(.post, "/v1/checkins", bodyLimit: 16 * 1024, signedIn: auth) { context, caller in
             let body = try context.decodeJSON(CreateBody.self)
-            let start = try StartCheckin(group: body.groupID, seconds: try seconds(dueIn: body.dueInSeconds, dueAt: body.dueAt), note: body.note,
-                                         location: body.location)
+            let start = try StartCheckin(groups: try body.groups(), seconds: try seconds(dueIn: body.dueInSeconds, dueAt: body.dueAt),
+                                         graceSeconds: body.graceSeconds, note: body.note, location: body.location, battery: body.battery,
+                                         destination: body.destination, stallAfterSeconds: body.stallAfterSeconds)
             return try APIJSON.response(.created, CheckinView(checkin: try await caller.run(start)))
         }
         builder.add(.get, "/v1/checkins", signedIn: auth) { context, caller in
             let status = context.request.target.queryValue("status")
-            guard status == nil || ["active", "completed", "missed"].contains(status!) else {
-                throw APIError.invalid("status must be active, completed or missed", "status")
+            guard status == nil || CheckinStatus(rawValue: status!) != nil else {
+                throw APIError.invalid("status must be one of " + CheckinStatus.allCases.map(\.rawValue).joined(separator: ", "), "status")
             }
             let (limit, after) = (try context.limit(), try context.cursor(\.newestFirst))
             let checkins = try await caller.inTenant { user, connection in
@@ -100,8 +153,19 @@ struct CheckinRoutes: Sendable {
             let next = checkins.count == limit ? checkins.last.map { ListCursor.write(NewestFirst($0.createdAt, $0.id)) } : nil
             return try APIJSON.response(.ok, Page(items: checkins.map(CheckinView.init), next: next))
         }
+        builder.add(.get, "/v1/checkins/{id:uuid}", signedIn: auth) { context, caller in
+            let id = context.parameters.uuid("id")!
+            let checkin = try await caller.inTenant { user, connection in
+                try CheckinStore().find(id, on: connection).flatMap { $0.userID == user.id ? $0 : nil }
+            }
+            guard let checkin else { throw APIError.noSuchCheckin }
+            return try APIJSON.response(.ok, CheckinView(checkin: checkin))
+        }
         builder.add(.post, "/v1/checkins/{id:uuid}/location", bodyLimit: 4 * 1024, signedIn: auth) { context, caller in
-            try await caller.run(ShareCheckinLocation(checkin: context.parameters.uuid("id")!, location: context.decodeJSON(Location.self)))
+            let body = try context.decodeJSON(LocationBody.self)
+            try await caller.run(ShareCheckinLocation(checkin: context.parameters.uuid("id")!, location: Location(lat: body.lat, lon: body.lon,
+                                                                                                                  accuracyM: body.accuracyM),
+                                                      battery: body.battery))
             return HTTPResponse(status: .noContent)
         }
         builder.add(.post, "/v1/checkins/{id:uuid}/extend", bodyLimit: 4 * 1024, signedIn: auth) { context, caller in
@@ -112,6 +176,15 @@ struct CheckinRoutes: Sendable {
         builder.add(.post, "/v1/checkins/{id:uuid}/complete", signedIn: auth) { context, caller in
             let checkin = try await caller.run(CompleteCheckin(checkin: context.parameters.uuid("id")!))
             return try APIJSON.response(.ok, CheckinView(checkin: checkin))
+        }
+        builder.add(.post, "/v1/checkins/{id:uuid}/cancel", signedIn: auth) { context, caller in
+            let checkin = try await caller.run(CancelCheckin(checkin: context.parameters.uuid("id")!))
+            return try APIJSON.response(.ok, CheckinView(checkin: checkin))
+        }
+        builder.add(.post, "/v1/checkins/{id:uuid}/help", bodyLimit: 4 * 1024, signedIn: auth) { context, caller in
+            let body = context.request.body.isEmpty ? nil : try context.decodeJSON(HelpBody.self)
+            let help = try CheckinHelp(checkin: context.parameters.uuid("id")!, note: body?.note, location: body?.location)
+            return .json(.created, Array(try await caller.run(help).utf8))
         }
     }
 }

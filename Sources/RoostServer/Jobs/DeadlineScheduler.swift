@@ -4,24 +4,23 @@ import RoostHTTP
 import RoostProtocol
 import Synchronization
 
-/// The deadlines every node watches: check-ins nobody checked in on, bridges that missed
-/// two heartbeats in a row (`BridgeNotices.sweep`), red alerts nobody is coming to
-/// (`AlertEscalations`), and live locations' coalesced points and idle ends (`LiveLocationJobs`). For check-ins, each round it
-/// claims due deadlines one at a time (`FOR UPDATE SKIP LOCKED`, so nodes never take the same
-/// one), and in that same transaction marks the check-in `missed` and posts a red alert by its
-/// member (template `missed_checkin`, the note, the last location) with push deliveries to the
-/// group's other members. A deadline that passed while every node was down fires on the first
-/// round of the first node up.
+/// The deadlines every node watches: check-ins' prompts, alerts and ends (`CheckinDeadlines`),
+/// bridges that missed two heartbeats in a row (`BridgeNotices.sweep`), red alerts nobody is
+/// coming to (`AlertEscalations`), live locations' coalesced points and idle ends
+/// (`LiveLocationJobs`), and sessions past their age. Every kind claims its due jobs with
+/// `FOR UPDATE SKIP LOCKED`, so nodes never take the same one, and a deadline that passed while
+/// every node was down fires on the first round of the first node up.
 ///
-/// Each deadline is a job of its own (`JobRunner`): one that fails is retried with backoff and
-/// parked after a few tries, and never holds up another deadline, another tenant's, or the
-/// bridge watch, which runs in the same round whatever the check-ins did.
+/// Each job is a job of its own (`JobRunner`): one that fails is retried with backoff and
+/// parked after a few tries, and never holds up another job, another tenant's, or another
+/// kind, which runs in the same round whatever the others did.
 final class DeadlineScheduler: Sendable {
     private let pool: ConnectionPool
     private let log: Log
     private let runner: JobRunner
     private let escalations: AlertEscalations
     private let liveLocations: LiveLocationJobs
+    private let checkins: CheckinDeadlines
     private let intervalMilliseconds: Int
     private let running = Mutex<Task<Void, Never>?>(nil)
     static let perRound = 100
@@ -34,6 +33,7 @@ final class DeadlineScheduler: Sendable {
         self.runner = runner
         escalations = AlertEscalations(pool: pool, runner: runner)
         liveLocations = LiveLocationJobs(pool: pool, runner: runner)
+        checkins = CheckinDeadlines(pool: pool, runner: runner)
         self.intervalMilliseconds = intervalMilliseconds
     }
 
@@ -81,23 +81,23 @@ final class DeadlineScheduler: Sendable {
         await task?.value
     }
 
-    /// One round: handles due deadlines until none is left (or `perRound`); returns how many alerts it raised.
+    /// One check-in round (`CheckinDeadlines`) at `now`: how many check-ins it found missed.
     @discardableResult
-    func runOnce() async throws -> Int {
-        var raised = 0
-        for _ in 0..<Self.perRound {
-            let runner = self.runner
-            let outcome = try await pool.withConnection { connection in try Self.handleOne(on: connection, runner: runner) }
-            switch outcome {
-            case .none: return raised
-            case .raised(let checkin, let group, let seq):
-                raised += 1
-                log.info("check-ins: missed; alert raised", ["checkin_id": checkin.uuidString.lowercased(),
-                                                            "group_id": group.uuidString.lowercased(), "seq": String(seq)])
-            case .skipped, .failed: continue
+    func runOnce(now: Date = Date()) async throws -> Int {
+        var missed = 0
+        for done in try await checkins.runOnce(now: now) {
+            switch done {
+            case .prompted(let id):
+                log.info("check-ins: prompted", ["checkin_id": id.uuidString.lowercased()])
+            case .missed(let id, let alerts):
+                missed += 1
+                log.info("check-ins: missed; alerts raised", ["checkin_id": id.uuidString.lowercased(),
+                                                             "alerts": alerts.map { "\($0.group.uuidString.lowercased())/\($0.seq)" }.joined(separator: " ")])
+            case .lapsed, .purged:
+                continue
             }
         }
-        return raised
+        return missed
     }
 
     /// Ends expired sessions in the tenants where one may have expired (at most `tenants` of
@@ -119,50 +119,5 @@ final class DeadlineScheduler: Sendable {
             ended += swept
         }
         return ended
-    }
-
-    enum Outcome: Sendable {
-        case none
-        case skipped
-        /// The job failed; `JobRunner` recorded it for a later retry.
-        case failed
-        case raised(checkin: UUID, group: UUID, seq: Int64)
-    }
-
-    static func handleOne(on connection: PostgresConnection, runner: JobRunner) throws -> Outcome {
-        try connection.withTransaction { connection in
-            guard let (id, tenant) = try CheckinStore().claimDue(limit: 1, on: connection).first else { return .none }
-            try connection.setTenant(tenant)
-            return try runner.run(.checkinDeadline, id: id, on: connection) { try fire(id, tenant: tenant, on: $0) } ?? .failed
-        }
-    }
-
-    /// Marks a claimed, due check-in missed and raises its alert.
-    private static func fire(_ id: UUID, tenant: UUID, on connection: PostgresConnection) throws -> Outcome {
-        let store = CheckinStore()
-        let checkin: Checkin
-        switch try store.claimed(id, on: connection) {
-        case .busy:
-            return .skipped
-        case .notDue(let exists, let active):
-            if !exists || !active { try store.dropDeadline(id, on: connection) }
-            return .skipped
-        case .due(let found):
-            checkin = found
-        }
-        // A member who has left the group since: the check-in ends without an alert there.
-        guard try GroupStore().role(of: checkin.userID, in: checkin.groupID, on: connection) != nil else {
-            _ = try store.end(id, status: "missed", on: connection)
-            return .skipped
-        }
-        let name = try UserStore().find(id: checkin.userID, on: connection)?.displayName ?? UserStore.deletedName
-        let text = checkin.note.isEmpty ? CheckinStore.missedText(name: name) : checkin.note
-        let message = NewMessage(clientMessageID: nil, systemKey: "checkin:\(id.uuidString.lowercased())", text: text, kind: "alert", severity: "red",
-                                 template: "missed_checkin", location: checkin.location, replyTo: nil)
-        let posted = try MessageStore().post(tenant: tenant, group: checkin.groupID, authorType: "user", authorID: checkin.userID,
-                                             authorName: name, message: message, on: connection)
-        try OutboxStore().enqueueAlertPushes(group: checkin.groupID, seq: posted.seq, excluding: checkin.userID, alert: RawJSON(posted.json), on: connection)
-        _ = try store.end(id, status: "missed", alertSeq: posted.seq, on: connection)
-        return .raised(checkin: id, group: checkin.groupID, seq: posted.seq)
     }
 }

@@ -1,0 +1,88 @@
+import Foundation
+import RoostPersistence
+import RoostProtocol
+
+/// What a check-in tells its watching groups: its events, the red alert it raises (a missed
+/// check-in, "I need help") and the all clear when its walker turns out safe. Each is sent to
+/// the groups the walker is still a member of; a group they left hears nothing more.
+enum CheckinAlerts {
+    /// The text of a help alert with no note (the alert is the walker's own, so it names nobody).
+    static let helpText = "I need help"
+    /// The resolution of the alerts an all clear closes.
+    static let allClearResolution = "Checked in safe"
+
+    /// Points of the trail an alert carries (spread over the walk, the newest always among them).
+    static let trailPointsInAlert = 50
+
+    /// One alert raised in one group.
+    struct Raised: Sendable, Equatable {
+        let group: UUID
+        let seq: Int64
+        let json: String
+    }
+
+    /// The watching groups the walker is still in, first first.
+    static func groups(of checkin: Checkin, on connection: PostgresConnection) throws -> [(group: UUID, alertSeq: Int64?)] {
+        try CheckinStore().watchers(of: checkin.id, on: connection).filter {
+            try GroupStore().role(of: checkin.userID, in: $0.group, on: connection) != nil
+        }
+    }
+
+    /// Appends `event` with `data` to every watching group the walker is still in.
+    static func announce(_ checkin: Checkin, event: GroupEventKind, data: String, tenant: UUID, on connection: PostgresConnection) throws {
+        for watcher in try groups(of: checkin, on: connection) {
+            try GroupEventLog().append(tenant: tenant, group: watcher.group, event: event, actorType: "user", actorID: checkin.userID,
+                                       data: RawJSON(data), on: connection)
+        }
+    }
+
+    /// `{"checkin_id","user_id","display_name"}` and `extra` fields: what the check-in events
+    /// after `checkin.started` carry.
+    static func eventData(_ checkin: Checkin, name: String, _ extra: String = "") -> String {
+        "{\"checkin_id\":\"\(checkin.id.uuidString.lowercased())\",\"user_id\":\"\(checkin.userID.uuidString.lowercased())\","
+            + "\"display_name\":\(JSONString.quote(name))\(extra.isEmpty ? "" : "," + extra)}"
+    }
+
+    /// Raises the check-in's red alert in every watching group the walker is still in, as the
+    /// walker (template `missed_checkin`, `help`, ...): the text, the place (the walker's newest
+    /// unless given), and in `details` the check-in, the place's time, the battery and the
+    /// trail. Every other member's devices are pushed (the trail left out of the pushes).
+    static func raise(_ checkin: Checkin, template: String, text: String, location: String?, name: String, tenant: UUID,
+                      on connection: PostgresConnection) throws -> [Raised] {
+        let store = CheckinStore()
+        let place = location ?? checkin.location
+        let details = "{\"checkin_id\":\"\(checkin.id.uuidString.lowercased())\","
+            + "\"location_at\":\(checkin.locationAt.map { JSONString.quote(Self.time($0)) } ?? "null"),"
+            + "\"battery\":\(checkin.battery.map(String.init) ?? "null"),"
+            + "\"due_at\":\(JSONString.quote(Self.time(checkin.dueAt))),"
+            + "\"trail\":\(try store.trailJSON(of: checkin.id, limit: trailPointsInAlert, on: connection))}"
+        var raised: [Raised] = []
+        for watcher in try groups(of: checkin, on: connection) where watcher.alertSeq == nil {
+            let message = NewMessage(clientMessageID: nil, systemKey: "checkin:\(checkin.id.uuidString.lowercased()):\(template)", text: text,
+                                     kind: "alert", severity: AlertSeverity.red.name, template: template, location: place, replyTo: nil)
+            let posted = try MessageStore().post(tenant: tenant, group: watcher.group, authorType: "user", authorID: checkin.userID,
+                                                 authorName: name, message: message, details: details, on: connection)
+            let pushed = try connection.query("SELECT (\(RawJSON(posted.json))::jsonb #- '{alert,details,trail}')::text AS json")
+                .rows[0].decode(String.self, "json")
+            try OutboxStore().enqueueAlertPushes(group: watcher.group, seq: posted.seq, excluding: checkin.userID, alert: RawJSON(pushed),
+                                                 on: connection)
+            try store.setAlert(checkin.id, group: watcher.group, seq: posted.seq, on: connection)
+            raised.append(Raised(group: watcher.group, seq: posted.seq, json: posted.json))
+        }
+        return raised
+    }
+
+    /// The walker is safe after all: every alert the check-in raised that is still open is
+    /// closed by them, which sends the all clear to everyone the alert reached.
+    static func allClear(_ checkin: Checkin, tenant: UUID, on connection: PostgresConnection) throws {
+        for watcher in try CheckinStore().watchers(of: checkin.id, on: connection) {
+            guard let seq = watcher.alertSeq,
+                  let alert = try MessageStore().alertState(group: watcher.group, seq: seq, on: connection),
+                  alert.status == AlertStatus.open.name else { continue }
+            _ = try AlertStatusChange.apply(closed: true, tenant: tenant, group: watcher.group, seq: seq, by: ("user", checkin.userID),
+                                            resolution: allClearResolution, on: connection)
+        }
+    }
+
+    static func time(_ date: Date) -> String { date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true)) }
+}
