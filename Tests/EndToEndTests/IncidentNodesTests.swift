@@ -116,7 +116,7 @@ struct IncidentNodesTests {
 
         // 2. Level 1 falls due (the alert opened an hour ago): both nodes' schedulers race; it fires once.
         func makeDue(level: Int) throws {
-            try sql { connection in
+            _ = try sql { connection in
                 try connection.query("""
                     UPDATE alert_escalations SET since = now() - \(level * 3600 + 1) * interval '1 second', due_at = now()
                     WHERE tenant_id = \(tenant) AND group_id = \(groupID) AND seq = \(seq)

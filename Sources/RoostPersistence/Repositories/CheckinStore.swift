@@ -43,6 +43,8 @@ public struct NewCheckin: Sendable {
     public var graceSeconds: Int
     public var destination: String?
     public var stallAfterSeconds: Int?
+    /// The walker's emergency contacts who watch it (told of an alert only once confirmed).
+    public var contacts: [UUID] = []
 
     public init(groups: [UUID], note: String, location: String?, battery: Int?, dueInSeconds: Double, graceSeconds: Int,
                 destination: String?, stallAfterSeconds: Int?) {
@@ -55,6 +57,16 @@ public struct NewCheckin: Sendable {
         self.destination = destination
         self.stallAfterSeconds = stallAfterSeconds
     }
+}
+
+/// A contact's view of a check-in they were told about.
+public struct CheckinStatusPage: Sendable, Equatable {
+    public let name: String
+    public let status: String
+    public let location: String?
+    public let locationAt: Date?
+    public let battery: Int?
+    public let alertStatus: String?
 }
 
 /// A check-in's job a scheduler round claimed: which check-in, and whose.
@@ -106,6 +118,11 @@ public struct CheckinStore: Sendable {
             INSERT INTO checkin_groups (tenant_id, checkin_id, group_id, position)
             SELECT \(tenant), \(id), g, p - 1 FROM unnest(\(new.groups)::uuid[]) WITH ORDINALITY AS t (g, p)
             """)
+        if !new.contacts.isEmpty {
+            try connection.query("""
+                INSERT INTO checkin_contacts (tenant_id, checkin_id, contact_id) SELECT \(tenant), \(id), unnest(\(new.contacts)::uuid[])
+                """)
+        }
         if let location = new.location {
             try connection.query("""
                 WITH point AS (INSERT INTO checkin_locations (tenant_id, checkin_id, at, location, battery)
@@ -215,6 +232,45 @@ public struct CheckinStore: Sendable {
         try connection.query("UPDATE checkins SET location = NULL, location_at = NULL, battery = NULL, still_location = NULL WHERE id = \(id)")
         try dropDeadline(id, on: connection)
     }
+
+    /// The confirmed emergency contacts watching the check-in, with whether each was told of its alert.
+    public func contacts(of id: UUID, on connection: PostgresConnection) throws -> [(contact: OutsideContact, told: Bool)] {
+        let told = Dictionary(try connection.query("""
+            SELECT contact_id, told_at IS NOT NULL AS told FROM checkin_contacts WHERE checkin_id = \(id)
+            """).rows.map { (try $0.decode(UUID.self, "contact_id"), try $0.decode(Bool.self, "told")) }, uniquingKeysWith: { $1 })
+        guard let owner = try connection.query("SELECT user_id FROM checkins WHERE id = \(id)").first?.decode(UUID.self, "user_id"),
+              !told.isEmpty else { return [] }
+        return try OutsideContactStore.emergency.confirmed(owner: owner, among: Array(told.keys), on: connection).map { ($0, told[$0.id] ?? false) }
+    }
+
+    /// A contact was told of the check-in's alert, with a status page link whose token is hashed here.
+    public func markTold(_ id: UUID, contact: UUID, statusTokenHash: [UInt8], on connection: PostgresConnection) throws {
+        try connection.query("""
+            UPDATE checkin_contacts SET told_at = now(), status_token_hash = \(Data(statusTokenHash))
+            WHERE checkin_id = \(id) AND contact_id = \(contact)
+            """)
+    }
+
+    /// What a contact's status page shows, found by its link's token: nil for an unknown token,
+    /// and from a day after the check-in ended.
+    public func statusPage(tokenHash: [UInt8], on connection: PostgresConnection) throws -> CheckinStatusPage? {
+        try connection.query("""
+            SELECT u.display_name, c.status, c.location::text AS location, c.location_at, c.battery,
+                   (SELECT a.status FROM checkin_groups w JOIN alerts a ON a.tenant_id = w.tenant_id AND a.group_id = w.group_id AND a.seq = w.alert_seq
+                    WHERE w.checkin_id = c.id ORDER BY w.position LIMIT 1) AS alert_status
+            FROM checkin_contacts k
+            JOIN checkins c ON c.tenant_id = k.tenant_id AND c.id = k.checkin_id
+            JOIN users u ON u.tenant_id = c.tenant_id AND u.id = c.user_id
+            WHERE k.status_token_hash = \(Data(tokenHash)) AND (c.ended_at IS NULL OR c.ended_at > now() - \(CheckinStore.statusPageSeconds) * interval '1 second')
+            """).first.map {
+            CheckinStatusPage(name: try $0.decode(String.self, "display_name"), status: try $0.decode(String.self, "status"),
+                              location: try $0.decode(String?.self, "location"), locationAt: try $0.decode(Date?.self, "location_at"),
+                              battery: try $0.decode(Int?.self, "battery"), alertStatus: try $0.decode(String?.self, "alert_status"))
+        }
+    }
+
+    /// How long a status page works after its check-in ends.
+    public static let statusPageSeconds = 86_400
 
     /// Deletes the copies of the trail from the alerts that `checkin`, or every check-in of
     /// `user`, raised (their own place stays, as any alert's): the alert and its event.

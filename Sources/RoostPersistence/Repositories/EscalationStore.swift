@@ -1,17 +1,6 @@
 import Foundation
 import RoostProtocol
 
-/// Someone outside the app a group's managers name for an escalation's level 2.
-public struct EscalationContact: Sendable, Equatable {
-    public let id: UUID
-    public let groupID: UUID
-    public let name: String
-    public let email: String?
-    public let phone: String?
-    public let confirmed: Bool
-    public let createdAt: Date
-}
-
 /// A claimed escalation: its job and the alert it is for.
 public struct ClaimedEscalation: Sendable, Equatable {
     public let id: UUID
@@ -115,74 +104,5 @@ public struct EscalationStore: Sendable {
     /// The alert will not escalate further (answered, closed, at the last level, or off).
     public func drop(_ id: UUID, on connection: PostgresConnection) throws {
         try connection.query("DELETE FROM alert_escalations WHERE escalation_id = \(id)")
-    }
-}
-
-extension EscalationStore {
-    static let contactColumns = "id, group_id, name, email, phone, confirmed_at IS NOT NULL AS confirmed, created_at"
-
-    /// A new, unconfirmed contact whose link carries the token hashed here; one with the same
-    /// address in the group surfaces as `uniqueViolation`.
-    public func addContact(tenant: UUID, group: UUID, name: String, email: String?, phone: String?, tokenHash: [UInt8],
-                           lifetime: Int, by user: UUID, on connection: PostgresConnection) throws -> EscalationContact {
-        try decodeContact(connection.query("""
-            INSERT INTO escalation_contacts (tenant_id, group_id, name, email, phone, token_hash, token_expires_at, created_by)
-            VALUES (\(tenant), \(group), \(name), \(email), \(phone), \(Data(tokenHash)), now() + \(lifetime) * interval '1 second', \(user))
-            RETURNING \(unsafeRaw: Self.contactColumns)
-            """).rows[0])
-    }
-
-    public func contactCount(group: UUID, on connection: PostgresConnection) throws -> Int {
-        try connection.query("SELECT count(*) AS n FROM escalation_contacts WHERE group_id = \(group)").rows[0].decode(Int.self, "n")
-    }
-
-    /// The group's contacts, oldest first, after `after` (a contact id) when given.
-    public func contacts(group: UUID, after: UUID?, limit: Int, on connection: PostgresConnection) throws -> [EscalationContact] {
-        try connection.query("""
-            SELECT \(unsafeRaw: Self.contactColumns) FROM escalation_contacts
-            WHERE group_id = \(group)
-              AND (\(after)::uuid IS NULL OR (created_at, id) > (SELECT created_at, id FROM escalation_contacts WHERE id = \(after)))
-            ORDER BY created_at, id LIMIT \(limit)
-            """).rows.map(decodeContact)
-    }
-
-    /// Removes a contact; false when the group has none with that id.
-    public func deleteContact(_ id: UUID, group: UUID, on connection: PostgresConnection) throws -> Bool {
-        try connection.query("DELETE FROM escalation_contacts WHERE id = \(id) AND group_id = \(group)").affectedRows == 1
-    }
-
-    /// What a confirmation link's token finds in the transaction's tenant.
-    public enum Confirmation: Sendable, Equatable {
-        case confirmed(EscalationContact)
-        /// Confirmed before, or the link ran out: 410.
-        case gone
-        /// No such token here: 404.
-        case unknown
-    }
-
-    /// Confirms the contact holding this token, once, before the link expires.
-    public func confirm(tokenHash: [UInt8], on connection: PostgresConnection) throws -> Confirmation {
-        if let row = try connection.query("""
-            UPDATE escalation_contacts SET confirmed_at = now()
-            WHERE token_hash = \(Data(tokenHash)) AND confirmed_at IS NULL AND token_expires_at > now()
-            RETURNING \(unsafeRaw: Self.contactColumns)
-            """).first {
-            return .confirmed(try decodeContact(row))
-        }
-        return try connection.query("SELECT 1 FROM escalation_contacts WHERE token_hash = \(Data(tokenHash))").first == nil ? .unknown : .gone
-    }
-
-    /// The group's confirmed contacts: whom level 2 reaches.
-    public func confirmedContacts(group: UUID, on connection: PostgresConnection) throws -> [EscalationContact] {
-        try connection.query("""
-            SELECT \(unsafeRaw: Self.contactColumns) FROM escalation_contacts WHERE group_id = \(group) AND confirmed_at IS NOT NULL
-            ORDER BY created_at, id
-            """).rows.map(decodeContact)
-    }
-
-    private func decodeContact(_ row: PostgresRow) throws -> EscalationContact {
-        EscalationContact(id: try row.decode(UUID.self, "id"), groupID: try row.decode(UUID.self, "group_id"), name: try row.decode(String.self, "name"),
-                          email: try row.decode(String?.self, "email"), phone: try row.decode(String?.self, "phone"),
-                          confirmed: try row.decode(Bool.self, "confirmed"), createdAt: try row.decode(Date.self, "created_at"))
     }
 }

@@ -75,7 +75,8 @@ public struct UserStore: Sendable {
             WITH gone AS (
                 DELETE FROM outbox o USING users u
                 WHERE u.id = \(user) AND (o.recipient = u.email OR o.recipient = u.phone
-                                          OR o.recipient IN (SELECT token FROM devices WHERE user_id = \(user)))
+                                          OR o.recipient IN (SELECT token FROM devices WHERE user_id = \(user))
+                                          OR o.data->>'walker_id' = \(user.uuidString.lowercased()))
                 RETURNING o.id)
             DELETE FROM outbox_jobs WHERE outbox_id IN (SELECT id FROM gone)
             """)
@@ -119,6 +120,7 @@ public struct UserStore: Sendable {
         // and their name and notes in the check-in events the groups kept.
         try CheckinStore().stripAlertTrails(user: user, on: connection)
         try connection.query("DELETE FROM checkins WHERE user_id = \(user)")
+        try connection.query("DELETE FROM emergency_contacts WHERE user_id = \(user)")
         try connection.query("""
             UPDATE group_events SET data = CASE WHEN event = 'checkin.started'
                                                 THEN jsonb_set(jsonb_set(data, '{user,display_name}', to_jsonb(\(deleted)::text)), '{note}', '""')

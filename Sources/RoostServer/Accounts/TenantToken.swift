@@ -2,7 +2,7 @@ import Foundation
 import RoostProtocol
 
 /// A tenant-bound secret token: a prefix naming its kind (`rst_` session, `riv_` invitation,
-/// `rbk_` bridge key, `rec_` escalation contact's link),
+/// `rbk_` bridge key, `rec_` and `rem_` escalation and emergency contacts' links, `rcs_` a check-in's status page),
 /// then base64url of the tenant's 16-byte id followed by 32 random bytes.
 ///
 /// The tenant travels in the token so a request can set `roost.tenant_id` before row-level
@@ -15,6 +15,10 @@ public struct TenantToken: Sendable, Equatable {
     public static let bridge = "rbk_"
     /// An escalation contact's confirmation link.
     public static let escalationContact = "rec_"
+    /// An emergency contact's confirmation link.
+    public static let emergencyContact = "rem_"
+    /// A told emergency contact's check-in status page.
+    public static let checkinStatus = "rcs_"
 
     public let tenant: UUID
     /// SHA-256 of the token's text: what the sessions table keys on.

@@ -84,5 +84,43 @@ enum CheckinAlerts {
         }
     }
 
+    /// Messages to one emergency contact in an hour and in a day, whatever the check-ins.
+    static let contactMessagesPerHour = 3
+    static let contactMessagesPerDay = 10
+
+    /// Tells every confirmed contact watching the check-in who was not told yet, by email or SMS
+    /// (template `checkin_alert`, `reason` missed or help), each with their own status page link.
+    /// A contact past their limits is left out (and not counted as told).
+    static func tellContacts(_ checkin: Checkin, reason: String, name: String, tenant: UUID, on connection: PostgresConnection) throws {
+        let store = CheckinStore()
+        for (contact, told) in try store.contacts(of: checkin.id, on: connection) where !told {
+            guard try allowed(contact, tenant: tenant, on: connection) else { continue }
+            let (text, token) = TenantToken.generate(TenantToken.checkinStatus, tenant: tenant)
+            try store.markTold(checkin.id, contact: contact.id, statusTokenHash: token.hash, on: connection)
+            let data = "{\"contact_name\":\(JSONString.quote(contact.name)),\"walker\":\(JSONString.quote(name)),"
+                + "\"walker_id\":\"\(checkin.userID.uuidString.lowercased())\",\"reason\":\(JSONString.quote(reason)),"
+                + "\"note\":\(JSONString.quote(checkin.note)),\"location\":\(checkin.location ?? "null"),\"status_token\":\(JSONString.quote(text))}"
+            try OutboxStore().enqueue(tenant: tenant, email: contact.email, phone: contact.phone, template: "checkin_alert", data: RawJSON(data),
+                                      on: connection)
+        }
+    }
+
+    /// The all clear (template `checkin_all_clear`) to every contact who was told of the alert.
+    static func allClearContacts(_ checkin: Checkin, name: String, tenant: UUID, on connection: PostgresConnection) throws {
+        for (contact, told) in try CheckinStore().contacts(of: checkin.id, on: connection) where told {
+            guard try allowed(contact, tenant: tenant, on: connection) else { continue }
+            let data = "{\"contact_name\":\(JSONString.quote(contact.name)),\"walker\":\(JSONString.quote(name)),"
+                + "\"walker_id\":\"\(checkin.userID.uuidString.lowercased())\"}"
+            try OutboxStore().enqueue(tenant: tenant, email: contact.email, phone: contact.phone, template: "checkin_all_clear", data: RawJSON(data),
+                                      on: connection)
+        }
+    }
+
+    private static func allowed(_ contact: OutsideContact, tenant: UUID, on connection: PostgresConnection) throws -> Bool {
+        let key = "emergency-contact:\(tenant.uuidString):\(contact.id.uuidString)"
+        return try AlertPushes.allowed(RateLimit(key + ":hour", limit: contactMessagesPerHour, window: Throttle.hour),
+                                       RateLimit(key + ":day", limit: contactMessagesPerDay, window: Throttle.day), on: connection)
+    }
+
     static func time(_ date: Date) -> String { date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true)) }
 }

@@ -10,9 +10,11 @@ struct StartCheckin: UserUseCase {
     static let maxWalking = 5
     static let maxGroups = 5
 
-    let new: NewCheckin
+    var new: NewCheckin
 
-    init(groups: [UUID], seconds: Double, graceSeconds: Int?, note: String?, location: Location?, battery: Int?,
+    static let maxContacts = 5
+
+    init(groups: [UUID], contacts: [UUID] = [], seconds: Double, graceSeconds: Int?, note: String?, location: Location?, battery: Int?,
          destination: Destination?, stallAfterSeconds: Int?) throws(APIError) {
         var unique: [UUID] = []
         for group in groups where !unique.contains(group) { unique.append(group) }
@@ -27,6 +29,8 @@ struct StartCheckin: UserUseCase {
         new = NewCheckin(groups: unique, note: try BoundedText.validate(note ?? "", field: "note", range: 0...1000, allowNewlines: true),
                          location: try location?.validatedJSON(), battery: try Self.validate(battery: battery), dueInSeconds: seconds,
                          graceSeconds: grace, destination: try destination?.validatedJSON(), stallAfterSeconds: stallAfterSeconds)
+        new.contacts = Array(Set(contacts))
+        guard new.contacts.count <= Self.maxContacts else { throw APIError.invalid("at most \(Self.maxContacts) contacts", "contact_ids") }
     }
 
     static func validate(battery: Int?) throws(APIError) -> Int? {
@@ -37,6 +41,9 @@ struct StartCheckin: UserUseCase {
     func run(by user: User, on connection: PostgresConnection) throws -> Checkin {
         for group in new.groups where try GroupStore().role(of: user.id, in: group, on: connection) == nil {
             throw APIError.noSuchGroup
+        }
+        guard try OutsideContactStore.emergency.existing(owner: user.id, among: new.contacts, on: connection).count == new.contacts.count else {
+            throw APIError(.notFound, code: "not_found", message: "no such emergency contact")
         }
         let store = CheckinStore()
         guard try store.walkingCount(user: user.id, on: connection) < Self.maxWalking else {
@@ -130,7 +137,10 @@ struct CompleteCheckin: OwnCheckinChange {
     static func finish(_ checkin: Checkin, reason: String, allClear: Bool, by user: User, on connection: PostgresConnection) throws -> Checkin {
         let ended = try CheckinStore().end(checkin.id, status: CheckinStatus.completed.rawValue, reason: reason,
                                            purgeAfter: CheckinPolicy.retention, on: connection)
-        if allClear { try CheckinAlerts.allClear(ended, tenant: user.tenantID, on: connection) }
+        if allClear {
+            try CheckinAlerts.allClear(ended, tenant: user.tenantID, on: connection)
+            try CheckinAlerts.allClearContacts(ended, name: user.displayName, tenant: user.tenantID, on: connection)
+        }
         let data = CheckinAlerts.eventData(ended, name: user.displayName, "\"reason\":\(JSONString.quote(reason))")
         try CheckinAlerts.announce(ended, event: .checkinCompleted, data: data, tenant: user.tenantID, on: connection)
         return ended
@@ -175,6 +185,7 @@ struct CheckinHelp: OwnCheckinChange {
         guard let first = raised.first else {
             throw APIError(.conflict, code: "conflict", message: "you are no longer in any of the check-in's groups; post the alert in a group")
         }
+        try CheckinAlerts.tellContacts(checkin, reason: "help", name: user.displayName, tenant: user.tenantID, on: connection)
         let now = try connection.query("SELECT now() AS now").rows[0].decode(Date.self, "now")
         try CheckinStore().alerted(checkin.id, status: CheckinStatus.escalated.rawValue, at: now,
                                    lapseAt: now.addingTimeInterval(CheckinPolicy.alertLifetime), on: connection)

@@ -64,6 +64,7 @@ struct CheckinDeadlines: Sendable {
             let text = checkin.note.isEmpty ? CheckinStore.missedText(name: name) : checkin.note
             let raised = try CheckinAlerts.raise(checkin, template: "missed_checkin", text: text, location: nil, name: name, tenant: job.tenant,
                                                  on: connection)
+            try CheckinAlerts.tellContacts(checkin, reason: "missed", name: name, tenant: job.tenant, on: connection)
             try store.alerted(checkin.id, status: CheckinStatus.missed.rawValue, at: now,
                               lapseAt: now.addingTimeInterval(CheckinPolicy.alertLifetime), on: connection)
             return .missed(checkin.id, alerts: raised)

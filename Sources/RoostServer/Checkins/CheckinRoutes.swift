@@ -16,6 +16,7 @@ struct CheckinRoutes: Sendable {
         static var fieldNames: Set<String> { names(CodingKeys.self) }
         let groupID: UUID?
         let groupIDs: [UUID]?
+        let contactIDs: [UUID]?
         let dueInSeconds: Int?
         let dueAt: String?
         let graceSeconds: Int?
@@ -29,6 +30,7 @@ struct CheckinRoutes: Sendable {
             case note, location, battery, destination
             case groupID = "group_id"
             case groupIDs = "group_ids"
+            case contactIDs = "contact_ids"
             case dueInSeconds = "due_in_s"
             case dueAt = "due_at"
             case graceSeconds = "grace_s"
@@ -136,7 +138,7 @@ struct CheckinRoutes: Sendable {
     func add(to builder: inout Router.Builder) {
         builder.add(.post, "/v1/checkins", bodyLimit: 16 * 1024, signedIn: auth) { context, caller in
             let body = try context.decodeJSON(CreateBody.self)
-            let start = try StartCheckin(groups: try body.groups(), seconds: try seconds(dueIn: body.dueInSeconds, dueAt: body.dueAt),
+            let start = try StartCheckin(groups: try body.groups(), contacts: body.contactIDs ?? [], seconds: try seconds(dueIn: body.dueInSeconds, dueAt: body.dueAt),
                                          graceSeconds: body.graceSeconds, note: body.note, location: body.location, battery: body.battery,
                                          destination: body.destination, stallAfterSeconds: body.stallAfterSeconds)
             return try APIJSON.response(.created, CheckinView(checkin: try await caller.run(start)))

@@ -23,6 +23,7 @@ struct APIRoutes: Sendable {
         LiveLocationRoutes(auth: auth).add(to: &builder)
         BridgeRoutes(auth: auth).add(to: &builder)
         CheckinRoutes(auth: auth, minimumSeconds: checkinMinimumSeconds).add(to: &builder)
+        EmergencyContactRoutes(auth: auth, lifetime: accounts.invitationLifetime).add(to: &builder)
         if let hub { StreamRoutes.add(to: &builder, auth: auth, hub: hub) }
     }
 }

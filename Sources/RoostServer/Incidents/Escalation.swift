@@ -114,7 +114,7 @@ struct AlertEscalations: Sendable {
                                                      distanceTo: RawJSON(alert), on: connection)
         }
         if reaches.contacts {
-            for contact in try EscalationStore().confirmedContacts(group: group, on: connection) {
+            for contact in try OutsideContactStore.escalation.confirmed(owner: group, on: connection) {
                 let contactKey = "escalation-contact:\(tenant.uuidString):\(contact.id.uuidString)"
                 guard try AlertPushes.allowed(RateLimit(contactKey + ":hour", limit: Self.contactMessagesPerHour, window: Throttle.hour),
                                               RateLimit(contactKey + ":day", limit: Self.contactMessagesPerDay, window: Throttle.day), on: connection)
