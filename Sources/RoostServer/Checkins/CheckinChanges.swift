@@ -26,11 +26,13 @@ struct StartCheckin: UserUseCase {
         if let stallAfterSeconds, !CheckinPolicy.stallRange.contains(stallAfterSeconds) {
             throw APIError.invalid("stall_after_s must be 60 to 86400 seconds", "stall_after_s")
         }
-        new = NewCheckin(groups: unique, note: try BoundedText.validate(note ?? "", field: "note", range: 0...1000, allowNewlines: true),
+        let contacts = Array(Set(contacts))
+        guard contacts.count <= Self.maxContacts else { throw APIError.invalid("at most \(Self.maxContacts) contacts", "contact_ids") }
+        var new = NewCheckin(groups: unique, note: try BoundedText.validate(note ?? "", field: "note", range: 0...1000, allowNewlines: true),
                          location: try location?.validatedJSON(), battery: try Self.validate(battery: battery), dueInSeconds: seconds,
                          graceSeconds: grace, destination: try destination?.validatedJSON(), stallAfterSeconds: stallAfterSeconds)
-        new.contacts = Array(Set(contacts))
-        guard new.contacts.count <= Self.maxContacts else { throw APIError.invalid("at most \(Self.maxContacts) contacts", "contact_ids") }
+        new.contacts = contacts
+        self.new = new
     }
 
     static func validate(battery: Int?) throws(APIError) -> Int? {

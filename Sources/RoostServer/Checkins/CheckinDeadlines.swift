@@ -23,6 +23,9 @@ struct CheckinDeadlines: Sendable {
         case missed(UUID, alerts: [CheckinAlerts.Raised])
         case lapsed(UUID)
         case purged(UUID)
+        /// Looked at too early (the walker moved since): due again later. Counted as done so a
+        /// batch of these does not end the round; left out of what `runOnce` returns.
+        case rescheduled
     }
 
     /// One round at `now`; with `tenant`, of that tenant's check-ins only (a test driving rounds
@@ -31,6 +34,7 @@ struct CheckinDeadlines: Sendable {
         try await runner.drain(.checkinDeadline, pool: pool, perBatch: Self.perBatch,
                                claim: { try CheckinStore().claimDue(at: now, limit: Self.perBatch, tenant: tenant, on: $0) },
                                handle: { job, connection in try handle(job, now: now, on: connection) })
+            .filter { $0 != .rescheduled }
     }
 
     private func handle(_ job: ClaimedCheckin, now: Date, on connection: PostgresConnection) throws -> Done? {
@@ -50,7 +54,7 @@ struct CheckinDeadlines: Sendable {
         switch CheckinPolicy.step(clock, now: now) {
         case .wait(let until):
             try store.reschedule(checkin.id, at: until, on: connection)
-            return nil
+            return .rescheduled
         case .prompt(let missAt):
             try store.prompt(checkin.id, at: now, missAt: missAt, on: connection)
             let data = "{\"checkin_id\":\"\(checkin.id.uuidString.lowercased())\",\"due_at\":\(JSONString.quote(CheckinAlerts.time(checkin.dueAt))),"

@@ -93,7 +93,7 @@ final class DeadlineScheduler: Sendable {
                 missed += 1
                 log.info("check-ins: missed; alerts raised", ["checkin_id": id.uuidString.lowercased(),
                                                              "alerts": alerts.map { "\($0.group.uuidString.lowercased())/\($0.seq)" }.joined(separator: " ")])
-            case .lapsed, .purged:
+            case .lapsed, .purged, .rescheduled:
                 continue
             }
         }
