@@ -36,6 +36,7 @@ struct JobIsolationTests {
             let checkin = try CheckinStore().create(tenant: place.tenant, user: place.walker, NewCheckin(
                 groups: [place.group], note: note, location: nil, battery: nil, dueInSeconds: 0, graceSeconds: 0, destination: nil,
                 stallAfterSeconds: nil), on: connection)
+            try CheckinStore().schedule(checkin.id, tenant: place.tenant, at: checkin.dueAt, on: connection)
             return checkin.id
         }
     }

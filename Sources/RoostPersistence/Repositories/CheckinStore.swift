@@ -90,11 +90,6 @@ public struct CheckinStore: Sendable {
         ARRAY(SELECT w.group_id FROM checkin_groups w WHERE w.tenant_id = c.tenant_id AND w.checkin_id = c.id ORDER BY w.position) AS group_ids
         """
 
-    /// When a walk's job first looks at it: the deadline, or sooner when standing still since
-    /// `still_since` would prompt first (moving later only makes that later: the job looks,
-    /// finds nothing due, and waits).
-    static let firstLook = "LEAST(checkins.due_at, checkins.still_since + checkins.stall_after_s * interval '1 second')"
-
     /// The user's walks on (active or prompting): they may have a few at once.
     public func walkingCount(user: UUID, on connection: PostgresConnection) throws -> Int {
         try connection.query("""
@@ -102,8 +97,8 @@ public struct CheckinStore: Sendable {
             """).rows[0].decode(Int.self, "n")
     }
 
-    /// A new check-in watched by its groups (in order), with its job due at the deadline and
-    /// its starting place as the trail's first point.
+    /// A new check-in watched by its groups (in order), with its starting place as the trail's
+    /// first point; its job is the caller's to `schedule`.
     public func create(tenant: UUID, user: UUID, _ new: NewCheckin, on connection: PostgresConnection) throws -> Checkin {
         let id = try connection.query("""
             INSERT INTO checkins (tenant_id, group_id, user_id, note, location, location_at, battery, due_at, grace_s, destination,
@@ -130,11 +125,12 @@ public struct CheckinStore: Sendable {
                 UPDATE checkins SET trail_points = 1, trail_at = now() WHERE id = \(id)
                 """)
         }
-        try connection.query("""
-            INSERT INTO checkin_deadlines (checkin_id, tenant_id, due_at)
-            SELECT id, tenant_id, \(unsafeRaw: Self.firstLook) FROM checkins WHERE id = \(id)
-            """)
         return try find(id, on: connection)!
+    }
+
+    /// The check-in's job, due at `at` (one row per check-in for its whole life).
+    public func schedule(_ id: UUID, tenant: UUID, at: Date, on connection: PostgresConnection) throws {
+        try connection.query("INSERT INTO checkin_deadlines (checkin_id, tenant_id, due_at) VALUES (\(id), \(tenant), \(at))")
     }
 
     public func find(_ id: UUID, on connection: PostgresConnection) throws -> Checkin? {
@@ -177,17 +173,12 @@ public struct CheckinStore: Sendable {
     }
 
     /// A new deadline counted from now; a prompt is answered (back to active) and the walker
-    /// counts as having moved. The job looks again at the new deadline (a parked one gets its
-    /// attempts back).
+    /// counts as having moved. The job is the caller's to `reschedule`.
     public func extend(_ id: UUID, dueInSeconds: Double, on connection: PostgresConnection) throws -> Checkin {
         try connection.query("""
             UPDATE checkins SET due_at = now() + \(dueInSeconds) * interval '1 second', status = 'active', prompted_at = NULL,
                 still_since = now()
             WHERE id = \(id)
-            """)
-        try connection.query("""
-            UPDATE checkin_deadlines d SET due_at = \(unsafeRaw: Self.firstLook), attempts = 0, last_error = NULL, parked_at = NULL
-            FROM checkins WHERE d.checkin_id = \(id) AND checkins.id = \(id)
             """)
         return try find(id, on: connection)!
     }
@@ -217,11 +208,9 @@ public struct CheckinStore: Sendable {
         try connection.query("""
             UPDATE checkins SET status = coalesce(\(status), status), ended_at = now(), end_reason = \(reason) WHERE id = \(id)
             """)
-        try connection.query("""
-            UPDATE checkin_deadlines SET due_at = now() + \(purgeAfter) * interval '1 second', attempts = 0, last_error = NULL, parked_at = NULL
-            WHERE checkin_id = \(id)
-            """)
-        return try find(id, on: connection)!
+        let ended = try find(id, on: connection)!
+        try reschedule(id, at: ended.endedAt!.addingTimeInterval(purgeAfter), on: connection)
+        return ended
     }
 
     /// A day after the end: the trail, the newest place and the battery are deleted, and the
@@ -234,13 +223,13 @@ public struct CheckinStore: Sendable {
     }
 
     /// The confirmed emergency contacts watching the check-in, with whether each was told of its alert.
-    public func contacts(of id: UUID, on connection: PostgresConnection) throws -> [(contact: OutsideContact, told: Bool)] {
+    public func contacts(of checkin: Checkin, on connection: PostgresConnection) throws -> [(contact: OutsideContact, told: Bool)] {
         let told = Dictionary(try connection.query("""
-            SELECT contact_id, told_at IS NOT NULL AS told FROM checkin_contacts WHERE checkin_id = \(id)
+            SELECT contact_id, told_at IS NOT NULL AS told FROM checkin_contacts WHERE checkin_id = \(checkin.id)
             """).rows.map { (try $0.decode(UUID.self, "contact_id"), try $0.decode(Bool.self, "told")) }, uniquingKeysWith: { $1 })
-        guard let owner = try connection.query("SELECT user_id FROM checkins WHERE id = \(id)").first?.decode(UUID.self, "user_id"),
-              !told.isEmpty else { return [] }
-        return try OutsideContactStore.emergency.confirmed(owner: owner, among: Array(told.keys), on: connection).map { ($0, told[$0.id] ?? false) }
+        guard !told.isEmpty else { return [] }
+        return try OutsideContactStore.emergency.confirmed(owner: checkin.userID, among: Array(told.keys), on: connection)
+            .map { ($0, told[$0.id] ?? false) }
     }
 
     /// A contact was told of the check-in's alert, with a status page link whose token is hashed here.

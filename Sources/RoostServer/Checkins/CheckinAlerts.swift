@@ -93,7 +93,7 @@ enum CheckinAlerts {
     /// A contact past their limits is left out (and not counted as told).
     static func tellContacts(_ checkin: Checkin, reason: String, name: String, tenant: UUID, on connection: PostgresConnection) throws {
         let store = CheckinStore()
-        for (contact, told) in try store.contacts(of: checkin.id, on: connection) where !told {
+        for (contact, told) in try store.contacts(of: checkin, on: connection) where !told {
             guard try allowed(contact, tenant: tenant, on: connection) else { continue }
             let (text, token) = TenantToken.generate(TenantToken.checkinStatus, tenant: tenant)
             try store.markTold(checkin.id, contact: contact.id, statusTokenHash: token.hash, on: connection)
@@ -107,7 +107,7 @@ enum CheckinAlerts {
 
     /// The all clear (template `checkin_all_clear`) to every contact who was told of the alert.
     static func allClearContacts(_ checkin: Checkin, name: String, tenant: UUID, on connection: PostgresConnection) throws {
-        for (contact, told) in try CheckinStore().contacts(of: checkin.id, on: connection) where told {
+        for (contact, told) in try CheckinStore().contacts(of: checkin, on: connection) where told {
             guard try allowed(contact, tenant: tenant, on: connection) else { continue }
             let data = "{\"contact_name\":\(JSONString.quote(contact.name)),\"walker\":\(JSONString.quote(name)),"
                 + "\"walker_id\":\"\(checkin.userID.uuidString.lowercased())\"}"

@@ -52,6 +52,7 @@ struct StartCheckin: UserUseCase {
             throw APIError(.conflict, code: "conflict", message: "at most \(Self.maxWalking) check-ins at once; complete one first")
         }
         let checkin = try store.create(tenant: user.tenantID, user: user.id, new, on: connection)
+        try store.schedule(checkin.id, tenant: user.tenantID, at: CheckinPolicy.firstLook(CheckinPolicy.Clock(checkin)), on: connection)
         let data = "{\"id\":\"\(checkin.id.uuidString.lowercased())\",\"user\":{\"id\":\"\(user.id.uuidString.lowercased())\","
             + "\"display_name\":\(JSONString.quote(user.displayName))},\"due_at\":\(JSONString.quote(CheckinAlerts.time(checkin.dueAt))),"
             + "\"note\":\(JSONString.quote(checkin.note))}"
@@ -72,8 +73,7 @@ protocol OwnCheckinChange: UserUseCase {
 extension OwnCheckinChange {
     func run(by user: User, on connection: PostgresConnection) throws -> Output {
         guard let found = try CheckinStore().mine(checkin, user: user.id, on: connection) else { throw APIError.noSuchCheckin }
-        let status = CheckinStatus(rawValue: found.status) ?? .completed
-        let outcome = try CheckinPolicy.outcome(of: Self.answer, status: status, ended: found.endedAt != nil)
+        let outcome = try CheckinPolicy.outcome(of: Self.answer, status: CheckinStatus(of: found), ended: found.endedAt != nil)
         return try change(found, outcome, by: user, on: connection)
     }
 }
@@ -103,7 +103,7 @@ struct ShareCheckinLocation: OwnCheckinChange {
         try CheckinStore().recordLocation(checkin, tenant: user.tenantID, location: try location.validatedJSON(), battery: battery,
                                           stillLocation: try still.place.validatedJSON(), stillSince: still.since, trail: keep, on: connection)
         let destination = try checkin.destination.map { try JSONDecoder().decode(Destination.self, from: Data($0.utf8)) }
-        if (CheckinStatus(rawValue: checkin.status)?.isWalking ?? false) && CheckinPolicy.arrived(at: location, destination: destination) {
+        if CheckinStatus(of: checkin).isWalking && CheckinPolicy.arrived(at: location, destination: destination) {
             _ = try CompleteCheckin.finish(checkin, reason: "arrived", allClear: false, by: user, on: connection)
         }
     }
@@ -117,7 +117,9 @@ struct ExtendCheckin: OwnCheckinChange {
     let seconds: Double
 
     func change(_ checkin: Checkin, _ outcome: CheckinPolicy.Outcome, by user: User, on connection: PostgresConnection) throws -> Checkin {
-        let extended = try CheckinStore().extend(checkin.id, dueInSeconds: seconds, on: connection)
+        let store = CheckinStore()
+        let extended = try store.extend(checkin.id, dueInSeconds: seconds, on: connection)
+        try store.reschedule(checkin.id, at: CheckinPolicy.firstLook(CheckinPolicy.Clock(extended)), on: connection)
         let data = CheckinAlerts.eventData(extended, name: user.displayName, "\"due_at\":\(JSONString.quote(CheckinAlerts.time(extended.dueAt)))")
         try CheckinAlerts.announce(extended, event: .checkinExtended, data: data, tenant: user.tenantID, on: connection)
         return extended

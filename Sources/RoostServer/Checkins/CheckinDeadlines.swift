@@ -47,11 +47,7 @@ struct CheckinDeadlines: Sendable {
             return nil
         case .found(let found): checkin = found
         }
-        let clock = CheckinPolicy.Clock(
-            status: CheckinStatus(rawValue: checkin.status) ?? .completed, dueAt: checkin.dueAt, graceSeconds: checkin.graceSeconds,
-            promptedAt: checkin.promptedAt, stallAfterSeconds: checkin.stallAfterSeconds, stillSince: checkin.stillSince,
-            alertedAt: checkin.alertedAt, endedAt: checkin.endedAt)
-        switch CheckinPolicy.step(clock, now: now) {
+        switch CheckinPolicy.step(CheckinPolicy.Clock(checkin), now: now) {
         case .wait(let until):
             try store.reschedule(checkin.id, at: until, on: connection)
             return .rescheduled

@@ -1,4 +1,5 @@
 import Foundation
+import RoostPersistence
 import RoostProtocol
 
 /// A check-in's status (API.md "Check-ins"). `active` and `prompting` are the walk;
@@ -11,6 +12,11 @@ enum CheckinStatus: String, Sendable, CaseIterable {
     var isWalking: Bool { self == .active || self == .prompting }
     /// An alert went out for it.
     var isAlerting: Bool { self == .missed || self == .escalated }
+
+    /// A check-in's status (one this version does not know reads as ended).
+    init(of checkin: Checkin) {
+        self = CheckinStatus(rawValue: checkin.status) ?? .completed
+    }
 }
 
 /// When a check-in's job does what, and which answers each status takes: pure functions of a
@@ -64,8 +70,7 @@ enum CheckinPolicy {
         }
         switch clock.status {
         case .active:
-            let stallAt = clock.stallAfterSeconds.map { clock.stillSince.addingTimeInterval(Double($0)) }
-            let trigger = min(clock.dueAt, stallAt ?? clock.dueAt)
+            let trigger = firstLook(clock)
             guard now >= trigger else { return .wait(until: trigger) }
             return clock.graceSeconds == 0 ? .miss : .prompt(missAt: now.addingTimeInterval(Double(clock.graceSeconds)))
         case .prompting:
@@ -78,6 +83,14 @@ enum CheckinPolicy {
             // Ended without an end time (not written by this version): purge on the next look.
             return .purge
         }
+    }
+
+    /// When a walk's job must look at it: the deadline, or sooner when standing still since
+    /// `stillSince` would prompt first (moving later only makes that later: the job looks, finds
+    /// nothing due, and waits).
+    static func firstLook(_ clock: Clock) -> Date {
+        guard let stall = clock.stallAfterSeconds else { return clock.dueAt }
+        return min(clock.dueAt, clock.stillSince.addingTimeInterval(Double(stall)))
     }
 
     /// What the walker can ask of their check-in.
@@ -137,6 +150,15 @@ enum CheckinPolicy {
         guard points < trailLimit else { return false }
         guard let lastAt else { return true }
         return now.timeIntervalSince(lastAt) >= trailSpacing
+    }
+}
+
+extension CheckinPolicy.Clock {
+    /// A check-in's row as the policy reads it.
+    init(_ checkin: Checkin) {
+        self.init(status: CheckinStatus(of: checkin), dueAt: checkin.dueAt, graceSeconds: checkin.graceSeconds,
+                  promptedAt: checkin.promptedAt, stallAfterSeconds: checkin.stallAfterSeconds, stillSince: checkin.stillSince,
+                  alertedAt: checkin.alertedAt, endedAt: checkin.endedAt)
     }
 }
 
