@@ -51,7 +51,7 @@ struct APIFixture {
         } else {
             listener = nil
         }
-        connection = APIClient(client: try TestClient(port: test.port), port: test.port)
+        connection = try APIClient(port: test.port)
     }
 
     func call(_ method: String, _ path: String, _ body: [String: Any]? = nil, token: String? = nil) async throws -> (Int, [String: Any]) {

@@ -7,14 +7,18 @@ public final class APIClient: @unchecked Sendable {
     public let port: UInt16
     private let receiveTimeoutSeconds: Int
 
-    public init(client: TestClient, port: UInt16, receiveTimeoutSeconds: Int = 10) {
+    /// A request/response client: no test measures latency through it, so an answer may take as
+    /// long as a whole suite starting on two shared cores can make it (a hang still fails).
+    public static let defaultReceiveTimeoutSeconds = 60
+
+    public init(client: TestClient, port: UInt16, receiveTimeoutSeconds: Int = APIClient.defaultReceiveTimeoutSeconds) {
         self.client = client
         self.port = port
         self.receiveTimeoutSeconds = receiveTimeoutSeconds
     }
 
     /// `receiveTimeoutSeconds`: how long an answer may take before the call fails.
-    public convenience init(port: UInt16, receiveTimeoutSeconds: Int = 10) throws {
+    public convenience init(port: UInt16, receiveTimeoutSeconds: Int = APIClient.defaultReceiveTimeoutSeconds) throws {
         self.init(client: try TestClient(port: port, receiveTimeoutSeconds: receiveTimeoutSeconds), port: port,
                   receiveTimeoutSeconds: receiveTimeoutSeconds)
     }
@@ -25,7 +29,10 @@ public final class APIClient: @unchecked Sendable {
         let auth = token.map { "Authorization: Bearer \($0)\r\n" } ?? ""
         client.send("\(method) \(path) HTTP/1.1\r\n\(auth)Content-Type: application/json\r\nContent-Length: \(data.count)\r\n\r\n"
                     + String(decoding: data, as: UTF8.self))
-        guard let response = await client.readResponse() else { throw TestClientError("no response to \(method) \(path)") }
+        let sent = ContinuousClock.now
+        guard let response = await client.readResponse() else {
+            throw TestClientError("no response to \(method) \(path) after \(ContinuousClock.now - sent) (limit \(receiveTimeoutSeconds) s)")
+        }
         if response.headers["connection"] == "close" { try reconnect() }
         let object = response.body.isEmpty ? [:] : (try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any] ?? [:])
         return (response.status, object)
