@@ -326,12 +326,12 @@ public struct FanoutState<Sink> {
                 subscribers[id].flatMap { $0.tenant == tenant ? $0.sink : nil }
             }
             return sinks.isEmpty ? [] : [.send(WebSocketFrameEncoder.text(frame), to: sinks)]
-        case .groupNotice(let tenant, let group, let frame):
+        case .groupNotice(let tenant, let group, let hidden, let frame):
             // Whoever follows the group here now (ready sent, not removed); a notice has no seq,
             // so a subscriber still before its `ready` simply does not get it.
             guard let found = groups[group], found.tenant == tenant else { return [] }
             let sinks = found.subscribers.sorted { $0.value < $1.value }.compactMap { id in
-                subscribers[id].flatMap { $0.cursor?.follows(group) == true ? $0.sink : nil }
+                subscribers[id].flatMap { $0.cursor?.follows(group) == true && $0.user != hidden ? $0.sink : nil }
             }
             return sinks.isEmpty ? [] : [.send(WebSocketFrameEncoder.text(frame), to: sinks)]
         }
@@ -372,7 +372,7 @@ public struct FanoutState<Sink> {
         // The next event in line, with its frame at hand and no reader busy: no read needed.
         if let frame = event.frame, !found.reading, found.delivered.map({ $0 == event.seq - 1 }) ?? true, found.wanted < event.seq {
             return deliver(group: event.group, seq: event.seq, kind: event.kind ?? GroupEventKind(""), frame: WebSocketFrameEncoder.text(frame),
-                           subject: event.subject)
+                           subject: event.subject, hiddenFrom: event.hiddenFrom)
         }
         groups[event.group]!.wanted = max(found.wanted, event.seq)
         return startReading(event.group).map { [$0] } ?? []
@@ -448,7 +448,8 @@ public struct FanoutState<Sink> {
             guard groups[group] != nil else { break }
             if let delivered = groups[group]!.delivered, event.seq <= delivered { continue }
             let subject = event.event.changesMembership ? Self.userID(in: event.data) : nil
-            actions += deliver(group: group, seq: event.seq, kind: event.event, frame: StreamFrames.event(event), subject: subject)
+            actions += deliver(group: group, seq: event.seq, kind: event.event, frame: StreamFrames.event(event), subject: subject,
+                               hiddenFrom: event.hiddenFrom)
         }
         if let read = nextRead(group, attempt: 1) { actions.append(read) }
         return actions
@@ -466,8 +467,10 @@ public struct FanoutState<Sink> {
 
     /// Hands one event (callers keep each group's in seq order) to the group's subscribers, and
     /// applies what a membership event means for this node's streams; `subject` is the member
-    /// it is about.
-    private mutating func deliver(group: UUID, seq: Int64, kind: GroupEventKind, frame: [UInt8], subject: UUID?) -> [FanoutAction<Sink>] {
+    /// it is about, `hiddenFrom` the one user whose streams it passes by (a duress alert's walker).
+    private mutating func deliver(group: UUID, seq: Int64, kind: GroupEventKind, frame: [UInt8], subject: UUID?, hiddenFrom: UUID? = nil)
+        -> [FanoutAction<Sink>]
+    {
         guard groups[group] != nil else { return [] }
         if let subject, kind == .memberJoined, let pending = groups[group]!.joiners[subject], pending <= seq { groups[group]!.joiners[subject] = nil }
         groups[group]!.delivered = seq
@@ -497,9 +500,18 @@ public struct FanoutState<Sink> {
             sinks.reserveCapacity(receivers.count)
             // In place, one lookup per subscriber: the hot loop of every delivery copies no
             // subscriber (a copy of one is a cursor's worth of retains).
-            for id in receivers {
-                guard let index = subscribers.index(forKey: id) else { continue }
-                if let sink = subscribers.values[index].live(group, seq, frame) { sinks.append(sink) }
+            if let hiddenFrom {
+                // Rare (a duress alert and what follows it): the walker's streams never see it,
+                // and their cursors skip the seq like one that was never theirs.
+                for id in receivers {
+                    guard let index = subscribers.index(forKey: id), subscribers.values[index].user != hiddenFrom else { continue }
+                    if let sink = subscribers.values[index].live(group, seq, frame) { sinks.append(sink) }
+                }
+            } else {
+                for id in receivers {
+                    guard let index = subscribers.index(forKey: id) else { continue }
+                    if let sink = subscribers.values[index].live(group, seq, frame) { sinks.append(sink) }
+                }
             }
         }
         var actions: [FanoutAction<Sink>] = sinks.isEmpty ? [] : [.send(frame, to: sinks)]

@@ -56,6 +56,13 @@ extension PostgresConnection {
         try run(script: Self.setTenant(tenant))
     }
 
+    /// Reads of the open transaction are for `user` (nil: for nobody in particular, a job's or
+    /// a change's own reads): row security hides from it what is hidden from that user (a
+    /// duress alert, from its walker). `SET LOCAL`, so it ends with the transaction.
+    public func setViewer(_ user: UUID?) throws {
+        try run(script: "SET LOCAL roost.viewer_id = '\(user?.uuidString.lowercased() ?? "")'")
+    }
+
     private static func setTenant(_ tenant: UUID) -> String {
         "SET LOCAL roost.tenant_id = '\(tenant.uuidString.lowercased())'"
     }

@@ -166,6 +166,27 @@ struct FanoutStateTests {
         #expect(node.frames[1]?.last?["event"] as? String == "location.updated")
     }
 
+    @Test func anEventHiddenFromOneUserReachesEveryoneButTheirStreams() {
+        var node = Node()
+        _ = connect(&node, sink: 1, user: ann, groups: [(oak, 1)])
+        _ = connect(&node, sink: 2, user: bob, groups: [(oak, 1)])
+        _ = connect(&node, sink: 3, user: bob, groups: [(oak, 1)])
+        // Straight from a notice with its frame, and read from the log after a gap: Bob's two
+        // streams pass seq 2 and 4 by, and take 3 and 5 in order.
+        let hidden = event(oak, 2)
+        node.apply(node.state.received(.event(.init(tenant: tenant, group: oak, seq: 2, hiddenFrom: bob, frame: hidden.frameJSON))))
+        node.apply(node.state.received(notice(event(oak, 3))))
+        node.apply(node.state.received(.event(.init(tenant: tenant, group: oak, seq: 5))))
+        node.apply(node.state.logRead(oak, after: 3, [StreamEvent(group: oak, seq: 4, event: .messageCreated, at: "2026-11-23T00:00:00.000Z",
+                                                                  data: "{}", hiddenFrom: bob), event(oak, 5)]))
+        #expect(node.events(1) == [2, 3, 4, 5])
+        #expect(node.events(2) == [3, 5] && node.events(3) == [3, 5])
+        // A group notice hidden from Bob (a live location on the hidden alert) likewise.
+        node.apply(node.state.received(.groupNotice(tenant: tenant, group: oak, hiddenFrom: bob, frame: #"{"type":"notice","event":"location.updated"}"#)))
+        #expect(node.frames[1]?.last?["event"] as? String == "location.updated")
+        #expect(node.frames[2]?.last?["event"] as? String != "location.updated" && node.frames[3]?.last?["event"] as? String != "location.updated")
+    }
+
     @Test func aRemovedMemberGetsTheNoticeNotTheEventAndNothingAfterUntilRejoining() {
         var node = Node()
         _ = connect(&node, sink: 1, user: ann, groups: [(oak, 1)])

@@ -20,6 +20,10 @@ struct NodeNoticeTests {
         #expect(NodeNotice.userNotice(tenant: tenant, user: user, frame: "{\"a\":1}").payload == "n/\(t)/\(u)\n{\"a\":1}")
         #expect(NodeNotice.groupNotice(tenant: tenant, group: group, frame: "{\"a\":1}").payload == "m/\(t)/\(g)\n{\"a\":1}")
         #expect(NodeNotice(payload: "m/\(t)/\(g)") == nil, "a group notice without its frame is not one")
+        // Hidden from one user (a duress alert's walker): a fifth part, the fourth empty without a subject.
+        #expect(NodeNotice.event(.init(tenant: tenant, group: group, seq: 7, hiddenFrom: user)).payload == "\(t)/\(g)/7//\(u)")
+        #expect(NodeNotice.event(.init(tenant: tenant, group: group, seq: 7, subject: group, hiddenFrom: user)).payload == "\(t)/\(g)/7/\(g)/\(u)")
+        #expect(NodeNotice.groupNotice(tenant: tenant, group: group, hiddenFrom: user, frame: "{}").payload == "m/\(t)/\(g)/\(u)\n{}")
     }
 
     @Test func everyNoticeSurvivesARoundTrip() {
@@ -33,6 +37,9 @@ struct NodeNoticeTests {
             .accountEnded(tenant: tenant, user: user),
             .userNotice(tenant: tenant, user: user, frame: "{\"type\":\"notice\",\"data\":\"a/b\\nc\"}"),
             .groupNotice(tenant: tenant, group: group, frame: "{\"type\":\"notice\",\"event\":\"location.updated\",\"data\":{}}"),
+            .event(.init(tenant: tenant, group: group, seq: 13, hiddenFrom: user, frame: "{}")),
+            .event(.init(tenant: tenant, group: group, seq: 14, subject: tenant, hiddenFrom: user)),
+            .groupNotice(tenant: tenant, group: group, hiddenFrom: user, frame: "{}"),
         ]
         for notice in notices { #expect(NodeNotice(payload: notice.payload) == notice) }
         guard case .event(let decoded)? = NodeNotice(payload: notices[2].payload) else { return }
@@ -49,7 +56,8 @@ struct NodeNoticeTests {
     @Test(arguments: ["", "\n{}", "x/y", "g/\(UUID())", "g/not-a-uuid/\(UUID())", "s/\(UUID())/", "s/\(UUID())/XYZ",
                       "u/\(UUID())/\(UUID())/extra", "n/\(UUID())/\(UUID())", "\(UUID())/\(UUID())/0", "\(UUID())/\(UUID())/-1",
                       "\(UUID())/\(UUID())/+5", "\(UUID())/\(UUID())/99999999999999999999", "\(UUID())/\(UUID())/1/not-a-user",
-                      "\(UUID())/\(UUID())/1/\(UUID())/more", "g/\(UUID())/\(UUID())\n{}"])
+                      "\(UUID())/\(UUID())/1/\(UUID())/more", "g/\(UUID())/\(UUID())\n{}", "\(UUID())/\(UUID())/1//",
+                      "\(UUID())/\(UUID())/1//not-a-user", "\(UUID())/\(UUID())/1/\(UUID())/\(UUID())/x", "m/\(UUID())/\(UUID())/x\n{}"])
     func anythingElseIsNotANotice(payload: String) {
         #expect(NodeNotice(payload: payload) == nil)
     }

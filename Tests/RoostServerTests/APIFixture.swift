@@ -106,8 +106,11 @@ struct APIFixture {
         try await person(["email": email, "display_name": String(email.prefix { $0 != "@" })])
     }
 
+    /// The password of every person the fixture registers.
+    static let password = "a long enough password"
+
     func register(_ fields: [String: Any]) async throws -> (Int, [String: Any]) {
-        var body: [String: Any] = ["tenant": tenant, "password": "a long enough password", "display_name": "Anna"]
+        var body: [String: Any] = ["tenant": tenant, "password": Self.password, "display_name": "Anna"]
         body.merge(fields) { $1 }
         return try await call("POST", "/v1/auth/register", body)
     }

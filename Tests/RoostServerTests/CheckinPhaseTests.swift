@@ -22,8 +22,9 @@ struct CheckinPhaseTests {
         let elm: String
         let oak: String
 
-        init() async throws {
-            api = try APIFixture()
+        /// `stream`: with `GET /v1/stream` (tests that watch what reaches someone's streams).
+        init(stream: Bool = false) async throws {
+            api = try APIFixture(stream: stream)
             ann = try await api.person(email: "ann@example.org")
             ben = try await api.person(email: "ben@example.org")
             cy = try await api.person(email: "cy@example.org")

@@ -202,6 +202,13 @@ public struct CheckinStore: Sendable {
         try connection.query("UPDATE checkins SET alert_seq = \(seq) WHERE id = \(id) AND group_id = \(group)")
     }
 
+    /// The silent alert a duress answer raised in a group (kept apart from `alert_seq`, which
+    /// the walker sees), and when the duress answer came (once: a later one keeps the first).
+    public func setDuressAlert(_ id: UUID, group: UUID, seq: Int64, on connection: PostgresConnection) throws {
+        try connection.query("UPDATE checkin_groups SET duress_seq = \(seq) WHERE checkin_id = \(id) AND group_id = \(group)")
+        try connection.query("UPDATE checkins SET duress_at = coalesce(duress_at, now()) WHERE id = \(id)")
+    }
+
     /// Ends a check-in now: `status` stays as it is when nil (a lapse); its locations go
     /// `purgeAfter` seconds later.
     public func end(_ id: UUID, status: String?, reason: String, purgeAfter: Double, on connection: PostgresConnection) throws -> Checkin {
@@ -244,8 +251,10 @@ public struct CheckinStore: Sendable {
     /// and from a day after the check-in ended.
     public func statusPage(tokenHash: [UInt8], on connection: PostgresConnection) throws -> CheckinStatusPage? {
         try connection.query("""
-            SELECT u.display_name, c.status, c.location::text AS location, c.location_at, c.battery,
-                   (SELECT a.status FROM checkin_groups w JOIN alerts a ON a.tenant_id = w.tenant_id AND a.group_id = w.group_id AND a.seq = w.alert_seq
+            SELECT u.display_name, CASE WHEN c.duress_at IS NOT NULL THEN 'duress' ELSE c.status END AS status,
+                   c.location::text AS location, c.location_at, c.battery,
+                   (SELECT a.status FROM checkin_groups w
+                    JOIN alerts a ON a.tenant_id = w.tenant_id AND a.group_id = w.group_id AND a.seq = coalesce(w.duress_seq, w.alert_seq)
                     WHERE w.checkin_id = c.id ORDER BY w.position LIMIT 1) AS alert_status
             FROM checkin_contacts k
             JOIN checkins c ON c.tenant_id = k.tenant_id AND c.id = k.checkin_id
@@ -266,8 +275,10 @@ public struct CheckinStore: Sendable {
     public func stripAlertTrails(checkin: UUID? = nil, user: UUID? = nil, on connection: PostgresConnection) throws {
         try connection.query("""
             WITH raised AS (
-                SELECT w.group_id, w.alert_seq FROM checkin_groups w JOIN checkins c ON c.tenant_id = w.tenant_id AND c.id = w.checkin_id
-                WHERE w.alert_seq IS NOT NULL AND (\(checkin)::uuid IS NULL OR c.id = \(checkin)) AND (\(user)::uuid IS NULL OR c.user_id = \(user))),
+                SELECT w.group_id, s.seq AS alert_seq
+                FROM checkin_groups w JOIN checkins c ON c.tenant_id = w.tenant_id AND c.id = w.checkin_id
+                CROSS JOIN LATERAL (VALUES (w.alert_seq), (w.duress_seq)) AS s (seq)
+                WHERE s.seq IS NOT NULL AND (\(checkin)::uuid IS NULL OR c.id = \(checkin)) AND (\(user)::uuid IS NULL OR c.user_id = \(user))),
             alerts AS (
                 UPDATE alerts a SET details = a.details - 'trail' FROM raised r
                 WHERE a.group_id = r.group_id AND a.seq = r.alert_seq AND a.details ? 'trail')

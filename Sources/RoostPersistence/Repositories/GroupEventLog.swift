@@ -34,18 +34,18 @@ public struct GroupEventLog: Sendable {
     @discardableResult
     public func append(
         tenant: UUID, group: UUID, event: GroupEventKind, actorType: String?, actorID: UUID?, data: RawJSON, subject: UUID? = nil,
-        on connection: PostgresConnection
+        hiddenFrom: UUID? = nil, on connection: PostgresConnection
     ) throws -> AppendedEvent {
         // The notice (with the event's frame, when it fits) is assembled by the same statement,
         // the only place the seq is known before the round trip ends, from the parts its
         // owners give: `NodeNotice` the header, `StreamEvent` the frame.
-        let header = NodeNotice.eventHeaderParts(tenant: tenant, group: group, subject: subject)
+        let header = NodeNotice.eventHeaderParts(tenant: tenant, group: group, subject: subject, hiddenFrom: hiddenFrom)
         let frame = StreamEvent.frameParts(group: group, event: event, data: data.text)
         guard let row = try connection.query("""
             WITH next AS (UPDATE groups SET last_seq = last_seq + 1 WHERE id = \(group) RETURNING last_seq),
             inserted AS (
-                INSERT INTO group_events (tenant_id, group_id, seq, event, actor_type, actor_id, data)
-                SELECT \(tenant), \(group), last_seq, \(event.name), \(actorType), \(actorID), \(data) FROM next
+                INSERT INTO group_events (tenant_id, group_id, seq, event, actor_type, actor_id, data, hidden_from)
+                SELECT \(tenant), \(group), last_seq, \(event.name), \(actorType), \(actorID), \(data), \(hiddenFrom) FROM next
                 RETURNING seq, created_at, \(unsafeRaw: Self.atText) AS at),
             framed AS (
                 SELECT seq, created_at, \(header.beforeSeq) || seq || \(header.afterSeq) AS header,
@@ -66,7 +66,7 @@ public struct GroupEventLog: Sendable {
     @discardableResult
     public func append(
         tenant: UUID, group: UUID, event: GroupEventKind, actorType: String?, actorID: UUID?, subject: UUID? = nil,
-        on connection: PostgresConnection, data: (_ seq: Int64, _ at: String) throws -> RawJSON
+        hiddenFrom: UUID? = nil, on connection: PostgresConnection, data: (_ seq: Int64, _ at: String) throws -> RawJSON
     ) throws -> (event: AppendedEvent, data: String) {
         guard let next = try connection.query("""
             UPDATE groups SET last_seq = last_seq + 1 WHERE id = \(group)
@@ -79,11 +79,11 @@ public struct GroupEventLog: Sendable {
         let text = try data(seq, at).text
         // Everything the notice needs is known now: insert and notify in one statement.
         let frame = StreamEvent(group: group, seq: seq, event: event, at: at, data: text).frameJSON
-        let payload = NodeNotice.event(.init(tenant: tenant, group: group, seq: seq, subject: subject, frame: frame)).payload
+        let payload = NodeNotice.event(.init(tenant: tenant, group: group, seq: seq, subject: subject, hiddenFrom: hiddenFrom, frame: frame)).payload
         try connection.query("""
             WITH inserted AS (
-                INSERT INTO group_events (tenant_id, group_id, seq, event, actor_type, actor_id, data)
-                VALUES (\(tenant), \(group), \(seq), \(event.name), \(actorType), \(actorID), \(RawJSON(text)))
+                INSERT INTO group_events (tenant_id, group_id, seq, event, actor_type, actor_id, data, hidden_from)
+                VALUES (\(tenant), \(group), \(seq), \(event.name), \(actorType), \(actorID), \(RawJSON(text)), \(hiddenFrom))
                 RETURNING seq)
             SELECT pg_notify(\(Self.channel), \(payload)) FROM inserted
             """)
@@ -100,8 +100,10 @@ public struct GroupEventLog: Sendable {
 
     /// Sends a stream notice to the streams following a group, on every node (not logged: a
     /// stream that is not connected then never sees it).
-    public static func notifyGroup(tenant: UUID, group: UUID, event: NoticeKind, data: String, on connection: PostgresConnection) throws {
-        try notify(.groupNotice(tenant: tenant, group: group, frame: StreamFrameJSON.notice(event, data: data)), on: connection)
+    public static func notifyGroup(tenant: UUID, group: UUID, event: NoticeKind, data: String, hiddenFrom: UUID? = nil,
+                                   on connection: PostgresConnection) throws {
+        try notify(.groupNotice(tenant: tenant, group: group, hiddenFrom: hiddenFrom, frame: StreamFrameJSON.notice(event, data: data)),
+                   on: connection)
     }
 
     /// Sends a notice on the channel; PostgreSQL delivers it when (and only if) the transaction commits.
@@ -110,17 +112,19 @@ public struct GroupEventLog: Sendable {
     }
 
     /// Events after `seq`, oldest first, with their time as RFC 3339 text, ready to be framed
-    /// for the stream without another round of date formatting.
+    /// for the stream without another round of date formatting. Row security leaves out what
+    /// is hidden from the transaction's viewer, when one is set (`setViewer`).
     public func streamEvents(group: UUID, after seq: Int64, through last: Int64? = nil, limit: Int, on connection: PostgresConnection)
         throws -> [StreamEvent]
     {
         try connection.query("""
-            SELECT seq, event, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS at, data::text AS data
+            SELECT seq, event, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS at, data::text AS data, hidden_from
             FROM group_events
             WHERE group_id = \(group) AND seq > \(seq) AND (\(last)::bigint IS NULL OR seq <= \(last)) ORDER BY seq LIMIT \(limit)
             """).rows.map {
             StreamEvent(group: group, seq: try $0.decode(Int64.self, "seq"), event: GroupEventKind(try $0.decode(String.self, "event")),
-                        at: try $0.decode(String.self, "at"), data: try $0.decode(String.self, "data"))
+                        at: try $0.decode(String.self, "at"), data: try $0.decode(String.self, "data"),
+                        hiddenFrom: try $0.decode(UUID?.self, "hidden_from"))
         }
     }
 

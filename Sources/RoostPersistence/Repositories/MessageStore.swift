@@ -15,6 +15,9 @@ public struct NewMessage: Sendable {
     /// `{"lat":..,"lon":..,"accuracy_m":..}` as JSON text.
     public var location: String?
     public var replyTo: Int64?
+    /// The one user the message (and every event about it) is hidden from: a duress alert's
+    /// walker (sql/0016_checkin_pins_duress.sql), or a reply to such an alert.
+    public var hiddenFrom: UUID?
 
     public init(clientMessageID: String?, systemKey: String? = nil, text: String, kind: String, severity: String?, template: String?,
                 location: String?, replyTo: Int64?) {
@@ -33,6 +36,8 @@ public struct NewMessage: Sendable {
 public struct ReplyTarget: Sendable {
     /// The member who raised it, when it is an alert a member raised.
     public let alertAuthor: UUID?
+    /// Whom the message is hidden from (a reply to it is hidden from them too).
+    public let hiddenFrom: UUID?
 }
 
 /// Messages, alerts, acknowledgements and templates, in a tenant transaction. Every change is
@@ -110,7 +115,8 @@ public struct MessageStore: Sendable {
     ) throws -> (seq: Int64, json: String) {
         let id = UUID()
         let (event, json) = try GroupEventLog().append(
-            tenant: tenant, group: group, event: .messageCreated, actorType: authorType, actorID: authorID, on: connection
+            tenant: tenant, group: group, event: .messageCreated, actorType: authorType, actorID: authorID, hiddenFrom: message.hiddenFrom,
+            on: connection
         ) { seq, at in
             RawJSON(Self.json(id: id, group: group, seq: seq, at: at, authorType: authorType, authorID: authorID, authorName: authorName,
                               message: message, dedupKey: dedupKey, details: details))
@@ -118,13 +124,14 @@ public struct MessageStore: Sendable {
         try connection.query("""
             WITH posted AS (
                 INSERT INTO messages (tenant_id, group_id, seq, id, author_type, author_id, kind, text, template, location, reply_to,
-                                      client_msg_id, system_key, created_at)
+                                      client_msg_id, system_key, created_at, hidden_from)
                 VALUES (\(tenant), \(group), \(event.seq), \(id), \(authorType), \(authorID), \(message.kind), \(message.text),
                         \(message.template), \(message.location.map(RawJSON.init)), \(message.replyTo), \(message.clientMessageID),
-                        \(message.systemKey), now())
+                        \(message.systemKey), now(), \(message.hiddenFrom))
                 RETURNING seq)
-            INSERT INTO alerts (tenant_id, group_id, seq, severity, opened_at, dedup_key, bridge_id, details)
-            SELECT \(tenant), \(group), seq, \(message.severity ?? "amber"), now(), \(dedupKey), \(bridge), \(details.map(RawJSON.init)) FROM posted
+            INSERT INTO alerts (tenant_id, group_id, seq, severity, opened_at, dedup_key, bridge_id, details, hidden_from)
+            SELECT \(tenant), \(group), seq, \(message.severity ?? "amber"), now(), \(dedupKey), \(bridge), \(details.map(RawJSON.init)),
+                   \(message.hiddenFrom) FROM posted
             WHERE \(message.kind) = 'alert'
             """)
         if message.kind == "alert" && message.severity == AlertSeverity.red.name {
@@ -252,19 +259,28 @@ public struct MessageStore: Sendable {
     /// it is an alert a member raised (nil for a chat message, or an alert of a bridge or the server).
     public func replyTarget(group: UUID, seq: Int64, on connection: PostgresConnection) throws -> ReplyTarget? {
         try connection.query("""
-            SELECT CASE WHEN a.seq IS NOT NULL AND m.author_type = 'user' THEN m.author_id END AS alert_author
+            SELECT CASE WHEN a.seq IS NOT NULL AND m.author_type = 'user' THEN m.author_id END AS alert_author, m.hidden_from
             FROM messages m LEFT JOIN alerts a ON a.tenant_id = m.tenant_id AND a.group_id = m.group_id AND a.seq = m.seq
             WHERE m.group_id = \(group) AND m.seq = \(seq)
-            """).first.map { ReplyTarget(alertAuthor: try $0.decode(UUID?.self, "alert_author")) }
+            """).first.map { ReplyTarget(alertAuthor: try $0.decode(UUID?.self, "alert_author"), hiddenFrom: try $0.decode(UUID?.self, "hidden_from")) }
     }
 
-    /// An alert's author and status, locked for a change (the group first: see `GroupStore.lock`).
-    public func alertState(group: UUID, seq: Int64, on connection: PostgresConnection) throws -> (authorID: UUID?, status: String)? {
+    /// An alert's author and status (and whom it is hidden from), locked for a change (the
+    /// group first: see `GroupStore.lock`).
+    public func alertState(group: UUID, seq: Int64, on connection: PostgresConnection) throws
+        -> (authorID: UUID?, status: String, hiddenFrom: UUID?)?
+    {
         try GroupStore().lock(group, on: connection)
         return try connection.query("""
-            SELECT m.author_id, a.status FROM alerts a JOIN messages m ON m.tenant_id = a.tenant_id AND m.group_id = a.group_id AND m.seq = a.seq
+            SELECT m.author_id, a.status, a.hidden_from
+            FROM alerts a JOIN messages m ON m.tenant_id = a.tenant_id AND m.group_id = a.group_id AND m.seq = a.seq
             WHERE a.group_id = \(group) AND a.seq = \(seq) FOR UPDATE OF a
-            """).first.map { (try $0.decode(UUID?.self, "author_id"), try $0.decode(String.self, "status")) }
+            """).first.map { (try $0.decode(UUID?.self, "author_id"), try $0.decode(String.self, "status"), try $0.decode(UUID?.self, "hidden_from")) }
+    }
+
+    /// Whom an alert (and every event about it) is hidden from, if anyone.
+    public func hiddenFrom(group: UUID, seq: Int64, on connection: PostgresConnection) throws -> UUID? {
+        try connection.query("SELECT hidden_from FROM alerts WHERE group_id = \(group) AND seq = \(seq)").first?.decode(UUID?.self, "hidden_from")
     }
 
     /// Closes an open alert (`close`) or reopens a closed one, with its `alert.closed` or
@@ -272,21 +288,20 @@ public struct MessageStore: Sendable {
     /// The caller has locked the alert (`alertState`, or a bridge's `openAlert`) and checked its state.
     public func setAlert(closed close: Bool, tenant: UUID, group: UUID, seq: Int64, byType: String, by: UUID, resolution: String?,
                          on connection: PostgresConnection) throws -> String {
-        if close {
-            try connection.query("""
+        let changed = close
+            ? try connection.query("""
                 UPDATE alerts SET status = 'closed', closed_at = now(), closed_by_type = \(byType), closed_by = \(by), resolution = \(resolution)
-                WHERE group_id = \(group) AND seq = \(seq)
+                WHERE group_id = \(group) AND seq = \(seq) RETURNING hidden_from
                 """)
-        } else {
-            try connection.query("""
+            : try connection.query("""
                 UPDATE alerts SET status = 'open', closed_at = NULL, closed_by_type = NULL, closed_by = NULL, resolution = NULL
-                WHERE group_id = \(group) AND seq = \(seq)
+                WHERE group_id = \(group) AND seq = \(seq) RETURNING hidden_from
                 """)
-        }
+        let hiddenFrom = try changed.first?.decode(UUID?.self, "hidden_from") ?? nil
         let data = "{\"seq\":\(seq),\"by\":{\"type\":\(JSONString.quote(byType)),\"id\":\"\(by.uuidString.lowercased())\"},"
             + "\"resolution\":\(resolution.map(JSONString.quote) ?? "null")}"
         try GroupEventLog().append(tenant: tenant, group: group, event: close ? .alertClosed : .alertReopened, actorType: byType,
-                                   actorID: by, data: RawJSON(data), on: connection)
+                                   actorID: by, data: RawJSON(data), hiddenFrom: hiddenFrom, on: connection)
         return try message(group: group, seq: seq, on: connection)!
     }
 
@@ -298,11 +313,14 @@ public struct MessageStore: Sendable {
             """)
     }
 
-    /// A message's author and whether it is redacted already, locked for the redaction.
-    public func authorForRedaction(group: UUID, seq: Int64, on connection: PostgresConnection) throws -> (authorID: UUID?, redacted: Bool)? {
+    /// A message's author, whether it is redacted already and whom it is hidden from, locked for
+    /// the redaction.
+    public func authorForRedaction(group: UUID, seq: Int64, on connection: PostgresConnection) throws
+        -> (authorID: UUID?, redacted: Bool, hiddenFrom: UUID?)?
+    {
         try connection.query("""
-            SELECT author_id, redacted_at IS NOT NULL AS redacted FROM messages WHERE group_id = \(group) AND seq = \(seq) FOR UPDATE
-            """).first.map { (try $0.decode(UUID?.self, "author_id"), try $0.decode(Bool.self, "redacted")) }
+            SELECT author_id, redacted_at IS NOT NULL AS redacted, hidden_from FROM messages WHERE group_id = \(group) AND seq = \(seq) FOR UPDATE
+            """).first.map { (try $0.decode(UUID?.self, "author_id"), try $0.decode(Bool.self, "redacted"), try $0.decode(UUID?.self, "hidden_from")) }
     }
 
     /// Blanks a message's text (and location); the event stays, and so does the original

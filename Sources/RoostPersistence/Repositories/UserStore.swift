@@ -149,12 +149,14 @@ public struct UserStore: Sendable {
     }
 
     /// The user of a live session, sliding its expiry forward (written at most once a minute),
-    /// never past `maxAge` seconds after sign-in.
+    /// never past `maxAge` seconds after sign-in. The user becomes the transaction's viewer
+    /// (`PostgresConnection.setViewer`): what is hidden from them stays hidden for the rest of it.
     public func sessionUser(tokenHash: [UInt8], lifetime: Int, maxAge: Int, on connection: PostgresConnection) throws -> User? {
         let hash = Data(tokenHash)
         guard let row = try connection.query("""
             SELECT u.id, u.tenant_id, u.email, u.phone, u.email_verified, u.phone_verified, u.display_name,
-                   u.password_hash, u.created_at, s.last_used_at < now() - interval '1 minute' AS stale
+                   u.password_hash, u.created_at, s.last_used_at < now() - interval '1 minute' AS stale,
+                   set_config('roost.viewer_id', u.id::text, true) AS viewer
             FROM sessions s JOIN users u ON u.tenant_id = s.tenant_id AND u.id = s.user_id
             WHERE s.token_hash = \(hash) AND s.expires_at > now() AND u.deleted_at IS NULL
             """).first else { return nil }
@@ -170,12 +172,14 @@ public struct UserStore: Sendable {
 
     /// The user of a live session with their role in `group`, the membership row locked
     /// FOR UPDATE, in one statement (the common case of every group request); nil when the
-    /// session is not live or the user is not a member (`sessionUser` then tells which).
+    /// session is not live or the user is not a member (`sessionUser` then tells which). The user
+    /// becomes the transaction's viewer, as with `sessionUser`.
     public func sessionMember(tokenHash: [UInt8], group: UUID, lifetime: Int, maxAge: Int, on connection: PostgresConnection) throws -> (User, String)? {
         let hash = Data(tokenHash)
         guard let row = try connection.query("""
             SELECT u.id, u.tenant_id, u.email, u.phone, u.email_verified, u.phone_verified, u.display_name,
-                   u.password_hash, u.created_at, s.last_used_at < now() - interval '1 minute' AS stale, m.role
+                   u.password_hash, u.created_at, s.last_used_at < now() - interval '1 minute' AS stale, m.role,
+                   set_config('roost.viewer_id', u.id::text, true) AS viewer
             FROM sessions s
             JOIN users u ON u.tenant_id = s.tenant_id AND u.id = s.user_id
             JOIN memberships m ON m.tenant_id = u.tenant_id AND m.user_id = u.id AND m.group_id = \(group)

@@ -7,22 +7,27 @@ import Foundation
 ///
 /// Payloads (ids lower-case):
 ///
-///     <tenant>/<group>/<seq>[/<user>][\n<frame>]  an event was appended; <user> is the member a
-///                                                 membership event is about; the frame follows
-///                                                 when the payload stays under `maxBytes`
+///     <tenant>/<group>/<seq>[/<user>[/<hidden>]][\n<frame>]
+///                                                 an event was appended; <user> is the member a
+///                                                 membership event is about (empty when there
+///                                                 is none but <hidden> follows); <hidden> is the
+///                                                 one user the event is hidden from (a duress
+///                                                 alert's walker); the frame follows when the
+///                                                 payload stays under `maxBytes`
 ///     g/<tenant>/<group>                          a group was deleted
 ///     s/<tenant>/<token hash hex>                 a session ended (sign-out)
 ///     u/<tenant>/<user>                           an account ended: every session of it
 ///     n/<tenant>/<user>\n<frame>                  a notice frame for one user's streams
-///     m/<tenant>/<group>\n<frame>                 a notice frame for the streams following a
-///                                                 group (no seq: not logged, not replayed)
+///     m/<tenant>/<group>[/<hidden>]\n<frame>      a notice frame for the streams following a
+///                                                 group (no seq: not logged, not replayed),
+///                                                 but not <hidden>'s
 public enum NodeNotice: Equatable, Sendable {
     case event(Event)
     case groupDeleted(tenant: UUID, group: UUID)
     case sessionEnded(tenant: UUID, tokenHash: String)
     case accountEnded(tenant: UUID, user: UUID)
     case userNotice(tenant: UUID, user: UUID, frame: String)
-    case groupNotice(tenant: UUID, group: UUID, frame: String)
+    case groupNotice(tenant: UUID, group: UUID, hiddenFrom: UUID? = nil, frame: String)
 
     public struct Event: Equatable, Sendable {
         public let tenant: UUID
@@ -30,14 +35,17 @@ public enum NodeNotice: Equatable, Sendable {
         public let seq: Int64
         /// The member a membership event is about (joined, left, removed).
         public let subject: UUID?
+        /// The one user whose streams must not get the event (`group_events.hidden_from`).
+        public let hiddenFrom: UUID?
         /// The event's stream frame (`StreamEvent.frameJSON`), when it fitted in the notice.
         public let frame: String?
 
-        public init(tenant: UUID, group: UUID, seq: Int64, subject: UUID? = nil, frame: String? = nil) {
+        public init(tenant: UUID, group: UUID, seq: Int64, subject: UUID? = nil, hiddenFrom: UUID? = nil, frame: String? = nil) {
             self.tenant = tenant
             self.group = group
             self.seq = seq
             self.subject = subject
+            self.hiddenFrom = hiddenFrom
             self.frame = frame
         }
 
@@ -56,7 +64,7 @@ public enum NodeNotice: Equatable, Sendable {
     public var payload: String {
         switch self {
         case .event(let event):
-            let parts = Self.eventHeaderParts(tenant: event.tenant, group: event.group, subject: event.subject)
+            let parts = Self.eventHeaderParts(tenant: event.tenant, group: event.group, subject: event.subject, hiddenFrom: event.hiddenFrom)
             let header = parts.beforeSeq + String(event.seq) + parts.afterSeq
             guard let frame = event.frame, header.utf8.count + 1 + frame.utf8.count < Self.maxBytes else { return header }
             return header + "\n" + frame
@@ -64,14 +72,20 @@ public enum NodeNotice: Equatable, Sendable {
         case .sessionEnded(let tenant, let tokenHash): return "s/\(Self.id(tenant))/\(tokenHash)"
         case .accountEnded(let tenant, let user): return "u/\(Self.id(tenant))/\(Self.id(user))"
         case .userNotice(let tenant, let user, let frame): return "n/\(Self.id(tenant))/\(Self.id(user))\n" + frame
-        case .groupNotice(let tenant, let group, let frame): return "m/\(Self.id(tenant))/\(Self.id(group))\n" + frame
+        case .groupNotice(let tenant, let group, let hidden, let frame):
+            return "m/\(Self.id(tenant))/\(Self.id(group))" + (hidden.map { "/" + Self.id($0) } ?? "") + "\n" + frame
         }
     }
 
     /// An event notice's header around its seq, for a statement that learns the seq itself:
     /// `beforeSeq + seq + afterSeq`.
-    public static func eventHeaderParts(tenant: UUID, group: UUID, subject: UUID?) -> (beforeSeq: String, afterSeq: String) {
-        ("\(id(tenant))/\(id(group))/", subject.map { "/" + id($0) } ?? "")
+    public static func eventHeaderParts(tenant: UUID, group: UUID, subject: UUID?, hiddenFrom: UUID? = nil) -> (beforeSeq: String, afterSeq: String) {
+        let after = switch (subject, hiddenFrom) {
+        case (nil, nil): ""
+        case (let subject?, nil): "/" + id(subject)
+        case (let subject, let hidden?): "/" + (subject.map(id) ?? "") + "/" + id(hidden)
+        }
+        return ("\(id(tenant))/\(id(group))/", after)
     }
 
     private static func id(_ uuid: UUID) -> String { uuid.uuidString.lowercased() }
@@ -103,19 +117,29 @@ public enum NodeNotice: Equatable, Sendable {
                   let user = UUID(uuidString: String(parts[2])) else { return nil }
             self = .userNotice(tenant: tenant, user: user, frame: body)
         case "m":
-            guard parts.count == 3, let body, let tenant = UUID(uuidString: String(parts[1])),
+            guard parts.count == 3 || parts.count == 4, let body, let tenant = UUID(uuidString: String(parts[1])),
                   let group = UUID(uuidString: String(parts[2])) else { return nil }
-            self = .groupNotice(tenant: tenant, group: group, frame: body)
+            var hidden: UUID?
+            if parts.count == 4 {
+                guard let user = UUID(uuidString: String(parts[3])) else { return nil }
+                hidden = user
+            }
+            self = .groupNotice(tenant: tenant, group: group, hiddenFrom: hidden, frame: body)
         default:
-            guard parts.count == 3 || parts.count == 4, let tenant = UUID(uuidString: String(parts[0])),
+            guard (3...5).contains(parts.count), let tenant = UUID(uuidString: String(parts[0])),
                   let group = UUID(uuidString: String(parts[1])), parts[2].utf8.allSatisfy(Self.isDecimalDigit),
                   let seq = Int64(parts[2]), seq > 0 else { return nil }
             var subject: UUID?
-            if parts.count == 4 {
+            var hidden: UUID?
+            if parts.count >= 4 && !(parts.count == 5 && parts[3].isEmpty) {
                 guard let user = UUID(uuidString: String(parts[3])) else { return nil }
                 subject = user
             }
-            self = .event(Event(tenant: tenant, group: group, seq: seq, subject: subject, frame: body))
+            if parts.count == 5 {
+                guard let user = UUID(uuidString: String(parts[4])) else { return nil }
+                hidden = user
+            }
+            self = .event(Event(tenant: tenant, group: group, seq: seq, subject: subject, hiddenFrom: hidden, frame: body))
         }
     }
 

@@ -11,13 +11,16 @@ public struct StreamEvent: Sendable, Equatable {
     public let event: GroupEventKind
     public let at: String
     public let data: String
+    /// The one user whose streams do not get this event (a duress alert's walker), or nil.
+    public let hiddenFrom: UUID?
 
-    public init(group: UUID, seq: Int64, event: GroupEventKind, at: String, data: String) {
+    public init(group: UUID, seq: Int64, event: GroupEventKind, at: String, data: String, hiddenFrom: UUID? = nil) {
         self.group = group
         self.seq = seq
         self.event = event
         self.at = at
         self.data = data
+        self.hiddenFrom = hiddenFrom
     }
 
     /// `{"type":"event","group_id","seq","event","at","data"}`.

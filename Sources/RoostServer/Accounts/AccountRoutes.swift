@@ -268,7 +268,8 @@ struct AccountRoutes: Sendable {
     /// Counts a password attempt as a failure before the password is checked (`forget` takes it
     /// back when it was right): the keys are locked for the transaction, so concurrent attempts
     /// count one after the other, and a key already at its limit is 429 with `Retry-After`.
-    static func countAttempt(tenant: UUID, attempt: UUID, keys: [(key: [UInt8], limit: Int)], on connection: PostgresConnection) throws {
+    static func countAttempt(tenant: UUID, attempt: UUID, keys: [(key: [UInt8], limit: Int)], refusal: String = "too many failed sign-ins; try again later",
+                             on connection: PostgresConnection) throws {
         let store = LoginFailureStore()
         try store.lock(tenant: tenant, keys: keys.map(\.key), on: connection)
         let waits = try keys.compactMap { key, limit -> Int? in
@@ -276,8 +277,7 @@ struct AccountRoutes: Sendable {
             return recent.count >= limit ? recent.clearsIn : nil
         }
         if let wait = waits.max() {
-            throw APIError(.tooManyRequests, code: "rate_limited", message: "too many failed sign-ins; try again later",
-                           headers: ["Retry-After": String(wait)])
+            throw APIError(.tooManyRequests, code: "rate_limited", message: refusal, headers: ["Retry-After": String(wait)])
         }
         try store.record(tenant: tenant, keys: keys.map(\.key), attempt: attempt, window: throttleWindow, on: connection)
     }

@@ -10,6 +10,8 @@ enum CheckinAlerts {
     static let helpText = "I need help"
     /// The resolution of the alerts an all clear closes.
     static let allClearResolution = "Checked in safe"
+    /// The text of the silent alert a duress answer raises.
+    static let duressText = "Silent alarm: the check-in was answered with the duress PIN"
 
     /// Points of the trail an alert carries (spread over the walk, the newest always among them).
     static let trailPointsInAlert = 50
@@ -47,8 +49,12 @@ enum CheckinAlerts {
     /// walker (template `missed_checkin`, `help`, ...): the text, the place (the walker's newest
     /// unless given), and in `details` the check-in, the place's time, the battery and the
     /// trail. Every other member's devices are pushed (the trail left out of the pushes).
+    ///
+    /// `hidden: true` raises the duress alert: in every watching group the walker is still in,
+    /// whatever was raised there before, hidden from the walker (their streams, their reads and
+    /// their devices never see it or anything about it) and kept apart from the alert they see.
     static func raise(_ checkin: Checkin, template: String, text: String, location: String?, name: String, tenant: UUID,
-                      on connection: PostgresConnection) throws -> [Raised] {
+                      hidden: Bool = false, on connection: PostgresConnection) throws -> [Raised] {
         let store = CheckinStore()
         let place = location ?? checkin.location
         let details = "{\"checkin_id\":\"\(checkin.id.uuidString.lowercased())\","
@@ -57,30 +63,48 @@ enum CheckinAlerts {
             + "\"due_at\":\(JSONString.quote(Self.time(checkin.dueAt))),"
             + "\"trail\":\(try store.trailJSON(of: checkin.id, limit: trailPointsInAlert, on: connection))}"
         var raised: [Raised] = []
-        for watcher in try groups(of: checkin, on: connection) where watcher.alertSeq == nil {
-            let message = NewMessage(clientMessageID: nil, systemKey: "checkin:\(checkin.id.uuidString.lowercased()):\(template)", text: text,
+        if hidden {
+            // The walker's own request writes rows they must not read: its reads stop being theirs.
+            try connection.setViewer(nil)
+        }
+        for watcher in try groups(of: checkin, on: connection) where hidden || watcher.alertSeq == nil {
+            var message = NewMessage(clientMessageID: nil, systemKey: "checkin:\(checkin.id.uuidString.lowercased()):\(template)", text: text,
                                      kind: "alert", severity: AlertSeverity.red.name, template: template, location: place, replyTo: nil)
+            message.hiddenFrom = hidden ? checkin.userID : nil
             let posted = try MessageStore().post(tenant: tenant, group: watcher.group, authorType: "user", authorID: checkin.userID,
                                                  authorName: name, message: message, details: details, on: connection)
             let pushed = try connection.query("SELECT (\(RawJSON(posted.json))::jsonb #- '{alert,details,trail}')::text AS json")
                 .rows[0].decode(String.self, "json")
             try OutboxStore().enqueueAlertPushes(group: watcher.group, seq: posted.seq, excluding: checkin.userID, alert: RawJSON(pushed),
                                                  on: connection)
-            try store.setAlert(checkin.id, group: watcher.group, seq: posted.seq, on: connection)
+            if hidden {
+                try store.setDuressAlert(checkin.id, group: watcher.group, seq: posted.seq, on: connection)
+            } else {
+                try store.setAlert(checkin.id, group: watcher.group, seq: posted.seq, on: connection)
+            }
             raised.append(Raised(group: watcher.group, seq: posted.seq, json: posted.json))
         }
         return raised
     }
 
+    /// The walker answered with their duress PIN: the silent red alert (template `duress`) in
+    /// every watching group they are still in, hidden from them, and a message to every
+    /// confirmed contact watching. Nothing reaches the walker's streams or devices.
+    static func duress(_ checkin: Checkin, name: String, tenant: UUID, on connection: PostgresConnection) throws {
+        _ = try raise(checkin, template: "duress", text: duressText, location: nil, name: name, tenant: tenant, hidden: true, on: connection)
+        try tellContacts(checkin, reason: "duress", name: name, tenant: tenant, on: connection)
+    }
+
     /// The walker is safe after all: every alert the check-in raised that is still open is
-    /// closed by them, which sends the all clear to everyone the alert reached.
-    static func allClear(_ checkin: Checkin, tenant: UUID, on connection: PostgresConnection) throws {
+    /// closed by them, which sends the all clear to everyone the alert reached. `push: false`
+    /// closes them all the same, without the all clear (a duress answer).
+    static func allClear(_ checkin: Checkin, tenant: UUID, push: Bool = true, on connection: PostgresConnection) throws {
         for watcher in try CheckinStore().watchers(of: checkin.id, on: connection) {
             guard let seq = watcher.alertSeq,
                   let alert = try MessageStore().alertState(group: watcher.group, seq: seq, on: connection),
                   alert.status == AlertStatus.open.name else { continue }
             _ = try AlertStatusChange.apply(closed: true, tenant: tenant, group: watcher.group, seq: seq, by: ("user", checkin.userID),
-                                            resolution: allClearResolution, on: connection)
+                                            resolution: allClearResolution, push: push, on: connection)
         }
     }
 
@@ -89,11 +113,12 @@ enum CheckinAlerts {
     static let contactMessagesPerDay = 10
 
     /// Tells every confirmed contact watching the check-in who was not told yet, by email or SMS
-    /// (template `checkin_alert`, `reason` missed or help), each with their own status page link.
+    /// (template `checkin_alert`, `reason` missed, help or duress; a duress is told to those
+    /// told before too), each with their own status page link (a new one replaces the last).
     /// A contact past their limits is left out (and not counted as told).
     static func tellContacts(_ checkin: Checkin, reason: String, name: String, tenant: UUID, on connection: PostgresConnection) throws {
         let store = CheckinStore()
-        for (contact, told) in try store.contacts(of: checkin, on: connection) where !told {
+        for (contact, told) in try store.contacts(of: checkin, on: connection) where !told || reason == "duress" {
             guard try allowed(contact, tenant: tenant, on: connection) else { continue }
             let (text, token) = TenantToken.generate(TenantToken.checkinStatus, tenant: tenant)
             try store.markTold(checkin.id, contact: contact.id, statusTokenHash: token.hash, on: connection)

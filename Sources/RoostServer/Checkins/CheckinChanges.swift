@@ -132,21 +132,28 @@ struct CompleteCheckin: OwnCheckinChange {
     typealias Output = Checkin
     static let answer = CheckinPolicy.Answer.complete
     let checkin: UUID
+    /// Answered with the duress PIN (`CheckinPins`).
+    var duress = false
 
     func change(_ checkin: Checkin, _ outcome: CheckinPolicy.Outcome, by user: User, on connection: PostgresConnection) throws -> Checkin {
         guard case .complete(let allClear) = outcome else { return checkin }
-        return try Self.finish(checkin, reason: "checked_in", allClear: allClear, by: user, on: connection)
+        return try Self.finish(checkin, reason: "checked_in", allClear: allClear, duress: duress, by: user, on: connection)
     }
 
-    static func finish(_ checkin: Checkin, reason: String, allClear: Bool, by user: User, on connection: PostgresConnection) throws -> Checkin {
+    /// Ends the walk completed. Under duress, everything the walker can see happens exactly as
+    /// for the safe answer (open alerts close, `checkin.completed`), while the all clear is left
+    /// out and the silent alert goes to everyone else instead (`CheckinAlerts.duress`).
+    static func finish(_ checkin: Checkin, reason: String, allClear: Bool, duress: Bool = false, by user: User,
+                       on connection: PostgresConnection) throws -> Checkin {
         let ended = try CheckinStore().end(checkin.id, status: CheckinStatus.completed.rawValue, reason: reason,
                                            purgeAfter: CheckinPolicy.retention, on: connection)
         if allClear {
-            try CheckinAlerts.allClear(ended, tenant: user.tenantID, on: connection)
-            try CheckinAlerts.allClearContacts(ended, name: user.displayName, tenant: user.tenantID, on: connection)
+            try CheckinAlerts.allClear(ended, tenant: user.tenantID, push: !duress, on: connection)
+            if !duress { try CheckinAlerts.allClearContacts(ended, name: user.displayName, tenant: user.tenantID, on: connection) }
         }
         let data = CheckinAlerts.eventData(ended, name: user.displayName, "\"reason\":\(JSONString.quote(reason))")
         try CheckinAlerts.announce(ended, event: .checkinCompleted, data: data, tenant: user.tenantID, on: connection)
+        if duress { try CheckinAlerts.duress(ended, name: user.displayName, tenant: user.tenantID, on: connection) }
         return ended
     }
 }
@@ -157,12 +164,15 @@ struct CancelCheckin: OwnCheckinChange {
     typealias Output = Checkin
     static let answer = CheckinPolicy.Answer.cancel
     let checkin: UUID
+    /// Answered with the duress PIN: cancelled as asked, and the silent alert raised.
+    var duress = false
 
     func change(_ checkin: Checkin, _ outcome: CheckinPolicy.Outcome, by user: User, on connection: PostgresConnection) throws -> Checkin {
         let ended = try CheckinStore().end(checkin.id, status: CheckinStatus.cancelled.rawValue, reason: "cancelled",
                                            purgeAfter: CheckinPolicy.retention, on: connection)
         try CheckinAlerts.announce(ended, event: .checkinCancelled, data: CheckinAlerts.eventData(ended, name: user.displayName),
                                    tenant: user.tenantID, on: connection)
+        if duress { try CheckinAlerts.duress(ended, name: user.displayName, tenant: user.tenantID, on: connection) }
         return ended
     }
 }

@@ -8,6 +8,7 @@ import RoostProtocol
 /// alert when the deadline passes.
 struct CheckinRoutes: Sendable {
     let auth: Authentication
+    let pins: CheckinPins
     /// The shortest deadline allowed (`ROOST_CHECKIN_MIN_S`); the longest is a day.
     let minimumSeconds: Int
     static let maximumSeconds = 86_400
@@ -175,12 +176,15 @@ struct CheckinRoutes: Sendable {
             let extend = ExtendCheckin(checkin: context.parameters.uuid("id")!, seconds: try seconds(dueIn: body.dueInSeconds, dueAt: nil))
             return try APIJSON.response(.ok, CheckinView(checkin: try await caller.run(extend)))
         }
-        builder.add(.post, "/v1/checkins/{id:uuid}/complete", signedIn: auth) { context, caller in
-            let checkin = try await caller.run(CompleteCheckin(checkin: context.parameters.uuid("id")!))
+        // With PINs set, the PIN decides; the duress PIN's answer is the safe PIN's, byte for byte.
+        builder.add(.post, "/v1/checkins/{id:uuid}/complete", bodyLimit: 1024, signedIn: auth) { context, caller in
+            let duress = try await pins.answer(context, caller) == .duress
+            let checkin = try await caller.run(CompleteCheckin(checkin: context.parameters.uuid("id")!, duress: duress))
             return try APIJSON.response(.ok, CheckinView(checkin: checkin))
         }
-        builder.add(.post, "/v1/checkins/{id:uuid}/cancel", signedIn: auth) { context, caller in
-            let checkin = try await caller.run(CancelCheckin(checkin: context.parameters.uuid("id")!))
+        builder.add(.post, "/v1/checkins/{id:uuid}/cancel", bodyLimit: 1024, signedIn: auth) { context, caller in
+            let duress = try await pins.answer(context, caller) == .duress
+            let checkin = try await caller.run(CancelCheckin(checkin: context.parameters.uuid("id")!, duress: duress))
             return try APIJSON.response(.ok, CheckinView(checkin: checkin))
         }
         builder.add(.post, "/v1/checkins/{id:uuid}/help", bodyLimit: 4 * 1024, signedIn: auth) { context, caller in

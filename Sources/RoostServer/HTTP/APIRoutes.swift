@@ -22,7 +22,9 @@ struct APIRoutes: Sendable {
         EscalationContactRoutes(auth: auth, lifetime: accounts.invitationLifetime).add(to: &builder)
         LiveLocationRoutes(auth: auth).add(to: &builder)
         BridgeRoutes(auth: auth).add(to: &builder)
-        CheckinRoutes(auth: auth, minimumSeconds: checkinMinimumSeconds).add(to: &builder)
+        let pins = CheckinPins(accounts: accounts)
+        pins.add(to: &builder)
+        CheckinRoutes(auth: auth, pins: pins, minimumSeconds: checkinMinimumSeconds).add(to: &builder)
         EmergencyContactRoutes(auth: auth, lifetime: accounts.invitationLifetime).add(to: &builder)
         if let hub { StreamRoutes.add(to: &builder, auth: auth, hub: hub) }
     }

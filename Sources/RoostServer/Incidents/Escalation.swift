@@ -101,7 +101,8 @@ struct AlertEscalations: Sendable {
         let (tenant, group, seq) = (escalation.tenant, escalation.group, escalation.seq)
         try EscalationStore().setLevel(level, group: group, seq: seq, on: connection)
         try GroupEventLog().append(tenant: tenant, group: group, event: .alertEscalated, actorType: "system", actorID: nil,
-                                   data: RawJSON("{\"seq\":\(seq),\"level\":\(level)}"), on: connection)
+                                   data: RawJSON("{\"seq\":\(seq),\"level\":\(level)}"),
+                                   hiddenFrom: try MessageStore().hiddenFrom(group: group, seq: seq, on: connection), on: connection)
         let alert = try MessageStore().message(group: group, seq: seq, on: connection)!
         let groupName = try GroupStore().group(id: group, on: connection)?.name ?? ""
         let reaches = EscalationPolicy.reaches(from: from, to: level)

@@ -48,7 +48,8 @@ enum LiveLocationNotice {
             + "\"lat\":\(number(point.lat)),\"lon\":\(number(point.lon)),\"accuracy_m\":\(number(point.accuracyM)),"
             + "\"battery\":\(point.battery.map(String.init) ?? "null"),"
             + "\"at\":\"\(point.at.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true)))\"}"
-        try GroupEventLog.notifyGroup(tenant: tenant, group: group, event: .locationUpdated, data: data, on: connection)
+        try GroupEventLog.notifyGroup(tenant: tenant, group: group, event: .locationUpdated, data: data,
+                                      hiddenFrom: try MessageStore().hiddenFrom(group: group, seq: seq, on: connection), on: connection)
     }
 
     /// Tells the group a sharer's point now and arms the end of the sharing an idle hour
@@ -65,7 +66,8 @@ enum LiveLocationNotice {
     static func ended(tenant: UUID, group: UUID, seq: Int64, user: UUID, reason: String, on connection: PostgresConnection) throws {
         let data = "{\"group_id\":\"\(group.uuidString.lowercased())\",\"seq\":\(seq),\"user_id\":\"\(user.uuidString.lowercased())\","
             + "\"reason\":\"\(reason)\"}"
-        try GroupEventLog.notifyGroup(tenant: tenant, group: group, event: .locationEnded, data: data, on: connection)
+        try GroupEventLog.notifyGroup(tenant: tenant, group: group, event: .locationEnded, data: data,
+                                      hiddenFrom: try MessageStore().hiddenFrom(group: group, seq: seq, on: connection), on: connection)
     }
 
     /// Ends every sharing of an alert that just closed, telling the group.

@@ -30,9 +30,10 @@ struct AcknowledgeAlert: GroupUseCase {
         let data = "{\"seq\":\(seq),\"user_id\":\"\(user.id.uuidString.lowercased())\",\"display_name\":\(JSONString.quote(user.displayName)),"
             + "\"response\":\(JSONString.quote(response)),\"note\":\(note.map(JSONString.quote) ?? "null")}"
         try GroupEventLog().append(tenant: user.tenantID, group: group, event: .alertAcknowledged, actorType: "user", actorID: user.id,
-                                   data: RawJSON(data), on: connection)
-        try AlertPushes.response(group: group, seq: seq, author: alert.authorID, responder: user, response: response, note: note, reply: nil,
-                                 on: connection)
+                                   data: RawJSON(data), hiddenFrom: alert.hiddenFrom, on: connection)
+        // The author of an alert hidden from them (a duress alert's walker) hears nothing of it.
+        try AlertPushes.response(group: group, seq: seq, author: alert.authorID == alert.hiddenFrom ? nil : alert.authorID, responder: user,
+                                 response: response, note: note, reply: nil, on: connection)
         return try store.message(group: group, seq: seq, on: connection)!
     }
 }
@@ -92,8 +93,10 @@ struct AlertStatusChange {
     /// Closes or reopens an alert the caller has locked and checked: the change and its event,
     /// the push to everyone the alert went to (the all clear, or the alert again), the end of
     /// its live locations (closed) or a fresh escalation (reopened). The alert's JSON as it is now.
+    /// `push: false` leaves the push out (a close forced by a duress answer: the silent alert
+    /// that follows it is what reaches phones, not an all clear).
     static func apply(closed: Bool, tenant: UUID, group: UUID, seq: Int64, by: (type: String, id: UUID), resolution: String?,
-                      on connection: PostgresConnection) throws -> String {
+                      push: Bool = true, on connection: PostgresConnection) throws -> String {
         if closed {
             // Help is no longer on the way: every live location of the alert ends (told before the close itself).
             try LiveLocationNotice.endAll(tenant: tenant, group: group, seq: seq, on: connection)
@@ -104,7 +107,7 @@ struct AlertStatusChange {
         let json = try MessageStore().setAlert(closed: closed, tenant: tenant, group: group, seq: seq, byType: by.type, by: by.id,
                                                resolution: resolution, on: connection)
         if !closed { try EscalationStore().schedule(tenant: tenant, group: group, seq: seq, on: connection) }
-        try AlertPushes.statusChanged(group: group, seq: seq, closed: closed, alert: json, tenant: tenant, on: connection)
+        if push { try AlertPushes.statusChanged(group: group, seq: seq, closed: closed, alert: json, tenant: tenant, on: connection) }
         return json
     }
 }
@@ -126,7 +129,7 @@ struct RedactMessage: GroupUseCase {
         guard !message.redacted else { return }
         try store.redact(group: group, seq: seq, on: connection)
         try GroupEventLog().append(tenant: caller.user.tenantID, group: group, event: .messageRedacted, actorType: "user",
-                                   actorID: caller.user.id, data: RawJSON("{\"seq\":\(seq)}"), on: connection)
+                                   actorID: caller.user.id, data: RawJSON("{\"seq\":\(seq)}"), hiddenFrom: message.hiddenFrom, on: connection)
     }
 }
 

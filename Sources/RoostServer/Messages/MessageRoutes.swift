@@ -134,9 +134,8 @@ struct MessageRoutes: Sendable {
                 guard cursor.count == 3, let opened = cursor.integer(0), let group = cursor.id(1), let seq = cursor.integer(2) else { return nil }
                 return MessageStore.AlertPosition(openedMicros: opened, group: group, seq: seq)
             }
-            let user = try await caller.user()
-            let alerts = try await auth.pool.withConnection { connection in
-                try connection.withTenantTransaction(user.tenantID) { try MessageStore().openAlerts(of: user.id, after: after, limit: limit, on: $0) }
+            let alerts = try await caller.inTenant { user, connection in
+                try MessageStore().openAlerts(of: user.id, after: after, limit: limit, on: connection)
             }
             let next = alerts.count == limit ? alerts.last.map {
                 ListCursor.write(String($0.position.openedMicros), $0.position.group.uuidString.lowercased(), String($0.position.seq))

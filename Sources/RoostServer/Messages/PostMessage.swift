@@ -66,6 +66,8 @@ struct PostMessage: GroupUseCase {
             guard let target = try store.replyTarget(group: group, seq: seq, on: connection) else { throw Self.badReply }
             return target
         }
+        // A reply to a message hidden from someone is hidden from them too.
+        message.hiddenFrom = target?.hiddenFrom
         let raisesAlert = message.severity.map { AlertSeverity($0).raisesAlert } == true
         // Amber and red alerts reach people's phones: counted per member (a repeat rolls back with the insert).
         if raisesAlert {
@@ -83,7 +85,7 @@ struct PostMessage: GroupUseCase {
             try OutboxStore().enqueueAlertPushes(group: group, seq: posted.seq, excluding: caller.user.id, alert: RawJSON(posted.json), on: connection)
         }
         // A reply to an alert is an answer its author hears of.
-        if let replyTo, let author = target?.alertAuthor {
+        if let replyTo, let author = target?.alertAuthor, author != target?.hiddenFrom {
             try AlertPushes.response(group: group, seq: replyTo, author: author, responder: caller.user, response: nil, note: nil,
                                      reply: (posted.seq, message.text), on: connection)
         }

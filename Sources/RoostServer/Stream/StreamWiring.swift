@@ -45,6 +45,9 @@ struct PostgresEventLog: EventLogReader {
             try connection.withTenantTransaction(read.tenant, isolation: .repeatableRead) { connection in
                 guard try UserStore().sessionIsActive(tokenHashHex: read.sessionHash, on: connection) else { return .sessionEnded }
                 guard try GroupStore().role(of: read.user, in: read.group, on: connection) != nil else { return .notMember }
+                // Read for the stream's user: what is hidden from them is not in the page (nor
+                // counted in its length, which ends a replay when short).
+                try connection.setViewer(read.user)
                 return .events(try GroupEventLog().streamEvents(group: read.group, after: read.after, limit: limit, on: connection))
             }
         }

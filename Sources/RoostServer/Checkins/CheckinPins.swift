@@ -1,0 +1,126 @@
+import Foundation
+import RoostHTTP
+import RoostPersistence
+import RoostProtocol
+
+/// Check-in PINs (API.md "Check-ins"): a safe PIN and a duress PIN, 4–8 digits each, never
+/// equal, hashed like passwords. Once a user has set them, completing or cancelling a check-in
+/// takes one of them. The duress PIN is answered exactly like the safe one, while the server
+/// raises a silent alert (`CheckinAlerts.duress`); a wrong PIN is counted like a failed
+/// sign-in, so a phone taken from its owner cannot be used to try every PIN.
+struct CheckinPins: Sendable {
+    let accounts: AccountRoutes
+
+    /// How the walker answered.
+    enum Answer: Sendable, Equatable {
+        /// The user has set no PINs: nothing to check.
+        case unprotected
+        case safe
+        case duress
+    }
+
+    static let digits = 4...8
+
+    struct SetBody: Decodable, KnownFields {
+        static var fieldNames: Set<String> { names(CodingKeys.self) }
+        let safePin: String
+        let duressPin: String
+        /// Required to replace PINs already set (a session alone cannot switch off the duress PIN).
+        let password: String?
+
+        enum CodingKeys: String, CodingKey, CaseIterable {
+            case password
+            case safePin = "safe_pin"
+            case duressPin = "duress_pin"
+        }
+    }
+
+    struct PasswordBody: Decodable, KnownFields {
+        static let fieldNames: Set<String> = ["password"]
+        let password: String
+    }
+
+    /// `{pin?}`: the body of `complete` and `cancel` (which may also come without a body).
+    struct AnswerBody: Decodable, KnownFields {
+        static let fieldNames: Set<String> = ["pin"]
+        let pin: String?
+    }
+
+    static let required = APIError(.forbidden, code: "pin_required", message: "a PIN is required to end this check-in", field: "pin")
+    static let wrong = APIError(.forbidden, code: "wrong_pin", message: "that PIN is not right", field: "pin")
+
+    static func validate(_ pin: String, field: String) throws(APIError) -> String {
+        guard digits.contains(pin.utf8.count), pin.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else {
+            throw APIError.invalid("a PIN is 4 to 8 digits", field)
+        }
+        return pin
+    }
+
+    func add(to builder: inout Router.Builder) {
+        let (accounts, pool) = (accounts, accounts.pool)
+        builder.add(.put, "/v1/me/pins", bodyLimit: 4 * 1024, signedIn: accounts.auth) { context, caller in
+            let body = try context.decodeJSON(SetBody.self)
+            let (safe, duress) = (try Self.validate(body.safePin, field: "safe_pin"), try Self.validate(body.duressPin, field: "duress_pin"))
+            guard safe != duress else { throw APIError.invalid("the duress PIN must differ from the safe PIN", "duress_pin") }
+            let (user, existing) = try await caller.inTenant { user, connection in (user, try PinStore().pins(of: user.id, on: connection) != nil) }
+            if existing {
+                guard let password = body.password else { throw APIError.invalid("PINs are set; the password is needed to change them", "password") }
+                guard try await accounts.verifyPassword(password, of: user, context) else {
+                    throw APIError.invalid("that is not the account's password", "password")
+                }
+            }
+            let (hasher, address) = (accounts.hasher, accounts.throttleAddress(context))
+            let hashes = try await accounts.gate.run(address: address) { (hasher.hash(safe), hasher.hash(duress)) }
+            try await pool.withConnection { connection in
+                try connection.withTenantTransaction(user.tenantID) {
+                    try PinStore().set(tenant: user.tenantID, user: user.id, safe: hashes.0, duress: hashes.1, on: $0)
+                }
+            }
+            return HTTPResponse(status: .noContent)
+        }
+        builder.add(.delete, "/v1/me/pins", bodyLimit: 4 * 1024, signedIn: accounts.auth) { context, caller in
+            let body = try context.decodeJSON(PasswordBody.self)
+            let user = try await caller.user()
+            guard try await accounts.verifyPassword(body.password, of: user, context) else {
+                throw APIError.invalid("that is not the account's password", "password")
+            }
+            let deleted = try await pool.withConnection { connection in
+                try connection.withTenantTransaction(user.tenantID) { try PinStore().delete(user: user.id, on: $0) }
+            }
+            guard deleted else { throw APIError(.notFound, code: "not_found", message: "no PINs are set") }
+            return HTTPResponse(status: .noContent)
+        }
+    }
+
+    /// What the request's `{pin}` says: `unprotected` when the caller has set no PINs (a PIN
+    /// sent then is 400), 403 `pin_required` without one, 403 `wrong_pin` for another, 429 past
+    /// the sign-in limit. Both hashes are always checked, so the safe and the duress PIN take
+    /// the same time.
+    func answer(_ context: RequestContext, _ caller: SignedIn) async throws -> Answer {
+        let pin = context.request.body.isEmpty ? nil : try context.decodeJSON(AnswerBody.self).pin
+        let (user, stored) = try await caller.inTenant { user, connection in (user, try PinStore().pins(of: user.id, on: connection)) }
+        guard let stored else {
+            if pin != nil { throw APIError.invalid("no PINs are set (PUT /v1/me/pins)", "pin") }
+            return .unprotected
+        }
+        guard let pin else { throw Self.required }
+        _ = try Self.validate(pin, field: "pin")
+        let key = Digest.sha256(Array("pin:\(user.id.uuidString)".utf8))
+        let (tenant, attempt) = (user.tenantID, UUID())
+        try await accounts.serializer.run(["pin:\(Digest.hex(key))"]) {
+            try await accounts.pool.withConnection { connection in
+                try connection.withTenantTransaction(tenant) { connection in
+                    try AccountRoutes.countAttempt(tenant: tenant, attempt: attempt, keys: [(key, AccountRoutes.failuresPerIdentifier)],
+                                                   refusal: "too many wrong PINs; try again later", on: connection)
+                }
+            }
+        }
+        let hasher = accounts.hasher
+        let (safe, duress) = try await accounts.gate.run(address: accounts.throttleAddress(context)) {
+            (hasher.verify(pin, against: stored.safe), hasher.verify(pin, against: stored.duress))
+        }
+        guard safe || duress else { throw Self.wrong }
+        try await accounts.pool.withConnection { try $0.withTenantTransaction(tenant) { try LoginFailureStore().forget(attempt: attempt, on: $0) } }
+        return duress ? .duress : .safe
+    }
+}
