@@ -81,6 +81,40 @@ struct RowLevelSecurityTests {
         }
     }
 
+    /// A message hidden from one user (a duress alert's walker): a transaction reading for that
+    /// user (`setViewer`, which the session lookup does) finds neither it nor its event, nor can
+    /// it change them; anyone else's, and a job's (no viewer), see both.
+    @Test func whatIsHiddenFromAUserIsInvisibleToReadsForThemAlone() throws {
+        let (tenant, walker, other) = (tenantB.id, userB, UUID())
+        let group = try connection.withTenantTransaction(tenant) { connection in
+            try GroupStore().create(tenant: tenant, owner: walker, name: "Hidden lane", description: "", on: connection).id
+        }
+        let seq = try connection.withTenantTransaction(tenant) { connection in
+            var message = NewMessage(clientMessageID: nil, systemKey: "hidden-test", text: "silent", kind: "alert", severity: "red", template: "duress",
+                                     location: nil, replyTo: nil)
+            message.hiddenFrom = walker
+            return try MessageStore().post(tenant: tenant, group: group, authorType: "user", authorID: walker, authorName: "walker",
+                                           message: message, on: connection).seq
+        }
+        func seen(as viewer: UUID?) throws -> [Int] {
+            try connection.withTenantTransaction(tenant) { connection in
+                try connection.setViewer(viewer)
+                return try ["messages", "alerts", "group_events"].map { table in
+                    try connection.query("SELECT count(*) AS n FROM \(unsafeRaw: table) WHERE group_id = \(group) AND seq = \(seq)").rows[0]
+                        .decode(Int.self, "n")
+                }
+            }
+        }
+        #expect(try seen(as: walker) == [0, 0, 0])
+        #expect(try seen(as: other) == [1, 1, 1])
+        #expect(try seen(as: nil) == [1, 1, 1])
+        let changed = try connection.withTenantTransaction(tenant) { connection in
+            try connection.setViewer(walker)
+            return try connection.query("UPDATE alerts SET status = 'closed' WHERE group_id = \(group) AND seq = \(seq)").affectedRows
+        }
+        #expect(changed == 0)
+    }
+
     @Test func everyTenantOwnedTableForcesRowSecurity() throws {
         let rows = try connection.query("""
             SELECT c.relname, c.relrowsecurity, c.relforcerowsecurity,
@@ -102,7 +136,8 @@ struct RowLevelSecurityTests {
                                                    "tenant_id"],
                              "live_location_jobs": ["attempts", "due_at", "flush", "group_id", "job_id", "last_error", "parked_at", "seq",
                                                     "tenant_id", "user_id"],
-                             "session_sweeps": ["due_at", "tenant_id"]]
+                             "session_sweeps": ["due_at", "tenant_id"],
+                             "checkin_request_expiries": ["attempts", "due_at", "last_error", "parked_at", "request_id", "tenant_id"]]
             if let expected = jobTables[table] {
                 let columns = try connection.query("""
                     SELECT array_agg(attname::text ORDER BY attname) AS names FROM pg_attribute

@@ -100,6 +100,12 @@ struct APISpecTests {
         _ = try await call("POST", "/v1/checkins/\(checkin)/complete", as: owner)
         let calledOff = try #require(try await call("POST", "/v1/checkins", ["group_id": group, "due_in_s": 600], as: owner)["id"] as? String)
         _ = try await call("POST", "/v1/checkins/\(calledOff)/cancel", as: owner)
+        // "Are you OK?": answered (to the member's stream, then the owner's), then one that expires.
+        let asked = try #require(try await call("POST", "/v1/checkin-requests", ["user_id": member.id, "group_id": group], as: owner)["id"] as? String)
+        _ = try await call("POST", "/v1/checkin-requests/\(asked)/answer", ["status": "safe"], as: member)
+        _ = try await call("POST", "/v1/checkin-requests", ["user_id": member.id, "group_id": group, "note": "still there?"], as: owner)
+        let expiries = CheckinRequestExpiries(pool: api.pool, runner: JobRunner(metrics: JobMetrics(), log: Log(level: .error)))
+        #expect(try await expiries.runOnce(now: Date() + 400, tenant: tenant).count == 1)
         try await api.addMember(passerby.id, to: group, role: "member")
         _ = try await call("DELETE", "/v1/groups/\(group)/members/\(passerby.id)", as: owner)
         _ = try await call("DELETE", "/v1/groups/\(group)/members/\(member.id)", as: member)
@@ -117,7 +123,8 @@ struct APISpecTests {
         }
         #expect(Set(events) == ["member.joined", "group.updated", "message.created", "alert.acknowledged", "alert.closed", "alert.reopened",
                                 "message.redacted", "member.role_changed", "alert.repeated", "checkin.started", "checkin.extended",
-                                "checkin.prompt", "checkin.completed", "checkin.cancelled", "member.removed",
+                                "checkin.prompt", "checkin.completed", "checkin.cancelled", "checkin_request.answered",
+                                "checkin_request.expired", "member.removed",
                                 "member.left", "read.updated", "location.updated", "location.ended"])
         // The member's stream: its events from joining to leaving, then the group.removed notice.
         while true {

@@ -25,8 +25,11 @@ public struct JobKind: Hashable, Sendable, CustomStringConvertible {
     /// A live location sharing's coalesced notice or idle end (sql/0011).
     public static let liveLocation = JobKind(name: "live_location", table: "live_location_jobs", idColumn: "job_id",
                                              dueColumn: "due_at", onFailure: "")
+    /// A check-in request nobody answered (sql/0017).
+    public static let checkinRequestExpiry = JobKind(name: "checkin_request_expiry", table: "checkin_request_expiries", idColumn: "request_id",
+                                                     dueColumn: "due_at", onFailure: "")
     /// Every scheduled kind but the outbox, whose rows keep their own attempts and status.
-    public static let scheduled: [JobKind] = [.checkinDeadline, .bridgeWatch, .alertEscalation, .liveLocation]
+    public static let scheduled: [JobKind] = [.checkinDeadline, .bridgeWatch, .alertEscalation, .liveLocation, .checkinRequestExpiry]
     /// The outbox's deliveries (`OutboxStore`), named alike in metrics and `roost jobs`.
     public static let outbox = JobKind(name: "outbox", table: "outbox_jobs", idColumn: "outbox_id", dueColumn: "next_attempt_at",
                                        onFailure: "")

@@ -121,6 +121,13 @@ public struct UserStore: Sendable {
         try CheckinStore().stripAlertTrails(user: user, on: connection)
         try connection.query("DELETE FROM checkins WHERE user_id = \(user)")
         try connection.query("DELETE FROM emergency_contacts WHERE user_id = \(user)")
+        // Their PINs, preferences and check-in requests either way (notes, places shared).
+        try connection.query("DELETE FROM user_pins WHERE user_id = \(user)")
+        try connection.query("DELETE FROM user_preferences WHERE user_id = \(user)")
+        try connection.query("""
+            WITH gone AS (DELETE FROM checkin_requests WHERE requester_id = \(user) OR addressee_id = \(user) RETURNING id)
+            DELETE FROM checkin_request_expiries WHERE request_id IN (SELECT id FROM gone)
+            """)
         try connection.query("""
             UPDATE group_events SET data = CASE WHEN event = 'checkin.started'
                                                 THEN jsonb_set(jsonb_set(data, '{user,display_name}', to_jsonb(\(deleted)::text)), '{note}', '""')

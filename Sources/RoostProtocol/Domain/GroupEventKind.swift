@@ -53,6 +53,12 @@ public struct NoticeKind: Hashable, Sendable, CustomStringConvertible {
     /// The walker's check-in reached its deadline (or they stood still too long): "are you OK?"
     /// to their own streams, beside the critical push to their devices.
     public static let checkinPrompt = NoticeKind("checkin.prompt")
+    /// A co-member asks "are you OK?" (to the addressee's streams).
+    public static let checkinRequestReceived = NoticeKind("checkin_request.received")
+    /// The addressee answered (to the requester's streams).
+    public static let checkinRequestAnswered = NoticeKind("checkin_request.answered")
+    /// No answer came in time (to the requester's streams, with the place if shared).
+    public static let checkinRequestExpired = NoticeKind("checkin_request.expired")
 
     public var description: String { name }
 }

@@ -25,6 +25,7 @@ struct APIRoutes: Sendable {
         let pins = CheckinPins(accounts: accounts)
         pins.add(to: &builder)
         CheckinRoutes(auth: auth, pins: pins, minimumSeconds: checkinMinimumSeconds).add(to: &builder)
+        CheckinRequestRoutes(auth: auth).add(to: &builder)
         EmergencyContactRoutes(auth: auth, lifetime: accounts.invitationLifetime).add(to: &builder)
         if let hub { StreamRoutes.add(to: &builder, auth: auth, hub: hub) }
     }
