@@ -50,6 +50,7 @@ struct EmergencyContactTests {
         let checkin = try await walk.start(["group_id": walk.elm, "contact_ids": [mum, stranger], "due_in_s": 600, "grace_s": 0,
                                             "location": ["lat": 55.68, "lon": 12.57], "battery": 41])
         let id = try #require(checkin["id"] as? String)
+        #expect(Set(checkin["contact_ids"] as? [String] ?? []) == [mum, stranger])
         _ = try await walk.round(at: try CheckinPhaseTests.date(checkin["due_at"]) + 1)
         #expect(try await messages(walk, to: "+4520000001").map(\.template) == ["emergency_contact_confirm"], "nothing before confirming")
         let told = try await messages(walk, to: "mum@example.org")

@@ -31,6 +31,8 @@ public struct Checkin: Sendable, Equatable {
     public let alertSeq: Int64?
     public let trailPoints: Int
     public let trailAt: Date?
+    /// The emergency contacts it names (`contact_ids`).
+    public let contactIDs: [UUID]
 }
 
 /// A new check-in, already validated.
@@ -87,7 +89,8 @@ public struct CheckinStore: Sendable {
         c.id, c.group_id, c.user_id, c.status, c.note, c.location::text AS location, c.location_at, c.battery, c.due_at, c.grace_s,
         c.prompted_at, c.alerted_at, c.destination::text AS destination, c.stall_after_s, c.still_location::text AS still_location,
         c.still_since, c.created_at, c.ended_at, c.end_reason, c.alert_seq, c.trail_points, c.trail_at,
-        ARRAY(SELECT w.group_id FROM checkin_groups w WHERE w.tenant_id = c.tenant_id AND w.checkin_id = c.id ORDER BY w.position) AS group_ids
+        ARRAY(SELECT w.group_id FROM checkin_groups w WHERE w.tenant_id = c.tenant_id AND w.checkin_id = c.id ORDER BY w.position) AS group_ids,
+        ARRAY(SELECT k.contact_id FROM checkin_contacts k WHERE k.tenant_id = c.tenant_id AND k.checkin_id = c.id ORDER BY k.contact_id) AS contact_ids
         """
 
     /// The user's walks on (active or prompting): they may have a few at once.
@@ -362,6 +365,7 @@ public struct CheckinStore: Sendable {
             stillLocation: try row.decode(String?.self, "still_location"), stillSince: try row.decode(Date.self, "still_since"),
             createdAt: try row.decode(Date.self, "created_at"), endedAt: try row.decode(Date?.self, "ended_at"),
             endReason: try row.decode(String?.self, "end_reason"), alertSeq: try row.decode(Int64?.self, "alert_seq"),
-            trailPoints: try row.decode(Int.self, "trail_points"), trailAt: try row.decode(Date?.self, "trail_at"))
+            trailPoints: try row.decode(Int.self, "trail_points"), trailAt: try row.decode(Date?.self, "trail_at"),
+            contactIDs: try row.decode([UUID].self, "contact_ids"))
     }
 }

@@ -81,6 +81,7 @@ struct CheckinRoutes: Sendable {
             try container.encode(checkin.id.uuidString.lowercased(), forKey: .id)
             try container.encode(checkin.groupID.uuidString.lowercased(), forKey: .groupID)
             try container.encode(checkin.groupIDs.map { $0.uuidString.lowercased() }, forKey: .groupIDs)
+            try container.encode(checkin.contactIDs.map { $0.uuidString.lowercased() }, forKey: .contactIDs)
             try container.encode(checkin.status, forKey: .status)
             try container.encode(checkin.note, forKey: .note)
             try container.encode(try json(checkin.location, as: Location.self), forKey: .location)
@@ -102,6 +103,7 @@ struct CheckinRoutes: Sendable {
             case id, status, note, location, battery, destination, reason
             case groupID = "group_id"
             case groupIDs = "group_ids"
+            case contactIDs = "contact_ids"
             case locationAt = "location_at"
             case dueAt = "due_at"
             case graceSeconds = "grace_s"
