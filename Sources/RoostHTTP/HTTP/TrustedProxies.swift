@@ -75,6 +75,16 @@ package struct TrustedProxies: Sendable {
         return words.joined(separator: ":") + "::/64"
     }
 
+    /// The network an address is shown as (a user's list of sessions): an IPv4 address's /24 or
+    /// an IPv6 address's /48, enough to tell "home" from "abroad", never the address itself;
+    /// anything else (a Unix socket's peer) as it is.
+    package static func network(_ address: String) -> String {
+        guard let bytes = parse(address) else { return address }
+        if bytes.count == 4 { return "\(bytes[0]).\(bytes[1]).\(bytes[2]).0/24" }
+        let words = stride(from: 0, to: 6, by: 2).map { String(UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1]), radix: 16) }
+        return words.joined(separator: ":") + "::/48"
+    }
+
     /// An IPv4 (4 bytes) or IPv6 (16 bytes) address in text, or nil.
     static func parse(_ text: String) -> [UInt8]? {
         var v4 = in_addr()

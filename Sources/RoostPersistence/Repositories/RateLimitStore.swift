@@ -37,6 +37,17 @@ public struct RateLimitStore: Sendable {
         }
     }
 
+    /// Whether `limit` is used up in its current window, without counting: the seconds until the
+    /// window ends, or nil. For limits that count only failures, checked before the attempt.
+    public func usedUp(_ limit: RateLimit, on connection: PostgresConnection) throws -> Int? {
+        try connection.query("""
+            SELECT ceil(\(limit.window) - mod(extract(epoch FROM now())::numeric, \(limit.window)))::bigint AS wait
+            FROM rate_limit_counters
+            WHERE key_hash = \(Data(limit.key)) AND hits >= \(limit.limit)
+              AND window_start = to_timestamp(floor(extract(epoch FROM now()) / \(limit.window)) * \(limit.window))
+            """).first.map { max(1, try $0.decode(Int.self, "wait")) }
+    }
+
     /// Counts a hit on every limit inside the caller's transaction, or throws `UsedUp` (the
     /// caller's transaction then rolls back, and with it the hits counted so far).
     public func count(_ limits: [RateLimit], on connection: PostgresConnection) throws {

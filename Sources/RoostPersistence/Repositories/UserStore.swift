@@ -142,10 +142,14 @@ public struct UserStore: Sendable {
     // MARK: - Sessions
 
     /// A new session, and the tenant's sweep brought forward to its expiry when that is sooner.
-    public func createSession(tenant: UUID, tokenHash: [UInt8], user: UUID, lifetime: Int, on connection: PostgresConnection) throws -> Date {
+    /// `client` (the `User-Agent`) and `network` (the address cut to its /24 or /48) are what
+    /// the user's list of sessions shows of it.
+    public func createSession(tenant: UUID, tokenHash: [UInt8], user: UUID, lifetime: Int, client: String? = nil, network: String? = nil,
+                              on connection: PostgresConnection) throws -> Date {
         let expires = try connection.query("""
-            INSERT INTO sessions (tenant_id, token_hash, user_id, expires_at)
-            VALUES (\(tenant), \(Data(tokenHash)), \(user), now() + \(lifetime) * interval '1 second')
+            INSERT INTO sessions (tenant_id, token_hash, user_id, expires_at, client, network)
+            VALUES (\(tenant), \(Data(tokenHash)), \(user), now() + \(lifetime) * interval '1 second',
+                    \(client.map { String($0.prefix(200)) }), \(network.map { String($0.prefix(64)) }))
             RETURNING expires_at
             """).rows[0].decode(Date.self, "expires_at")
         try connection.query("""
@@ -244,6 +248,39 @@ public struct UserStore: Sendable {
         return ended.count
     }
 
+    /// A user's live sessions, newest first.
+    public func sessions(of user: UUID, on connection: PostgresConnection) throws -> [SessionRecord] {
+        try connection.query("""
+            SELECT id, token_hash, created_at, last_used_at, expires_at, client, network FROM sessions
+            WHERE user_id = \(user) AND expires_at > now() ORDER BY created_at DESC, id DESC
+            """).rows.map {
+            SessionRecord(id: try $0.decode(UUID.self, "id"), tokenHash: Array(try $0.decode(Data.self, "token_hash")),
+                          createdAt: try $0.decode(Date.self, "created_at"), lastUsedAt: try $0.decode(Date.self, "last_used_at"),
+                          expiresAt: try $0.decode(Date.self, "expires_at"), client: try $0.decode(String?.self, "client"),
+                          network: try $0.decode(String?.self, "network"))
+        }
+    }
+
+    /// Ends one of `user`'s sessions by its id, telling every node; false when they have none such.
+    public func deleteSession(id: UUID, user: UUID, tenant: UUID, on connection: PostgresConnection) throws -> Bool {
+        guard let hash = try connection.query("DELETE FROM sessions WHERE id = \(id) AND user_id = \(user) RETURNING token_hash").first?
+            .decode(Data.self, "token_hash") else { return false }
+        try GroupEventLog.notify(.sessionEnded(tenant: tenant, tokenHash: Self.hex(Array(hash))), on: connection)
+        return true
+    }
+
+    /// Ends every session of `user` but `kept` (the one asking), each told to every node by
+    /// its own notice, so a stream of a session created after it is not closed; how many ended.
+    @discardableResult
+    public func deleteSessions(of user: UUID, except kept: [UInt8]?, tenant: UUID, on connection: PostgresConnection) throws -> Int {
+        let ended = try connection.query("""
+            DELETE FROM sessions WHERE user_id = \(user) AND (\(kept.map { Data($0) })::bytea IS NULL OR token_hash <> \(kept.map { Data($0) }))
+            RETURNING token_hash
+            """).rows.map { try $0.decode(Data.self, "token_hash") }
+        for hash in ended { try GroupEventLog.notify(.sessionEnded(tenant: tenant, tokenHash: Self.hex(Array(hash))), on: connection) }
+        return ended.count
+    }
+
     /// Ends every session of `user` and tells every node (their streams close with 1008); how many ended.
     @discardableResult
     public func deleteSessions(of user: UUID, tenant: UUID, on connection: PostgresConnection) throws -> Int {
@@ -285,4 +322,15 @@ public struct UserStore: Sendable {
             passwordHash: try row.decode(String?.self, "password_hash"),
             createdAt: try row.decode(Date.self, "created_at"))
     }
+}
+
+/// A signed-in session as its user's list shows it (the token hash to tell the current one).
+public struct SessionRecord: Sendable, Equatable {
+    public let id: UUID
+    public let tokenHash: [UInt8]
+    public let createdAt: Date
+    public let lastUsedAt: Date
+    public let expiresAt: Date
+    public let client: String?
+    public let network: String?
 }

@@ -54,6 +54,13 @@ struct AccountRoutes: Sendable {
 
     /// Who a request comes from, as throttles count it: the client address (behind a trusted
     /// proxy, the one it names), an IPv6 address by its /64.
+    /// What a new session records of where it came from: the client (`User-Agent`) and the
+    /// network of the address (`TrustedProxies.network`).
+    func sessionOrigin(_ context: RequestContext) -> (client: String?, network: String) {
+        let address = proxies.client(peer: context.peer, forwardedFor: context.request.headers["X-Forwarded-For"])
+        return (context.request.headers["User-Agent"].map { String($0.prefix(200)) }, TrustedProxies.network(address))
+    }
+
     func throttleAddress(_ context: RequestContext) -> String {
         TrustedProxies.throttleKey(proxies.client(peer: context.peer, forwardedFor: context.request.headers["X-Forwarded-For"]))
     }
@@ -92,6 +99,12 @@ struct AccountRoutes: Sendable {
     func add(to builder: inout Router.Builder) {
         builder.add(.post, "/v1/auth/register", bodyLimit: 16 * 1024) { context in try await register(context) }
         builder.add(.post, "/v1/auth/login", bodyLimit: 16 * 1024) { context in try await login(context) }
+        // Tenant discovery: a client shows "Join Elm Street Watch" before asking for a password.
+        builder.add(.get, "/v1/tenants/{slug}") { context in
+            let tenant = try await findTenant(context.parameters["slug"] ?? "")
+            return .json(.ok, Array(("{\"slug\":\(JSONString.quote(tenant.slug)),\"name\":\(JSONString.quote(tenant.name)),"
+                                     + "\"registration\":\(JSONString.quote(tenant.registration.rawValue))}").utf8))
+        }
         builder.add(.post, "/v1/auth/logout", signedIn: auth) { _, caller in
             let hash = caller.token.hash
             try await caller.inTenant { _, connection in try UserStore().deleteSession(tokenHash: hash, on: connection) }
@@ -137,6 +150,7 @@ struct AccountRoutes: Sendable {
         let passwordHash = try await gate.run(address: throttleAddress(context)) { hasher.hash(password) }
         let (text, token) = TenantToken.generate(tenant: tenant.id)
         let lifetime = min(sessionLifetime, sessionMaxAge)
+        let (client, network) = sessionOrigin(context)
         let redeeming = invitationHash
         do {
             let (user, expires) = try await pool.withConnection { connection in
@@ -152,7 +166,8 @@ struct AccountRoutes: Sendable {
                         try RedeemInvitation.join(invitation, user: user, on: connection)
                         user = try UserStore().find(id: user.id, on: connection)!
                     }
-                    let expires = try UserStore().createSession(tenant: tenant.id, tokenHash: token.hash, user: user.id, lifetime: lifetime, on: connection)
+                    let expires = try UserStore().createSession(tenant: tenant.id, tokenHash: token.hash, user: user.id, lifetime: lifetime,
+                                                                client: client, network: network, on: connection)
                     return (user, expires)
                 }
             }
@@ -238,9 +253,11 @@ struct AccountRoutes: Sendable {
         }
         let (text, token) = TenantToken.generate(tenant: tenant.id)
         let lifetime = min(sessionLifetime, sessionMaxAge)
+        let (client, network) = sessionOrigin(context)
         let expires = try await pool.withConnection { connection in
             try connection.withTenantTransaction(tenant.id) {
-                try UserStore().createSession(tenant: tenant.id, tokenHash: token.hash, user: user.id, lifetime: lifetime, on: $0)
+                try UserStore().createSession(tenant: tenant.id, tokenHash: token.hash, user: user.id, lifetime: lifetime,
+                                              client: client, network: network, on: $0)
             }
         }
         return try APIJSON.response(.ok, SessionView(user: UserView(user), token: text, expiresAt: expires))
@@ -284,7 +301,7 @@ struct AccountRoutes: Sendable {
 
     // MARK: - Helpers
 
-    private func findTenant(_ slug: String) async throws -> Tenant {
+    func findTenant(_ slug: String) async throws -> Tenant {
         // A slug of the wrong shape cannot exist: no query for it.
         guard let slug = TenantSlug(slug), let tenant = try await pool.withConnection({ try TenantStore().find(slug: slug.text, on: $0) }) else {
             throw APIError(.notFound, code: "not_found", message: "no such tenant", field: "tenant")

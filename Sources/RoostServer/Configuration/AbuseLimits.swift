@@ -17,6 +17,11 @@ public struct AbuseLimits: Sendable {
     public var alertsPerUserPerHour = 10
     /// Verification codes sent to one user in a day.
     public var verificationCodesPerUserPerDay = 5
+    /// Password reset requests from one client address in an hour (each account's address has
+    /// its own limit of 3, fixed).
+    public var passwordResetsPerAddressPerHour = 10
+    /// Wrong password reset codes from one client address in an hour.
+    public var wrongResetCodesPerAddressPerHour = 20
 
     public init() {}
 
@@ -31,6 +36,8 @@ public struct AbuseLimits: Sendable {
         limits.groupsPerUserPerDay = 1_000_000
         limits.alertsPerUserPerHour = 1_000_000
         limits.verificationCodesPerUserPerDay = 1_000_000
+        limits.passwordResetsPerAddressPerHour = 1_000_000
+        limits.wrongResetCodesPerAddressPerHour = 1_000_000
         return limits
     }
 }

@@ -14,6 +14,8 @@ struct APIRoutes: Sendable {
         let (auth, limits) = (accounts.auth, accounts.limits)
         accounts.add(to: &builder)
         ProfileRoutes(accounts: accounts).add(to: &builder)
+        PasswordRoutes(accounts: accounts).add(to: &builder)
+        SessionRoutes(auth: auth).add(to: &builder)
         ContactRoutes(auth: auth, limits: limits).add(to: &builder)
         GroupRoutes(auth: auth, limits: limits).add(to: &builder)
         MembershipRoutes(auth: auth).add(to: &builder)

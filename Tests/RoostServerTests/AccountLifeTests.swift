@@ -1,0 +1,171 @@
+import Foundation
+import RoostPersistence
+import RoostProtocol
+import RoostTestSupport
+@testable import RoostServer
+import Testing
+
+/// Accounts over their life (API.md "Accounts") over the real API, database and stream: a
+/// forgotten password reset with a single-use code, a password changed, the sessions a user
+/// sees and ends, and tenant discovery.
+@Suite(.enabled(if: TestDatabase.isConfigured, "needs TEST_DATABASE_URL (scripts/test sets it)"))
+struct AccountLifeTests {
+    func login(_ api: APIFixture, _ email: String, password: String = APIFixture.password) async throws -> (Int, [String: Any]) {
+        try await api.call("POST", "/v1/auth/login", ["tenant": api.tenant, "email": email, "password": password])
+    }
+
+    /// The reset code last queued to `address` (nil when none was).
+    func code(_ api: APIFixture, to address: String) async throws -> String? {
+        try await api.inTenant { _, connection in
+            try connection.query("""
+                SELECT data->>'code' AS code FROM outbox WHERE recipient = \(address) AND template = 'password_reset' ORDER BY created_at DESC LIMIT 1
+                """).first?.decode(String.self, "code")
+        }
+    }
+
+    func templates(_ api: APIFixture, to address: String) async throws -> [String] {
+        try await api.inTenant { _, connection in
+            try connection.query("SELECT template FROM outbox WHERE recipient = \(address) ORDER BY created_at, id").rows.map { try $0.decode(String.self, "template") }
+        }
+    }
+
+    func reset(_ api: APIFixture, _ email: String) async throws -> (Int, [String: Any]) {
+        try await api.call("POST", "/v1/auth/password-reset", ["tenant": api.tenant, "email": email])
+    }
+
+    func confirm(_ api: APIFixture, _ email: String, _ code: String, _ password: String = "a brand new password") async throws -> (Int, [String: Any]) {
+        try await api.call("POST", "/v1/auth/password-reset/confirm", ["tenant": api.tenant, "email": email, "code": code, "new_password": password])
+    }
+
+    @Test func aForgottenPasswordIsResetWithASingleUseCodeAndEverySessionEnds() async throws {
+        let api = try APIFixture(stream: true)
+        let ann = try await api.person(email: "ann@example.org")
+        try await api.inTenant { _, connection in try connection.query("UPDATE users SET email_verified = true WHERE email = 'ann@example.org'") }
+        let phone = try #require(try await login(api, "ann@example.org").1["token"] as? String)
+        let stream = try await StreamTests().stream(api, APIFixture.Person(token: phone, id: ann.id)).0
+
+        // Known and unknown addresses get the same answer; only the known one gets a code.
+        let (known, knownBody) = try await reset(api, "ann@example.org")
+        let (unknown, unknownBody) = try await reset(api, "nobody@example.org")
+        #expect(known == 202 && unknown == 202)
+        #expect(NSDictionary(dictionary: knownBody).isEqual(to: unknownBody))
+        #expect(try await code(api, to: "nobody@example.org") == nil)
+        let first = try #require(try await code(api, to: "ann@example.org"))
+        #expect(first.count == 8)
+        // A newer request voids the older code.
+        _ = try await reset(api, "ann@example.org")
+        let second = try #require(try await code(api, to: "ann@example.org"))
+        #expect(first != second)
+        let (wrong, wrongBody) = try await confirm(api, "ann@example.org", first)
+        #expect(wrong == 400 && (wrongBody["error"] as? [String: Any])?["field"] as? String == "code", "\(wrongBody)")
+        #expect(try await confirm(api, "nobody@example.org", second).0 == 400, "an unknown account answers like a wrong code")
+        #expect(try await confirm(api, "ann@example.org", second, "short").0 == 400)
+
+        let (done, session) = try await confirm(api, "ann@example.org", second)
+        #expect(done == 200 && (session["user"] as? [String: Any])?["id"] as? String == ann.id, "\(session)")
+        let fresh = try #require(session["token"] as? String)
+        // Every earlier session ends, its stream closed with 1008; the new one works.
+        #expect(await stream.receiveClose() == .some(.policyViolation))
+        for token in [ann.token, phone] { #expect(try await api.call("GET", "/v1/me", token: token).0 == 401) }
+        #expect(try await api.call("GET", "/v1/me", token: fresh).0 == 200)
+        #expect(try await login(api, "ann@example.org").0 == 401)
+        #expect(try await login(api, "ann@example.org", password: "a brand new password").0 == 200)
+        #expect(try await templates(api, to: "ann@example.org").suffix(1) == ["password_changed"])
+        // Single use.
+        #expect(try await confirm(api, "ann@example.org", second).0 == 410)
+
+        // Expired after an hour; five wrong tries use a code up.
+        _ = try await reset(api, "ann@example.org")
+        let third = try #require(try await code(api, to: "ann@example.org"))
+        try await api.inTenant { _, connection in try connection.query("UPDATE password_resets SET expires_at = now() - interval '1 second'") }
+        #expect(try await confirm(api, "ann@example.org", third).0 == 410)
+        await api.stop()
+    }
+
+    @Test func wrongCodesUseACodeUpAndRequestsAreThrottledAlikeForEveryAddress() async throws {
+        let api = try APIFixture()
+        _ = try await api.person(email: "bo@example.org")
+        _ = try await reset(api, "bo@example.org")
+        let code = try #require(try await code(api, to: "bo@example.org"))
+        let wrongCode = code == "00000000" ? "11111111" : "00000000"
+        for _ in 0..<5 { #expect(try await confirm(api, "bo@example.org", wrongCode).0 == 400) }
+        #expect(try await confirm(api, "bo@example.org", code).0 == 410, "five wrong tries used it up")
+        // A new request does not buy more guesses on a used-up code's account: it starts afresh, once.
+        for address in ["bo@example.org", "ghost@example.org"] {
+            // bo has had one request this hour, the ghost none: three each are answered, then 429.
+            var statuses: [Int] = []
+            for _ in 0..<4 { statuses.append(try await reset(api, address).0) }
+            #expect(statuses == (address == "ghost@example.org" ? [202, 202, 202, 429] : [202, 202, 429, 429]), "\(address): \(statuses)")
+        }
+        for (body, field) in [(["tenant": api.tenant, "email": "bo@example.org", "phone": "+4520000000"], "phone"),
+                              (["tenant": api.tenant], "email"), (["tenant": api.tenant, "email": "not an address"], "email"),
+                              (["tenant": api.tenant, "email": "bo@example.org", "extra": 1], "extra")] as [([String: Any], String)] {
+            let (status, error) = try await api.call("POST", "/v1/auth/password-reset", body)
+            #expect(status == 400 && (error["error"] as? [String: Any])?["field"] as? String == field, "\(body) → \(status) \(error)")
+        }
+        #expect(try await api.call("POST", "/v1/auth/password-reset", ["tenant": "no-such-street", "email": "bo@example.org"]).0 == 404)
+        #expect(try await confirm(api, "bo@example.org", "1234").0 == 400)
+        await api.stop()
+    }
+
+    @Test func aChangedPasswordKeepsThisSessionAndEndsTheOthers() async throws {
+        let api = try APIFixture()
+        let cy = try await api.person(email: "cy@example.org")
+        let other = try #require(try await login(api, "cy@example.org").1["token"] as? String)
+        let (wrong, error) = try await api.call("POST", "/v1/me/password", ["current_password": "not it at all", "new_password": "another long one"],
+                                                token: cy.token)
+        #expect(wrong == 400 && (error["error"] as? [String: Any])?["field"] as? String == "current_password")
+        #expect(try await api.call("POST", "/v1/me/password", ["current_password": APIFixture.password, "new_password": "short"], token: cy.token).0 == 400)
+        let (changed, user) = try await api.call("POST", "/v1/me/password", ["current_password": APIFixture.password, "new_password": "another long one"],
+                                                 token: cy.token)
+        #expect(changed == 200 && user["id"] as? String == cy.id)
+        #expect(try await api.call("GET", "/v1/me", token: cy.token).0 == 200)
+        #expect(try await api.call("GET", "/v1/me", token: other).0 == 401)
+        #expect(try await login(api, "cy@example.org", password: "another long one").0 == 200)
+        #expect(try await templates(api, to: "cy@example.org").contains("password_changed") == false, "an unverified address is not written to")
+        await api.stop()
+    }
+
+    @Test func sessionsAreListedWithTheirClientAndNetworkAndEndedOneByOne() async throws {
+        let api = try APIFixture()
+        let dee = try await api.person(email: "dee@example.org")
+        let eve = try await api.person(email: "eve@example.org")
+        // Dee signs in again from "her phone".
+        let client = try TestClient(port: api.test.port, receiveTimeoutSeconds: 60)
+        let body = try JSONSerialization.data(withJSONObject: ["tenant": api.tenant, "email": "dee@example.org", "password": APIFixture.password])
+        client.send("POST /v1/auth/login HTTP/1.1\r\nUser-Agent: RoostPhone/2.1 (Android 14)\r\nContent-Type: application/json\r\n"
+                    + "Content-Length: \(body.count)\r\n\r\n" + String(decoding: body, as: UTF8.self))
+        let signedIn = try #require(await client.readResponse())
+        let phone = try #require((try JSONSerialization.jsonObject(with: Data(signedIn.body)) as? [String: Any])?["token"] as? String)
+
+        let (status, listed) = try await api.call("GET", "/v1/me/sessions", token: dee.token)
+        let items = try #require(listed["items"] as? [[String: Any]])
+        #expect(status == 200 && items.count == 2, "\(listed)")
+        let mine = try #require(items.first { $0["current"] as? Bool == true })
+        let theirs = try #require(items.first { $0["current"] as? Bool == false })
+        #expect(theirs["client"] as? String == "RoostPhone/2.1 (Android 14)" && theirs["address"] as? String == "127.0.0.0/24", "\(theirs)")
+        #expect(mine["created_at"] is String && mine["last_used_at"] is String && mine["expires_at"] is String)
+        #expect(String(decoding: try JSONSerialization.data(withJSONObject: listed), as: UTF8.self).contains(dee.token) == false)
+
+        // Eve cannot end Dee's session; Dee can, and it stops at once.
+        let id = try #require(theirs["id"] as? String)
+        #expect(try await api.call("DELETE", "/v1/me/sessions/\(id)", token: eve.token).0 == 404)
+        #expect(try await api.call("GET", "/v1/me", token: phone).0 == 200)
+        #expect(try await api.call("DELETE", "/v1/me/sessions/\(id)", token: dee.token).0 == 204)
+        #expect(try await api.call("GET", "/v1/me", token: phone).0 == 401)
+        #expect(try await api.call("DELETE", "/v1/me/sessions/\(id)", token: dee.token).0 == 404)
+        #expect(try await api.call("DELETE", "/v1/me/sessions/not-an-id", token: dee.token).0 == 404)
+        await api.stop()
+    }
+
+    @Test func aTenantIsFoundByItsSlugAndNothingElse() async throws {
+        let api = try APIFixture()
+        let (status, tenant) = try await api.call("GET", "/v1/tenants/\(api.tenant)")
+        #expect(status == 200 && tenant["slug"] as? String == api.tenant && tenant["registration"] as? String == "open" && tenant["name"] is String)
+        #expect(Set(tenant.keys) == ["slug", "name", "registration"], "no id, nothing else")
+        for slug in ["no-such-street", "BAD%20SLUG", String(repeating: "a", count: 300)] {
+            #expect(try await api.call("GET", "/v1/tenants/\(slug)").0 == 404)
+        }
+        await api.stop()
+    }
+}
