@@ -25,3 +25,28 @@ CREATE TABLE password_resets (
     FOREIGN KEY (tenant_id, user_id) REFERENCES users (tenant_id, id) ON DELETE CASCADE
 );
 SELECT roost_protect_tenant_table('password_resets');
+
+-- A reset request waits here for the scheduler, which looks the account up, writes its code and
+-- queues the message (or does nothing for an address no account has) and deletes the request:
+-- the request itself does the same work whoever asked, so its answer takes the same time.
+CREATE TABLE password_reset_requests (
+    tenant_id uuid NOT NULL REFERENCES tenants (id) ON DELETE CASCADE,
+    id uuid NOT NULL DEFAULT gen_random_uuid(),
+    email text CHECK (length(email) <= 254),
+    phone text CHECK (length(phone) <= 16),
+    created_at timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (tenant_id, id),
+    CHECK ((email IS NULL) <> (phone IS NULL))
+);
+SELECT roost_protect_tenant_table('password_reset_requests');
+
+-- Their jobs, claimed across tenants: ids and times only.
+CREATE TABLE password_reset_jobs (
+    request_id uuid PRIMARY KEY,
+    tenant_id uuid NOT NULL REFERENCES tenants (id) ON DELETE CASCADE,
+    due_at timestamptz NOT NULL DEFAULT now(),
+    attempts integer NOT NULL DEFAULT 0 CHECK (attempts >= 0),
+    last_error text CHECK (length(last_error) <= 500),
+    parked_at timestamptz
+);
+CREATE INDEX password_reset_jobs_due_idx ON password_reset_jobs (due_at) WHERE parked_at IS NULL;

@@ -1,4 +1,5 @@
 import Foundation
+import RoostHTTP
 import RoostPersistence
 import RoostProtocol
 import RoostTestSupport
@@ -14,9 +15,16 @@ struct AccountLifeTests {
         try await api.call("POST", "/v1/auth/login", ["tenant": api.tenant, "email": email, "password": password])
     }
 
-    /// The reset code last queued to `address` (nil when none was).
+    /// A round of reset requests over the fixture's tenant (what the scheduler does twice a second).
+    func sendCodes(_ api: APIFixture) async throws {
+        let tenant = try await api.inTenant { tenant, _ in tenant }
+        try await PasswordResetJobs(pool: api.pool, runner: JobRunner(metrics: JobMetrics(), log: Log(level: .error))).runOnce(tenant: tenant)
+    }
+
+    /// The reset code last queued to `address` (nil when none was), once the requests are handled.
     func code(_ api: APIFixture, to address: String) async throws -> String? {
-        try await api.inTenant { _, connection in
+        try await sendCodes(api)
+        return try await api.inTenant { _, connection in
             try connection.query("""
                 SELECT data->>'code' AS code FROM outbox WHERE recipient = \(address) AND template = 'password_reset' ORDER BY created_at DESC LIMIT 1
                 """).first?.decode(String.self, "code")
@@ -79,6 +87,36 @@ struct AccountLifeTests {
         let third = try #require(try await code(api, to: "ann@example.org"))
         try await api.inTenant { _, connection in try connection.query("UPDATE password_resets SET expires_at = now() - interval '1 second'") }
         #expect(try await confirm(api, "ann@example.org", third).0 == 410)
+        await api.stop()
+    }
+
+    /// The answer for an address nobody has is the known one's: the same status and body, and a
+    /// time within the spread of known accounts' (50 of each, interleaved; figures printed).
+    @Test func anUnknownAddressIsAnsweredLikeAKnownOneInTimeToo() async throws {
+        let api = try APIFixture()
+        let count = 50
+        for index in 0..<count { _ = try await api.person(email: "known\(index)@example.org") }
+        var known: [Double] = [], unknown: [Double] = []
+        for index in 0..<count {
+            for (address, isKnown) in [("known\(index)@example.org", true), ("unknown\(index)@example.org", false)] {
+                let started = ContinuousClock.now
+                let (status, body) = try await reset(api, address)
+                let elapsed = ContinuousClock.now - started
+                #expect(status == 202 && body["status"] as? String == "sent if the account exists")
+                let ms = Double(elapsed.components.attoseconds) / 1e15 + Double(elapsed.components.seconds) * 1000
+                if isKnown { known.append(ms) } else { unknown.append(ms) }
+            }
+        }
+        try await sendCodes(api)
+        let codes = try await api.inTenant { _, connection in
+            try connection.query("SELECT count(*) AS n FROM outbox WHERE template = 'password_reset'").rows[0].decode(Int.self, "n")
+        }
+        #expect(codes == count, "a code for each known address, none for the others")
+        func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
+        let (low, high) = (known.sorted()[count / 10], known.sorted()[count - 1 - count / 10])
+        print(String(format: "password reset timing: known p10 %.2f ms, median %.2f ms, p90 %.2f ms; unknown median %.2f ms",
+                     low, median(known), high, median(unknown)))
+        #expect(median(unknown) >= low && median(unknown) <= high, "unknown median \(median(unknown)) ms outside known p10–p90 \(low)–\(high) ms")
         await api.stop()
     }
 

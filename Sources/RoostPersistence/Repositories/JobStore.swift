@@ -28,8 +28,12 @@ public struct JobKind: Hashable, Sendable, CustomStringConvertible {
     /// A check-in request nobody answered (sql/0017).
     public static let checkinRequestExpiry = JobKind(name: "checkin_request_expiry", table: "checkin_request_expiries", idColumn: "request_id",
                                                      dueColumn: "due_at", onFailure: "")
+    /// A password reset request waiting for its code (sql/0018).
+    public static let passwordReset = JobKind(name: "password_reset", table: "password_reset_jobs", idColumn: "request_id",
+                                              dueColumn: "due_at", onFailure: "")
     /// Every scheduled kind but the outbox, whose rows keep their own attempts and status.
-    public static let scheduled: [JobKind] = [.checkinDeadline, .bridgeWatch, .alertEscalation, .liveLocation, .checkinRequestExpiry]
+    public static let scheduled: [JobKind] = [.checkinDeadline, .bridgeWatch, .alertEscalation, .liveLocation, .checkinRequestExpiry,
+                                              .passwordReset]
     /// The outbox's deliveries (`OutboxStore`), named alike in metrics and `roost jobs`.
     public static let outbox = JobKind(name: "outbox", table: "outbox_jobs", idColumn: "outbox_id", dueColumn: "next_attempt_at",
                                        onFailure: "")

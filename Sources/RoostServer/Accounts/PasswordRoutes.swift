@@ -81,8 +81,8 @@ struct PasswordRoutes: Sendable {
         builder.add(.post, "/v1/me/password", bodyLimit: 4 * 1024, signedIn: accounts.auth) { context, caller in try await change(context, caller) }
     }
 
-    /// 202 whatever exists: the same answer after the same statements for an unknown account,
-    /// which only leaves out the code's row and its message.
+    /// 202 whatever exists: the request is queued as it is, and the scheduler looks the account
+    /// up (`PasswordResetJobs`), so the answer is the same, after the same work, for anyone.
     private func request(_ context: RequestContext) async throws -> HTTPResponse {
         let body = try context.decodeJSON(RequestBody.self)
         let (email, phone) = try ContactAddresses.validate(email: body.email, phone: body.phone)
@@ -90,19 +90,15 @@ struct PasswordRoutes: Sendable {
         try await accounts.throttle([RateLimit("password-reset:\(accounts.throttleAddress(context))", limit: accounts.limits.passwordResetsPerAddressPerHour,
                                                window: Throttle.hour)], "too many reset requests from this address; try again later")
         let tenant = try await accounts.findTenant(body.tenant)
-        let code = Self.generateCode()
         let identifier = Digest.hex(Digest.sha256(Array((email ?? phone!).utf8)))
         try await accounts.pool.withConnection { connection in
             try connection.withTenantTransaction(tenant.id) { connection in
                 // Counted per address asked for, whether or not it is an account's.
                 try Throttle.count([RateLimit("password-reset-id:\(tenant.id.uuidString):\(identifier)", limit: Self.requestsPerIdentifierPerHour,
                                               window: Throttle.hour)], "too many reset requests for this account; try again later", on: connection)
-                guard let user = try UserStore().find(email: email, phone: phone, on: connection) else { return }
+                // Whether the tenant texts that country says nothing of who has the number.
                 if let phone { try Throttle.requireSMSAllowed(phone, tenant: tenant.id, field: "phone", on: connection) }
-                try PasswordResetStore().replace(tenant: tenant.id, user: user.id, codeHash: Self.hash(code, user: user.id), lifetime: Self.codeLifetime,
-                                                 on: connection)
-                let data = "{\"code\":\"\(code)\",\"display_name\":\(JSONString.quote(user.displayName)),\"expires_in_s\":\(Self.codeLifetime)}"
-                try OutboxStore().enqueue(tenant: tenant.id, email: email, phone: phone, template: "password_reset", data: RawJSON(data), on: connection)
+                try PasswordResetStore().enqueue(tenant: tenant.id, email: email, phone: phone, on: connection)
             }
         }
         return Self.accepted
@@ -206,5 +202,29 @@ struct PasswordRoutes: Sendable {
             try OutboxStore().enqueue(tenant: user.tenantID, channel: "sms", recipient: phone, template: "password_changed", data: RawJSON(data),
                                       on: connection)
         }
+    }
+}
+
+extension ClaimedPasswordReset: ClaimedJob {}
+
+/// The scheduler's round of reset requests: each becomes a code and its message when an account
+/// has the address, and nothing otherwise; the request (with the address) is deleted either way.
+struct PasswordResetJobs: Sendable {
+    let pool: ConnectionPool
+    let runner: JobRunner
+    static let perBatch = 50
+
+    /// One round; with `tenant`, of that tenant's requests only. How many were taken.
+    @discardableResult
+    func runOnce(tenant: UUID? = nil) async throws -> Int {
+        try await runner.drain(.passwordReset, pool: pool, perBatch: Self.perBatch,
+                               claim: { try PasswordResetStore().claimDue(limit: Self.perBatch, tenant: tenant, on: $0) },
+                               handle: { job, connection -> Bool? in
+                                   let store = PasswordResetStore()
+                                   guard let address = try store.take(job.id, on: connection) else { return nil }
+                                   try store.request(tenant: job.tenant, email: address.email, phone: address.phone, code: PasswordRoutes.generateCode(),
+                                                     lifetime: PasswordRoutes.codeLifetime, on: connection)
+                                   return true
+                               }).count
     }
 }

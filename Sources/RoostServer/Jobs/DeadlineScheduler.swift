@@ -7,8 +7,8 @@ import Synchronization
 /// The deadlines every node watches: check-ins' prompts, alerts and ends (`CheckinDeadlines`),
 /// bridges that missed two heartbeats in a row (`BridgeNotices.sweep`), red alerts nobody is
 /// coming to (`AlertEscalations`), live locations' coalesced points and idle ends
-/// (`LiveLocationJobs`), check-in requests nobody answered (`CheckinRequestExpiries`), and
-/// sessions past their age. Every kind claims its due jobs with
+/// (`LiveLocationJobs`), check-in requests nobody answered (`CheckinRequestExpiries`), password
+/// reset requests (`PasswordResetJobs`), and sessions past their age. Every kind claims its due jobs with
 /// `FOR UPDATE SKIP LOCKED`, so nodes never take the same one, and a deadline that passed while
 /// every node was down fires on the first round of the first node up.
 ///
@@ -23,6 +23,7 @@ final class DeadlineScheduler: Sendable {
     private let liveLocations: LiveLocationJobs
     private let checkins: CheckinDeadlines
     private let requests: CheckinRequestExpiries
+    private let resets: PasswordResetJobs
     private let intervalMilliseconds: Int
     private let running = Mutex<Task<Void, Never>?>(nil)
     static let perRound = 100
@@ -37,6 +38,7 @@ final class DeadlineScheduler: Sendable {
         liveLocations = LiveLocationJobs(pool: pool, runner: runner)
         checkins = CheckinDeadlines(pool: pool, runner: runner)
         requests = CheckinRequestExpiries(pool: pool, runner: runner)
+        resets = PasswordResetJobs(pool: pool, runner: runner)
         self.intervalMilliseconds = intervalMilliseconds
     }
 
@@ -56,6 +58,7 @@ final class DeadlineScheduler: Sendable {
                     }
                     await attempt("live locations: a round failed; retrying") { try await liveLocations.runOnce() }
                     await attempt("check-in requests: an expiry round failed; retrying") { _ = try await requests.runOnce() }
+                    await attempt("password resets: a round failed; retrying") { try await resets.runOnce() }
                     if ContinuousClock.now >= nextSessionSweep {
                         nextSessionSweep = ContinuousClock.now + .seconds(30)
                         await attempt("sessions: an expiry round failed; retrying") { try await Self.endExpiredSessions(pool: pool) }
