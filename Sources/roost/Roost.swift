@@ -18,6 +18,8 @@ struct Roost {
           outbox retry ID            queue a failed delivery again with a fresh set of attempts
           jobs list --failed         parked background jobs (check-in deadlines, bridge watches) and failed deliveries
           jobs retry KIND ID         run a parked job again with a fresh set of attempts
+          audit --tenant SLUG [--since TIME] [--limit N]
+                                     who did what to the tenant's groups, newest first, a JSON object a line
           help                       this text
 
         Every command takes the serve options that concern the database (--database-url, ...).
@@ -51,7 +53,8 @@ struct Roost {
                roost jobs retry KIND ID
 
           list --failed    jobs that failed too often and wait for an operator, one a line: kind, id, tenant,
-                           attempts, last error (tab-separated); kinds: checkin_deadline, bridge_watch, outbox
+                           attempts, last error (tab-separated); kinds: checkin_deadline, bridge_watch,
+                           alert_escalation, live_location, checkin_request_expiry, password_reset, outbox
           retry KIND ID    run a parked job again with a fresh set of attempts (outbox: as roost outbox retry)
         """ + databaseNote
 
@@ -80,6 +83,9 @@ struct Roost {
             case "jobs":
                 if arguments.contains("--help") || arguments.contains("-h") { exitHelp(jobsUsage) }
                 try await jobs(arguments)
+            case "audit":
+                if arguments.contains("--help") || arguments.contains("-h") { exitHelp(auditUsage) }
+                try await audit(arguments)
             case "help", "--help", "-h":
                 exitHelp(usage)
             default:
@@ -129,6 +135,32 @@ struct Roost {
         default:
             exitUsage("roost: unknown tenant action '\(action)'; run roost help")
         }
+    }
+
+    static let auditUsage = """
+        Usage: roost audit --tenant SLUG [--since TIME] [--limit N]
+
+        Who changed roles, removed members, sent and revoked invitations, created and revoked bridges,
+        closed and reopened alerts, replaced templates, changed settings and escalation contacts, and
+        deleted groups, across the tenant's groups, newest first, one JSON object a line.
+
+        Options:
+          --tenant SLUG    the tenant (required)
+          --since TIME     only from this time on (RFC 3339, e.g. 2026-11-01T00:00:00Z)
+          --limit N        at most N entries (default 1000)
+        """ + databaseNote
+
+    private static func audit(_ arguments: [String]) async throws {
+        var arguments = arguments
+        guard let slug = try take("--tenant", from: &arguments) else { exitUsage("roost: audit needs --tenant SLUG") }
+        var since: Date?
+        if let text = try take("--since", from: &arguments) {
+            guard let date = ISO8601DateFormatter().date(from: text) else { exitUsage("roost: --since must be an RFC 3339 time, e.g. 2026-11-01T00:00:00Z") }
+            since = date
+        }
+        let limitText = try take("--limit", from: &arguments) ?? "1000"
+        guard let limit = Int(limitText), (1...1_000_000).contains(limit) else { exitUsage("roost: --limit must be 1 to 1000000") }
+        for line in try await RoostCommands.audit(load(arguments), tenant: slug, since: since, limit: limit) { print(line) }
     }
 
     private static func outbox(_ arguments: [String]) async throws {

@@ -97,6 +97,8 @@ struct BridgeRoutes: Sendable {
                 if let heartbeat = body.heartbeatSeconds {
                     try BridgeStore().watch(tenant: caller.user.tenantID, bridge: bridge.id, heartbeatSeconds: heartbeat, on: connection)
                 }
+                try Audit.record(caller, group: group, "bridge.created", target: ("bridge", bridge.id.uuidString.lowercased()),
+                                 data: "{\"name\":\(JSONString.quote(name)),\"signing\":\(secret != nil)}", on: connection)
                 return (bridge, text)
             }
             return try APIJSON.response(.created, CreatedView(bridge: BridgeView(bridge: bridge), key: key, secret: secret))
@@ -116,6 +118,7 @@ struct BridgeRoutes: Sendable {
                 guard try BridgeStore().revoke(id, group: group, on: connection) else {
                     throw APIError(.notFound, code: "not_found", message: "no such bridge")
                 }
+                try Audit.record(caller, group: group, "bridge.revoked", target: ("bridge", id.uuidString.lowercased()), on: connection)
             }
             return HTTPResponse(status: .noContent)
         }

@@ -219,6 +219,23 @@ extension RoostCommands {
         }
     }
 
+    /// `roost audit --tenant SLUG [--since TIME] [--limit N]`: the tenant's audit across its
+    /// groups, newest first, each entry as the API writes it (one JSON object a line).
+    public static func audit(_ configuration: ServerConfiguration, tenant slug: String, since: Date?, limit: Int) async throws -> [String] {
+        let (pool, _) = try await DatabaseStartup.open(configuration, log: Log(level: .warning), migrate: configuration.migrate)
+        defer { pool.close() }
+        do {
+            return try await pool.withConnection { connection in
+                guard let tenant = try TenantStore().find(slug: slug, on: connection) else { throw StartupError("no tenant has the slug \(slug)") }
+                return try connection.withTenantTransaction(tenant.id) {
+                    try AuditLog().entries(group: nil, before: nil, since: since, limit: limit, on: $0).map(AuditRoutes.json)
+                }
+            }
+        } catch let error as DatabaseError {
+            throw StartupError(error)
+        }
+    }
+
     /// `roost outbox retry ID`: queues a failed delivery again with a fresh set of attempts.
     public static func retryDelivery(_ configuration: ServerConfiguration, id text: String) async throws {
         guard let id = UUID(uuidString: text) else { throw ConfigurationError("'\(text)' is not a delivery id (a UUID)") }

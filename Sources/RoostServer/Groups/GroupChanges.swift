@@ -73,6 +73,7 @@ struct UpdateGroup: GroupUseCase {
         if let nearbyMeters { data += ",\"nearby_m\":\(nearbyMeters)" }
         try GroupEventLog().append(tenant: caller.user.tenantID, group: group, event: .groupUpdated, actorType: "user",
                                    actorID: caller.user.id, data: RawJSON(data + "}"), on: connection)
+        try Audit.record(caller, group: group, "group.updated", target: ("group", group.uuidString.lowercased()), data: data + "}", on: connection)
         return (try GroupStore().group(id: group, on: connection)!, caller.role)
     }
 }
@@ -83,7 +84,10 @@ struct DeleteGroup: GroupUseCase {
 
     func run(by caller: GroupCaller, on connection: PostgresConnection) throws {
         try caller.requireOwner("only the owner can delete the group")
+        let name = try GroupStore().group(id: group, on: connection)?.name ?? ""
         try GroupStore().delete(group: group, on: connection)
+        try Audit.record(caller, group: group, "group.deleted", target: ("group", group.uuidString.lowercased()),
+                         data: "{\"name\":\(JSONString.quote(name))}", on: connection)
     }
 }
 
@@ -137,6 +141,7 @@ struct RemoveMember: GroupUseCase {
         let data = #"{"user_id":"\#(member.uuidString.lowercased())"}"#
         try GroupEventLog().append(tenant: caller.user.tenantID, group: group, event: leaving ? .memberLeft : .memberRemoved,
                                    actorType: "user", actorID: caller.user.id, data: RawJSON(data), subject: member, on: connection)
+        if !leaving { try Audit.record(caller, group: group, "member.removed", target: ("user", member.uuidString.lowercased()), on: connection) }
     }
 }
 
@@ -171,9 +176,21 @@ struct RoleChanged {
         let data = #"{"user_id":"\#(user.uuidString.lowercased())","from":"\#(from.name)","to":"\#(to.name)"}"#
         try GroupEventLog().append(tenant: caller.user.tenantID, group: group, event: .memberRoleChanged, actorType: "user",
                                    actorID: caller.user.id, data: RawJSON(data), on: connection)
+        try Audit.record(caller, group: group, "member.role_changed", target: ("user", user.uuidString.lowercased()),
+                         data: #"{"from":"\#(from.name)","to":"\#(to.name)"}"#, on: connection)
     }
 }
 
 extension APIError {
     static let noSuchMember = APIError(.notFound, code: "not_found", message: "no such member")
+}
+
+/// The audit record of a manager's change (API.md "Accounts": `GET /v1/groups/{gid}/audit`),
+/// written in its transaction.
+enum Audit {
+    static func record(_ caller: GroupCaller, group: UUID, _ action: String, target: (type: String, id: String)? = nil, data: String = "{}",
+                       on connection: PostgresConnection) throws {
+        try AuditLog().record(tenant: caller.user.tenantID, group: group, actor: .user(caller.user.id), action: action, target: target, data: data,
+                              on: connection)
+    }
 }

@@ -52,6 +52,8 @@ struct InviteMember: GroupUseCase {
             + "\"invitation_id\":\"\(invitation.id.uuidString.lowercased())\"}"
         try OutboxStore().enqueue(tenant: user.tenantID, email: email, phone: phone, template: "invitation", data: RawJSON(data), on: connection)
         try Self.announce(invitation, groupName: groupName, tenant: user.tenantID, on: connection)
+        try Audit.record(caller, group: group, "invitation.sent", target: ("invitation", invitation.id.uuidString.lowercased()),
+                         data: "{\"channel\":\"\(email != nil ? "email" : "phone")\",\"role\":\"\(role.name)\"}", on: connection)
         return invitation
     }
 
@@ -77,6 +79,7 @@ struct RevokeInvitation: GroupUseCase {
         guard try InvitationStore().revoke(invitation, group: group, on: connection) else {
             throw APIError(.notFound, code: "not_found", message: "no such pending invitation")
         }
+        try Audit.record(caller, group: group, "invitation.revoked", target: ("invitation", invitation.uuidString.lowercased()), on: connection)
     }
 }
 

@@ -77,12 +77,12 @@ extension RequestContext {
         return id
     }
 
-    /// The `cursor` query parameter of a keyset list, read by `read` from the fields its `next`
-    /// wrote (`ListCursor`); nil when absent, 400 naming it when it is not such a value.
-    public func cursor<Key>(_ read: (ListCursor) -> Key?) throws(APIError) -> Key? {
-        guard let text = request.target.queryValue("cursor") else { return nil }
+    /// The `cursor` query parameter (or `name`) of a keyset list, read by `read` from the fields
+    /// its `next` wrote (`ListCursor`); nil when absent, 400 naming it when it is not such a value.
+    public func cursor<Key>(_ read: (ListCursor) -> Key?, name: String = "cursor") throws(APIError) -> Key? {
+        guard let text = request.target.queryValue(name) else { return nil }
         guard text.utf8.count <= ListCursor.maxLength, let key = read(ListCursor(parsing: text)) else {
-            throw APIError.invalid("cursor must be the next value of the previous page", "cursor")
+            throw APIError.invalid("\(name) must be the next value of the previous page", name)
         }
         return key
     }

@@ -19,6 +19,7 @@ struct APIRoutes: Sendable {
         ContactRoutes(auth: auth, limits: limits).add(to: &builder)
         GroupRoutes(auth: auth, limits: limits).add(to: &builder)
         MembershipRoutes(auth: auth).add(to: &builder)
+        AuditRoutes(auth: auth).add(to: &builder)
         InvitationRoutes(auth: auth, limits: limits, lifetime: accounts.invitationLifetime).add(to: &builder)
         MessageRoutes(auth: auth, limits: limits).add(to: &builder)
         EscalationContactRoutes(auth: auth, lifetime: accounts.invitationLifetime).add(to: &builder)

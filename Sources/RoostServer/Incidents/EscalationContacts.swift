@@ -26,12 +26,15 @@ struct AddEscalationContact: GroupUseCase {
         try caller.requireManager("only the owner and admins manage escalation contacts")
         let user = caller.user
         let groupName = try GroupStore().group(id: group, on: connection)?.name ?? ""
-        return try contact.add(
+        let added = try contact.add(
             to: .escalation, owner: group, maxCount: (Self.maxPerGroup, "escalation contacts in a group"),
             ownerLimit: RateLimit("escalation-contact-group:\(user.tenantID.uuidString):\(group.uuidString)", limit: Self.perGroupPerDay,
                                   window: Throttle.day),
             tokenPrefix: TenantToken.escalationContact, lifetime: lifetime, template: "escalation_contact_confirm",
             data: "\"group_name\":\(JSONString.quote(groupName)),\"added_by\":\(JSONString.quote(user.displayName))", by: user, on: connection)
+        try Audit.record(caller, group: group, "escalation_contact.added", target: ("escalation_contact", added.id.uuidString.lowercased()),
+                         data: "{\"channel\":\"\(added.email != nil ? "email" : "phone")\"}", on: connection)
+        return added
     }
 }
 
@@ -57,6 +60,8 @@ struct RemoveEscalationContact: GroupUseCase {
         guard try OutsideContactStore.escalation.delete(contact, owner: group, on: connection) else {
             throw APIError(.notFound, code: "not_found", message: "no such escalation contact")
         }
+        try Audit.record(caller, group: group, "escalation_contact.removed", target: ("escalation_contact", contact.uuidString.lowercased()),
+                         on: connection)
     }
 }
 

@@ -106,6 +106,9 @@ struct AlertStatusChange {
         }
         let json = try MessageStore().setAlert(closed: closed, tenant: tenant, group: group, seq: seq, byType: by.type, by: by.id,
                                                resolution: resolution, on: connection)
+        try AuditLog().record(tenant: tenant, group: group, actor: AuditLog.Actor(type: by.type, id: by.id), action: closed ? "alert.closed" : "alert.reopened",
+                              target: ("alert", String(seq)), data: "{\"resolution\":\(resolution.map(JSONString.quote) ?? "null")}",
+                              hiddenFrom: try MessageStore().hiddenFrom(group: group, seq: seq, on: connection), on: connection)
         if !closed { try EscalationStore().schedule(tenant: tenant, group: group, seq: seq, on: connection) }
         if push { try AlertPushes.statusChanged(group: group, seq: seq, closed: closed, alert: json, tenant: tenant, on: connection) }
         return json
@@ -164,6 +167,9 @@ struct ReplaceTemplates: GroupUseCase {
     func run(by caller: GroupCaller, on connection: PostgresConnection) throws {
         try caller.requireManager("only the owner and admins change templates")
         try TemplateStore().replace(tenant: caller.user.tenantID, group: group, with: templates, on: connection)
+        let keys = templates.map { JSONString.quote($0.key) }.joined(separator: ",")
+        try Audit.record(caller, group: group, "templates.replaced", target: ("templates", group.uuidString.lowercased()),
+                         data: "{\"keys\":[\(keys)]}", on: connection)
     }
 }
 
