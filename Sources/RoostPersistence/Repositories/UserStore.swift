@@ -63,6 +63,16 @@ public struct UserStore: Sendable {
         }
     }
 
+    /// Switches the account to a new, proven address (a change confirmed); a unique violation
+    /// when another live account has it.
+    public func switchAddress(user: UUID, channel: String, to address: String, on connection: PostgresConnection) throws {
+        if channel == "email" {
+            try connection.query("UPDATE users SET email = \(address), email_verified = true WHERE id = \(user)")
+        } else {
+            try connection.query("UPDATE users SET phone = \(address), phone_verified = true WHERE id = \(user)")
+        }
+    }
+
     /// Erases an account's personal data (API.md `DELETE /v1/me`): identifiers, name, home,
     /// password, sessions, devices and pending codes; every delivery addressed to the person
     /// (pending ones are never sent); and their name wherever it was written down at the time

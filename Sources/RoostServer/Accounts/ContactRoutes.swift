@@ -72,16 +72,20 @@ struct ContactRoutes: Sendable {
         builder.add(.post, "/v1/me/contacts/confirm", bodyLimit: 4 * 1024, signedIn: auth) { context, caller in
             let user = try await caller.user()
             let body = try context.decodeJSON(ConfirmBody.self)
-            let address = try Self.address(of: user, channel: body.channel)
+            guard body.channel == "email" || body.channel == "phone" else { throw APIError.invalid("channel must be email or phone", "channel") }
             guard body.code.utf8.count == 6, body.code.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) else {
                 throw APIError.invalid("code must be the 6 digits that were sent", "code")
             }
-            let given = Self.hash(body.code, user: user.id, channel: body.channel, address: address)
             let outcome = try await pool.withConnection { connection in
                 try connection.withTenantTransaction(user.tenantID) { connection -> Outcome in
                     let store = ContactVerificationStore()
-                    guard let pending = try store.pending(user: user.id, channel: body.channel, on: connection),
-                          pending.address == address else { return .nonePending }
+                    guard let pending = try store.pending(user: user.id, channel: body.channel, on: connection) else { return .nonePending }
+                    // The code was sent to the account's own address (a verification), or to a
+                    // new one (a change, which switches the address on success).
+                    let current = body.channel == "email" ? user.email : user.phone
+                    let changing = pending.address != current
+                    let address = changing ? pending.address : try Self.address(of: user, channel: body.channel)
+                    let given = Self.hash(body.code, user: user.id, channel: body.channel, address: address)
                     if pending.expired {
                         try store.remove(user: user.id, channel: body.channel, on: connection)
                         return .expired
@@ -92,7 +96,16 @@ struct ContactRoutes: Sendable {
                         return .wrongCode(left: Self.maxAttempts - pending.attempts - 1)
                     }
                     try store.remove(user: user.id, channel: body.channel, on: connection)
-                    try UserStore().markVerified(user: user.id, channel: body.channel, address: address, on: connection)
+                    if changing {
+                        // Taken meanwhile by another account: the unique index decides, once.
+                        do {
+                            try UserStore().switchAddress(user: user.id, channel: body.channel, to: address, on: connection)
+                        } catch let error as DatabaseError where error.code == .uniqueViolation {
+                            throw Self.taken(body.channel)
+                        }
+                    } else {
+                        try UserStore().markVerified(user: user.id, channel: body.channel, address: address, on: connection)
+                    }
                     return .verified(try UserStore().find(id: user.id, on: connection)!)
                 }
             }
@@ -140,6 +153,50 @@ struct ContactRoutes: Sendable {
                 return String(repeating: "0", count: 6 - digits.count) + digits
             }
         }
+    }
+
+    static func taken(_ channel: String) -> APIError {
+        APIError(.conflict, code: "conflict", message: "that \(channel == "email" ? "email address" : "phone number") belongs to another account",
+                 field: channel)
+    }
+
+    /// `PATCH /v1/me {email?, phone?}`: a change of address starts. The new address gets a code
+    /// (confirmed with `/v1/me/contacts/confirm`, which switches it), the old one, if any, a notice
+    /// naming the new one only in part; the account keeps its old address until then. 409 when
+    /// the address is another account's now (and again at confirmation, should it be taken
+    /// meanwhile); 429 within a minute of the last code or past the day's codes.
+    static func startChange(of user: User, channel: String, to address: String, limits: AbuseLimits, on connection: PostgresConnection) throws {
+        let store = ContactVerificationStore()
+        if let pending = try store.pending(user: user.id, channel: channel, on: connection), !pending.expired, pending.age < resendInterval {
+            throw APIError(.tooManyRequests, code: "rate_limited", message: "a code was sent less than a minute ago",
+                           headers: ["Retry-After": String(max(1, resendInterval - pending.age))])
+        }
+        if let other = try UserStore().find(email: channel == "email" ? address : nil, phone: channel == "phone" ? address : nil, on: connection),
+           other.id != user.id {
+            throw taken(channel)
+        }
+        if channel == "phone" { try Throttle.requireSMSAllowed(address, tenant: user.tenantID, field: "phone", on: connection) }
+        try Throttle.count([RateLimit("verify-send:\(user.tenantID.uuidString):\(user.id.uuidString)", limit: limits.verificationCodesPerUserPerDay,
+                                      window: Throttle.day)], "too many codes sent today; try again tomorrow", on: connection)
+        let code = generateCode()
+        try store.replace(tenant: user.tenantID, user: user.id, channel: channel, address: address,
+                          codeHash: hash(code, user: user.id, channel: channel, address: address), lifetime: codeLifetime, on: connection)
+        let outbound = channel == "email" ? "email" : "sms"
+        try OutboxStore().enqueue(tenant: user.tenantID, channel: outbound, recipient: address, template: "verification",
+                                  data: RawJSON("{\"code\":\"\(code)\",\"expires_in_s\":\(codeLifetime),\"change\":true}"), on: connection)
+        if let old = channel == "email" ? user.email : user.phone {
+            try OutboxStore().enqueue(tenant: user.tenantID, channel: outbound, recipient: old, template: "address_change_requested",
+                                      data: RawJSON("{\"channel\":\"\(channel)\",\"new_address\":\(JSONString.quote(masked(address)))}"),
+                                      on: connection)
+        }
+    }
+
+    /// An address shown in part: "a•••@example.org", "+45•••••12".
+    static func masked(_ address: String) -> String {
+        if let at = address.firstIndex(of: "@") {
+            return String(address[..<at].prefix(1)) + "•••" + String(address[at...])
+        }
+        return String(address.prefix(3)) + String(repeating: "•", count: max(0, address.count - 5)) + String(address.suffix(2))
     }
 
     /// The stored form of a code, bound to the user, channel and address it was sent for.

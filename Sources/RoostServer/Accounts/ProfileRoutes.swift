@@ -16,10 +16,13 @@ struct ProfileRoutes: Sendable {
         static var fieldNames: Set<String> { names(CodingKeys.self) }
         let displayName: String?
         let home: Home?
+        /// A new address starts a change (`ContactRoutes.startChange`).
+        let email: String?
+        let phone: String?
 
         enum CodingKeys: String, CodingKey, CaseIterable {
             case displayName = "display_name"
-            case home
+            case home, email, phone
         }
     }
 
@@ -89,14 +92,25 @@ struct ProfileRoutes: Sendable {
                     })
             }
             let home = cleaned
+            // New addresses, normalised; the same as now changes nothing.
+            let email = try body.email.map { value throws(APIError) in
+                guard let normalized = EmailAddress.normalize(value) else { throw APIError.invalid("email is not a valid address", "email") }
+                return normalized
+            }.flatMap { $0 == user.email ? nil : $0 }
+            let phone = try body.phone.map { value throws(APIError) in try ContactAddresses.validate(email: nil, phone: value).phone! }
+                .flatMap { $0 == user.phone ? nil : $0 }
+            let limits = accounts.limits
             let updated = try await pool.withConnection { connection in
                 try connection.withTenantTransaction(user.tenantID) { connection in
                     try UserStore().updateProfile(user: user.id, displayName: name, home: home, on: connection)
+                    if let email { try ContactRoutes.startChange(of: user, channel: "email", to: email, limits: limits, on: connection) }
+                    if let phone { try ContactRoutes.startChange(of: user, channel: "phone", to: phone, limits: limits, on: connection) }
                     return (try UserStore().find(id: user.id, on: connection), try UserStore().home(user: user.id, on: connection))
                 }
             }
             guard let fresh = updated.0 else { throw APIError(.unauthorized, code: "unauthenticated", message: "the account is gone") }
-            return try APIJSON.response(.ok, MeView(user: UserView(fresh), home: updated.1))
+            // 202 while an address change waits for its code; the account shows its old address until then.
+            return try APIJSON.response(email != nil || phone != nil ? .accepted : .ok, MeView(user: UserView(fresh), home: updated.1))
         }
         builder.add(.delete, "/v1/me", bodyLimit: 4 * 1024, signedIn: auth) { context, caller in
             let user = try await caller.user()
