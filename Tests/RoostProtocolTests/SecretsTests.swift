@@ -14,6 +14,15 @@ struct SecretsTests {
         #expect(a != b)
     }
 
+    @Test func randomDigitsAreDigitsOfTheLengthAskedAndEveryDigitTurnsUp() {
+        for count in [1, 6, 8, 9] {
+            let codes = (0..<200).map { _ in Secrets.randomDigits(count) }
+            #expect(codes.allSatisfy { $0.count == count && $0.allSatisfy(\.isASCII) && $0.allSatisfy(\.isNumber) })
+        }
+        let seen = Set((0..<500).map { _ in Secrets.randomDigits(1) })
+        #expect(seen.count == 10, "\(seen.sorted())")
+    }
+
     @Test func constantTimeEqualityCompares() {
         #expect(Secrets.constantTimeEqual([1, 2, 3], [1, 2, 3]))
         #expect(!Secrets.constantTimeEqual([1, 2, 3], [1, 2, 4]))

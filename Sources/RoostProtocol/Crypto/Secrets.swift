@@ -11,6 +11,21 @@ public enum Secrets {
         return bytes
     }
 
+    /// `count` (1–9) uniformly random decimal digits from the CSPRNG, for codes people type:
+    /// draws at or above the last whole multiple of 10^count below 2^32 are drawn again.
+    public static func randomDigits(_ count: Int) -> String {
+        precondition((1...9).contains(count), "1 to 9 digits")
+        let range = (0..<count).reduce(UInt32(1)) { value, _ in value * 10 }
+        let limit = UInt32.max - UInt32.max % range
+        while true {
+            let value = randomBytes(4).reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+            if value < limit {
+                let digits = String(value % range)
+                return String(repeating: "0", count: count - digits.count) + digits
+            }
+        }
+    }
+
     /// HMAC-SHA256 (RFC 2104 with SHA-256): webhook and bridge request signatures.
     public static func hmacSHA256(key: [UInt8], message: [UInt8]) -> [UInt8] {
         var output = [UInt8](repeating: 0, count: 32)

@@ -143,17 +143,8 @@ struct ContactRoutes: Sendable {
         return address
     }
 
-    /// Six uniformly random digits from the CSPRNG (draws above the last whole million are redrawn).
-    static func generateCode() -> String {
-        while true {
-            let bytes = Secrets.randomBytes(4)
-            let value = bytes.reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
-            if value < 4_294_000_000 {
-                let digits = String(value % 1_000_000)
-                return String(repeating: "0", count: 6 - digits.count) + digits
-            }
-        }
-    }
+    /// Six random digits (`Secrets.randomDigits`).
+    static func generateCode() -> String { Secrets.randomDigits(6) }
 
     static func taken(_ channel: String) -> APIError {
         APIError(.conflict, code: "conflict", message: "that \(channel == "email" ? "email address" : "phone number") belongs to another account",

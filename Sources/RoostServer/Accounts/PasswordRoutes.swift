@@ -64,16 +64,8 @@ struct PasswordRoutes: Sendable {
         Digest.sha256(Array("password-reset:\(user.uuidString.lowercased()):\(code)".utf8))
     }
 
-    /// `codeDigits` uniformly random digits (draws above the last whole 10^8 are redrawn).
-    static func generateCode() -> String {
-        while true {
-            let value = Secrets.randomBytes(4).reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
-            if value < 4_200_000_000 {
-                let digits = String(value % 100_000_000)
-                return String(repeating: "0", count: codeDigits - digits.count) + digits
-            }
-        }
-    }
+    /// `codeDigits` random digits (`Secrets.randomDigits`).
+    static func generateCode() -> String { Secrets.randomDigits(codeDigits) }
 
     func add(to builder: inout Router.Builder) {
         builder.add(.post, "/v1/auth/password-reset", bodyLimit: 4 * 1024) { context in try await request(context) }
