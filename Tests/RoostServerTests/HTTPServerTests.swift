@@ -70,6 +70,10 @@ final class TestServer {
             return HTTPResponse(status: .ok, body: (0..<count).map { UInt8(truncatingIfNeeded: $0 % 251) })
         }
         builder.add(.post, "/echo") { context in HTTPResponse(status: .ok, body: context.request.body) }
+        builder.add(.get, "/stream/{pieces:int}") { context in
+            .streamed(.ok, headers: ["Content-Type": "application/octet-stream"], CountingSource(pieces: Int(context.parameters.int("pieces")!)))
+        }
+        builder.add(.get, "/broken-stream") { _ in .streamed(.ok, CountingSource(pieces: 1000, failAt: 3)) }
         builder.add(.post, "/decode") { context in
             let body = try context.decodeJSON(DecodedBody.self)
             return .json(.ok, Array("{\"text\":\(body.text.count),\"places\":\(body.places?.count ?? 0)}".utf8))
@@ -330,6 +334,57 @@ struct HTTPServerTests {
         await test.stop()
     }
 
+    /// A streamed body (chunked) arrives whole, even to a reader slower than the producer, and
+    /// the pipelined requests behind it are answered after it, in order.
+    @Test func aStreamedBodyArrivesWholeAndPipelinedRequestsFollowIt() async throws {
+        let test = try TestServer()
+        let client = try TestClient(port: test.port)
+        client.send("GET /stream/2000 HTTP/1.1\r\n\r\nGET /hello HTTP/1.1\r\n\r\nHEAD /stream/5 HTTP/1.1\r\n\r\nGET /stream/0 HTTP/1.1\r\n\r\n")
+        let streamed = try #require(await client.readResponse())
+        #expect(streamed.status == 200 && streamed.headers["transfer-encoding"] == "chunked" && streamed.headers["content-length"] == nil)
+        #expect(streamed.body.count == 2000 * CountingSource.pieceBytes && streamed.body == CountingSource.expected(pieces: 2000))
+        #expect(await client.readResponse()?.text == #"{"hello":"neighbour"}"#)
+        // HEAD: the head alone (no chunks follow, so the next response parses); an empty stream: the last chunk only.
+        let head = try #require(await client.readResponseHeadOnly())
+        #expect(head.status == 200 && head.headers["transfer-encoding"] == "chunked")
+        let empty = try #require(await client.readResponse())
+        #expect(empty.status == 200 && empty.body.isEmpty)
+        await test.stop()
+    }
+
+    /// A reader that stops reading holds the producer back: the source is asked for what fits the
+    /// connection's bounded queue and the socket buffers, not for the whole body.
+    @Test func aStalledReaderHoldsTheStreamsSourceBack() async throws {
+        let source = CountingSource(pieces: 5000)  // 20 MiB
+        let test = try TestServer(extraRoutes: { builder in builder.add(.get, "/slow-stream") { _ in .streamed(.ok, source) } })
+        let client = try TestClient(port: test.port, receiveBuffer: 4096, receiveTimeoutSeconds: 60)
+        client.send("GET /slow-stream HTTP/1.1\r\n\r\n")
+        // Until the server stops asking (the queue is full and the socket would block).
+        var last = -1
+        while source.asked != last {
+            last = source.asked
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        print("stalled reader: the source was asked for \(last) of 5000 pieces (\(last * 4) KiB) before the reader read")
+        #expect(last < 2000, "asked for \(last) pieces of a body nobody read")
+        let response = try #require(await client.readResponse())
+        #expect(response.body.count == 5000 * CountingSource.pieceBytes && source.asked == 5001)
+        await test.stop()
+    }
+
+    /// A source that fails mid-body closes the connection before the last chunk: the client
+    /// cannot mistake the cut body for a whole one. The server keeps serving.
+    @Test func aStreamThatFailsEndsTheConnectionWithoutTheLastChunk() async throws {
+        let test = try TestServer()
+        let client = try TestClient(port: test.port)
+        client.send("GET /broken-stream HTTP/1.1\r\n\r\n")
+        #expect(await client.readResponse() == nil, "no complete response")
+        let other = try TestClient(port: test.port)
+        other.send("GET /hello HTTP/1.1\r\n\r\n")
+        #expect(await other.readResponse()?.status == 200)
+        await test.stop()
+    }
+
     @Test func whenEveryHandlerSlotIsTakenNewRequestsGet503WithRetryAfter() async throws {
         var limits = NetworkLimits()
         limits.maxConcurrentHandlers = 1
@@ -567,5 +622,33 @@ struct HTTPServerTests {
         #expect(await idle.waitForClose())
         #expect(test.server.openConnections == 0)
         #expect(throws: TestClientError.self) { try TestClient(port: test.port) }
+    }
+}
+
+/// A streamed body of `pieces` pieces of 4 KiB (piece i filled with i % 251), failing at
+/// `failAt`; counts what it was asked for.
+final class CountingSource: ResponseBodySource, Sendable {
+    let pieces: Int
+    let failAt: Int?
+    private let count = Atomic<Int>(0)
+    /// Pieces asked for so far (the end, nil, counts as one).
+    var asked: Int { count.load(ordering: .relaxed) }
+
+    init(pieces: Int, failAt: Int? = nil) {
+        self.pieces = pieces
+        self.failAt = failAt
+    }
+
+    static let pieceBytes = 4096
+
+    static func expected(pieces: Int) -> [UInt8] {
+        (0..<pieces).flatMap { Array(repeating: UInt8($0 % 251), count: pieceBytes) }
+    }
+
+    func next() async throws -> [UInt8]? {
+        let index = count.add(1, ordering: .relaxed).oldValue
+        if index == failAt { throw TestClientError("the source failed") }
+        guard index < pieces else { return nil }
+        return Array(repeating: UInt8(index % 251), count: Self.pieceBytes)
     }
 }

@@ -63,13 +63,20 @@ public final class TestClient: @unchecked Sendable {
         await offload { self.readResponseBlocking() }
     }
 
+    /// Reads a response's head only (the answer to a HEAD request, whose framing headers
+    /// announce a body that does not follow).
+    public func readResponseHeadOnly() async -> Response? {
+        await offload { self.readResponseBlocking(headOnly: true) }
+    }
+
     /// True when the server closes the connection within the receive timeout.
     public func waitForClose() async -> Bool {
         await offload { self.waitForCloseBlocking() }
     }
 
-    /// Reads one complete HTTP response (Content-Length framed); nil on timeout or EOF.
-    public func readResponseBlocking() -> Response? {
+    /// Reads one complete HTTP response (Content-Length framed, or chunked: the body is the
+    /// chunks joined); nil on timeout or EOF, also in the middle of a chunked body.
+    public func readResponseBlocking(headOnly: Bool = false) -> Response? {
         var data = pending
         pending = []
         func find(_ needle: [UInt8]) -> Int? {
@@ -91,8 +98,40 @@ public final class TestClient: @unchecked Sendable {
             guard let colon = line.firstIndex(of: ":") else { continue }
             headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
         }
-        let length = Int(headers["content-length"] ?? "0") ?? 0
         let bodyStart = headerEnd! + 4
+        if headOnly {
+            pending = Array(data[bodyStart...])
+            return Response(status: status, headers: headers, body: [])
+        }
+        if headers["transfer-encoding"]?.lowercased() == "chunked" {
+            var position = bodyStart
+            var body: [UInt8] = []
+            while true {
+                // The size line, then that many bytes and CRLF; a size of 0 ends it (no trailers sent).
+                var lineEnd: Int?
+                while lineEnd == nil {
+                    if data.count >= position + 2 {
+                        lineEnd = (position..<(data.count - 1)).first { data[$0] == 13 && data[$0 + 1] == 10 }
+                    }
+                    if lineEnd == nil {
+                        guard let more = readSome(), !more.isEmpty else { return nil }
+                        data += more
+                    }
+                }
+                guard let size = Int(String(decoding: data[position..<lineEnd!], as: UTF8.self), radix: 16) else { return nil }
+                let chunkStart = lineEnd! + 2
+                while data.count < chunkStart + size + 2 {
+                    guard let more = readSome(), !more.isEmpty else { return nil }
+                    data += more
+                }
+                position = chunkStart + size + 2
+                if size == 0 { break }
+                body += data[chunkStart..<(chunkStart + size)]
+            }
+            pending = Array(data[position...])
+            return Response(status: status, headers: headers, body: body)
+        }
+        let length = Int(headers["content-length"] ?? "0") ?? 0
         while data.count < bodyStart + length {
             guard let more = readSome(), !more.isEmpty else { return nil }
             data += more

@@ -55,6 +55,12 @@ final class HTTPConnection: EventHandler {
     private var deadline: (token: UInt64, kind: ConnectionDeadline)?
     /// The session of an accepted upgrade, until its 101 is written.
     var pendingUpgrade: WebSocketSession?
+    /// Streamed bodies whose heads wait for earlier responses, by response number.
+    var waitingStreams: [Int: ResponseStream] = [:]
+    /// The streamed body being written (`HTTPConnection+Stream.swift`), and whether a piece
+    /// of it is being fetched.
+    var activeStream: ResponseStream?
+    var fetchingPiece = false
     /// Called once when the connection closes (the server's bookkeeping).
     var onClose: ((HTTPConnection) -> Void)?
 
@@ -166,7 +172,7 @@ final class HTTPConnection: EventHandler {
     /// Takes up requests again after a pause (pipelining depth reached, or output backed up):
     /// first those already buffered, then the socket. Not from inside the processing loop,
     /// which continues by itself (so responses finished inline never nest calls).
-    private func resumeRequests() {
+    func resumeRequests() {
         guard !processing && !stopReading && !isClosed && webSocket == nil else { return }
         processing = true
         processRequests()
@@ -273,7 +279,18 @@ final class HTTPConnection: EventHandler {
         HTTPResponseWriter.write(response, keepAlive: keepAlive, date: context.httpDate, includeBody: !isHead, into: &bytes)
         context.completed(CompletedRequest(requestID: requestID, method: method, route: route, status: response.status.code,
                                            nanoseconds: loop.clock.now() - started, bodyBytes: response.body.count, peer: peer))
-        for release in responses.finish(number, bytes) {
+        let streamed = response.stream != nil && !isHead
+        if streamed { waitingStreams[number] = response.stream }
+        guard apply(responses.finish(number, bytes, streamed: streamed)) else { return }
+        flush()
+        resumeRequests()
+        closeIfDone()
+        rearmDeadline()
+    }
+
+    /// Carries out what the response queue released; false when the connection left HTTP.
+    func apply(_ releases: [ResponseQueue.Release]) -> Bool {
+        for release in releases {
             switch release {
             case .write(let bytes):
                 outbound.append(bytes)
@@ -282,13 +299,12 @@ final class HTTPConnection: EventHandler {
                 pendingUpgrade = nil
                 enterWebSocketMode(session)
                 flush()
-                return
+                return false
+            case .startStream(let number):
+                activeStream = waitingStreams.removeValue(forKey: number)
             }
         }
-        flush()
-        resumeRequests()
-        closeIfDone()
-        rearmDeadline()
+        return true
     }
 
     // MARK: - Writing
@@ -307,6 +323,7 @@ final class HTTPConnection: EventHandler {
         reportQueue()
         updateInterest()
         closeIfDone()
+        pumpStream()
         // Progress on a pending write restarts its deadline (HTTP only: WebSockets have pings).
         if outbound.byteCount != before { rearmDeadline(progress: true) } else if waitingForWritable { rearmDeadline() }
     }
@@ -328,7 +345,7 @@ final class HTTPConnection: EventHandler {
 
     func closeIfDone() {
         if closeWhenDrained && webSocket != nil && outbound.isEmpty { close(); return }
-        if closeWhenDrained && responses.inFlight == 0 && outbound.isEmpty && !responses.hasWaiting { close() }
+        if closeWhenDrained && responses.inFlight == 0 && outbound.isEmpty && !responses.hasWaiting && !responses.streaming { close() }
     }
 
     // MARK: - Deadlines
@@ -336,7 +353,8 @@ final class HTTPConnection: EventHandler {
     /// `progress`: output was just written, which restarts a running write deadline.
     private func rearmDeadline(progress: Bool = false) {
         guard !isClosed, webSocket == nil else { return }
-        let decision = ConnectionDeadline.decide(current: deadline?.kind, outputPending: !outbound.isEmpty, responsesOwed: responses.inFlight > 0,
+        let decision = ConnectionDeadline.decide(current: deadline?.kind, outputPending: !outbound.isEmpty,
+                                                 responsesOwed: responses.inFlight > 0 || responses.streaming,
                                                  midRequest: !(http?.parser.isIdle ?? true), progress: progress)
         if decision == .keep { return }
         if let current = deadline {
@@ -360,6 +378,8 @@ final class HTTPConnection: EventHandler {
         if let deadline { loop.cancelTimer(deadline.token) }
         loop.deregister(fd)
         outbound.discard()
+        activeStream = nil
+        waitingStreams = [:]
         reportQueue()
         if let webSocket {
             webSocket.cancelTimers(on: loop)

@@ -8,6 +8,9 @@ struct ResponseQueue {
         case write([UInt8])
         /// The 101 just written was the upgrade's: everything after it is WebSocket.
         case switchProtocols
+        /// The head just written is a streamed response's: its body follows, and the responses
+        /// after it wait until `endStream`.
+        case startStream(Int)
     }
 
     private var finished: [Int: [UInt8]] = [:]
@@ -15,10 +18,14 @@ struct ResponseQueue {
     private var nextToWrite = 0
     /// The number of the accepted upgrade's 101, once its acceptor said yes.
     private var upgrade: Int?
+    /// Finished responses whose body is streamed after their head.
+    private var streamed: Set<Int> = []
+    /// A streamed body is being written: nothing after it may leave.
+    private(set) var streaming = false
     /// Requests taken whose responses are not finished yet.
     private(set) var inFlight = 0
 
-    /// Whether a finished response waits for an earlier one.
+    /// Whether a finished response waits for an earlier one (or for a streamed body).
     var hasWaiting: Bool { !finished.isEmpty }
 
     /// Numbers the next request; its response is owed from now.
@@ -37,17 +44,33 @@ struct ResponseQueue {
 
     /// A response is finished: what may be written now (it, and any finished after it that
     /// waited for it), stopping after a protocol switch.
-    mutating func finish(_ number: Int, _ bytes: [UInt8]) -> [Release] {
+    /// `streamed`: `bytes` is the head of a response whose body the connection streams next.
+    mutating func finish(_ number: Int, _ bytes: [UInt8], streamed isStreamed: Bool = false) -> [Release] {
         inFlight -= 1
         finished[number] = bytes
+        if isStreamed { streamed.insert(number) }
+        return release()
+    }
+
+    /// The streamed body is written: the responses that waited for it may leave.
+    mutating func endStream() -> [Release] {
+        streaming = false
+        return release()
+    }
+
+    private mutating func release() -> [Release] {
         var releases: [Release] = []
-        while let next = finished.removeValue(forKey: nextToWrite) {
+        while !streaming, let next = finished.removeValue(forKey: nextToWrite) {
             releases.append(.write(next))
             nextToWrite += 1
             if upgrade == nextToWrite - 1 {
                 upgrade = nil
                 releases.append(.switchProtocols)
                 break
+            }
+            if streamed.remove(nextToWrite - 1) != nil {
+                streaming = true
+                releases.append(.startStream(nextToWrite - 1))
             }
         }
         return releases

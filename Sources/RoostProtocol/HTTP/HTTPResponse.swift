@@ -1,8 +1,13 @@
+import Foundation
+
 /// A response to write: status, headers and a complete body.
 public struct HTTPResponse: Sendable, Equatable {
     public var status: HTTPStatus
     public var headers: HTTPHeaders
     public var body: [UInt8]
+    /// A body too long to hold at once: sent with `Transfer-Encoding: chunked`, one chunk per
+    /// piece the source gives, each asked for only when the connection's queue has room.
+    public var stream: ResponseStream?
 
     public init(status: HTTPStatus, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = []) {
         self.status = status
@@ -17,10 +22,44 @@ public struct HTTPResponse: Sendable, Equatable {
         return HTTPResponse(status: status, headers: headers, body: body)
     }
 
+    /// A response whose body comes from `source`, piece by piece (`body` stays empty).
+    public static func streamed(_ status: HTTPStatus, headers: HTTPHeaders = HTTPHeaders(), _ source: any ResponseBodySource) -> HTTPResponse {
+        var response = HTTPResponse(status: status, headers: headers)
+        response.stream = ResponseStream(source)
+        return response
+    }
+
     /// The error response of API.md for `error`.
     public init(_ error: APIError) {
         self = .json(error.status, error.body, headers: error.headers)
     }
+}
+
+/// Where a streamed body comes from: each call the next piece, nil at the end. A throw ends the
+/// response early (the connection closes, so the client sees a body cut short, never a
+/// complete-looking one). Called one piece at a time, never concurrently.
+public protocol ResponseBodySource: Sendable {
+    func next() async throws -> [UInt8]?
+}
+
+/// A streamed body's source in a response (equal only to itself).
+public struct ResponseStream: Sendable, Equatable {
+    public let source: any ResponseBodySource
+    private let identity = UUID()
+
+    public init(_ source: any ResponseBodySource) {
+        self.source = source
+    }
+
+    public static func == (lhs: ResponseStream, rhs: ResponseStream) -> Bool { lhs.identity == rhs.identity }
+
+    /// One chunk of a chunked body (RFC 9112 §7.1): size in hex, CRLF, data, CRLF.
+    public static func chunk(_ bytes: [UInt8]) -> [UInt8] {
+        Array(String(bytes.count, radix: 16).utf8) + [ASCII.cr, ASCII.lf] + bytes + [ASCII.cr, ASCII.lf]
+    }
+
+    /// The last chunk and the empty trailer section.
+    public static let end: [UInt8] = Array("0\r\n\r\n".utf8)
 }
 
 /// Serialises responses (RFC 9112 §4, §6): status line, the caller's headers, then
@@ -37,9 +76,13 @@ public enum HTTPResponseWriter {
         for (name, value) in response.headers where !isFramingHeader(name) {
             append(name, value, to: &buffer)
         }
-        // 1xx and 204 carry no body and no Content-Length (RFC 9110 §8.6).
+        // 1xx and 204 carry no body and no Content-Length (RFC 9110 §8.6); a streamed body is chunked.
         if status.code >= 200 && status.code != 204 {
-            append("Content-Length", String(response.body.count), to: &buffer)
+            if response.stream != nil {
+                append("Transfer-Encoding", "chunked", to: &buffer)
+            } else {
+                append("Content-Length", String(response.body.count), to: &buffer)
+            }
         }
         append("Date", date, to: &buffer)
         // A 101 names the protocol switch (RFC 9110 §7.8; RFC 6455 §4.2.2 requires it).

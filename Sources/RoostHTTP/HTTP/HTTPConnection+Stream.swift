@@ -1,0 +1,47 @@
+import RoostProtocol
+
+/// Streamed response bodies (`HTTPResponse.stream`): once the head is written, pieces are asked
+/// of the source one at a time, each only while the connection's queue is below half its
+/// bound, so a slow reader holds the producer back and the connection's memory stays bounded
+/// however long the body. Each piece is a chunk (RFC 9112 §7.1); the end writes the last chunk
+/// and lets the responses pipelined behind it leave. A source that throws closes the
+/// connection: the client sees a chunked body without its end, never a complete-looking one.
+extension HTTPConnection {
+    /// Asks for the next piece when one is wanted and none is on its way.
+    func pumpStream() {
+        guard let stream = activeStream, !fetchingPiece, !isClosed,
+              outbound.byteCount < context.limits.maxOutboundQueueBytes / 2 else { return }
+        fetchingPiece = true
+        let bound = LoopBound(value: self)
+        let loop = self.loop
+        let source = stream.source
+        Task {
+            let piece: Result<[UInt8]?, any Error>
+            do {
+                piece = .success(try await source.next())
+            } catch {
+                piece = .failure(error)
+            }
+            loop.execute { bound.value.received(piece, from: stream) }
+        }
+    }
+
+    private func received(_ piece: Result<[UInt8]?, any Error>, from stream: ResponseStream) {
+        fetchingPiece = false
+        guard !isClosed, activeStream == stream else { return }
+        switch piece {
+        case .failure:
+            close()
+        case .success(let bytes?):
+            if !bytes.isEmpty { outbound.append(ResponseStream.chunk(bytes)) }
+            flush()  // asks for the next piece when the queue has room
+        case .success(nil):
+            outbound.append(ResponseStream.end)
+            activeStream = nil
+            guard apply(responses.endStream()) else { return }
+            flush()
+            resumeRequests()
+            closeIfDone()
+        }
+    }
+}
