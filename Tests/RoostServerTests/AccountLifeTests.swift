@@ -274,6 +274,38 @@ struct AccountLifeTests {
         await api.stop()
     }
 
+    /// The export holds the account's own data and nothing else: its messages (not others', not
+    /// one hidden from it), answers, check-ins, devices with their tokens masked, sessions,
+    /// contacts; 5 an hour.
+    @Test func theExportIsTheAccountsOwnDataAsOneDocument() async throws {
+        let walk = try await CheckinPhaseTests.Walk()
+        let api = walk.api
+        #expect(try await api.call("PUT", "/v1/me/pins", ["safe_pin": "2468", "duress_pin": "1357"], token: walk.ben.token).0 == 204)
+        _ = try await StreamTests().post(api, walk.elm, "Ben's own words", as: walk.ben)
+        _ = try await StreamTests().post(api, walk.elm, "Cy's words", as: walk.cy)
+        let alert = try await StreamTests().post(api, walk.elm, "Smoke", as: walk.cy, kind: "alert")
+        #expect(try await api.call("POST", "/v1/groups/\(walk.elm)/alerts/\(alert)/ack", ["response": "seen"], token: walk.ben.token).0 == 200)
+        _ = try await api.call("POST", "/v1/me/emergency-contacts", ["name": "Mum", "email": "mum@example.org"], token: walk.ben.token)
+        let checkin = try #require(try await walk.start(["group_id": walk.elm, "due_in_s": 600])["id"] as? String)
+        // A duress answer: the silent alert is Ben's message, hidden from Ben, so not in his export.
+        #expect(try await api.call("POST", "/v1/checkins/\(checkin)/complete", ["pin": "1357"], token: walk.ben.token).0 == 200)
+
+        let (status, document) = try await api.call("GET", "/v1/me/export", token: walk.ben.token)
+        #expect(status == 200)
+        let messages = try #require(document["messages"] as? [[String: Any]])
+        #expect(messages.map { $0["text"] as? String } == ["Ben's own words"], "\(messages)")
+        #expect((document["answers"] as? [[String: Any]])?.map { $0["response"] as? String } == ["seen"])
+        #expect((document["checkins"] as? [[String: Any]])?.map { $0["id"] as? String } == [checkin])
+        #expect((document["devices"] as? [[String: Any]])?.map { $0["token"] as? String } == ["ben-ph…"])
+        #expect((document["emergency_contacts"] as? [[String: Any]])?.first?["name"] as? String == "Mum")
+        #expect((document["sessions"] as? [[String: Any]])?.count == 1 && (document["memberships"] as? [[String: Any]])?.count == 2)
+        #expect((document["user"] as? [String: Any])?["id"] as? String == walk.ben.id)
+        for _ in 0..<4 { #expect(try await api.call("GET", "/v1/me/export", token: walk.ben.token).0 == 200) }
+        #expect(try await api.call("GET", "/v1/me/export", token: walk.ben.token).0 == 429)
+        #expect(try await api.call("GET", "/v1/me/export").0 == 401)
+        await api.stop()
+    }
+
     @Test func aTenantIsFoundByItsSlugAndNothingElse() async throws {
         let api = try APIFixture()
         let (status, tenant) = try await api.call("GET", "/v1/tenants/\(api.tenant)")

@@ -282,7 +282,8 @@ struct HTTPServerTests {
 
     @Test func aResponseLargerThanTheSocketBufferReachesASlowReaderIntact() async throws {
         let test = try TestServer()
-        let client = try TestClient(port: test.port, receiveBuffer: 4096)
+        // Intactness, not speed: a suite loading both cores may leave a read waiting past 10 s.
+        let client = try TestClient(port: test.port, receiveBuffer: 4096, receiveTimeoutSeconds: 60)
         let size = 8 * 1024 * 1024
         client.send("GET /big/\(size) HTTP/1.1\r\n\r\n")
         try await Task.sleep(for: .milliseconds(200))  // let the server fill the socket and wait for EPOLLOUT

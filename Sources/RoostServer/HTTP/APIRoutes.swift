@@ -16,6 +16,7 @@ struct APIRoutes: Sendable {
         ProfileRoutes(accounts: accounts).add(to: &builder)
         PasswordRoutes(accounts: accounts).add(to: &builder)
         SessionRoutes(auth: auth).add(to: &builder)
+        AccountExportRoutes(auth: auth).add(to: &builder)
         ContactRoutes(auth: auth, limits: limits).add(to: &builder)
         GroupRoutes(auth: auth, limits: limits).add(to: &builder)
         MembershipRoutes(auth: auth).add(to: &builder)
