@@ -39,33 +39,12 @@ struct ContactRoutes: Sendable {
             let user = try await caller.user()
             let body = try context.decodeJSON(VerifyBody.self)
             let address = try Self.address(of: user, channel: body.channel)
-            let code = Self.generateCode()
-            let hash = Self.hash(code, user: user.id, channel: body.channel, address: address)
-            let limit = limits.verificationCodesPerUserPerDay
-            let wait = try await pool.withConnection { connection in
-                try connection.withTenantTransaction(user.tenantID) { connection -> Int? in
-                    let store = ContactVerificationStore()
-                    if let pending = try store.pending(user: user.id, channel: body.channel, on: connection),
-                       !pending.expired, pending.age < Self.resendInterval {
-                        return Self.resendInterval - pending.age
-                    }
-                    if body.channel == "phone" {
-                        try Throttle.requireSMSAllowed(address, tenant: user.tenantID, field: "channel", on: connection)
-                    }
-                    try Throttle.count([RateLimit("verify-send:\(user.tenantID.uuidString):\(user.id.uuidString)", limit: limit, window: Throttle.day)],
-                                       "too many codes sent today; try again tomorrow", on: connection)
-                    try store.replace(tenant: user.tenantID, user: user.id, channel: body.channel, address: address,
-                                      codeHash: hash, lifetime: Self.codeLifetime, on: connection)
-                    try OutboxStore().enqueue(
-                        tenant: user.tenantID, channel: body.channel == "email" ? "email" : "sms", recipient: address,
-                        template: "verification",
-                        data: RawJSON("{\"code\":\"\(code)\",\"expires_in_s\":\(Self.codeLifetime)}"), on: connection)
-                    return nil
+            let limits = self.limits
+            try await pool.withConnection { connection in
+                try connection.withTenantTransaction(user.tenantID) { connection in
+                    try Self.requireResendAllowed(user: user, channel: body.channel, on: connection)
+                    try Self.sendCode(to: address, channel: body.channel, of: user, change: false, smsField: "channel", limits: limits, on: connection)
                 }
-            }
-            if let wait {
-                throw APIError(.tooManyRequests, code: "rate_limited", message: "a code was sent less than a minute ago",
-                               headers: ["Retry-After": String(max(1, wait))])
             }
             return try APIJSON.response(.accepted, ["status": "sent"])
         }
@@ -157,29 +136,43 @@ struct ContactRoutes: Sendable {
     /// the address is another account's now (and again at confirmation, should it be taken
     /// meanwhile); 429 within a minute of the last code or past the day's codes.
     static func startChange(of user: User, channel: String, to address: String, limits: AbuseLimits, on connection: PostgresConnection) throws {
-        let store = ContactVerificationStore()
-        if let pending = try store.pending(user: user.id, channel: channel, on: connection), !pending.expired, pending.age < resendInterval {
-            throw APIError(.tooManyRequests, code: "rate_limited", message: "a code was sent less than a minute ago",
-                           headers: ["Retry-After": String(max(1, resendInterval - pending.age))])
-        }
+        try requireResendAllowed(user: user, channel: channel, on: connection)
         if let other = try UserStore().find(email: channel == "email" ? address : nil, phone: channel == "phone" ? address : nil, on: connection),
            other.id != user.id {
             throw taken(channel)
         }
-        if channel == "phone" { try Throttle.requireSMSAllowed(address, tenant: user.tenantID, field: "phone", on: connection) }
-        try Throttle.count([RateLimit("verify-send:\(user.tenantID.uuidString):\(user.id.uuidString)", limit: limits.verificationCodesPerUserPerDay,
-                                      window: Throttle.day)], "too many codes sent today; try again tomorrow", on: connection)
-        let code = generateCode()
-        try store.replace(tenant: user.tenantID, user: user.id, channel: channel, address: address,
-                          codeHash: hash(code, user: user.id, channel: channel, address: address), lifetime: codeLifetime, on: connection)
-        let outbound = channel == "email" ? "email" : "sms"
-        try OutboxStore().enqueue(tenant: user.tenantID, channel: outbound, recipient: address, template: "verification",
-                                  data: RawJSON("{\"code\":\"\(code)\",\"expires_in_s\":\(codeLifetime),\"change\":true}"), on: connection)
+        try sendCode(to: address, channel: channel, of: user, change: true, smsField: "phone", limits: limits, on: connection)
         if let old = channel == "email" ? user.email : user.phone {
-            try OutboxStore().enqueue(tenant: user.tenantID, channel: outbound, recipient: old, template: "address_change_requested",
+            try OutboxStore().enqueue(tenant: user.tenantID, channel: channel == "email" ? "email" : "sms", recipient: old,
+                                      template: "address_change_requested",
                                       data: RawJSON("{\"channel\":\"\(channel)\",\"new_address\":\(JSONString.quote(masked(address)))}"),
                                       on: connection)
         }
+    }
+
+    /// 429 with `Retry-After` when a live code on the channel was sent less than a minute ago.
+    static func requireResendAllowed(user: User, channel: String, on connection: PostgresConnection) throws {
+        guard let pending = try ContactVerificationStore().pending(user: user.id, channel: channel, on: connection),
+              !pending.expired, pending.age < resendInterval else { return }
+        throw APIError(.tooManyRequests, code: "rate_limited", message: "a code was sent less than a minute ago",
+                       headers: ["Retry-After": String(max(1, resendInterval - pending.age))])
+    }
+
+    /// A new 6-digit code for `address` on `channel` (template `verification`; `change`: it
+    /// proves a new address), replacing any earlier one; counted against the user's codes of the
+    /// day, and for a phone only where the tenant sends SMS (400 naming `smsField`).
+    static func sendCode(to address: String, channel: String, of user: User, change: Bool, smsField: String, limits: AbuseLimits,
+                         on connection: PostgresConnection) throws {
+        if channel == "phone" { try Throttle.requireSMSAllowed(address, tenant: user.tenantID, field: smsField, on: connection) }
+        try Throttle.count([RateLimit("verify-send:\(user.tenantID.uuidString):\(user.id.uuidString)", limit: limits.verificationCodesPerUserPerDay,
+                                      window: Throttle.day)], "too many codes sent today; try again tomorrow", on: connection)
+        let code = generateCode()
+        try ContactVerificationStore().replace(tenant: user.tenantID, user: user.id, channel: channel, address: address,
+                                               codeHash: hash(code, user: user.id, channel: channel, address: address), lifetime: codeLifetime,
+                                               on: connection)
+        try OutboxStore().enqueue(tenant: user.tenantID, channel: channel == "email" ? "email" : "sms", recipient: address, template: "verification",
+                                  data: RawJSON("{\"code\":\"\(code)\",\"expires_in_s\":\(codeLifetime)\(change ? ",\"change\":true" : "")}"),
+                                  on: connection)
     }
 
     /// An address shown in part: "a•••@example.org", "+45•••••12".
