@@ -44,32 +44,16 @@ public struct PasswordResetStore: Sendable {
         }
     }
 
-    /// A reset for the account with this email or phone, if there is one, in one statement: the
-    /// code's hash (`sha256("password-reset:<user id>:<code>")`, as `PasswordRoutes.hash`
-    /// writes it) replaces the account's earlier one, and the code is queued to the address.
-    public func request(tenant: UUID, email: String?, phone: String?, code: String, lifetime: Int, on connection: PostgresConnection) throws {
+    /// A new code valid for `lifetime` seconds, replacing the account's earlier one (which stops
+    /// matching). Its wrong attempts carry over while the earlier code is live and unused.
+    public func replace(tenant: UUID, user: UUID, codeHash: [UInt8], lifetime: Int, on connection: PostgresConnection) throws {
         try connection.query("""
-            WITH account AS (
-                SELECT id, display_name FROM users
-                WHERE deleted_at IS NULL AND ((\(email)::text IS NOT NULL AND email = \(email)) OR (\(phone)::text IS NOT NULL AND phone = \(phone)))
-                LIMIT 1),
-            reset AS (
-                INSERT INTO password_resets (tenant_id, user_id, code_hash, expires_at)
-                SELECT \(tenant), id, sha256(convert_to('password-reset:' || id::text || ':' || \(code)::text, 'UTF8')),
-                       now() + \(lifetime) * interval '1 second'
-                FROM account
-                ON CONFLICT (tenant_id, user_id) DO UPDATE
-                SET code_hash = excluded.code_hash, created_at = now(), expires_at = excluded.expires_at, used_at = NULL,
-                    attempts = CASE WHEN password_resets.expires_at > now() AND password_resets.used_at IS NULL
-                                    THEN password_resets.attempts ELSE 0 END
-                RETURNING user_id),
-            queued AS (
-                INSERT INTO outbox (tenant_id, channel, recipient, template, data)
-                SELECT \(tenant), \(email == nil ? "sms" : "email"), \(email ?? phone ?? ""), 'password_reset',
-                       jsonb_build_object('code', \(code)::text, 'display_name', a.display_name, 'expires_in_s', \(lifetime)::int)
-                FROM account a JOIN reset r ON r.user_id = a.id
-                RETURNING id)
-            INSERT INTO outbox_jobs (outbox_id, tenant_id) SELECT id, \(tenant) FROM queued
+            INSERT INTO password_resets (tenant_id, user_id, code_hash, expires_at)
+            VALUES (\(tenant), \(user), \(Data(codeHash)), now() + \(lifetime) * interval '1 second')
+            ON CONFLICT (tenant_id, user_id) DO UPDATE
+            SET code_hash = excluded.code_hash, created_at = now(), expires_at = excluded.expires_at, used_at = NULL,
+                attempts = CASE WHEN password_resets.expires_at > now() AND password_resets.used_at IS NULL
+                                THEN password_resets.attempts ELSE 0 END
             """)
     }
 

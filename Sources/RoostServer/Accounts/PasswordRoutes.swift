@@ -212,11 +212,20 @@ struct PasswordResetJobs: Sendable {
         try await runner.drain(.passwordReset, pool: pool, perBatch: Self.perBatch,
                                claim: { try PasswordResetStore().claimDue(limit: Self.perBatch, tenant: tenant, on: $0) },
                                handle: { job, connection -> Bool? in
-                                   let store = PasswordResetStore()
-                                   guard let address = try store.take(job.id, on: connection) else { return nil }
-                                   try store.request(tenant: job.tenant, email: address.email, phone: address.phone, code: PasswordRoutes.generateCode(),
-                                                     lifetime: PasswordRoutes.codeLifetime, on: connection)
+                                   guard let address = try PasswordResetStore().take(job.id, on: connection) else { return nil }
+                                   try Self.send(to: address, tenant: job.tenant, on: connection)
                                    return true
                                }).count
+    }
+
+    /// The code and its message, when an account has the address (nothing otherwise).
+    private static func send(to address: (email: String?, phone: String?), tenant: UUID, on connection: PostgresConnection) throws {
+        guard let user = try UserStore().find(email: address.email, phone: address.phone, on: connection) else { return }
+        let code = PasswordRoutes.generateCode()
+        try PasswordResetStore().replace(tenant: tenant, user: user.id, codeHash: PasswordRoutes.hash(code, user: user.id),
+                                         lifetime: PasswordRoutes.codeLifetime, on: connection)
+        let data = "{\"code\":\"\(code)\",\"display_name\":\(JSONString.quote(user.displayName)),\"expires_in_s\":\(PasswordRoutes.codeLifetime)}"
+        try OutboxStore().enqueue(tenant: tenant, email: address.email, phone: address.phone, template: "password_reset", data: RawJSON(data),
+                                  on: connection)
     }
 }
