@@ -83,16 +83,16 @@ actor AccountExport: ResponseBodySource {
                 let home = try UserStore().home(user: user.id, on: connection)
                 let devices = try DeviceStore().list(user: user.id, on: connection).map { device in
                     "{\"id\":\"\(device.id.uuidString.lowercased())\",\"platform\":\(JSONString.quote(device.platform)),"
-                        + "\"token\":\(JSONString.quote(String(device.token.prefix(6)) + "…")),\"created_at\":\(JSONString.quote(CheckinAlerts.time(device.createdAt)))}"
+                        + "\"token\":\(JSONString.quote(String(device.token.prefix(6)) + "…")),\"created_at\":\(JSONString.quote(APIJSON.time(device.createdAt)))}"
                 }
                 let sessions = try UserStore().sessions(of: user.id, on: connection).map { session in
-                    "{\"id\":\"\(session.id.uuidString.lowercased())\",\"created_at\":\(JSONString.quote(CheckinAlerts.time(session.createdAt))),"
-                        + "\"last_used_at\":\(JSONString.quote(CheckinAlerts.time(session.lastUsedAt))),"
+                    "{\"id\":\"\(session.id.uuidString.lowercased())\",\"created_at\":\(JSONString.quote(APIJSON.time(session.createdAt))),"
+                        + "\"last_used_at\":\(JSONString.quote(APIJSON.time(session.lastUsedAt))),"
                         + "\"client\":\(session.client.map(JSONString.quote) ?? "null"),\"address\":\(session.network.map(JSONString.quote) ?? "null")}"
                 }
                 let contacts = try OutsideContactStore.emergency.contacts(owner: user.id, after: nil, limit: 100, on: connection)
                     .map { String(decoding: try APIJSON.encode(OutsideContactView(contact: $0)), as: UTF8.self) }
-                return "{\"exported_at\":\(JSONString.quote(CheckinAlerts.time(Date()))),"
+                return "{\"exported_at\":\(JSONString.quote(APIJSON.time(Date()))),"
                     + "\"user\":\(String(decoding: try APIJSON.encode(UserView(user)), as: UTF8.self)),"
                     + "\"home\":\(String(decoding: try APIJSON.encode(home), as: UTF8.self)),"
                     + "\"memberships\":[\(try ExportStore().memberships(of: user.id, on: connection).joined(separator: ","))],"

@@ -58,9 +58,9 @@ enum CheckinAlerts {
         let store = CheckinStore()
         let place = location ?? checkin.location
         let details = "{\"checkin_id\":\"\(checkin.id.uuidString.lowercased())\","
-            + "\"location_at\":\(checkin.locationAt.map { JSONString.quote(Self.time($0)) } ?? "null"),"
+            + "\"location_at\":\(checkin.locationAt.map { JSONString.quote(APIJSON.time($0)) } ?? "null"),"
             + "\"battery\":\(checkin.battery.map(String.init) ?? "null"),"
-            + "\"due_at\":\(JSONString.quote(Self.time(checkin.dueAt))),"
+            + "\"due_at\":\(JSONString.quote(APIJSON.time(checkin.dueAt))),"
             + "\"trail\":\(try store.trailJSON(of: checkin.id, limit: trailPointsInAlert, on: connection))}"
         var raised: [Raised] = []
         if hidden {
@@ -147,5 +147,4 @@ enum CheckinAlerts {
                                        RateLimit(key + ":day", limit: contactMessagesPerDay, window: Throttle.day), on: connection)
     }
 
-    static func time(_ date: Date) -> String { date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true)) }
 }

@@ -54,7 +54,7 @@ struct StartCheckin: UserUseCase {
         let checkin = try store.create(tenant: user.tenantID, user: user.id, new, on: connection)
         try store.schedule(checkin.id, tenant: user.tenantID, at: CheckinPolicy.firstLook(CheckinPolicy.Clock(checkin)), on: connection)
         let data = "{\"id\":\"\(checkin.id.uuidString.lowercased())\",\"user\":{\"id\":\"\(user.id.uuidString.lowercased())\","
-            + "\"display_name\":\(JSONString.quote(user.displayName))},\"due_at\":\(JSONString.quote(CheckinAlerts.time(checkin.dueAt))),"
+            + "\"display_name\":\(JSONString.quote(user.displayName))},\"due_at\":\(JSONString.quote(APIJSON.time(checkin.dueAt))),"
             + "\"note\":\(JSONString.quote(checkin.note))}"
         try CheckinAlerts.announce(checkin, event: .checkinStarted, data: data, tenant: user.tenantID, on: connection)
         return checkin
@@ -120,7 +120,7 @@ struct ExtendCheckin: OwnCheckinChange {
         let store = CheckinStore()
         let extended = try store.extend(checkin.id, dueInSeconds: seconds, on: connection)
         try store.reschedule(checkin.id, at: CheckinPolicy.firstLook(CheckinPolicy.Clock(extended)), on: connection)
-        let data = CheckinAlerts.eventData(extended, name: user.displayName, "\"due_at\":\(JSONString.quote(CheckinAlerts.time(extended.dueAt)))")
+        let data = CheckinAlerts.eventData(extended, name: user.displayName, "\"due_at\":\(JSONString.quote(APIJSON.time(extended.dueAt)))")
         try CheckinAlerts.announce(extended, event: .checkinExtended, data: data, tenant: user.tenantID, on: connection)
         return extended
     }

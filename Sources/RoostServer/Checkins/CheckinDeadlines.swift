@@ -53,8 +53,8 @@ struct CheckinDeadlines: Sendable {
             return .rescheduled
         case .prompt(let missAt):
             try store.prompt(checkin.id, at: now, missAt: missAt, on: connection)
-            let data = "{\"checkin_id\":\"\(checkin.id.uuidString.lowercased())\",\"due_at\":\(JSONString.quote(CheckinAlerts.time(checkin.dueAt))),"
-                + "\"miss_at\":\(JSONString.quote(CheckinAlerts.time(missAt))),\"note\":\(JSONString.quote(checkin.note))}"
+            let data = "{\"checkin_id\":\"\(checkin.id.uuidString.lowercased())\",\"due_at\":\(JSONString.quote(APIJSON.time(checkin.dueAt))),"
+                + "\"miss_at\":\(JSONString.quote(APIJSON.time(missAt))),\"note\":\(JSONString.quote(checkin.note))}"
             try OutboxStore().enqueuePushes(to: checkin.userID, template: "checkin_prompt",
                                             data: RawJSON("{\"critical\":true,\"checkin\":\(data)}"), on: connection)
             try GroupEventLog.notifyUser(tenant: job.tenant, user: checkin.userID, event: .checkinPrompt, data: data, on: connection)

@@ -26,7 +26,7 @@ enum CheckinRequests {
         func person(_ id: UUID, _ name: String) -> String {
             "{\"id\":\"\(id.uuidString.lowercased())\",\"display_name\":\(JSONString.quote(name))}"
         }
-        func time(_ date: Date?) -> String { date.map { JSONString.quote(CheckinAlerts.time($0)) } ?? "null" }
+        func time(_ date: Date?) -> String { date.map { JSONString.quote(APIJSON.time($0)) } ?? "null" }
         return "{\"id\":\"\(request.id.uuidString.lowercased())\",\"group_id\":\"\(request.groupID.uuidString.lowercased())\","
             + "\"requester\":\(person(request.requesterID, request.requesterName)),\"addressee\":\(person(request.addresseeID, request.addresseeName)),"
             + "\"note\":\(JSONString.quote(request.note)),\"status\":\(JSONString.quote(request.status)),\"created_at\":\(time(request.createdAt)),"

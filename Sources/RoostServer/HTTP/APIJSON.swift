@@ -11,10 +11,13 @@ public enum APIJSON {
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         encoder.dateEncodingStrategy = .custom { date, encoder in
             var container = encoder.singleValueContainer()
-            try container.encode(date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true)))
+            try container.encode(time(date))
         }
         return Array(try encoder.encode(value))
     }
+
+    /// A time as API.md writes one, for JSON assembled by hand.
+    public static func time(_ date: Date) -> String { date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true)) }
 
     public static func response<Value: Encodable>(_ status: HTTPStatus, _ value: Value) throws -> HTTPResponse {
         .json(status, try encode(value))

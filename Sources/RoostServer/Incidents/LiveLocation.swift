@@ -47,7 +47,7 @@ enum LiveLocationNotice {
         let data = "{\"group_id\":\"\(group.uuidString.lowercased())\",\"seq\":\(seq),\"user_id\":\"\(point.userID.uuidString.lowercased())\","
             + "\"lat\":\(number(point.lat)),\"lon\":\(number(point.lon)),\"accuracy_m\":\(number(point.accuracyM)),"
             + "\"battery\":\(point.battery.map(String.init) ?? "null"),"
-            + "\"at\":\"\(point.at.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true)))\"}"
+            + "\"at\":\"\(APIJSON.time(point.at))\"}"
         try GroupEventLog.notifyGroup(tenant: tenant, group: group, event: .locationUpdated, data: data,
                                       hiddenFrom: try MessageStore().hiddenFrom(group: group, seq: seq, on: connection), on: connection)
     }
