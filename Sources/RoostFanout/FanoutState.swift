@@ -500,18 +500,11 @@ public struct FanoutState<Sink> {
             sinks.reserveCapacity(receivers.count)
             // In place, one lookup per subscriber: the hot loop of every delivery copies no
             // subscriber (a copy of one is a cursor's worth of retains).
-            if let hiddenFrom {
-                // Rare (a duress alert and what follows it): the walker's streams never see it,
-                // and their cursors skip the seq like one that was never theirs.
-                for id in receivers {
-                    guard let index = subscribers.index(forKey: id), subscribers.values[index].user != hiddenFrom else { continue }
-                    if let sink = subscribers.values[index].live(group, seq, frame) { sinks.append(sink) }
-                }
-            } else {
-                for id in receivers {
-                    guard let index = subscribers.index(forKey: id) else { continue }
-                    if let sink = subscribers.values[index].live(group, seq, frame) { sinks.append(sink) }
-                }
+            // An event hidden from one user (a duress alert and what follows it) passes that
+            // user's streams by; their cursors skip the seq like one that was never theirs.
+            for id in receivers {
+                guard let index = subscribers.index(forKey: id), hiddenFrom == nil || subscribers.values[index].user != hiddenFrom else { continue }
+                if let sink = subscribers.values[index].live(group, seq, frame) { sinks.append(sink) }
             }
         }
         var actions: [FanoutAction<Sink>] = sinks.isEmpty ? [] : [.send(frame, to: sinks)]
