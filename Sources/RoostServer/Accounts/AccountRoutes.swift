@@ -54,11 +54,28 @@ struct AccountRoutes: Sendable {
 
     /// Who a request comes from, as throttles count it: the client address (behind a trusted
     /// proxy, the one it names), an IPv6 address by its /64.
-    /// What a new session records of where it came from: the client (`User-Agent`) and the
-    /// network of the address (`TrustedProxies.network`).
-    func sessionOrigin(_ context: RequestContext) -> (client: String?, network: String) {
+    /// A session about to begin for a request (sign-up, sign-in, a reset): its token, shown once,
+    /// and what it records of where it came from, the client (`User-Agent`) and the network of
+    /// the address (`TrustedProxies.network`). `create` writes it in the caller's transaction.
+    struct NewSession: Sendable {
+        let text: String
+        let token: TenantToken
+        let lifetime: Int
+        let client: String?
+        let network: String
+
+        /// The session's row; its expiry.
+        func create(user: UUID, on connection: PostgresConnection) throws -> Date {
+            try UserStore().createSession(tenant: token.tenant, tokenHash: token.hash, user: user, lifetime: lifetime, client: client, network: network,
+                                          on: connection)
+        }
+    }
+
+    func newSession(tenant: UUID, _ context: RequestContext) -> NewSession {
+        let (text, token) = TenantToken.generate(tenant: tenant)
         let address = proxies.client(peer: context.peer, forwardedFor: context.request.headers["X-Forwarded-For"])
-        return (context.request.headers["User-Agent"].map { String($0.prefix(200)) }, TrustedProxies.network(address))
+        return NewSession(text: text, token: token, lifetime: min(sessionLifetime, sessionMaxAge),
+                          client: context.request.headers["User-Agent"].map { String($0.prefix(200)) }, network: TrustedProxies.network(address))
     }
 
     func throttleAddress(_ context: RequestContext) -> String {
@@ -148,9 +165,7 @@ struct AccountRoutes: Sendable {
         let password = body.password
         let hasher = self.hasher
         let passwordHash = try await gate.run(address: throttleAddress(context)) { hasher.hash(password) }
-        let (text, token) = TenantToken.generate(tenant: tenant.id)
-        let lifetime = min(sessionLifetime, sessionMaxAge)
-        let (client, network) = sessionOrigin(context)
+        let session = newSession(tenant: tenant.id, context)
         let redeeming = invitationHash
         do {
             let (user, expires) = try await pool.withConnection { connection in
@@ -166,12 +181,10 @@ struct AccountRoutes: Sendable {
                         try RedeemInvitation.join(invitation, user: user, on: connection)
                         user = try UserStore().find(id: user.id, on: connection)!
                     }
-                    let expires = try UserStore().createSession(tenant: tenant.id, tokenHash: token.hash, user: user.id, lifetime: lifetime,
-                                                                client: client, network: network, on: connection)
-                    return (user, expires)
+                    return (user, try session.create(user: user.id, on: connection))
                 }
             }
-            return try APIJSON.response(.created, SessionView(user: UserView(user), token: text, expiresAt: expires))
+            return try APIJSON.response(.created, SessionView(user: UserView(user), token: session.text, expiresAt: expires))
         } catch let error as DatabaseError where error.code == .uniqueViolation {
             let field = error.constraint?.contains("phone") == true ? "phone" : "email"
             throw APIError(.conflict, code: "conflict", message: "an account with that \(field) already exists here", field: field)
@@ -251,16 +264,11 @@ struct AccountRoutes: Sendable {
             let fresh = try await gate.run(address: address) { hasher.hash(password) }
             try await pool.withConnection { try $0.withTenantTransaction(tenant.id) { try UserStore().updatePasswordHash(fresh, user: user.id, on: $0) } }
         }
-        let (text, token) = TenantToken.generate(tenant: tenant.id)
-        let lifetime = min(sessionLifetime, sessionMaxAge)
-        let (client, network) = sessionOrigin(context)
+        let session = newSession(tenant: tenant.id, context)
         let expires = try await pool.withConnection { connection in
-            try connection.withTenantTransaction(tenant.id) {
-                try UserStore().createSession(tenant: tenant.id, tokenHash: token.hash, user: user.id, lifetime: lifetime,
-                                              client: client, network: network, on: $0)
-            }
+            try connection.withTenantTransaction(tenant.id) { try session.create(user: user.id, on: $0) }
         }
-        return try APIJSON.response(.ok, SessionView(user: UserView(user), token: text, expiresAt: expires))
+        return try APIJSON.response(.ok, SessionView(user: UserView(user), token: session.text, expiresAt: expires))
     }
 
     /// Whether `password` is the signed-in user's, for requests that ask for it again (erasing

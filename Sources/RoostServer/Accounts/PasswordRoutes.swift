@@ -140,18 +140,15 @@ struct PasswordRoutes: Sendable {
         }
         let hasher = accounts.hasher
         let fresh = try await accounts.gate.run(address: address) { hasher.hash(password) }
-        let (text, token) = TenantToken.generate(tenant: tenant.id)
-        let lifetime = min(accounts.sessionLifetime, accounts.sessionMaxAge)
-        let (client, network) = accounts.sessionOrigin(context)
+        let session = accounts.newSession(tenant: tenant.id, context)
         let (updated, expires) = try await accounts.pool.withConnection { connection in
             try connection.withTenantTransaction(tenant.id) { connection -> (User, Date) in
                 try Self.setPassword(fresh, of: user, keeping: nil, on: connection)
-                let expires = try UserStore().createSession(tenant: tenant.id, tokenHash: token.hash, user: user.id, lifetime: lifetime,
-                                                            client: client, network: network, on: connection)
+                let expires = try session.create(user: user.id, on: connection)
                 return (try UserStore().find(id: user.id, on: connection) ?? user, expires)
             }
         }
-        return try APIJSON.response(.ok, AccountRoutes.SessionView(user: UserView(updated), token: text, expiresAt: expires))
+        return try APIJSON.response(.ok, AccountRoutes.SessionView(user: UserView(updated), token: session.text, expiresAt: expires))
     }
 
     /// A wrong code counts against its address's limit (the one that reaches it is still answered
