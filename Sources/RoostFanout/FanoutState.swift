@@ -12,6 +12,8 @@ public struct SubscriberID: Hashable, Sendable, CustomStringConvertible {
 /// the user is still in the group and still signed in).
 public enum ReplayPage: Sendable, Equatable {
     case events([StreamEvent])
+    /// Retention purged events after the replay's position: the group's first kept seq.
+    case expired(oldestSeq: Int64)
     case notMember
     case sessionEnded
 }
@@ -263,6 +265,11 @@ public struct FanoutState<Sink> {
                 read.group, token: read.token, page: events.map { (seq: $0.seq, frame: StreamFrames.event($0)) }, complete: complete)
             for frame in frames { actions.append(.send(frame, to: [subscriber.sink])) }
             if complete { subscribers[read.subscriber]!.replay!.next += 1 }
+        case .expired(let oldest):
+            // The client learns it missed events for good, then gets everything kept, in order.
+            if subscribers[read.subscriber]!.cursor!.replaySkipped(read.group, token: read.token, to: oldest - 1) {
+                actions.append(.send(StreamFrames.reset(read.group, oldestSeq: oldest), to: [subscriber.sink]))
+            }
         }
         continueReplay(read.subscriber, into: &actions)
         return actions

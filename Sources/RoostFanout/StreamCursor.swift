@@ -142,6 +142,14 @@ public struct StreamCursor<Frame> {
         return out
     }
 
+    /// Replay `token` of `group` found everything through `seq` purged: it goes on from there.
+    /// False when that replay is over for the group, or already past `seq`.
+    public mutating func replaySkipped(_ group: UUID, token: Int, to seq: Int64) -> Bool {
+        guard case .replaying(let last, let seen, let current, let held)? = groups[group], current == token, last < seq else { return false }
+        groups[group] = .replaying(last: seq, seen: seen, token: token, held: held)
+        return true
+    }
+
     /// Replay `token` read `group` and found the user no longer in it: the group ends here, unless
     /// the hub has meanwhile made it live again (a join after the removal the read saw).
     public mutating func replayFoundGone(_ group: UUID, token: Int) {

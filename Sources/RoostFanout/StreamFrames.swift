@@ -19,6 +19,10 @@ public enum StreamFrames {
         WebSocketFrameEncoder.text(StreamFrameJSON.groups(type: type, userID: userID, groups))
     }
 
+    public static func reset(_ group: UUID, oldestSeq: Int64) -> [UInt8] {
+        WebSocketFrameEncoder.text(StreamFrameJSON.reset(group, oldestSeq: oldestSeq))
+    }
+
     public static func error(code: String, message: String) -> [UInt8] {
         WebSocketFrameEncoder.text(StreamFrameJSON.error(code: code, message: message))
     }

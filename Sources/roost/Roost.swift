@@ -13,6 +13,7 @@ struct Roost {
           migrate                    apply database migrations and exit
           tenant create SLUG --name NAME [--registration open|invite_only]
           tenant update SLUG [--name NAME] [--registration open|invite_only] [--sms-prefixes +45,+46|all]
+                                     [--retention-days DAYS|none]
           tenant list
           outbox list --failed       deliveries that ran out of attempts (id, tenant, channel, template, attempts, last error)
           outbox retry ID            queue a failed delivery again with a fresh set of attempts
@@ -31,12 +32,15 @@ struct Roost {
     static let tenantUsage = """
         Usage: roost tenant create SLUG --name NAME [--registration open|invite_only]
                roost tenant update SLUG [--name NAME] [--registration open|invite_only] [--sms-prefixes +45,+46|all]
+                                        [--retention-days DAYS|none]
                roost tenant list
 
         Options:
           --name NAME                        the tenant's name, 1 to 200 characters (required by create)
           --registration open|invite_only    who may register: anyone, or only invited people (default: open)
           --sms-prefixes +45,+46|all         the countries (E.164 prefixes) invitations and codes go to by SMS (default: all)
+          --retention-days DAYS|none         days the groups keep messages, alerts and answers, 1 to 36500 (a group's
+                                             owner may keep them for less; open alerts stay); none: for good (default)
         """ + databaseNote
 
     static let outboxUsage = """
@@ -54,7 +58,8 @@ struct Roost {
 
           list --failed    jobs that failed too often and wait for an operator, one a line: kind, id, tenant,
                            attempts, last error (tab-separated); kinds: checkin_deadline, bridge_watch,
-                           alert_escalation, live_location, checkin_request_expiry, password_reset, outbox
+                           alert_escalation, live_location, checkin_request_expiry, password_reset, retention,
+                           outbox
           retry KIND ID    run a parked job again with a fresh set of attempts (outbox: as roost outbox retry)
         """ + databaseNote
 
@@ -124,10 +129,12 @@ struct Roost {
             let name = try take("--name", from: &arguments)
             let registration = try take("--registration", from: &arguments)
             let prefixes = try take("--sms-prefixes", from: &arguments)
+            let retention = try take("--retention-days", from: &arguments)
             let tenant = try await RoostCommands.updateTenant(load(arguments), slug: slug, name: name, registration: registration,
-                                                              smsPrefixes: prefixes)
+                                                              smsPrefixes: prefixes, retentionDays: retention)
             print("updated tenant \(tenant.slug): name \(tenant.name), registration \(tenant.registration.rawValue)"
-                  + (prefixes.map { ", SMS to \($0)" } ?? ""))
+                  + (prefixes.map { ", SMS to \($0)" } ?? "")
+                  + (retention.map { _ in ", history kept " + (tenant.retentionDays.map { "\($0) days" } ?? "for good") } ?? ""))
         case "list":
             for tenant in try await RoostCommands.listTenants(load(arguments)) {
                 print("\(tenant.slug)\t\(tenant.id.uuidString.lowercased())\t\(tenant.registration.rawValue)\t\(tenant.name)")

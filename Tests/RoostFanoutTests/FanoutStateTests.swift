@@ -280,6 +280,27 @@ struct FanoutStateTests {
         #expect(node.events(1) == [3, 4, 5, 6, 7, 8])
     }
 
+    @Test func aResumeBehindRetentionGetsResetThenEverythingKeptInOrder() {
+        var node = Node(replayPageSize: 3)
+        let id = connect(&node, sink: 1, user: ann, groups: [(oak, 9)])
+        node.apply(node.state.resume(id, cursors: [(oak, 2)], now: 1))
+        // The first page finds events 3...5 purged: the client is told, and the replay reads on from 5.
+        node.apply(node.state.replayRead(node.replayReads[0], .expired(oldestSeq: 6)))
+        let reset = node.frames[1]?.last
+        #expect(reset?["type"] as? String == "reset" && reset?["group_id"] as? String == oak.uuidString.lowercased())
+        #expect(reset?["oldest_seq"] as? Int == 6)
+        #expect(node.replayReads.count == 2 && node.replayReads[1].after == 5)
+        node.apply(node.state.replayRead(node.replayReads[1], .events((6...8).map { event(oak, $0) })))
+        // A purge that overtakes the replay between pages is a second reset, and nothing repeats.
+        node.apply(node.state.replayRead(node.replayReads[2], .expired(oldestSeq: 8)))
+        #expect(node.frames[1]?.last?["type"] as? String == "event", "a purge below what was sent needs no reset")
+        node.apply(node.state.replayRead(node.replayReads[3], .expired(oldestSeq: 10)))
+        #expect(node.frames[1]?.last?["oldest_seq"] as? Int == 10)
+        node.apply(node.state.replayRead(node.replayReads[4], .events([event(oak, 10)])))
+        #expect(node.events(1) == [6, 7, 8, 10])
+        #expect(node.frames[1]?.map { $0["type"] as? String ?? "" } == ["ready", "reset", "event", "event", "event", "reset", "event", "resumed"])
+    }
+
     @Test func aReplayThatFindsTheSessionEndedClosesAndOneThatFailsSaysTryAgain() {
         var node = Node()
         let id = connect(&node, sink: 1, user: ann, groups: [(oak, 7)])

@@ -39,7 +39,7 @@ struct APISpecTests {
         #expect(summary["unresolved"] as? [String] == [])
         #expect(summary["duplicate_operation_ids"] as? [String] == [])
         #expect(summary["events_agree"] as? Bool == true)
-        #expect(summary["stream_messages"] as? [String] == ["error", "event", "notice", "ready", "resume", "resumed"])
+        #expect(summary["stream_messages"] as? [String] == ["error", "event", "notice", "ready", "reset", "resume", "resumed"])
     }
 
     /// Drives every kind of group event and the notices through a real stream, then validates
@@ -132,6 +132,22 @@ struct APISpecTests {
             frames.append(text)
             if text.contains(#""group.removed""#) { break }
         }
+        // Retention purges the group's first events: a resume from the start is told `reset`.
+        let gid = try #require(UUID(uuidString: group))
+        try await api.inTenant { _, connection in
+            try connection.query("UPDATE group_events SET created_at = now() - interval '3 days' WHERE group_id = \(gid) AND seq <= 3")
+        }
+        let slug = api.tenant
+        _ = try await api.pool.withConnection { connection in try connection.withTransaction { try Retention.setTenant(slug: slug, days: 2, on: $0) } }
+        let purges = RetentionJobs(pool: api.pool, runner: JobRunner(metrics: JobMetrics(), log: Log(level: .error)))
+        for _ in 0..<600 where try await api.inTenant({ _, connection in try RetentionStore().oldestSeq(group: gid, on: connection) }) != 4 {
+            try await purges.runOnce(tenant: tenant)  // until done, whichever node of another suite claimed it meanwhile
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        ownerStream.sendText(#"{"type":"resume","cursors":{"\#(group)":0}}"#)
+        let reset = try #require(await ownerStream.receiveText())
+        #expect(reset.contains(#""type":"reset""#), "\(reset)")
+        frames.append(reset)
 
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("roost-frames-\(UUID().uuidString).jsonl")
         defer { try? FileManager.default.removeItem(at: file) }

@@ -75,6 +75,28 @@ struct TenantRoutesTests {
         #expect(try await patch("/v1/admin/tenants/no-such-\(slug)", #"{"name":"X"}"#).status == 404)
         #expect(try await patch("/v1/admin/tenants/'%3B--", #"{"name":"X"}"#).status == 404)
         #expect(try await patch("/v1/admin/tenants/\(slug)", #"{"name":"X"}"#, token: "wrong").status == 401)
+
+        // Retention: set (every group is scheduled for a purge at once), refused out of range, cleared with null.
+        let tenant = try #require(try TenantStore().find(slug: slug, on: TestDatabase.migratedConnection()))
+        let group = try await pool.withConnection { connection in
+            try connection.withTenantTransaction(tenant.id) { connection in
+                let owner = try connection.query("INSERT INTO users (tenant_id, email, display_name) VALUES (\(tenant.id), 'ann@example.org', 'Ann') RETURNING id").rows[0]
+                    .decode(UUID.self, "id")
+                return try GroupStore().create(tenant: tenant.id, owner: owner, name: "Kept Close", description: "", on: connection).id
+            }
+        }
+        let kept = try await patch("/v1/admin/tenants/\(slug)", #"{"retention_days":30}"#)
+        #expect(kept.status == 200 && kept.text.contains(#""retention_days":30"#), "\(kept.text)")
+        // Scheduled (due at once; a node of another suite may already have run it, RetentionTests sees it purge).
+        let scheduled = try await pool.withConnection { connection in
+            try connection.query("SELECT 1 FROM retention_jobs WHERE group_id = \(group)").first != nil
+        }
+        #expect(scheduled)
+        #expect(try await patch("/v1/admin/tenants/\(slug)", #"{"retention_days":0}"#).status == 400)
+        #expect(try await patch("/v1/admin/tenants/\(slug)", #"{"retention_days":"30"}"#).status == 400)
+        let forever = try await patch("/v1/admin/tenants/\(slug)", #"{"retention_days":null}"#)
+        #expect(forever.status == 200 && forever.text.contains(#""retention_days":null"#))
+        #expect(try TenantStore().find(slug: slug, on: TestDatabase.migratedConnection())?.retentionDays == nil)
         await test.stop()
     }
 

@@ -128,6 +128,29 @@ public struct GroupEventLog: Sendable {
         }
     }
 
+    /// A resume's page: `limit` events after `seq`, oldest first, as `streamEvents` reads them;
+    /// or, when retention has purged events after `seq` (the cursor fell behind the group's
+    /// first kept seq), `expired` with that seq. One statement, so one snapshot: a purge
+    /// committing meanwhile is seen whole or not at all, never as a page with a hole.
+    public func resumeEvents(group: UUID, after seq: Int64, limit: Int, on connection: PostgresConnection) throws -> ResumePage {
+        let rows = try connection.query("""
+            SELECT g.purged_through, e.seq, e.event, e.at, e.data, e.hidden_from FROM groups g LEFT JOIN LATERAL (
+                SELECT seq, event, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS at, data::text AS data, hidden_from
+                FROM group_events WHERE group_id = g.id AND seq > \(seq) AND g.purged_through <= \(seq) ORDER BY seq LIMIT \(limit)
+            ) e ON true
+            WHERE g.id = \(group) ORDER BY e.seq
+            """).rows
+        guard let first = rows.first else { return .events([]) }
+        let purgedThrough = try first.decode(Int64.self, "purged_through")
+        guard purgedThrough <= seq else { return .expired(oldestSeq: purgedThrough + 1) }
+        return .events(try rows.compactMap { row -> StreamEvent? in
+            guard let eventSeq = try row.decode(Int64?.self, "seq") else { return nil }
+            return StreamEvent(group: group, seq: eventSeq, event: GroupEventKind(try row.decode(String.self, "event")),
+                               at: try row.decode(String.self, "at"), data: try row.decode(String.self, "data"),
+                               hiddenFrom: try row.decode(UUID?.self, "hidden_from"))
+        })
+    }
+
     /// Events after `seq`, oldest first (resume over REST and over the stream).
     public func events(group: UUID, after seq: Int64, limit: Int, on connection: PostgresConnection)
         throws -> [(seq: Int64, event: String, at: Date, data: String)]
@@ -140,4 +163,11 @@ public struct GroupEventLog: Sendable {
              try $0.decode(String.self, "data"))
         }
     }
+}
+
+/// A resume's read of a group's log (`GroupEventLog.resumeEvents`).
+public enum ResumePage: Sendable, Equatable {
+    case events([StreamEvent])
+    /// Events after the cursor were purged: the client reloads, and may resume from `oldestSeq - 1`.
+    case expired(oldestSeq: Int64)
 }

@@ -12,6 +12,10 @@ public struct WatchGroup: Sendable, Equatable {
     public let escalateAfterSeconds: Int?
     /// Members whose home is this near an alert get its push marked critical.
     public let nearbyMeters: Int
+    /// The group's own retention in days (its tenant's may be shorter); nil: the tenant's.
+    public let retentionDays: Int?
+    /// The first seq retention has kept: a cursor below `oldestSeq - 1` has missed events.
+    public let oldestSeq: Int64
 }
 
 /// A group setting a change may leave alone, set, or (where it may be null) clear.
@@ -64,17 +68,20 @@ public struct GroupStore: Sendable {
         try GroupEventLog().append(tenant: tenant, group: id, event: .memberJoined, actorType: "user", actorID: owner,
                                        data: RawJSON(data), subject: owner, on: connection)
         try TemplateStore().replace(tenant: tenant, group: id, with: TemplateStore.defaults, on: connection)
+        try RetentionStore().scheduleIfKept(tenant: tenant, group: id, on: connection)
         return try group(id: id, on: connection)!
     }
 
     public func group(id: UUID, on connection: PostgresConnection) throws -> WatchGroup? {
         try connection.query("""
-            SELECT id, name, description, last_seq, created_at, escalate_after_s, nearby_m FROM groups WHERE id = \(id)
+            SELECT id, name, description, last_seq, created_at, escalate_after_s, nearby_m, retention_days, purged_through + 1 AS oldest_seq
+            FROM groups WHERE id = \(id)
             """).first.map {
             WatchGroup(id: try $0.decode(UUID.self, "id"), name: try $0.decode(String.self, "name"),
                        description: try $0.decode(String.self, "description"), lastSeq: try $0.decode(Int64.self, "last_seq"),
                        createdAt: try $0.decode(Date.self, "created_at"), escalateAfterSeconds: try $0.decode(Int?.self, "escalate_after_s"),
-                       nearbyMeters: try $0.decode(Int.self, "nearby_m"))
+                       nearbyMeters: try $0.decode(Int.self, "nearby_m"), retentionDays: try $0.decode(Int?.self, "retention_days"),
+                       oldestSeq: try $0.decode(Int64.self, "oldest_seq"))
         }
     }
 
@@ -212,14 +219,18 @@ extension GroupStore {
 
     /// Changes a group's name, description and settings; nil (or `.unchanged`) leaves a field as it is.
     public func update(group: UUID, name: String?, description: String?, escalateAfterSeconds: SettingChange<Int?> = .unchanged,
-                       nearbyMeters: Int? = nil, on connection: PostgresConnection) throws {
+                       nearbyMeters: Int? = nil, retentionDays: SettingChange<Int?> = .unchanged, on connection: PostgresConnection) throws {
         var escalation: Int?
         var setsEscalation = false
         if case .set(let value) = escalateAfterSeconds { (escalation, setsEscalation) = (value, true) }
+        var retention: Int?
+        var setsRetention = false
+        if case .set(let value) = retentionDays { (retention, setsRetention) = (value, true) }
         try connection.query("""
             UPDATE groups SET name = coalesce(\(name), name), description = coalesce(\(description), description),
                               escalate_after_s = CASE WHEN \(setsEscalation) THEN \(escalation)::integer ELSE escalate_after_s END,
-                              nearby_m = coalesce(\(nearbyMeters)::integer, nearby_m), updated_at = now()
+                              nearby_m = coalesce(\(nearbyMeters)::integer, nearby_m),
+                              retention_days = CASE WHEN \(setsRetention) THEN \(retention)::integer ELSE retention_days END, updated_at = now()
             WHERE id = \(group)
             """)
     }

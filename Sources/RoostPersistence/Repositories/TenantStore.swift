@@ -12,6 +12,8 @@ public struct Tenant: Sendable, Equatable, Codable {
     public let name: String
     public let registration: Registration
     public let createdAt: Date
+    /// Days a group's events are kept (a group may keep them for less); nil: for good.
+    public let retentionDays: Int?
 }
 
 /// The operator's registry of tenants (no row-level security: it holds no personal data and
@@ -33,19 +35,19 @@ public struct TenantStore: Sendable {
     public func create(slug: String, name: String, registration: Tenant.Registration, on connection: PostgresConnection) throws -> Tenant {
         let row = try connection.query("""
             INSERT INTO tenants (slug, name, registration) VALUES (\(slug), \(name), \(registration.rawValue))
-            RETURNING id, slug, name, registration, created_at
+            RETURNING id, slug, name, registration, created_at, retention_days
             """).rows[0]
         return try decode(row)
     }
 
     public func find(slug: String, on connection: PostgresConnection) throws -> Tenant? {
         try connection.query("""
-            SELECT id, slug, name, registration, created_at FROM tenants WHERE slug = \(slug)
+            SELECT id, slug, name, registration, created_at, retention_days FROM tenants WHERE slug = \(slug)
             """).first.map(decode)
     }
 
     public func list(on connection: PostgresConnection) throws -> [Tenant] {
-        try connection.query("SELECT id, slug, name, registration, created_at FROM tenants ORDER BY slug").rows.map(decode)
+        try connection.query("SELECT id, slug, name, registration, created_at, retention_days FROM tenants ORDER BY slug").rows.map(decode)
     }
 
     fileprivate func decode(_ row: PostgresRow) throws -> Tenant {
@@ -58,7 +60,8 @@ public struct TenantStore: Sendable {
             slug: try row.decode(String.self, "slug"),
             name: try row.decode(String.self, "name"),
             registration: parsed,
-            createdAt: try row.decode(Date.self, "created_at"))
+            createdAt: try row.decode(Date.self, "created_at"),
+            retentionDays: try row.decode(Int?.self, "retention_days"))
     }
 }
 
@@ -66,16 +69,25 @@ extension TenantStore {
     /// A page of tenants in slug order, starting after the slug `after` (keyset pagination).
     public func list(after: String?, limit: Int, on connection: PostgresConnection) throws -> [Tenant] {
         try connection.query("""
-            SELECT id, slug, name, registration, created_at FROM tenants
+            SELECT id, slug, name, registration, created_at, retention_days FROM tenants
             WHERE \(after)::text IS NULL OR slug > \(after) ORDER BY slug LIMIT \(limit)
             """).rows.map(decode)
     }
 }
 
 extension TenantStore {
+    /// Sets how many days the tenant's groups keep their events (nil: for good); the tenant, or
+    /// nil when no tenant has the slug.
+    public func setRetention(slug: String, days: Int?, on connection: PostgresConnection) throws -> Tenant? {
+        try connection.query("""
+            UPDATE tenants SET retention_days = \(days) WHERE slug = \(slug)
+            RETURNING id, slug, name, registration, created_at, retention_days
+            """).first.map(decode)
+    }
+
     public func find(id: UUID, on connection: PostgresConnection) throws -> Tenant? {
         try connection.query("""
-            SELECT id, slug, name, registration, created_at FROM tenants WHERE id = \(id)
+            SELECT id, slug, name, registration, created_at, retention_days FROM tenants WHERE id = \(id)
             """).first.map(decode)
     }
 }
@@ -87,7 +99,7 @@ extension TenantStore {
         try connection.query("""
             UPDATE tenants SET name = coalesce(\(name), name), registration = coalesce(\(registration?.rawValue), registration)
             WHERE slug = \(slug)
-            RETURNING id, slug, name, registration, created_at
+            RETURNING id, slug, name, registration, created_at, retention_days
             """).first.map(decode)
     }
 }

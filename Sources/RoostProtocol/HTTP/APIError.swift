@@ -7,6 +7,8 @@ public struct APIError: Error, Hashable, Sendable {
     public let field: String?
     /// Extra response headers (`Retry-After`, `Allow`, `Sec-WebSocket-Version`).
     public var headers: HTTPHeaders
+    /// Numbers the client acts on, beside the message in the error object (410's `oldest_seq`).
+    public var details: [String: Int64] = [:]
 
     public init(_ status: HTTPStatus, code: String, message: String, field: String? = nil, headers: HTTPHeaders = HTTPHeaders()) {
         self.status = status
@@ -25,13 +27,14 @@ public struct APIError: Error, Hashable, Sendable {
     public var body: [UInt8] {
         var json = "{\"error\":{\"code\":\(JSONString.quote(code)),\"message\":\(JSONString.quote(message))"
         if let field { json += ",\"field\":\(JSONString.quote(field))" }
+        for (key, value) in details.sorted(by: { $0.key < $1.key }) { json += ",\(JSONString.quote(key)):\(value)" }
         json += "}}"
         return Array(json.utf8)
     }
 
     public static func == (lhs: APIError, rhs: APIError) -> Bool {
         lhs.status == rhs.status && lhs.code == rhs.code && lhs.message == rhs.message && lhs.field == rhs.field
-            && lhs.headers == rhs.headers
+            && lhs.headers == rhs.headers && lhs.details == rhs.details
     }
 
     public func hash(into hasher: inout Hasher) {

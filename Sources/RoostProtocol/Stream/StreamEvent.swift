@@ -70,6 +70,12 @@ public enum StreamFrameJSON {
         return "{\"type\":\"\(type)\"\(user),\"groups\":[\(list)]}"
     }
 
+    /// `{"type":"reset","group_id","oldest_seq"}`: a resume's cursor for the group fell behind what
+    /// retention keeps; events from `oldest_seq` on follow.
+    public static func reset(_ group: UUID, oldestSeq: Int64) -> String {
+        "{\"type\":\"reset\",\"group_id\":\"\(group.uuidString.lowercased())\",\"oldest_seq\":\(oldestSeq)}"
+    }
+
     public static func error(code: String, message: String) -> String {
         "{\"type\":\"error\",\"code\":\(JSONString.quote(code)),\"message\":\(JSONString.quote(message))}"
     }

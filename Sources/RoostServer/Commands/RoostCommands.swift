@@ -143,10 +143,19 @@ public enum RoostCommands {
         }
     }
 
-    /// `roost tenant update`: renames a tenant or switches its registration.
+    /// `roost tenant update`: renames a tenant, switches its registration, sets the countries it
+    /// texts or how many days its groups keep their history (`none`: for good).
     public static func updateTenant(
-        _ configuration: ServerConfiguration, slug: String, name: String?, registration: String?, smsPrefixes: String? = nil
+        _ configuration: ServerConfiguration, slug: String, name: String?, registration: String?, smsPrefixes: String? = nil,
+        retentionDays: String? = nil
     ) async throws -> Tenant {
+        let retention = try retentionDays.map { text -> Int? in
+            guard text != "none" else { return nil }
+            guard let days = Int(text), Retention.days.contains(days) else {
+                throw ConfigurationError("--retention-days takes 1 to 36500 (or none), not '\(text)'")
+            }
+            return days
+        }
         let prefixes = try smsPrefixes.map { text -> [String]? in
             guard text != "all" else { return nil }
             let list = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
@@ -163,16 +172,19 @@ public enum RoostCommands {
         }
         let trimmed = name?.trimmingCharacters(in: .whitespacesAndNewlines)
         if let trimmed, !(1...200).contains(trimmed.count) { throw ConfigurationError("--name must be 1 to 200 characters") }
-        guard trimmed != nil || parsed != nil || prefixes != nil else {
-            throw ConfigurationError("tenant update needs --name, --registration or --sms-prefixes")
+        guard trimmed != nil || parsed != nil || prefixes != nil || retention != nil else {
+            throw ConfigurationError("tenant update needs --name, --registration, --sms-prefixes or --retention-days")
         }
         let (pool, _) = try await DatabaseStartup.open(configuration, log: Log(level: .warning), migrate: configuration.migrate)
         defer { pool.close() }
         let updated: Tenant?
         do {
             updated = try await pool.withConnection { connection in
-                if let prefixes, !(try TenantStore().setSMSPrefixes(slug: slug, prefixes, on: connection)) { return nil }
-                return try TenantStore().update(slug: slug, name: trimmed, registration: parsed, on: connection)
+                try connection.withTransaction { connection -> Tenant? in
+                    if let prefixes, !(try TenantStore().setSMSPrefixes(slug: slug, prefixes, on: connection)) { return nil }
+                    if let retention, try Retention.setTenant(slug: slug, days: retention, on: connection) == nil { return nil }
+                    return try TenantStore().update(slug: slug, name: trimmed, registration: parsed, on: connection)
+                }
             }
         } catch let error as DatabaseError {
             throw StartupError(error)

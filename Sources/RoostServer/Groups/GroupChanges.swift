@@ -34,19 +34,21 @@ struct CreateGroup: UserUseCase {
 
 /// The owner or an admin renames the group, changes its description, or its incident settings:
 /// how long a red alert waits before it escalates (60–3600 s, or null for never) and how near
-/// a home must be for the critical push (50–50,000 m).
+/// a home must be for the critical push (50–50,000 m); the owner alone, how many days the group
+/// keeps its history (at most the tenant's; null: the tenant's).
 struct UpdateGroup: GroupUseCase {
     let group: UUID
     let name: String?
     let description: String?
     let escalateAfterSeconds: SettingChange<Int?>
     let nearbyMeters: Int?
+    let retentionDays: SettingChange<Int?>
 
     static let escalationRange = 60...3600
     static let nearbyRange = 50...50_000
 
     init(group: UUID, name: String?, description: String?, escalateAfterSeconds: SettingChange<Int?> = .unchanged,
-         nearbyMeters: Int? = nil) throws(APIError) {
+         nearbyMeters: Int? = nil, retentionDays: SettingChange<Int?> = .unchanged) throws(APIError) {
         self.name = try name.map { value throws(APIError) in try BoundedText.validate(value, field: "name", range: 1...200) }
         self.description = try description.map { value throws(APIError) in
             try BoundedText.validate(value, field: "description", range: 0...2000, allowNewlines: true)
@@ -57,20 +59,30 @@ struct UpdateGroup: GroupUseCase {
         if let nearbyMeters, !Self.nearbyRange.contains(nearbyMeters) {
             throw APIError.invalid("nearby_m is 50 to 50000", "nearby_m")
         }
+        if case .set(let days?) = retentionDays { try Retention.validate(days: days) }
         self.group = group
         self.escalateAfterSeconds = escalateAfterSeconds
         self.nearbyMeters = nearbyMeters
+        self.retentionDays = retentionDays
     }
 
     /// The group after the change, with the caller's role.
     func run(by caller: GroupCaller, on connection: PostgresConnection) throws -> (WatchGroup, Role) {
         try caller.requireManager("only the owner and admins can change the group")
+        if case .set(let days) = retentionDays {
+            try caller.requireOwner("only the owner can change how long the group keeps its history")
+            try Retention.requireWithinTenant(days, tenant: caller.user.tenantID, on: connection)
+        }
         try GroupStore().update(group: group, name: name, description: description, escalateAfterSeconds: escalateAfterSeconds,
-                                nearbyMeters: nearbyMeters, on: connection)
+                                nearbyMeters: nearbyMeters, retentionDays: retentionDays, on: connection)
         var data = "{\"description\":\(description.map(JSONString.quote) ?? "null"),\"name\":\(name.map(JSONString.quote) ?? "null")"
         // The settings appear only when they change (null is a value of escalate_after_s: never).
         if case .set(let seconds) = escalateAfterSeconds { data += ",\"escalate_after_s\":\(seconds.map(String.init) ?? "null")" }
         if let nearbyMeters { data += ",\"nearby_m\":\(nearbyMeters)" }
+        if case .set(let days) = retentionDays {
+            data += ",\"retention_days\":\(days.map(String.init) ?? "null")"
+            if days != nil { try RetentionStore().schedule(tenant: caller.user.tenantID, group: group, on: connection) }
+        }
         try GroupEventLog().append(tenant: caller.user.tenantID, group: group, event: .groupUpdated, actorType: "user",
                                    actorID: caller.user.id, data: RawJSON(data + "}"), on: connection)
         try Audit.record(caller, group: group, "group.updated", target: ("group", group.uuidString.lowercased()), data: data + "}", on: connection)

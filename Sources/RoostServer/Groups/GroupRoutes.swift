@@ -21,12 +21,15 @@ struct GroupRoutes: Sendable {
         /// Absent: unchanged; null: no escalation.
         let escalateAfterSeconds: SettingChange<Int?>
         let nearbyMeters: Int?
+        /// Absent: unchanged; null: the tenant's retention.
+        let retentionDays: SettingChange<Int?>
         static var fieldNames: Set<String> { names(CodingKeys.self) }
 
         enum CodingKeys: String, CodingKey, CaseIterable {
             case name, description
             case escalateAfterSeconds = "escalate_after_s"
             case nearbyMeters = "nearby_m"
+            case retentionDays = "retention_days"
         }
 
         init(from decoder: any Decoder) throws {
@@ -36,6 +39,8 @@ struct GroupRoutes: Sendable {
             escalateAfterSeconds = container.contains(.escalateAfterSeconds)
                 ? .set(try container.decodeIfPresent(Int.self, forKey: .escalateAfterSeconds)) : .unchanged
             nearbyMeters = try container.decodeIfPresent(Int.self, forKey: .nearbyMeters)
+            retentionDays = container.contains(.retentionDays)
+                ? .set(try container.decodeIfPresent(Int.self, forKey: .retentionDays)) : .unchanged
         }
     }
 
@@ -131,7 +136,8 @@ struct GroupRoutes: Sendable {
         builder.add(.patch, "/v1/groups/{gid:uuid}", bodyLimit: 16 * 1024, signedIn: auth) { context, caller in
             let body = try context.decodeJSON(PatchBody.self)
             let (group, role) = try await caller.run(UpdateGroup(group: context.parameters.uuid("gid")!, name: body.name, description: body.description,
-                                                                 escalateAfterSeconds: body.escalateAfterSeconds, nearbyMeters: body.nearbyMeters))
+                                                                 escalateAfterSeconds: body.escalateAfterSeconds, nearbyMeters: body.nearbyMeters,
+                                                                 retentionDays: body.retentionDays))
             return try APIJSON.response(.ok, GroupView(group, role: role))
         }
         builder.add(.delete, "/v1/groups/{gid:uuid}", signedIn: auth) { context, caller in
@@ -151,6 +157,8 @@ struct GroupView: Encodable {
     let createdAt: Date
     let escalateAfterSeconds: Int?
     let nearbyMeters: Int
+    let retentionDays: Int?
+    let oldestSeq: Int64
 
     enum CodingKeys: String, CodingKey {
         case id, name, description, role
@@ -158,6 +166,8 @@ struct GroupView: Encodable {
         case createdAt = "created_at"
         case escalateAfterSeconds = "escalate_after_s"
         case nearbyMeters = "nearby_m"
+        case retentionDays = "retention_days"
+        case oldestSeq = "oldest_seq"
     }
 
     init(_ group: WatchGroup, role: Role) {
@@ -169,6 +179,8 @@ struct GroupView: Encodable {
         createdAt = group.createdAt
         escalateAfterSeconds = group.escalateAfterSeconds
         nearbyMeters = group.nearbyMeters
+        retentionDays = group.retentionDays
+        oldestSeq = group.oldestSeq
     }
 
     func encode(to encoder: any Encoder) throws {
@@ -181,5 +193,7 @@ struct GroupView: Encodable {
         try container.encode(createdAt, forKey: .createdAt)
         try container.encode(escalateAfterSeconds, forKey: .escalateAfterSeconds)  // null: no escalation
         try container.encode(nearbyMeters, forKey: .nearbyMeters)
+        try container.encode(retentionDays, forKey: .retentionDays)  // null: the tenant's
+        try container.encode(oldestSeq, forKey: .oldestSeq)
     }
 }

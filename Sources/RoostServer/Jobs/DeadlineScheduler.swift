@@ -8,7 +8,8 @@ import Synchronization
 /// bridges that missed two heartbeats in a row (`BridgeNotices.sweep`), red alerts nobody is
 /// coming to (`AlertEscalations`), live locations' coalesced points and idle ends
 /// (`LiveLocationJobs`), check-in requests nobody answered (`CheckinRequestExpiries`), password
-/// reset requests (`PasswordResetJobs`), and sessions past their age. Every kind claims its due jobs with
+/// reset requests (`PasswordResetJobs`), history past its group's retention (`RetentionJobs`),
+/// and sessions past their age. Every kind claims its due jobs with
 /// `FOR UPDATE SKIP LOCKED`, so nodes never take the same one, and a deadline that passed while
 /// every node was down fires on the first round of the first node up.
 ///
@@ -24,6 +25,7 @@ final class DeadlineScheduler: Sendable {
     private let checkins: CheckinDeadlines
     private let requests: CheckinRequestExpiries
     private let resets: PasswordResetJobs
+    private let retention: RetentionJobs
     private let intervalMilliseconds: Int
     private let running = Mutex<Task<Void, Never>?>(nil)
     static let perRound = 100
@@ -39,6 +41,7 @@ final class DeadlineScheduler: Sendable {
         checkins = CheckinDeadlines(pool: pool, runner: runner)
         requests = CheckinRequestExpiries(pool: pool, runner: runner)
         resets = PasswordResetJobs(pool: pool, runner: runner)
+        retention = RetentionJobs(pool: pool, runner: runner)
         self.intervalMilliseconds = intervalMilliseconds
     }
 
@@ -59,6 +62,12 @@ final class DeadlineScheduler: Sendable {
                     await attempt("live locations: a round failed; retrying") { try await liveLocations.runOnce() }
                     await attempt("check-in requests: an expiry round failed; retrying") { _ = try await requests.runOnce() }
                     await attempt("password resets: a round failed; retrying") { try await resets.runOnce() }
+                    await attempt("retention: a purge round failed; retrying") {
+                        for purge in try await retention.runOnce() where purge.deleted > 0 {
+                            log.info("retention: purged", ["group_id": purge.group.uuidString.lowercased(), "events": String(purge.deleted),
+                                                           "oldest_seq": String(purge.oldestSeq)])
+                        }
+                    }
                     if ContinuousClock.now >= nextSessionSweep {
                         nextSessionSweep = ContinuousClock.now + .seconds(30)
                         await attempt("sessions: an expiry round failed; retrying") { try await Self.endExpiredSessions(pool: pool) }

@@ -111,10 +111,18 @@ struct MessageRoutes: Sendable {
         builder.add(.get, "/v1/groups/{gid:uuid}/events", signedIn: auth) { context, caller in
             let group = context.parameters.uuid("gid")!
             let (limit, after) = (try context.limit(), try Self.seqParameter(context, "after") ?? 0)
-            let events = try await caller.inGroup(group) { _, connection in
-                try GroupEventLog().streamEvents(group: group, after: after, limit: limit, on: connection)
+            let read = try await caller.inGroup(group) { _, connection in
+                try GroupEventLog().resumeEvents(group: group, after: after, limit: limit, on: connection)
             }
-            return Self.page(events.map(\.itemJSON), next: events.count == limit ? events.last.map { String($0.seq) } : nil)
+            switch read {
+            case .events(let events):
+                return Self.page(events.map(\.itemJSON), next: events.count == limit ? events.last.map { String($0.seq) } : nil)
+            case .expired(let oldest):
+                var expired = APIError(.gone, code: "expired",
+                                       message: "events after \(after) were purged by the group's retention; reload the group, then resume from oldest_seq - 1")
+                expired.details["oldest_seq"] = oldest
+                throw expired
+            }
         }
         builder.add(.get, "/v1/groups/{gid:uuid}/alerts", signedIn: auth) { context, caller in
             let group = context.parameters.uuid("gid")!

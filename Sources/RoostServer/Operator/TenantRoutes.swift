@@ -4,8 +4,9 @@ import RoostHTTP
 import RoostProtocol
 
 /// API.md "Operator": `POST /v1/admin/tenants` and `GET /v1/admin/tenants`, plus
-/// `PATCH /v1/admin/tenants/{slug}` (rename, or switch registration: an invite-only tenant is
-/// opened for its organisers' sign-up, then closed), for whoever holds `ROOST_ADMIN_TOKEN`. With no token configured the operator API does not exist (404).
+/// `PATCH /v1/admin/tenants/{slug}` (rename, switch registration: an invite-only tenant is
+/// opened for its organisers' sign-up, then closed; or set how many days its groups keep their
+/// history, `retention_days`, null for good), for whoever holds `ROOST_ADMIN_TOKEN`. With no token configured the operator API does not exist (404).
 enum TenantRoutes {
     struct CreateBody: Decodable, KnownFields {
         let slug: String
@@ -17,7 +18,22 @@ enum TenantRoutes {
     struct UpdateBody: Decodable, KnownFields {
         let name: String?
         let registration: String?
-        static let fieldNames: Set<String> = ["name", "registration"]
+        /// Absent: unchanged; null: kept for good.
+        let retentionDays: SettingChange<Int?>
+        static var fieldNames: Set<String> { names(CodingKeys.self) }
+
+        enum CodingKeys: String, CodingKey, CaseIterable {
+            case name, registration
+            case retentionDays = "retention_days"
+        }
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            name = try container.decodeIfPresent(String.self, forKey: .name)
+            registration = try container.decodeIfPresent(String.self, forKey: .registration)
+            retentionDays = container.contains(.retentionDays)
+                ? .set(try container.decodeIfPresent(Int.self, forKey: .retentionDays)) : .unchanged
+        }
     }
 
     struct TenantView: Encodable {
@@ -26,6 +42,7 @@ enum TenantRoutes {
         let name: String
         let registration: String
         let createdAt: Date
+        let retentionDays: Int?
 
         init(_ tenant: Tenant) {
             id = tenant.id
@@ -33,11 +50,23 @@ enum TenantRoutes {
             name = tenant.name
             registration = tenant.registration.rawValue
             createdAt = tenant.createdAt
+            retentionDays = tenant.retentionDays
         }
 
         enum CodingKeys: String, CodingKey {
             case id, slug, name, registration
             case createdAt = "created_at"
+            case retentionDays = "retention_days"
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(id.uuidString.lowercased(), forKey: .id)
+            try container.encode(slug, forKey: .slug)
+            try container.encode(name, forKey: .name)
+            try container.encode(registration, forKey: .registration)
+            try container.encode(createdAt, forKey: .createdAt)
+            try container.encode(retentionDays, forKey: .retentionDays)  // null: kept for good
         }
     }
 
@@ -77,10 +106,16 @@ enum TenantRoutes {
             let name = body.name?.trimmingCharacters(in: .whitespacesAndNewlines)
             if let name { try validate(name: name) }
             let registration = try body.registration.map { value throws(APIError) in try parse(registration: value) }
+            if case .set(let days?) = body.retentionDays { try Retention.validate(days: days) }
             let notFound = APIError(.notFound, code: "not_found", message: "no such tenant")
             guard TenantSlug(slug) != nil,
-                  let tenant = try await pool.withConnection({
-                      try TenantStore().update(slug: slug, name: name, registration: registration, on: $0)
+                  let tenant = try await pool.withConnection({ connection in
+                      try connection.withTransaction { connection -> Tenant? in
+                          if case .set(let days) = body.retentionDays, try Retention.setTenant(slug: slug, days: days, on: connection) == nil {
+                              return nil
+                          }
+                          return try TenantStore().update(slug: slug, name: name, registration: registration, on: connection)
+                      }
                   }) else { throw notFound }
             return try APIJSON.response(.ok, TenantView(tenant))
         }

@@ -48,7 +48,10 @@ struct PostgresEventLog: EventLogReader {
                 // Read for the stream's user: what is hidden from them is not in the page (nor
                 // counted in its length, which ends a replay when short).
                 try connection.setViewer(read.user)
-                return .events(try GroupEventLog().streamEvents(group: read.group, after: read.after, limit: limit, on: connection))
+                switch try GroupEventLog().resumeEvents(group: read.group, after: read.after, limit: limit, on: connection) {
+                case .events(let events): return .events(events)
+                case .expired(let oldest): return .expired(oldestSeq: oldest)
+                }
             }
         }
     }
