@@ -36,11 +36,9 @@ struct GroupRoutes: Sendable {
             let container = try decoder.container(keyedBy: CodingKeys.self)
             name = try container.decodeIfPresent(String.self, forKey: .name)
             description = try container.decodeIfPresent(String.self, forKey: .description)
-            escalateAfterSeconds = container.contains(.escalateAfterSeconds)
-                ? .set(try container.decodeIfPresent(Int.self, forKey: .escalateAfterSeconds)) : .unchanged
+            escalateAfterSeconds = try container.decodeSetting(Int.self, forKey: .escalateAfterSeconds)
             nearbyMeters = try container.decodeIfPresent(Int.self, forKey: .nearbyMeters)
-            retentionDays = container.contains(.retentionDays)
-                ? .set(try container.decodeIfPresent(Int.self, forKey: .retentionDays)) : .unchanged
+            retentionDays = try container.decodeSetting(Int.self, forKey: .retentionDays)
         }
     }
 

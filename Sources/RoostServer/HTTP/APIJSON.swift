@@ -112,3 +112,10 @@ public struct LowercaseID: Encodable, Sendable, Equatable {
         try container.encode(wrappedValue.uuidString.lowercased())
     }
 }
+
+extension KeyedDecodingContainer {
+    /// A setting a PATCH body may leave out (unchanged), set, or clear with null.
+    func decodeSetting<Value: Decodable & Sendable & Equatable>(_ type: Value.Type, forKey key: Key) throws -> SettingChange<Value?> {
+        contains(key) ? .set(try decodeIfPresent(type, forKey: key)) : .unchanged
+    }
+}

@@ -31,8 +31,7 @@ enum TenantRoutes {
             let container = try decoder.container(keyedBy: CodingKeys.self)
             name = try container.decodeIfPresent(String.self, forKey: .name)
             registration = try container.decodeIfPresent(String.self, forKey: .registration)
-            retentionDays = container.contains(.retentionDays)
-                ? .set(try container.decodeIfPresent(Int.self, forKey: .retentionDays)) : .unchanged
+            retentionDays = try container.decodeSetting(Int.self, forKey: .retentionDays)
         }
     }
 
