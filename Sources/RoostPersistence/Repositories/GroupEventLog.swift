@@ -121,11 +121,13 @@ public struct GroupEventLog: Sendable {
             SELECT seq, event, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS at, data::text AS data, hidden_from
             FROM group_events
             WHERE group_id = \(group) AND seq > \(seq) AND (\(last)::bigint IS NULL OR seq <= \(last)) ORDER BY seq LIMIT \(limit)
-            """).rows.map {
-            StreamEvent(group: group, seq: try $0.decode(Int64.self, "seq"), event: GroupEventKind(try $0.decode(String.self, "event")),
-                        at: try $0.decode(String.self, "at"), data: try $0.decode(String.self, "data"),
-                        hiddenFrom: try $0.decode(UUID?.self, "hidden_from"))
-        }
+            """).rows.map { try Self.streamEvent($0, group: group, seq: try $0.decode(Int64.self, "seq")) }
+    }
+
+    private static func streamEvent(_ row: PostgresRow, group: UUID, seq: Int64) throws -> StreamEvent {
+        StreamEvent(group: group, seq: seq, event: GroupEventKind(try row.decode(String.self, "event")),
+                    at: try row.decode(String.self, "at"), data: try row.decode(String.self, "data"),
+                    hiddenFrom: try row.decode(UUID?.self, "hidden_from"))
     }
 
     /// A resume's page: `limit` events after `seq`, oldest first, as `streamEvents` reads them;
@@ -143,15 +145,11 @@ public struct GroupEventLog: Sendable {
         guard let first = rows.first else { return .events([]) }
         let purgedThrough = try first.decode(Int64.self, "purged_through")
         guard purgedThrough <= seq else { return .expired(oldestSeq: purgedThrough + 1) }
-        return .events(try rows.compactMap { row -> StreamEvent? in
-            guard let eventSeq = try row.decode(Int64?.self, "seq") else { return nil }
-            return StreamEvent(group: group, seq: eventSeq, event: GroupEventKind(try row.decode(String.self, "event")),
-                               at: try row.decode(String.self, "at"), data: try row.decode(String.self, "data"),
-                               hiddenFrom: try row.decode(UUID?.self, "hidden_from"))
-        })
+        // A group with no events after the cursor is one row with the lateral's columns null.
+        return .events(try rows.compactMap { row in try row.decode(Int64?.self, "seq").map { try Self.streamEvent(row, group: group, seq: $0) } })
     }
 
-    /// Events after `seq`, oldest first (resume over REST and over the stream).
+    /// Events after `seq`, oldest first, with their times as dates (for tests and tools to read back).
     public func events(group: UUID, after seq: Int64, limit: Int, on connection: PostgresConnection)
         throws -> [(seq: Int64, event: String, at: Date, data: String)]
     {
