@@ -13,6 +13,8 @@ public func fuzzHTTPRequestParser(_ data: UnsafePointer<UInt8>, _ size: Int) -> 
     limits.maxRequestLineBytes = 64 + Int(first % 64)
     limits.maxHeaderBytes = 256
     limits.maxBodyBytes = 512
+    // Requests to /u... stream their bodies (uploads); the rest are read whole.
+    limits.streamsBody = { $0.target.path.hasPrefix("/u") }
     let input = Array(bytes.dropFirst())
     let whole = drain(input, pieces: [input.count], limits: limits)
     let split = input.isEmpty ? 0 : Int(first) % (input.count + 1)
@@ -33,6 +35,12 @@ private func drain(_ input: [UInt8], pieces: [Int], limits: HTTPRequestParser.Li
         while true {
             let next = parser.next()
             if next == .needMore { break }
+            precondition(next != .bodyPart([]), "an empty body piece")
+            // A streamed body's pieces follow the feeding: consecutive ones compare as one.
+            if case .bodyPart(let part) = next, case .bodyPart(let earlier)? = results.last {
+                results[results.count - 1] = .bodyPart(earlier + part)
+                continue
+            }
             results.append(next)
             if case .failure = next { return results }
         }

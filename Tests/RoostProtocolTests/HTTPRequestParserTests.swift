@@ -14,7 +14,10 @@ func parseAll(_ bytes: [UInt8], chunk: Int = Int.max, limits: HTTPRequestParser.
             let next = parser.next()
             switch next {
             case .needMore: break loop
-            case .request: results.append(next)
+            case .request, .streamStart, .bodyEnd: results.append(next)
+            case .bodyPart(let part):
+                // Pieces arrive as the bytes do: consecutive ones are one body, whatever the feeding.
+                if case .bodyPart(let earlier)? = results.last { results[results.count - 1] = .bodyPart(earlier + part) } else { results.append(next) }
             case .failure:
                 results.append(next)
                 return results
@@ -36,6 +39,38 @@ func requests(_ results: [HTTPRequestParser.Next]) -> [HTTPRequest] {
 }
 
 struct HTTPRequestParserTests {
+    static var streamingUploads: HTTPRequestParser.Limits {
+        var limits = HTTPRequestParser.Limits()
+        limits.streamsBody = { $0.target.path == "/v1/media" }
+        limits.bodyLimit = { $0.target.path == "/v1/media" ? 100 : 64 * 1024 }
+        return limits
+    }
+
+    @Test(arguments: [1, 2, 5, Int.max])
+    func aStreamingBodyComesInPiecesBetweenItsHeadAndItsEndAndTheNextRequestFollows(chunk: Int) {
+        let body = String(repeating: "0123456789", count: 9)
+        let input = request("POST /v1/media HTTP/1.1\r\nContent-Length: 90\r\n\r\n\(body)"
+                            + "POST /v1/media HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\nX-Sum: 1\r\n\r\n"
+                            + "POST /v1/media HTTP/1.1\r\nContent-Length: 0\r\n\r\n"
+                            + "GET /healthz HTTP/1.1\r\n\r\n")
+        let results = parseAll(input, chunk: chunk, limits: Self.streamingUploads)
+        #expect(results.count == 9, "\(results)")
+        guard results.count == 9 else { return }
+        if case .streamStart(let head) = results[0] { #expect(head.body.isEmpty && head.target.path == "/v1/media") } else { Issue.record("\(results[0])") }
+        #expect(results[1] == .bodyPart(Array(body.utf8)) && results[2] == .bodyEnd)
+        #expect(results[4] == .bodyPart(Array("hello world".utf8)) && results[5] == .bodyEnd)
+        if case .streamStart = results[6] {} else { Issue.record("\(results[6])") }
+        #expect(results[7] == .bodyEnd)
+        #expect(requests([results[8]]).first?.target.path == "/healthz")
+    }
+
+    @Test func aStreamingBodyOverItsLimitFailsBeforeItsBytesWhenDeclaredAndAtTheChunkThatCrossesIt() {
+        let declared = parseAll(request("POST /v1/media HTTP/1.1\r\nContent-Length: 101\r\n\r\n"), limits: Self.streamingUploads)
+        #expect(failure(declared)?.reason == .bodyTooLarge && declared.count == 1)
+        let chunked = parseAll(request("POST /v1/media HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n40\r\n\(String(repeating: "a", count: 64))\r\n40\r\n"),
+                               limits: Self.streamingUploads)
+        #expect(chunked.count == 3 && failure(chunked)?.reason == .bodyTooLarge)
+    }
     @Test func aTypicalRequestParsesIntoItsParts() throws {
         let parsed = requests(parseAll(request(
             "POST /v1/groups/g%201/messages?limit=20&q=a+b%26c HTTP/1.1\r\nHost: roost\r\nContent-Type: application/json\r\n" +

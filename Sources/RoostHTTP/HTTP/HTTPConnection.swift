@@ -61,6 +61,8 @@ final class HTTPConnection: EventHandler {
     /// of it is being fetched.
     var activeStream: ResponseStream?
     var fetchingPiece = false
+    /// The request body being streamed to its handler (`HTTPConnection+Upload.swift`).
+    var upload: Upload?
     /// Called once when the connection closes (the server's bookkeeping).
     var onClose: ((HTTPConnection) -> Void)?
 
@@ -136,6 +138,7 @@ final class HTTPConnection: EventHandler {
                 // The peer finished sending: answer what it asked, then close.
                 stopReading = true
                 closeWhenDrained = true
+                endUpload(failing: APIError(.badRequest, code: "invalid_request", message: "the connection ended before the request body did"))
                 break
             }
             processRequests()
@@ -148,7 +151,8 @@ final class HTTPConnection: EventHandler {
     /// Whether to take more requests now: not beyond the pipelining depth, and not while a
     /// client that is not reading has more than a queue's worth of answers waiting.
     private var wantsMoreRequests: Bool {
-        responses.inFlight < context.limits.maxPipelinedRequests && outbound.byteCount <= context.limits.maxOutboundQueueBytes
+        if let upload { return !upload.paused }  // a streaming body is read as its handler takes it
+        return responses.inFlight < context.limits.maxPipelinedRequests && outbound.byteCount <= context.limits.maxOutboundQueueBytes
     }
 
     private func processRequests() {
@@ -161,10 +165,21 @@ final class HTTPConnection: EventHandler {
             case .failure(let error):
                 stopReading = true
                 closeWhenDrained = true
+                // A body that breaks while its handler takes it is the handler's to answer.
+                guard upload == nil else {
+                    endUpload(failing: error.apiError)
+                    return
+                }
                 respondImmediately(HTTPResponse(error.apiError), keepAlive: false, started: loop.now, method: "-", route: "-", requestID: newRequestID())
                 return
             case .request(let request):
                 dispatch(request)
+            case .streamStart(let request):
+                dispatch(request, streamingBody: true)
+            case .bodyPart(let part):
+                receivedUploadPart(part)
+            case .bodyEnd:
+                endUpload(failing: nil)
             }
         }
     }
@@ -180,7 +195,7 @@ final class HTTPConnection: EventHandler {
         if !stopReading && wantsMoreRequests { readAvailable() }
     }
 
-    private func dispatch(_ request: HTTPRequest) {
+    private func dispatch(_ request: HTTPRequest, streamingBody: Bool = false) {
         let started = loop.now
         let keepAlive = request.keepAlive && !context.shuttingDown.load(ordering: .relaxed)
         if !keepAlive { stopReading = true; closeWhenDrained = true }
@@ -206,7 +221,8 @@ final class HTTPConnection: EventHandler {
                 return
             }
             let number = responses.take()
-            let requestContext = RequestContext(request: request, route: pattern, parameters: parameters, requestID: requestID, peer: peer)
+            var requestContext = RequestContext(request: request, route: pattern, parameters: parameters, requestID: requestID, peer: peer)
+            if streamingBody { requestContext.bodyStream = beginUpload(number) }
             let bound = LoopBound(value: self)
             let loop = self.loop
             let isHead = request.method == .head
@@ -266,6 +282,12 @@ final class HTTPConnection: EventHandler {
         guard !isClosed else {
             responses.drop()
             return
+        }
+        // Answered before its body was all read (refused, say): the rest is not read.
+        if let upload, upload.number == number {
+            endUpload(failing: APIError(.badRequest, code: "invalid_request", message: "the request was answered before its body ended"))
+            stopReading = true
+            closeWhenDrained = true
         }
         // A response finished during shutdown is the connection's last.
         let keepAlive = keepAlive && !context.shuttingDown.load(ordering: .relaxed)
@@ -378,6 +400,7 @@ final class HTTPConnection: EventHandler {
         if let deadline { loop.cancelTimer(deadline.token) }
         loop.deregister(fd)
         outbound.discard()
+        endUpload(failing: APIError(.badRequest, code: "invalid_request", message: "the connection closed before the request body ended"))
         activeStream = nil
         waitingStreams = [:]
         reportQueue()

@@ -9,6 +9,8 @@ public struct RequestContext: Sendable {
     public let parameters: RouteParameters
     public let requestID: String
     public let peer: String
+    /// The body, for a route added with `streamedBody: true` (`request.body` is then empty).
+    public var bodyStream: RequestBodyStream? = nil
 }
 
 /// Path parameters, already checked against their declared type.
@@ -59,6 +61,8 @@ public struct Router: Sendable {
         let handler: RouteHandler
         let pattern: String
         let bodyLimit: Int?
+        /// The body reaches the handler in pieces (`RequestContext.bodyStream`).
+        var streamedBody = false
         /// Set for WebSocket endpoints: the request is an upgrade, not a call.
         var acceptor: WebSocketAcceptor?
         /// Set for routes answered on the event loop.
@@ -79,6 +83,26 @@ public struct Router: Sendable {
 
     private let root: Node
     public let patterns: [(method: HTTPMethod, pattern: String)]
+
+    /// Whether the route `method` and `segments` lead to takes its body in pieces.
+    public func streamsBody(_ method: HTTPMethod, _ segments: [String]) -> Bool {
+        guard let node = node(segments) else { return false }
+        return node.routes[method]?.streamedBody ?? false
+    }
+
+    private func node(_ segments: [String]) -> Node? {
+        var node = root
+        for segment in segments {
+            if let next = node.literals[segment] {
+                node = next
+            } else if let parameter = node.parameter, parameter.type.accepts(segment) {
+                node = parameter.node
+            } else {
+                return nil
+            }
+        }
+        return node
+    }
 
     public func match(_ method: HTTPMethod, _ segments: [String]) -> Match {
         var node = root
@@ -125,8 +149,11 @@ public struct Router: Sendable {
 
         /// Adds `pattern` such as `/v1/groups/{gid:uuid}/alerts/{seq:int}/ack`.
         /// A conflicting route is a programming error and traps at start-up.
-        public mutating func add(_ method: HTTPMethod, _ pattern: String, bodyLimit: Int? = nil, _ handler: @escaping RouteHandler) {
-            insert(method, pattern, Route(handler: handler, pattern: pattern, bodyLimit: bodyLimit))
+        /// `streamedBody`: the handler takes the body in pieces as it arrives
+        /// (`RequestContext.bodyStream`), up to `bodyLimit` bytes in all.
+        public mutating func add(_ method: HTTPMethod, _ pattern: String, bodyLimit: Int? = nil, streamedBody: Bool = false,
+                                 _ handler: @escaping RouteHandler) {
+            insert(method, pattern, Route(handler: handler, pattern: pattern, bodyLimit: bodyLimit, streamedBody: streamedBody))
         }
 
         /// A route answered on the event loop without a hop to the handler pool. Only for

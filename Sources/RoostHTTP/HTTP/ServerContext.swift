@@ -127,6 +127,7 @@ final class ServerContext: Sendable {
             if case .found(_, _, _, let limit?) = router.match(head.method, head.target.pathSegments) { return limit }
             return fallback
         }
+        parser.streamsBody = { head in router.streamsBody(head.method, head.target.pathSegments) }
         return parser
     }
 }

@@ -17,6 +17,9 @@ public struct HTTPRequestParser: Sendable {
         /// Decoded body: 413 beyond. `bodyLimit` may choose per request (per route).
         public var maxBodyBytes = 64 * 1024
         public var bodyLimit: (@Sendable (HTTPRequestHead) -> Int)?
+        /// Requests whose body is handed on in pieces as it arrives (`streamStart`, `bodyPart`,
+        /// `bodyEnd`) instead of whole in `request`: uploads, never held in memory whole.
+        public var streamsBody: (@Sendable (HTTPRequestHead) -> Bool)?
         public init() {}
     }
 
@@ -24,6 +27,12 @@ public struct HTTPRequestParser: Sendable {
         case request(HTTPRequest)
         case needMore
         case failure(HTTPParseError)
+        /// A request whose body streams (`Limits.streamsBody`): its head, with an empty body.
+        case streamStart(HTTPRequest)
+        /// The next piece of the streaming body (never empty).
+        case bodyPart([UInt8])
+        /// The streaming body is complete; the next request may follow.
+        case bodyEnd
     }
 
     /// The states carry only numbers: the head being built lives in `progress` and `head`,
@@ -36,6 +45,8 @@ public struct HTTPRequestParser: Sendable {
         case chunkData(limit: Int, remaining: Int)
         case chunkDataEnd(limit: Int)
         case trailers(bytes: Int)
+        /// A streaming body is complete: `bodyEnd` is next.
+        case streamEnd
         case failed(HTTPParseError)
     }
 
@@ -56,6 +67,9 @@ public struct HTTPRequestParser: Sendable {
     private var body: [UInt8] = []
     private var progress: HeadInProgress?
     private var head: HTTPRequestHead?
+    /// The current request's body streams; `streamed` counts its bytes against the limit.
+    private var streaming = false
+    private var streamed = 0
 
     public init(limits: Limits = Limits()) {
         self.limits = limits
@@ -121,12 +135,24 @@ public struct HTTPRequestParser: Sendable {
                     }
                     progress!.bytes += line.count + 2
                     if line.isEmpty {
-                        if let request = try finishHead() { return .request(request) }
+                        switch try finishHead() {
+                        case .complete(let request): return .request(request)
+                        case .stream(let request): return .streamStart(request)
+                        case .body: continue
+                        }
                     } else {
                         try Self.parseHeaderLine(line, into: &progress!.headers)
                     }
                 case .body(let remaining):
                     let available = min(remaining, buffer.count - readIndex)
+                    if streaming {
+                        guard available > 0 else { return .needMore }
+                        let part = Array(buffer[readIndex..<(readIndex + available)])
+                        readIndex += available
+                        scanIndex = readIndex
+                        state = available == remaining ? .streamEnd : .body(remaining: remaining - available)
+                        return .bodyPart(part)
+                    }
                     body.append(contentsOf: buffer[readIndex..<(readIndex + available)])
                     readIndex += available
                     scanIndex = readIndex
@@ -141,13 +167,22 @@ public struct HTTPRequestParser: Sendable {
                     if size == 0 {
                         state = .trailers(bytes: 0)
                     } else {
-                        guard size <= limit - body.count else {
+                        guard size <= limit - (streaming ? streamed : body.count) else {
                             throw HTTPParseError(.bodyTooLarge, "the request body is larger than \(limit) bytes")
                         }
+                        streamed += size
                         state = .chunkData(limit: limit, remaining: size)
                     }
                 case .chunkData(let limit, let remaining):
                     let available = min(remaining, buffer.count - readIndex)
+                    if streaming {
+                        guard available > 0 else { return .needMore }
+                        let part = Array(buffer[readIndex..<(readIndex + available)])
+                        readIndex += available
+                        scanIndex = readIndex
+                        state = available == remaining ? .chunkDataEnd(limit: limit) : .chunkData(limit: limit, remaining: remaining - available)
+                        return .bodyPart(part)
+                    }
                     body.append(contentsOf: buffer[readIndex..<(readIndex + available)])
                     readIndex += available
                     scanIndex = readIndex
@@ -169,10 +204,22 @@ public struct HTTPRequestParser: Sendable {
                     guard let line = try nextLine(limit: limits.maxHeaderBytes - bytes - 2, overLimit: .headersTooLarge) else {
                         return .needMore
                     }
-                    if line.isEmpty { return .request(complete()) }
+                    if line.isEmpty {
+                        if streaming {
+                            state = .streamEnd
+                            continue
+                        }
+                        return .request(complete())
+                    }
                     var ignored = HTTPHeaders()
                     try Self.parseHeaderLine(line, into: &ignored)
                     state = .trailers(bytes: bytes + line.count + 2)
+                case .streamEnd:
+                    state = .requestLine
+                    streaming = false
+                    streamed = 0
+                    head = nil
+                    return .bodyEnd
                 }
             }
         } catch {
@@ -274,11 +321,22 @@ public struct HTTPRequestParser: Sendable {
         headers.add(HTTPHeaders.commonName(name) ?? String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self))
     }
 
+    private enum Headed {
+        /// The request, with its (empty) body.
+        case complete(HTTPRequest)
+        /// The body follows, to be read whole.
+        case body
+        /// The body follows (or is empty: `streamEnd` is next) in pieces.
+        case stream(HTTPRequest)
+    }
+
     /// Decides the body's framing once the header section is complete (RFC 9112 §6.3).
-    private mutating func finishHead() throws(HTTPParseError) -> HTTPRequest? {
+    private mutating func finishHead() throws(HTTPParseError) -> Headed {
         let progress = self.progress.take()!
         let head = HTTPRequestHead(method: progress.method, target: progress.target, version: progress.version, headers: progress.headers)
         let limit = limits.bodyLimit?(head) ?? limits.maxBodyBytes
+        streaming = limits.streamsBody?(head) ?? false
+        streamed = 0
         // One pass over the fields for the two that frame the body.
         var transferEncodings: [String] = []
         var lengths: [String] = []
@@ -299,19 +357,26 @@ public struct HTTPRequestParser: Sendable {
             body = []
             self.head = head
             state = .chunkSize(limit: limit)
-            return nil
+            return streaming ? .stream(Self.request(head)) : .body
         }
-        guard !lengths.isEmpty else { return complete(head) }
-        let length = try Self.parseContentLength(lengths)
+        let length = lengths.isEmpty ? 0 : try Self.parseContentLength(lengths)
         guard length <= limit else {
             throw HTTPParseError(.bodyTooLarge, "the request body is larger than \(limit) bytes")
         }
-        if length == 0 { return complete(head) }
+        if streaming {
+            state = length == 0 ? .streamEnd : .body(remaining: length)
+            return .stream(Self.request(head))
+        }
+        if length == 0 { return .complete(complete(head)) }
         body = []
         body.reserveCapacity(length)
         self.head = head
         state = .body(remaining: length)
-        return nil
+        return .body
+    }
+
+    private static func request(_ head: HTTPRequestHead) -> HTTPRequest {
+        HTTPRequest(method: head.method, target: head.target, version: head.version, headers: head.headers, body: [])
     }
 
     /// One value, possibly repeated identically (in several fields or a comma list); digits only.
