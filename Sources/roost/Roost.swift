@@ -59,7 +59,7 @@ struct Roost {
           list --failed    jobs that failed too often and wait for an operator, one a line: kind, id, tenant,
                            attempts, last error (tab-separated); kinds: checkin_deadline, bridge_watch,
                            alert_escalation, live_location, checkin_request_expiry, password_reset, retention,
-                           outbox
+                           media_expiry, outbox
           retry KIND ID    run a parked job again with a fresh set of attempts (outbox: as roost outbox retry)
         """ + databaseNote
 

@@ -33,10 +33,10 @@ extension HTTPConnection {
         case .failure:
             close()
         case .success(let bytes?):
-            if !bytes.isEmpty { outbound.append(ResponseStream.chunk(bytes)) }
+            if !bytes.isEmpty { outbound.append(stream.length == nil ? ResponseStream.chunk(bytes) : bytes) }
             flush()  // asks for the next piece when the queue has room
         case .success(nil):
-            outbound.append(ResponseStream.end)
+            if stream.length == nil { outbound.append(ResponseStream.end) }
             activeStream = nil
             guard apply(responses.endStream()) else { return }
             flush()

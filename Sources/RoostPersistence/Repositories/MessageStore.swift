@@ -18,6 +18,9 @@ public struct NewMessage: Sendable {
     /// The one user the message (and every event about it) is hidden from: a duress alert's
     /// walker (sql/0016_checkin_pins_duress.sql), or a reply to such an alert.
     public var hiddenFrom: UUID?
+    /// Uploads to link into the message, in order, and their `attachments` JSON
+    /// (`MediaStore.attachmentsJSON`).
+    public var attachments: (ids: [UUID], json: String) = ([], "[]")
 
     public init(clientMessageID: String?, systemKey: String? = nil, text: String, kind: String, severity: String?, template: String?,
                 location: String?, replyTo: Int64?) {
@@ -56,6 +59,7 @@ public struct MessageStore: Sendable {
             'created_at', to_char(m.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
             'client_msg_id', m.client_msg_id,
             'redacted', m.redacted_at IS NOT NULL,
+            'attachments', \(MediaStore.attachmentsOfMessage),
             'alert', CASE WHEN a.seq IS NULL THEN NULL ELSE jsonb_build_object(
                 'severity', a.severity, 'status', a.status,
                 'opened_at', to_char(a.opened_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
@@ -134,6 +138,7 @@ public struct MessageStore: Sendable {
                    \(message.hiddenFrom) FROM posted
             WHERE \(message.kind) = 'alert'
             """)
+        try MediaStore().link(message.attachments.ids, tenant: tenant, group: group, seq: event.seq, on: connection)
         if message.kind == "alert" && message.severity == AlertSeverity.red.name {
             try EscalationStore().schedule(tenant: tenant, group: group, seq: event.seq, on: connection)
         }
@@ -151,7 +156,7 @@ public struct MessageStore: Sendable {
         return "{\"id\":\(quote(id.uuidString.lowercased())),\"group_id\":\(quote(group.uuidString.lowercased())),\"seq\":\(seq),"
             + "\"kind\":\(quote(message.kind)),\"author\":\(author),\"text\":\(quote(message.text)),\"template\":\(quote(message.template)),"
             + "\"location\":\(message.location ?? "null"),\"reply_to\":\(message.replyTo.map(String.init) ?? "null"),\"created_at\":\(quote(at)),"
-            + "\"client_msg_id\":\(quote(message.clientMessageID)),\"redacted\":false,\"alert\":\(alert)}"
+            + "\"client_msg_id\":\(quote(message.clientMessageID)),\"redacted\":false,\"attachments\":\(message.attachments.json),\"alert\":\(alert)}"
     }
 
     /// Newest first, before `seq` (exclusive) when given.
@@ -323,14 +328,16 @@ public struct MessageStore: Sendable {
             """).first.map { (try $0.decode(UUID?.self, "author_id"), try $0.decode(Bool.self, "redacted"), try $0.decode(UUID?.self, "hidden_from")) }
     }
 
-    /// Blanks a message's text (and location); the event stays, and so does the original
-    /// `message.created` event's record that something was said, but not what.
+    /// Blanks a message's text (and location) and removes its attachments (uploads linked
+    /// nowhere else are deleted); the event stays, and so does the original `message.created`
+    /// event's record that something was said, but not what.
     public func redact(group: UUID, seq: Int64, on connection: PostgresConnection) throws {
         try connection.query("""
             UPDATE messages SET text = '', location = NULL, redacted_at = now() WHERE group_id = \(group) AND seq = \(seq)
             """)
+        try MediaStore().unlink(group: group, seq: seq, on: connection)
         try connection.query("""
-            UPDATE group_events SET data = jsonb_set(jsonb_set(data, '{text}', '""'), '{location}', 'null')
+            UPDATE group_events SET data = jsonb_set(jsonb_set(jsonb_set(data, '{text}', '""'), '{location}', 'null'), '{attachments}', '[]')
             WHERE group_id = \(group) AND seq = \(seq) AND event = 'message.created'
             """)
     }

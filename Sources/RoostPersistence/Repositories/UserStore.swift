@@ -123,6 +123,8 @@ public struct UserStore: Sendable {
             """)
         try deleteSessions(of: user, tenant: tenant, on: connection)
         try connection.query("DELETE FROM devices WHERE user_id = \(user)")
+        // Their photos and files go from every message they are in (blobs with them, unless shared).
+        try connection.query("DELETE FROM media WHERE uploader_type = 'user' AND uploader_id = \(user)")
         try connection.query("DELETE FROM contact_verifications WHERE user_id = \(user)")
         // Where they were while sharing their location on an alert (the jobs hold ids only, and end on their own).
         try connection.query("DELETE FROM live_locations WHERE user_id = \(user)")

@@ -38,3 +38,30 @@ public enum Digest {
         return output
     }
 }
+
+/// SHA-256 over bytes that arrive in pieces (an upload's, as it is stored).
+public final class SHA256Stream {
+    private let context: OpaquePointer
+
+    public init() {
+        // EVP_MD_CTX_new and EVP_DigestInit_ex fail only when libcrypto cannot allocate.
+        guard let context = EVP_MD_CTX_new() else { preconditionFailure("libcrypto EVP_MD_CTX_new failed") }
+        precondition(EVP_DigestInit_ex(context, EVP_sha256(), nil) == 1, "libcrypto EVP_DigestInit_ex failed")
+        self.context = context
+    }
+
+    deinit { EVP_MD_CTX_free(context) }
+
+    public func update(_ bytes: [UInt8]) {
+        let ok = bytes.withUnsafeBytes { EVP_DigestUpdate(context, $0.baseAddress, $0.count) }
+        precondition(ok == 1, "libcrypto EVP_DigestUpdate failed")
+    }
+
+    /// The digest of everything given; the stream is spent.
+    public func finish() -> [UInt8] {
+        var output = [UInt8](repeating: 0, count: 32)
+        var written: UInt32 = 0
+        precondition(EVP_DigestFinal_ex(context, &output, &written) == 1 && written == 32, "libcrypto EVP_DigestFinal_ex failed")
+        return output
+    }
+}

@@ -23,9 +23,12 @@ public struct HTTPResponse: Sendable, Equatable {
     }
 
     /// A response whose body comes from `source`, piece by piece (`body` stays empty).
-    public static func streamed(_ status: HTTPStatus, headers: HTTPHeaders = HTTPHeaders(), _ source: any ResponseBodySource) -> HTTPResponse {
+    /// With `length`, the body is sent as exactly that many bytes with `Content-Length` (the
+    /// source must give exactly that many); without, chunked.
+    public static func streamed(_ status: HTTPStatus, headers: HTTPHeaders = HTTPHeaders(), length: Int? = nil,
+                                _ source: any ResponseBodySource) -> HTTPResponse {
         var response = HTTPResponse(status: status, headers: headers)
-        response.stream = ResponseStream(source)
+        response.stream = ResponseStream(source, length: length)
         return response
     }
 
@@ -45,10 +48,13 @@ public protocol ResponseBodySource: Sendable {
 /// A streamed body's source in a response (equal only to itself).
 public struct ResponseStream: Sendable, Equatable {
     public let source: any ResponseBodySource
+    /// The body's length when known in advance: sent as is, not chunked.
+    public let length: Int?
     private let identity = UUID()
 
-    public init(_ source: any ResponseBodySource) {
+    public init(_ source: any ResponseBodySource, length: Int? = nil) {
         self.source = source
+        self.length = length
     }
 
     public static func == (lhs: ResponseStream, rhs: ResponseStream) -> Bool { lhs.identity == rhs.identity }
@@ -76,10 +82,16 @@ public enum HTTPResponseWriter {
         for (name, value) in response.headers where !isFramingHeader(name) {
             append(name, value, to: &buffer)
         }
-        // 1xx and 204 carry no body and no Content-Length (RFC 9110 §8.6); a streamed body is chunked.
-        if status.code >= 200 && status.code != 204 {
-            if response.stream != nil {
-                append("Transfer-Encoding", "chunked", to: &buffer)
+        // 1xx, 204 and 304 carry no body and no Content-Length (RFC 9110 §8.6, §15.4.5); a streamed
+        // body is chunked unless its length is known.
+        let hasBody = status.code >= 200 && status.code != 204 && status.code != 304
+        if hasBody {
+            if let stream = response.stream {
+                if let length = stream.length {
+                    append("Content-Length", String(length), to: &buffer)
+                } else {
+                    append("Transfer-Encoding", "chunked", to: &buffer)
+                }
             } else {
                 append("Content-Length", String(response.body.count), to: &buffer)
             }
@@ -89,7 +101,7 @@ public enum HTTPResponseWriter {
         append("Connection", status.code == 101 ? "Upgrade" : keepAlive ? "keep-alive" : "close", to: &buffer)
         buffer.append(ASCII.cr)
         buffer.append(ASCII.lf)
-        if includeBody && status.code >= 200 && status.code != 204 {
+        if includeBody && hasBody {
             buffer.append(contentsOf: response.body)
         }
     }

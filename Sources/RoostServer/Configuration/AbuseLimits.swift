@@ -22,6 +22,10 @@ public struct AbuseLimits: Sendable {
     public var passwordResetsPerAddressPerHour = 10
     /// Wrong password reset codes from one client address in an hour.
     public var wrongResetCodesPerAddressPerHour = 20
+    /// One upload's bytes (413 beyond, before the body is read when declared).
+    public var maxUploadBytes = 25 << 20
+    /// What one tenant's media may take in all (413 `quota_exceeded` beyond).
+    public var tenantMediaQuotaBytes = 1024 << 20
 
     public init() {}
 

@@ -9,7 +9,7 @@ import Synchronization
 /// coming to (`AlertEscalations`), live locations' coalesced points and idle ends
 /// (`LiveLocationJobs`), check-in requests nobody answered (`CheckinRequestExpiries`), password
 /// reset requests (`PasswordResetJobs`), history past its group's retention (`RetentionJobs`),
-/// and sessions past their age. Every kind claims its due jobs with
+/// uploads nobody linked (`MediaExpiries`), and sessions past their age. Every kind claims its due jobs with
 /// `FOR UPDATE SKIP LOCKED`, so nodes never take the same one, and a deadline that passed while
 /// every node was down fires on the first round of the first node up.
 ///
@@ -26,6 +26,7 @@ final class DeadlineScheduler: Sendable {
     private let requests: CheckinRequestExpiries
     private let resets: PasswordResetJobs
     private let retention: RetentionJobs
+    private let media: MediaExpiries
     private let intervalMilliseconds: Int
     private let running = Mutex<Task<Void, Never>?>(nil)
     static let perRound = 100
@@ -42,6 +43,7 @@ final class DeadlineScheduler: Sendable {
         requests = CheckinRequestExpiries(pool: pool, runner: runner)
         resets = PasswordResetJobs(pool: pool, runner: runner)
         retention = RetentionJobs(pool: pool, runner: runner)
+        media = MediaExpiries(pool: pool, runner: runner)
         self.intervalMilliseconds = intervalMilliseconds
     }
 
@@ -68,6 +70,7 @@ final class DeadlineScheduler: Sendable {
                                                            "oldest_seq": String(purge.oldestSeq)])
                         }
                     }
+                    await attempt("media: an expiry round failed; retrying") { try await media.runOnce() }
                     if ContinuousClock.now >= nextSessionSweep {
                         nextSessionSweep = ContinuousClock.now + .seconds(30)
                         await attempt("sessions: an expiry round failed; retrying") { try await Self.endExpiredSessions(pool: pool) }

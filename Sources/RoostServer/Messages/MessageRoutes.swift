@@ -20,9 +20,10 @@ struct MessageRoutes: Sendable {
         let template: String?
         let location: Location?
         let replyTo: Int64?
+        let attachments: [UUID]?
 
         enum CodingKeys: String, CodingKey, CaseIterable {
-            case text, kind, severity, template, location
+            case text, kind, severity, template, location, attachments
             case clientMessageID = "client_msg_id"
             case replyTo = "reply_to"
         }
@@ -67,7 +68,7 @@ struct MessageRoutes: Sendable {
             let body = try context.decodeJSON(PostBody.self)
             let post = try PostMessage(group: context.parameters.uuid("gid")!, clientMessageID: body.clientMessageID, kind: body.kind,
                                        text: body.text, severity: body.severity, template: body.template, location: body.location,
-                                       replyTo: body.replyTo, alertsPerHour: limits.alertsPerUserPerHour)
+                                       replyTo: body.replyTo, attachments: body.attachments ?? [], alertsPerHour: limits.alertsPerUserPerHour)
             do {
                 let (created, json) = try await caller.run(post)
                 return .json(created ? .created : .ok, Array(json.utf8))

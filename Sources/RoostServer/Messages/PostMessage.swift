@@ -15,6 +15,8 @@ struct PostMessage: GroupUseCase {
     let template: String?
     let location: String?
     let replyTo: Int64?
+    /// Uploads of the poster's to link into the message, in order (at most 4).
+    let attachments: [UUID]
     /// Amber and red alerts one member may raise in an hour (`ROOST_LIMIT_ALERTS_PER_HOUR`).
     let alertsPerHour: Int
 
@@ -23,7 +25,7 @@ struct PostMessage: GroupUseCase {
 
     /// Validates what the client sent; 400 naming the first field at fault.
     init(group: UUID, clientMessageID: String, kind: String, text: String?, severity: String?, template: String?, location: Location?,
-         replyTo: Int64?, alertsPerHour: Int) throws(APIError) {
+         replyTo: Int64?, attachments: [UUID] = [], alertsPerHour: Int) throws(APIError) {
         self.clientMessageID = try BoundedText.clientKey(clientMessageID, field: "client_msg_id")
         guard kind == "chat" || kind == "alert" else { throw APIError.invalid("kind must be chat or alert", "kind") }
         if let severity {
@@ -32,8 +34,9 @@ struct PostMessage: GroupUseCase {
             }
         }
         let trimmed = BoundedText.trimmed(text ?? "")
-        // An alert from a template may leave its text to the template.
-        if !(trimmed.isEmpty && kind == "alert" && template != nil) {
+        try Attachments.validate(attachments)
+        // An alert from a template may leave its text to the template, and a photo may speak for itself.
+        if !(trimmed.isEmpty && ((kind == "alert" && template != nil) || !attachments.isEmpty)) {
             _ = try BoundedText.validate(trimmed, field: "text", range: 1...4000, allowNewlines: true)
         }
         self.location = try location?.validatedJSON()
@@ -44,6 +47,7 @@ struct PostMessage: GroupUseCase {
         self.severity = severity
         self.template = template
         self.replyTo = replyTo
+        self.attachments = attachments
         self.alertsPerHour = alertsPerHour
     }
 
@@ -68,6 +72,7 @@ struct PostMessage: GroupUseCase {
         }
         // A reply to a message hidden from someone is hidden from them too.
         message.hiddenFrom = target?.hiddenFrom
+        message.attachments = try Attachments.resolve(attachments, uploaderType: "user", uploader: caller.user.id, on: connection)
         let raisesAlert = message.severity.map { AlertSeverity($0).raisesAlert } == true
         // Amber and red alerts reach people's phones: counted per member (a repeat rolls back with the insert).
         if raisesAlert {

@@ -1,0 +1,200 @@
+import Foundation
+import RoostHTTP
+import RoostPersistence
+import RoostProtocol
+@testable import RoostServer
+import RoostTestSupport
+import Testing
+
+/// Media over a real server and database: uploads stripped and stored, linked into messages,
+/// downloaded by those allowed (bearer or signed URL) and nobody else, refused when broken,
+/// over a limit or a quota, shared when identical, and gone with their message or unlinked.
+@Suite(.enabled(if: TestDatabase.isConfigured, "needs TEST_DATABASE_URL (scripts/test sets it)"))
+struct MediaTests {
+    /// Uploads `bytes` as the raw body (chunked in `pieces` when given); the status and JSON.
+    static func upload(_ api: APIFixture, _ bytes: [UInt8], token: String, contentType: String? = nil, pieces: Int? = nil) async throws
+        -> (Int, [String: Any])
+    {
+        let client = try TestClient(port: api.test.port)
+        var head = "POST /v1/media HTTP/1.1\r\nAuthorization: Bearer \(token)\r\n"
+        if let contentType { head += "Content-Type: \(contentType)\r\n" }
+        if let pieces {
+            client.send(head + "Transfer-Encoding: chunked\r\n\r\n")
+            var index = 0
+            while index < bytes.count {
+                let piece = Array(bytes[index..<min(bytes.count, index + pieces)])
+                client.send(Array((String(piece.count, radix: 16) + "\r\n").utf8) + piece + Array("\r\n".utf8))
+                index += piece.count
+            }
+            client.send("0\r\n\r\n")
+        } else {
+            client.send(Array((head + "Content-Length: \(bytes.count)\r\n\r\n").utf8) + bytes)
+        }
+        let response = try #require(await client.readResponse())
+        return (response.status, (try? JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any]) ?? [:])
+    }
+
+    static func get(_ api: APIFixture, _ path: String, token: String? = nil, headers: [String: String] = [:]) async throws -> TestClient.Response {
+        let client = try TestClient(port: api.test.port)
+        var request = "GET \(path) HTTP/1.1\r\n"
+        if let token { request += "Authorization: Bearer \(token)\r\n" }
+        for (name, value) in headers { request += "\(name): \(value)\r\n" }
+        client.send(request + "\r\n")
+        return try #require(await client.readResponse())
+    }
+
+    static func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {
+        guard haystack.count >= needle.count else { return false }
+        return (0...(haystack.count - needle.count)).contains { haystack[$0..<($0 + needle.count)].elementsEqual(needle) }
+    }
+
+    @Test func anUploadIsStrippedLinkedAndSeenOnlyByTheGroup() async throws {
+        let api = try APIFixture()
+        let (ann, ben, cy) = (try await api.person(email: "ann@example.org"), try await api.person(email: "ben@example.org"),
+                              try await api.person(email: "cy@example.org"))
+        let group = try #require(try await api.call("POST", "/v1/groups", ["name": "Elm Street"], token: ann.token).1["id"] as? String)
+        try await api.addMember(ben.id, to: group, role: "member")
+
+        let (created, media) = try await Self.upload(api, MediaSamples.jpeg(), token: ann.token, contentType: "image/jpeg")
+        #expect(created == 201, "\(media)")
+        let id = try #require(media["id"] as? String)
+        #expect(media["content_type"] as? String == "image/jpeg" && media["width"] as? Int == 3 && media["height"] as? Int == 2)
+        #expect((media["sha256"] as? String)?.count == 64 && media["expires_at"] is String)
+
+        // The uploader sees it; nobody else until it is linked.
+        let own = try await Self.get(api, "/v1/media/\(id)", token: ann.token)
+        #expect(own.status == 200 && own.body.count == media["bytes"] as? Int && !Self.contains(own.body, MediaSamples.secret))
+        #expect(own.headers["content-type"] == "image/jpeg" && own.headers["x-content-type-options"] == "nosniff")
+        #expect(own.headers["cache-control"]?.hasPrefix("private") == true && own.headers["content-disposition"] == "inline")
+        #expect(try await Self.get(api, "/v1/media/\(id)", token: ben.token).status == 404)
+
+        // Someone else's upload cannot be attached; more than four cannot either.
+        let (theft, refused) = try await api.call("POST", "/v1/groups/\(group)/messages",
+                                                  ["client_msg_id": "x", "kind": "chat", "text": "mine now", "attachments": [id]], token: ben.token)
+        #expect(theft == 400 && (refused["error"] as? [String: Any])?["field"] as? String == "attachments", "\(refused)")
+        let five = (0..<5).map { _ in UUID().uuidString }
+        #expect(try await api.call("POST", "/v1/groups/\(group)/messages", ["client_msg_id": "y", "kind": "chat", "text": "x", "attachments": five],
+                                   token: ann.token).0 == 400)
+
+        // Linked: the message carries it, with a signed URL; the group's members see it.
+        let (posted, message) = try await api.call("POST", "/v1/groups/\(group)/messages",
+                                                   ["client_msg_id": "car", "kind": "alert", "text": "This car again", "attachments": [id]], token: ann.token)
+        #expect(posted == 201, "\(message)")
+        let attachment = try #require((message["attachments"] as? [[String: Any]])?.first)
+        #expect(attachment["id"] as? String == id && attachment["content_type"] as? String == "image/jpeg" && attachment["width"] as? Int == 3)
+        let url = try #require(attachment["url"] as? String)
+        let seq = try #require(message["seq"] as? Int)
+        let (_, read) = try await api.call("GET", "/v1/groups/\(group)/messages/\(seq)", token: ben.token)
+        #expect(((read["attachments"] as? [[String: Any]])?.first?["id"] as? String) == id)
+        let seen = try await Self.get(api, "/v1/media/\(id)", token: ben.token)
+        #expect(seen.status == 200 && seen.body == own.body)
+        #expect(try await Self.get(api, "/v1/media/\(id)", token: cy.token).status == 404)
+
+        // Ranges, revalidation, the signed URL (and its forgeries).
+        let part = try await Self.get(api, "/v1/media/\(id)", token: ben.token, headers: ["Range": "bytes=2-5"])
+        #expect(part.status == 206 && part.body == Array(own.body[2...5]) && part.headers["content-range"] == "bytes 2-5/\(own.body.count)")
+        let tail = try await Self.get(api, "/v1/media/\(id)", token: ben.token, headers: ["Range": "bytes=-3"])
+        #expect(tail.status == 206 && tail.body == Array(own.body.suffix(3)))
+        #expect(try await Self.get(api, "/v1/media/\(id)", token: ben.token, headers: ["Range": "bytes=9999-"]).status == 416)
+        let etag = try #require(own.headers["etag"])
+        #expect(try await Self.get(api, "/v1/media/\(id)", token: ben.token, headers: ["If-None-Match": etag]).status == 304)
+        let signed = try await Self.get(api, url)
+        #expect(signed.status == 200 && signed.body == own.body)
+        let forged = url.replacingOccurrences(of: "sig=", with: "sig=0")
+        #expect(try await Self.get(api, forged).status == 404)
+        let later = url.replacingOccurrences(of: "exp=", with: "exp=1")
+        #expect(try await Self.get(api, later).status == 404)
+        let expired = url.replacingOccurrences(of: #"exp=\d+"#, with: "exp=1000", options: .regularExpression)
+        #expect(try await Self.get(api, expired).status == 404)
+
+        // Another tenant's member, with the id: nothing.
+        let other = "media-\(UUID().uuidString.prefix(8).lowercased())"
+        _ = try await api.pool.withConnection { try TenantStore().create(slug: other, name: "Other", registration: .open, on: $0) }
+        let (_, stranger) = try await api.call("POST", "/v1/auth/register", ["tenant": other, "email": "dee@example.org",
+                                                                            "password": APIFixture.password, "display_name": "Dee"])
+        #expect(try await Self.get(api, "/v1/media/\(id)", token: try #require(stranger["token"] as? String)).status == 404)
+
+        // Redacting the message deletes the upload and its bytes.
+        #expect(try await api.call("DELETE", "/v1/groups/\(group)/messages/\(seq)", token: ann.token).0 == 204)
+        #expect(try await Self.get(api, "/v1/media/\(id)", token: ann.token).status == 404)
+        let left = try await api.inTenant { _, connection in try connection.query("SELECT count(*) AS n FROM media_blobs").rows[0].decode(Int.self, "n") }
+        #expect(left == 0)
+        await api.stop()
+    }
+
+    @Test func brokenMislabelledAndUnknownFilesAreRefusedAndNothingIsStored() async throws {
+        var limits = AbuseLimits.generous
+        limits.maxUploadBytes = 4096
+        let api = try APIFixture(limits: limits)
+        let ann = try await api.person(email: "ann@example.org")
+        let jpeg = MediaSamples.jpeg()
+        #expect(try await Self.upload(api, jpeg, token: ann.token, contentType: "image/png").0 == 415)
+        #expect(try await Self.upload(api, Array("GIF89a, a dancing cat".utf8), token: ann.token).0 == 415)
+        let heic: [UInt8] = [0, 0, 0, 24] + Array("ftypheic".utf8) + [0, 0, 0, 0] + Array("mif1heic".utf8)
+        let (refused, why) = try await Self.upload(api, heic, token: ann.token)
+        #expect(refused == 415 && ((why["error"] as? [String: Any])?["message"] as? String)?.contains("JPEG") == true)
+        #expect(try await Self.upload(api, Array(jpeg.prefix(60)), token: ann.token).0 == 400)
+        #expect(try await Self.upload(api, MediaSamples.png(idatCRCBroken: true), token: ann.token).0 == 400)
+        #expect(try await Self.upload(api, [UInt8](repeating: 0xFF, count: 5000), token: ann.token).0 == 413)
+        #expect(try await Self.upload(api, jpeg, token: "rst_not-a-token").0 == 401)
+        // Chunked, in pieces of 7 bytes: the same as whole.
+        let (chunked, media) = try await Self.upload(api, MediaSamples.webp(), token: ann.token, pieces: 7)
+        #expect(chunked == 201 && media["content_type"] as? String == "image/webp" && media["width"] as? Int == 320, "\(media)")
+        let stored = try await api.inTenant { _, connection in
+            try connection.query("SELECT count(*) AS n FROM media_blobs").rows[0].decode(Int.self, "n")
+        }
+        #expect(stored == 1)
+        await api.stop()
+    }
+
+    @Test func identicalBytesAreStoredOnceAndTheTenantsQuotaHolds() async throws {
+        var limits = AbuseLimits.generous
+        limits.tenantMediaQuotaBytes = 600
+        let api = try APIFixture(limits: limits)
+        let ann = try await api.person(email: "ann@example.org")
+        let (first, one) = try await Self.upload(api, MediaSamples.png(), token: ann.token)
+        let (second, two) = try await Self.upload(api, MediaSamples.png(), token: ann.token)
+        #expect(first == 201 && second == 201 && one["id"] as? String != two["id"] as? String && one["sha256"] as? String == two["sha256"] as? String)
+        let (blobs, used) = try await api.inTenant { _, connection in
+            let row = try connection.query("SELECT (SELECT count(*) FROM media_blobs) AS blobs, (SELECT bytes FROM media_usage) AS used").rows[0]
+            return (try row.decode(Int.self, "blobs"), try row.decode(Int.self, "used"))
+        }
+        #expect(blobs == 1 && used == one["bytes"] as? Int)
+        // The quota: what does not fit is refused with quota_exceeded.
+        let big = MediaSamples.pngSignature + MediaSamples.chunk("IHDR", [0, 0, 0, 5, 0, 0, 0, 4, 8, 2, 0, 0, 0])
+            + MediaSamples.chunk("IDAT", [UInt8](repeating: 7, count: 700)) + MediaSamples.chunk("IEND", [])
+        let (full, error) = try await Self.upload(api, big, token: ann.token)
+        #expect(full == 413 && (error["error"] as? [String: Any])?["code"] as? String == "quota_exceeded", "\(error)")
+        await api.stop()
+    }
+
+    @Test func pendingUploadsAreLimitedAndUnlinkedOnesExpireWithTheirBytes() async throws {
+        let api = try APIFixture()
+        let ann = try await api.person(email: "ann@example.org")
+        // 20 uploads may wait to be linked; the 21st waits for one of them to go.
+        for index in 0..<MediaRoutes.maxPending {
+            let (status, _) = try await Self.upload(api, MediaSamples.jpeg(orientation: UInt8(index % 8 + 1)) + [UInt8(index)], token: ann.token)
+            #expect(status == 201)
+        }
+        #expect(try await Self.upload(api, MediaSamples.pdf, token: ann.token).0 == 429)
+
+        // A day on, the unlinked uploads expire and take their bytes with them.
+        try await api.inTenant { tenant, connection in
+            try connection.query("UPDATE media SET expires_at = now() - interval '1 second'")
+            try connection.query("UPDATE media_expiries SET due_at = now() WHERE tenant_id = \(tenant)")
+        }
+        let tenant = try await api.inTenant { tenant, _ in tenant }
+        let expiries = MediaExpiries(pool: api.pool, runner: JobRunner(metrics: JobMetrics(), log: Log(level: .error)))
+        for _ in 0..<200 where try await api.inTenant({ _, connection in try connection.query("SELECT 1 FROM media").first != nil }) {
+            try await expiries.runOnce(tenant: tenant)  // another suite's node may take some first
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        let after = try await api.inTenant { _, connection in
+            let row = try connection.query("SELECT (SELECT count(*) FROM media) + (SELECT count(*) FROM media_blobs) AS n, (SELECT bytes FROM media_usage) AS used").rows[0]
+            return (try row.decode(Int.self, "n"), try row.decode(Int.self, "used"))
+        }
+        #expect(after.0 == 0 && after.1 == 0)
+        #expect(try await Self.upload(api, MediaSamples.pdf, token: ann.token).0 == 201)
+        await api.stop()
+    }
+}
