@@ -14,6 +14,9 @@ roost_ensure_packages() {
     [ -f /usr/include/openssl/evp.h ] || missing+=(libssl-dev)
     command -v runuser >/dev/null 2>&1 || missing+=(util-linux)
     command -v curl >/dev/null 2>&1 || missing+=(curl)
+    # Extra tools a script needs, as COMMAND:PACKAGE (scripts/test: exiftool for the media tests).
+    local wanted
+    for wanted in "$@"; do command -v "${wanted%%:*}" >/dev/null 2>&1 || missing+=("${wanted#*:}"); done
     if [ ${#missing[@]} -gt 0 ]; then
         command -v apt-get >/dev/null 2>&1 ||
             roost_die "missing ${missing[*]} and no apt-get to install them; install PostgreSQL 15+ and libpq-dev by hand"
