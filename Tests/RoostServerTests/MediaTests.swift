@@ -122,6 +122,38 @@ struct MediaTests {
         await api.stop()
     }
 
+    @Test func aBridgeAttachesItsSnapshotAndSeesOnlyItsOwnGroupsMedia() async throws {
+        let api = try APIFixture()
+        let ann = try await api.person(email: "ann@example.org")
+        let elm = try #require(try await api.call("POST", "/v1/groups", ["name": "Elm"], token: ann.token).1["id"] as? String)
+        let oak = try #require(try await api.call("POST", "/v1/groups", ["name": "Oak"], token: ann.token).1["id"] as? String)
+        let camera = try #require(try await api.call("POST", "/v1/groups/\(elm)/bridges", ["name": "Porch camera"], token: ann.token).1["key"] as? String)
+        let stranger = try #require(try await api.call("POST", "/v1/groups/\(oak)/bridges", ["name": "Oak panel"], token: ann.token).1["key"] as? String)
+
+        let (uploaded, snapshot) = try await Self.upload(api, MediaSamples.png(), token: camera)
+        #expect(uploaded == 201, "\(snapshot)")
+        let id = try #require(snapshot["id"] as? String)
+        // Another bridge cannot attach it, nor see it.
+        #expect(try await api.call("POST", "/v1/bridge/alerts", ["action": "trigger", "dedup_key": "x", "summary": "Motion", "attachments": [id]],
+                                   token: stranger).0 == 400)
+        #expect(try await Self.get(api, "/v1/media/\(id)", token: stranger).status == 404)
+        #expect(try await Self.get(api, "/v1/media/\(id)", token: ann.token).status == 404)  // not linked yet
+        let (raised, alert) = try await api.call("POST", "/v1/bridge/alerts", ["action": "trigger", "dedup_key": "porch", "summary": "Motion at the porch",
+                                                                              "severity": "amber", "attachments": [id]], token: camera)
+        #expect(raised == 201 && ((alert["attachments"] as? [[String: Any]])?.first?["id"] as? String) == id, "\(alert)")
+        #expect(try await Self.get(api, "/v1/media/\(id)", token: ann.token).status == 200)
+        #expect(try await Self.get(api, "/v1/media/\(id)", token: camera).status == 200)
+        #expect(try await Self.get(api, "/v1/media/\(id)", token: stranger).status == 404)
+        // A member's photo in Elm is the Elm camera's to see, never Oak's bridge's.
+        let (_, photo) = try await Self.upload(api, MediaSamples.jpeg(), token: ann.token)
+        let photoID = try #require(photo["id"] as? String)
+        #expect(try await api.call("POST", "/v1/groups/\(elm)/messages", ["client_msg_id": "p", "kind": "chat", "text": "", "attachments": [photoID]],
+                                   token: ann.token).0 == 201)
+        #expect(try await Self.get(api, "/v1/media/\(photoID)", token: camera).status == 200)
+        #expect(try await Self.get(api, "/v1/media/\(photoID)", token: stranger).status == 404)
+        await api.stop()
+    }
+
     @Test func brokenMislabelledAndUnknownFilesAreRefusedAndNothingIsStored() async throws {
         var limits = AbuseLimits.generous
         limits.maxUploadBytes = 4096

@@ -17,10 +17,12 @@ struct BridgeAlert: Sendable {
     let severity: String
     let location: String?
     let details: String?
+    /// The bridge's own uploads (a camera's snapshot), linked into a new alert.
+    let attachments: [UUID]
 
     /// Validates the request whatever its action; 400 naming the field at fault.
     init(action: String, dedupKey: String, summary: String?, severity: String?, occurredAt: String?, location: Location?,
-         details: () throws(APIError) -> String?) throws(APIError) {
+         attachments: [UUID] = [], details: () throws(APIError) -> String?) throws(APIError) {
         guard let action = Action(rawValue: action) else { throw APIError.invalid("action must be trigger or resolve", "action") }
         self.dedupKey = try BoundedText.clientKey(dedupKey, field: "dedup_key")
         self.summary = try summary.map { value throws(APIError) in
@@ -35,6 +37,8 @@ struct BridgeAlert: Sendable {
         }
         self.location = try location?.validatedJSON()
         self.details = try details()
+        try Attachments.validate(attachments)
+        self.attachments = attachments
         self.action = action
         self.severity = severity ?? AlertSeverity.amber.name
     }
@@ -56,8 +60,9 @@ struct BridgeAlert: Sendable {
                                        actorID: bridge.id, data: RawJSON("{\"seq\":\(seq),\"repeat_count\":\(count)}"), on: connection)
             return (false, try MessageStore().message(group: bridge.groupID, seq: seq, on: connection)!)
         case (.trigger, nil):
-            let message = NewMessage(clientMessageID: nil, text: summary!, kind: "alert", severity: severity, template: nil,
+            var message = NewMessage(clientMessageID: nil, text: summary!, kind: "alert", severity: severity, template: nil,
                                      location: location, replyTo: nil)
+            message.attachments = try Attachments.resolve(attachments, uploaderType: "bridge", uploader: bridge.id, on: connection)
             // A concurrent trigger under the same key fails this insert (uniqueViolation): the route retries, as a repeat.
             let posted = try MessageStore().post(tenant: tenant, group: bridge.groupID, authorType: "bridge", authorID: bridge.id,
                                                  authorName: bridge.name, message: message, dedupKey: dedupKey, bridge: bridge.id,

@@ -35,9 +35,10 @@ struct BridgeRoutes: Sendable {
         let severity: String?
         let location: Location?
         let occurredAt: String?
+        let attachments: [UUID]?
 
         enum CodingKeys: String, CodingKey, CaseIterable {
-            case action, summary, severity, location
+            case action, summary, severity, location, attachments
             case dedupKey = "dedup_key"
             case occurredAt = "occurred_at"
         }
@@ -185,7 +186,7 @@ struct BridgeRoutes: Sendable {
     private func alert(_ context: RequestContext) async throws -> HTTPResponse {
         let body = try context.decodeJSON(AlertBody.self)
         let alert = try BridgeAlert(action: body.action, dedupKey: body.dedupKey, summary: body.summary, severity: body.severity,
-                                    occurredAt: body.occurredAt, location: body.location) { () throws(APIError) in
+                                    occurredAt: body.occurredAt, location: body.location, attachments: body.attachments ?? []) { () throws(APIError) in
             try Self.details(context.request.body)
         }
         let (tenant, bridge) = try await admit(context)
