@@ -99,6 +99,7 @@ struct Options {
                fanout:       [--groups G] [--members M] [--rates R1,R2,..] [--seconds S] [--payload-bytes B (mqtt)]
                posts:        [--concurrency C] [--seconds S] [--paced-rate R]
                resume-storm: [--clients C] [--behind E]
+               media:        [--concurrency C] [--seconds S]
         """
 }
 
@@ -113,6 +114,7 @@ do {
     case "fanout": try fanoutScenario(options)
     case "posts": try postsScenario(options)
     case "resume-storm": try resumeStormScenario(options)
+    case "media": try mediaScenario(options)
     default: throw BenchError(Options.usage)
     }
 } catch {
