@@ -12,11 +12,11 @@ import Testing
 @Suite(.enabled(if: TestDatabase.isConfigured, "needs TEST_DATABASE_URL (scripts/test sets it)"))
 struct MediaTests {
     /// Uploads `bytes` as the raw body (chunked in `pieces` when given); the status and JSON.
-    static func upload(_ api: APIFixture, _ bytes: [UInt8], token: String, contentType: String? = nil, pieces: Int? = nil) async throws
-        -> (Int, [String: Any])
-    {
+    /// With `close`, the request says `Connection: close` (its body must still be read whole).
+    static func upload(_ api: APIFixture, _ bytes: [UInt8], token: String, contentType: String? = nil, pieces: Int? = nil,
+                       close: Bool = false) async throws -> (Int, [String: Any]) {
         let client = try TestClient(port: api.test.port)
-        var head = "POST /v1/media HTTP/1.1\r\nAuthorization: Bearer \(token)\r\n"
+        var head = "POST /v1/media HTTP/1.1\r\nAuthorization: Bearer \(token)\r\n" + (close ? "Connection: close\r\n" : "")
         if let contentType { head += "Content-Type: \(contentType)\r\n" }
         if let pieces {
             client.send(head + "Transfer-Encoding: chunked\r\n\r\n")
@@ -154,6 +154,45 @@ struct MediaTests {
         await api.stop()
     }
 
+    @Test func aWalkersPhotoGoesWithTheHelpAlertAndRetentionTakesAPhotoWithItsMessage() async throws {
+        let api = try APIFixture()
+        let (ann, ben) = (try await api.person(email: "ann@example.org"), try await api.person(email: "ben@example.org"))
+        let elm = try #require(try await api.call("POST", "/v1/groups", ["name": "Elm"], token: ann.token).1["id"] as? String)
+        try await api.addMember(ben.id, to: elm, role: "member")
+        let checkin = try #require(try await api.call("POST", "/v1/checkins", ["group_id": elm, "due_in_s": 600], token: ann.token).1["id"] as? String)
+        let (_, photo) = try await Self.upload(api, MediaSamples.jpeg(), token: ann.token)
+        let id = try #require(photo["id"] as? String)
+        let (helped, alert) = try await api.call("POST", "/v1/checkins/\(checkin)/help", ["note": "Followed by a car", "attachments": [id]], token: ann.token)
+        #expect(helped == 201 && ((alert["attachments"] as? [[String: Any]])?.first?["id"] as? String) == id, "\(alert)")
+        #expect(try await Self.get(api, "/v1/media/\(id)", token: ben.token).status == 200)
+
+        // A photo in a chat message that retention purges goes with it.
+        let oak = try #require(try await api.call("POST", "/v1/groups", ["name": "Oak"], token: ann.token).1["id"] as? String)
+        let (_, old) = try await Self.upload(api, MediaSamples.png(), token: ann.token)
+        let oldID = try #require(old["id"] as? String)
+        #expect(try await api.call("POST", "/v1/groups/\(oak)/messages", ["client_msg_id": "o", "kind": "chat", "text": "Bins", "attachments": [oldID]],
+                                   token: ann.token).0 == 201)
+        let oakID = try #require(UUID(uuidString: oak))
+        try await api.inTenant { _, connection in
+            try connection.query("UPDATE group_events SET created_at = now() - interval '3 days' WHERE group_id = \(oakID)")
+            try connection.query("UPDATE groups SET retention_days = 2 WHERE id = \(oakID)")
+            try connection.query("INSERT INTO retention_jobs (group_id, tenant_id) SELECT id, tenant_id FROM groups WHERE id = \(oakID)")
+        }
+        let purges = RetentionJobs(pool: api.pool, runner: JobRunner(metrics: JobMetrics(), log: Log(level: .error)))
+        let tenant = try await api.inTenant { tenant, _ in tenant }
+        for _ in 0..<200 where try await Self.get(api, "/v1/media/\(oldID)", token: ann.token).status == 200 {
+            try await purges.runOnce(tenant: tenant)
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(try await Self.get(api, "/v1/media/\(oldID)", token: ann.token).status == 404)
+        let left = try await api.inTenant { _, connection in
+            try connection.query("SELECT count(*) AS n FROM media_blobs WHERE content_type = 'image/png'").rows[0].decode(Int.self, "n")
+        }
+        #expect(left == 0)
+        #expect(try await Self.get(api, "/v1/media/\(id)", token: ben.token).status == 200)
+        await api.stop()
+    }
+
     @Test func brokenMislabelledAndUnknownFilesAreRefusedAndNothingIsStored() async throws {
         var limits = AbuseLimits.generous
         limits.maxUploadBytes = 4096
@@ -169,8 +208,8 @@ struct MediaTests {
         #expect(try await Self.upload(api, MediaSamples.png(idatCRCBroken: true), token: ann.token).0 == 400)
         #expect(try await Self.upload(api, [UInt8](repeating: 0xFF, count: 5000), token: ann.token).0 == 413)
         #expect(try await Self.upload(api, jpeg, token: "rst_not-a-token").0 == 401)
-        // Chunked, in pieces of 7 bytes: the same as whole.
-        let (chunked, media) = try await Self.upload(api, MediaSamples.webp(), token: ann.token, pieces: 7)
+        // Chunked, in pieces of 7 bytes: the same as whole; and a connection's last request's body is read whole.
+        let (chunked, media) = try await Self.upload(api, MediaSamples.webp(), token: ann.token, pieces: 7, close: true)
         #expect(chunked == 201 && media["content_type"] as? String == "image/webp" && media["width"] as? Int == 320, "\(media)")
         let stored = try await api.inTenant { _, connection in
             try connection.query("SELECT count(*) AS n FROM media_blobs").rows[0].decode(Int.self, "n")

@@ -180,6 +180,7 @@ final class HTTPConnection: EventHandler {
                 receivedUploadPart(part)
             case .bodyEnd:
                 endUpload(failing: nil)
+                if closeWhenDrained { stopReading = true }  // it was the connection's last request
             }
         }
     }
@@ -198,7 +199,11 @@ final class HTTPConnection: EventHandler {
     private func dispatch(_ request: HTTPRequest, streamingBody: Bool = false) {
         let started = loop.now
         let keepAlive = request.keepAlive && !context.shuttingDown.load(ordering: .relaxed)
-        if !keepAlive { stopReading = true; closeWhenDrained = true }
+        if !keepAlive {
+            // The last request: nothing after it is read, but a streaming body of its own is (until `bodyEnd`).
+            if !streamingBody { stopReading = true }
+            closeWhenDrained = true
+        }
         let requestID = Self.acceptedRequestID(request.headers["X-Request-Id"]) ?? newRequestID()
         switch context.router.match(request.method, request.target.pathSegments) {
         case .notFound:

@@ -54,7 +54,7 @@ enum CheckinAlerts {
     /// whatever was raised there before, hidden from the walker (their streams, their reads and
     /// their devices never see it or anything about it) and kept apart from the alert they see.
     static func raise(_ checkin: Checkin, template: String, text: String, location: String?, name: String, tenant: UUID,
-                      hidden: Bool = false, on connection: PostgresConnection) throws -> [Raised] {
+                      hidden: Bool = false, attachments: [UUID] = [], on connection: PostgresConnection) throws -> [Raised] {
         let store = CheckinStore()
         let place = location ?? checkin.location
         let details = "{\"checkin_id\":\"\(checkin.id.uuidString.lowercased())\","
@@ -63,6 +63,8 @@ enum CheckinAlerts {
             + "\"due_at\":\(JSONString.quote(APIJSON.time(checkin.dueAt))),"
             + "\"trail\":\(try store.trailJSON(of: checkin.id, limit: trailPointsInAlert, on: connection))}"
         var raised: [Raised] = []
+        // The walker's photos go with the alert in every watching group.
+        let attached = try Attachments.resolve(attachments, uploaderType: "user", uploader: checkin.userID, on: connection)
         if hidden {
             // The walker's own request writes rows they must not read: its reads stop being theirs.
             try connection.setViewer(nil)
@@ -71,6 +73,7 @@ enum CheckinAlerts {
             var message = NewMessage(clientMessageID: nil, systemKey: "checkin:\(checkin.id.uuidString.lowercased()):\(template)", text: text,
                                      kind: "alert", severity: AlertSeverity.red.name, template: template, location: place, replyTo: nil)
             message.hiddenFrom = hidden ? checkin.userID : nil
+            message.attachments = attached
             let posted = try MessageStore().post(tenant: tenant, group: watcher.group, authorType: "user", authorID: checkin.userID,
                                                  authorName: name, message: message, details: details, on: connection)
             let pushed = try connection.query("SELECT (\(RawJSON(posted.json))::jsonb #- '{alert,details,trail}')::text AS json")

@@ -185,8 +185,12 @@ struct CheckinHelp: OwnCheckinChange {
     let checkin: UUID
     let note: String?
     let location: String?
+    /// The walker's uploads, linked into the alert in every watching group.
+    let attachments: [UUID]
 
-    init(checkin: UUID, note: String?, location: Location?) throws(APIError) {
+    init(checkin: UUID, note: String?, location: Location?, attachments: [UUID] = []) throws(APIError) {
+        try Attachments.validate(attachments)
+        self.attachments = attachments
         self.checkin = checkin
         self.note = try note.map { value throws(APIError) in try BoundedText.validate(value, field: "note", range: 1...1000, allowNewlines: true) }
         self.location = try location?.validatedJSON()
@@ -195,7 +199,7 @@ struct CheckinHelp: OwnCheckinChange {
     func change(_ checkin: Checkin, _ outcome: CheckinPolicy.Outcome, by user: User, on connection: PostgresConnection) throws -> String {
         let text = note ?? (checkin.note.isEmpty ? CheckinAlerts.helpText : checkin.note)
         let raised = try CheckinAlerts.raise(checkin, template: "help", text: text, location: location, name: user.displayName,
-                                             tenant: user.tenantID, on: connection)
+                                             tenant: user.tenantID, attachments: attachments, on: connection)
         guard let first = raised.first else {
             throw APIError(.conflict, code: "conflict", message: "you are no longer in any of the check-in's groups; post the alert in a group")
         }

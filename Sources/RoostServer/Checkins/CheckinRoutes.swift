@@ -67,7 +67,8 @@ struct CheckinRoutes: Sendable {
         static var fieldNames: Set<String> { names(CodingKeys.self) }
         let note: String?
         let location: Location?
-        enum CodingKeys: String, CodingKey, CaseIterable { case note, location }
+        let attachments: [UUID]?
+        enum CodingKeys: String, CodingKey, CaseIterable { case note, location, attachments }
     }
 
     struct CheckinView: Encodable {
@@ -191,7 +192,8 @@ struct CheckinRoutes: Sendable {
         }
         builder.add(.post, "/v1/checkins/{id:uuid}/help", bodyLimit: 4 * 1024, signedIn: auth) { context, caller in
             let body = context.request.body.isEmpty ? nil : try context.decodeJSON(HelpBody.self)
-            let help = try CheckinHelp(checkin: context.parameters.uuid("id")!, note: body?.note, location: body?.location)
+            let help = try CheckinHelp(checkin: context.parameters.uuid("id")!, note: body?.note, location: body?.location,
+                                       attachments: body?.attachments ?? [])
             return .json(.created, Array(try await caller.run(help).utf8))
         }
     }
