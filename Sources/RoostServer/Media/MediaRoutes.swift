@@ -254,18 +254,16 @@ enum ByteRange {
         let spec = header.dropFirst(6).split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
         guard spec.count == 2 else { return .some(nil) }
         let (first, last) = (Int(spec[0]), Int(spec[1]))
-        switch (spec[0].isEmpty, spec[1].isEmpty) {
-        case (true, false):
+        // A range that is not numbers is no range at all: ignored (RFC 9110 §14.2).
+        guard spec[0].isEmpty || first != nil, spec[1].isEmpty || last != nil, !(spec[0].isEmpty && spec[1].isEmpty) else { return .some(nil) }
+        if spec[0].isEmpty {
             guard let suffix = last, suffix > 0, size > 0 else { return nil }
             return max(0, size - suffix)..<size
-        case (false, _):
-            guard let start = first, start < size else { return nil }
-            let end = spec[1].isEmpty ? size - 1 : min(last ?? -1, size - 1)
-            guard end >= start else { return nil }
-            return start..<(end + 1)
-        default:
-            return nil
         }
+        guard let start = first, start < size else { return nil }
+        let end = spec[1].isEmpty ? size - 1 : min(last!, size - 1)
+        guard end >= start else { return nil }
+        return start..<(end + 1)
     }
 }
 
