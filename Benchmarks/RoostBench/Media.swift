@@ -70,7 +70,8 @@ func benchJPEG(size: Int, variant: Int) -> [UInt8] {
     return bytes + [0xFF, 0xD9]
 }
 
-/// Uploads (`--concurrency` at a time, each linked into a message so none stays pending) for
+/// Twenty 25 MiB uploads at once, the server's peak memory sampled; then uploads
+/// (`--concurrency` at a time, each linked into a message so none stays pending) for
 /// `--seconds`, then downloads of one 1 MiB photo by the group's member as fast as
 /// `--concurrency` clients go: throughput in MiB/s, download latency percentiles.
 func mediaScenario(_ options: Options) throws {
@@ -92,6 +93,31 @@ func mediaScenario(_ options: Options) throws {
         let (status, _) = try poster.request("POST", "/v1/groups/\(group)/messages", body: body, token: seed.posterToken)
         guard status == 201 else { throw BenchError("linking answered \(status)") }
     }
+
+    // The burst: memory must not follow the bytes in flight.
+    let burst = (0..<20).map { benchJPEG(size: 25 << 20, variant: 100 + $0) }
+    let baseline = statusKilobytes(pid: options.serverPID, "VmRSS")
+    let peak = Atomic<Int>(baseline)
+    let sampling = Atomic<Bool>(true)
+    let sampler = Thread {
+        while sampling.load(ordering: .relaxed) {
+            let rss = statusKilobytes(pid: options.serverPID, "VmRSS")
+            if rss > peak.load(ordering: .relaxed) { peak.store(rss, ordering: .relaxed) }
+            usleep(10_000)
+        }
+    }
+    sampler.start()
+    let burstFailures = Atomic<Int>(0)
+    let burstBegan = now()
+    paced(count: burst.count, rate: nil, threads: burst.count, make: { try? HTTPPoster(port: options.port) }) { poster, ticket in
+        do { try link(try upload(burst[ticket], token: seed.posterToken), poster, index: 1_000_000 + ticket) } catch { burstFailures.add(1, ordering: .relaxed) }
+    }
+    let burstElapsed = Double(now() - burstBegan) / 1e9
+    sampling.store(false, ordering: .relaxed)
+    usleep(20_000)
+    print(String(format: "  burst: 20 uploads of 25 MiB at once in %.1f s (%.1f MiB/s); server RSS %d MiB before, peak %d MiB (+%d MiB)%@  (goal: under +64 MiB)",
+                 burstElapsed, 500 / burstElapsed, baseline / 1024, peak.load(ordering: .relaxed) / 1024, (peak.load(ordering: .relaxed) - baseline) / 1024,
+                 burstFailures.load(ordering: .relaxed) > 0 ? " (\(burstFailures.load(ordering: .relaxed)) failed)" : ""))
 
     let uploaded = Atomic<Int>(0)
     let failures = Atomic<Int>(0)
@@ -129,6 +155,7 @@ func mediaScenario(_ options: Options) throws {
                  Double(samples.count) / downloadElapsed, Double(samples.count) / downloadElapsed, milliseconds(percentile(samples, 0.5)),
                  milliseconds(percentile(samples, 0.99)), bad.load(ordering: .relaxed) > 0 ? " (\(bad.load(ordering: .relaxed)) failed)" : ""))
     Report.record(["scenario": "media", "server": "roost", "concurrency": options.concurrency, "upload_mib_s": (megabytes / elapsed * 10).rounded() / 10,
+                   "burst_rss_growth_mib": (peak.load(ordering: .relaxed) - baseline) / 1024,
                    "downloads_per_s": Int(Double(samples.count) / downloadElapsed), "download_p50_ms": ms(percentile(samples, 0.5)),
                    "download_p99_ms": ms(percentile(samples, 0.99))])
 }
