@@ -8,16 +8,8 @@ import Glibc
 /// One raw HTTP/1.1 exchange on a fresh connection: the status and the body (read by its
 /// `Content-Length`), with `extra` headers.
 func rawExchange(port: UInt16, _ head: String, body: [UInt8] = []) throws -> (Int, [UInt8]) {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    let fd = try connectLoopback(port: port)
     defer { Glibc.close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_port = port.bigEndian
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    let connected = withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-    }
-    guard connected == 0 else { throw BenchError("cannot connect to 127.0.0.1:\(port)") }
     let request = Array(head.utf8) + body
     var offset = 0
     while offset < request.count {
@@ -96,27 +88,16 @@ func mediaScenario(_ options: Options) throws {
 
     // The burst: memory must not follow the bytes in flight.
     let burst = (0..<20).map { benchJPEG(size: 25 << 20, variant: 100 + $0) }
-    let baseline = statusKilobytes(pid: options.serverPID, "VmRSS")
-    let peak = Atomic<Int>(baseline)
-    let sampling = Atomic<Bool>(true)
-    let sampler = Thread {
-        while sampling.load(ordering: .relaxed) {
-            let rss = statusKilobytes(pid: options.serverPID, "VmRSS")
-            if rss > peak.load(ordering: .relaxed) { peak.store(rss, ordering: .relaxed) }
-            usleep(10_000)
-        }
-    }
-    sampler.start()
+    let memory = PeakRSS(pid: options.serverPID)
     let burstFailures = Atomic<Int>(0)
     let burstBegan = now()
     paced(count: burst.count, rate: nil, threads: burst.count, make: { try? HTTPPoster(port: options.port) }) { poster, ticket in
         do { try link(try upload(burst[ticket], token: seed.posterToken), poster, index: 1_000_000 + ticket) } catch { burstFailures.add(1, ordering: .relaxed) }
     }
     let burstElapsed = Double(now() - burstBegan) / 1e9
-    sampling.store(false, ordering: .relaxed)
-    usleep(20_000)
+    let peak = memory.stop()
     print(String(format: "  burst: 20 uploads of 25 MiB at once in %.1f s (%.1f MiB/s); server RSS %d MiB before, peak %d MiB (+%d MiB)%@  (goal: under +64 MiB)",
-                 burstElapsed, 500 / burstElapsed, baseline / 1024, peak.load(ordering: .relaxed) / 1024, (peak.load(ordering: .relaxed) - baseline) / 1024,
+                 burstElapsed, 500 / burstElapsed, memory.baseline / 1024, peak / 1024, (peak - memory.baseline) / 1024,
                  burstFailures.load(ordering: .relaxed) > 0 ? " (\(burstFailures.load(ordering: .relaxed)) failed)" : ""))
 
     let uploaded = Atomic<Int>(0)
@@ -155,7 +136,7 @@ func mediaScenario(_ options: Options) throws {
                  Double(samples.count) / downloadElapsed, Double(samples.count) / downloadElapsed, milliseconds(percentile(samples, 0.5)),
                  milliseconds(percentile(samples, 0.99)), bad.load(ordering: .relaxed) > 0 ? " (\(bad.load(ordering: .relaxed)) failed)" : ""))
     Report.record(["scenario": "media", "server": "roost", "concurrency": options.concurrency, "upload_mib_s": (megabytes / elapsed * 10).rounded() / 10,
-                   "burst_rss_growth_mib": (peak.load(ordering: .relaxed) - baseline) / 1024,
+                   "burst_rss_growth_mib": (peak - memory.baseline) / 1024,
                    "downloads_per_s": Int(Double(samples.count) / downloadElapsed), "download_p50_ms": ms(percentile(samples, 0.5)),
                    "download_p99_ms": ms(percentile(samples, 0.99))])
 }

@@ -212,17 +212,7 @@ func resumeStormScenario(_ options: Options) throws {
         ledger.start(index)
         guard try post(poster, group: seed.groups[0], index: index, token: seed.posterToken, kind: "chat") == 201 else { throw BenchError("post failed") }
     }
-    let baseline = statusKilobytes(pid: options.serverPID, "VmRSS")
-    let peak = Atomic<Int>(baseline)
-    let sampling = Atomic<Bool>(true)
-    let sampler = Thread {
-        while sampling.load(ordering: .relaxed) {
-            let rss = statusKilobytes(pid: options.serverPID, "VmRSS")
-            if rss > peak.load(ordering: .relaxed) { peak.store(rss, ordering: .relaxed) }
-            usleep(10_000)
-        }
-    }
-    sampler.start()
+    let memory = PeakRSS(pid: options.serverPID)
     let caughtUp = Atomic<Int>(0)
     let counts = Mutex([Int](repeating: 0, count: options.clients))
     let behind = options.behind
@@ -243,14 +233,14 @@ func resumeStormScenario(_ options: Options) throws {
         usleep(1_000)
     }
     let elapsed = Double(now() - started) / 1e9
-    sampling.store(false, ordering: .relaxed)
+    let peak = memory.stop()
     storm.stop()
     let complete = caughtUp.load(ordering: .relaxed)
     print(String(format: "  all live and caught up in %.2f s (%d of %d complete, %d refused or closed); server RSS %d MiB before, peak %d MiB",
-                 elapsed, complete, options.clients, storm.closed.load(ordering: .relaxed), baseline / 1024, peak.load(ordering: .relaxed) / 1024))
+                 elapsed, complete, options.clients, storm.closed.load(ordering: .relaxed), memory.baseline / 1024, peak / 1024))
     Report.record(["scenario": "resume-storm", "server": "roost", "clients": options.clients, "behind": options.behind,
-                   "seconds": (elapsed * 100).rounded() / 100, "complete": complete, "rss_before_mib": baseline / 1024,
-                   "rss_peak_mib": peak.load(ordering: .relaxed) / 1024])
+                   "seconds": (elapsed * 100).rounded() / 100, "complete": complete, "rss_before_mib": memory.baseline / 1024,
+                   "rss_peak_mib": peak / 1024])
 }
 
 /// A blocking MQTT publisher (QoS 0) for the mosquitto side of `fanout`.
@@ -258,17 +248,8 @@ final class MQTTPublisher {
     private let fd: Int32
 
     init(port: UInt16) throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var one: Int32 = 1
-        setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard result == 0, send(MQTT.connect(clientID: "bench-publisher-\(getpid())")) else { throw BenchError("cannot connect to mosquitto") }
+        fd = try connectLoopback(port: port)
+        guard send(MQTT.connect(clientID: "bench-publisher-\(getpid())")) else { throw BenchError("cannot connect to mosquitto") }
         var connack = [UInt8](repeating: 0, count: 4)
         guard recv(fd, &connack, 4, Int32(MSG_WAITALL)) == 4, connack[0] >> 4 == MQTT.connack, connack[3] == 0 else {
             throw BenchError("mosquitto refused the publisher")

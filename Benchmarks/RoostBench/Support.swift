@@ -31,6 +31,59 @@ func cpuSeconds(pid: Int32) -> Double {
     return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
 }
 
+/// Samples a process's resident memory every 10 ms from `init` until `stop`: the baseline, and
+/// the peak seen in between (kB).
+final class PeakRSS: @unchecked Sendable {
+    // Unchecked: the counters are atomics; `thread` is touched only by `init` and `stop`.
+    let baseline: Int
+    private let peakSeen: Atomic<Int>
+    private let sampling = Atomic<Bool>(true)
+    private var thread: Thread?
+
+    init(pid: Int32) {
+        baseline = statusKilobytes(pid: pid, "VmRSS")
+        peakSeen = Atomic(baseline)
+        let thread = Thread { [self] in
+            while sampling.load(ordering: .relaxed) {
+                let rss = statusKilobytes(pid: pid, "VmRSS")
+                if rss > peakSeen.load(ordering: .relaxed) { peakSeen.store(rss, ordering: .relaxed) }
+                usleep(10_000)
+            }
+        }
+        self.thread = thread
+        thread.start()
+    }
+
+    /// Stops sampling; the peak.
+    @discardableResult
+    func stop() -> Int {
+        sampling.store(false, ordering: .relaxed)
+        usleep(20_000)
+        return peakSeen.load(ordering: .relaxed)
+    }
+
+    var peak: Int { peakSeen.load(ordering: .relaxed) }
+}
+
+/// A TCP connection to 127.0.0.1:`port` (Nagle off).
+func connectLoopback(port: UInt16) throws -> Int32 {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    var one: Int32 = 1
+    setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = port.bigEndian
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    let result = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+    guard result == 0 else {
+        Glibc.close(fd)
+        throw BenchError("cannot connect to 127.0.0.1:\(port)")
+    }
+    return fd
+}
+
 /// A line of `/proc/PID/status` in kB, e.g. `VmRSS`.
 func statusKilobytes(pid: Int32, _ field: String) -> Int {
     guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return 0 }
@@ -67,17 +120,8 @@ final class HTTPPoster {
 
     private func connect() throws {
         if fd >= 0 { Glibc.close(fd) }
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var one: Int32 = 1
-        setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard result == 0 else { throw BenchError("cannot connect to 127.0.0.1:\(port)") }
+        fd = -1
+        fd = try connectLoopback(port: port)
         buffer = []
     }
 

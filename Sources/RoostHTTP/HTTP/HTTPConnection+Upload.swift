@@ -16,8 +16,8 @@ extension HTTPConnection {
         var timer: UInt64?
     }
 
-    static let uploadHighWater = 1 << 20
-    static let uploadLowWater = 256 << 10
+    static let uploadHighWater = 256 << 10
+    static let uploadLowWater = 64 << 10
 
     func beginUpload(_ number: Int) -> RequestBodyStream {
         let bound = LoopBound(value: self)
