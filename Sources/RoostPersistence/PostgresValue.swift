@@ -141,38 +141,52 @@ extension Data: PostgresCodable {
     public static var postgresType: PostgresType { .bytea }
     /// bytea's hex input format: `\x` then two hex digits a byte.
     public func postgresText() -> String? {
-        let digits: [UInt8] = Array("0123456789abcdef".utf8)
-        var out = [UInt8]()
-        out.reserveCapacity(2 + count * 2)
-        out.append(UInt8(ascii: "\\"))
-        out.append(UInt8(ascii: "x"))
-        for byte in self {
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 0x0F)])
+        // Written straight into the string's storage: a media chunk's text is half a megabyte,
+        // and an intermediate array would double what every upload in flight holds.
+        String(unsafeUninitializedCapacity: 2 + count * 2) { out in
+            let digits: StaticString = "0123456789abcdef"
+            out[0] = UInt8(ascii: "\\")
+            out[1] = UInt8(ascii: "x")
+            var index = 2
+            digits.withUTF8Buffer { digits in
+                for byte in self {
+                    out[index] = digits[Int(byte >> 4)]
+                    out[index + 1] = digits[Int(byte & 0x0F)]
+                    index += 2
+                }
+            }
+            return index
         }
-        return String(decoding: out, as: UTF8.self)
     }
     public init(postgresText text: String) throws(PostgresDecodingFailure) {
-        let utf8 = Array(text.utf8)
+        var text = text
+        // Read in place (a media chunk's text is half a megabyte): no copy of the digits.
+        self = Data(try text.withUTF8 { Self.decodeHex($0) }.get())
+    }
+
+    private static func decodeHex(_ utf8: UnsafeBufferPointer<UInt8>) -> Result<[UInt8], PostgresDecodingFailure> {
         guard utf8.count >= 2, utf8[0] == UInt8(ascii: "\\"), utf8[1] == UInt8(ascii: "x"), utf8.count % 2 == 0 else {
-            throw PostgresDecodingFailure("bytea is not in hex format")
+            return .failure(PostgresDecodingFailure("bytea is not in hex format"))
         }
-        func nibble(_ c: UInt8) throws(PostgresDecodingFailure) -> UInt8 {
+        func nibble(_ c: UInt8) -> UInt8? {
             switch c {
             case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")
             case UInt8(ascii: "a")...UInt8(ascii: "f"): return c - UInt8(ascii: "a") + 10
             case UInt8(ascii: "A")...UInt8(ascii: "F"): return c - UInt8(ascii: "A") + 10
-            default: throw PostgresDecodingFailure("bytea has a non-hex digit")
+            default: return nil
             }
         }
         var bytes = [UInt8]()
         bytes.reserveCapacity((utf8.count - 2) / 2)
         var index = 2
         while index < utf8.count {
-            bytes.append(try nibble(utf8[index]) << 4 | nibble(utf8[index + 1]))
+            guard let high = nibble(utf8[index]), let low = nibble(utf8[index + 1]) else {
+                return .failure(PostgresDecodingFailure("bytea has a non-hex digit"))
+            }
+            bytes.append(high << 4 | low)
             index += 2
         }
-        self = Data(bytes)
+        return .success(bytes)
     }
 }
 
