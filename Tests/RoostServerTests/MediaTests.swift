@@ -240,6 +240,8 @@ struct MediaTests {
             + MediaSamples.chunk("IDAT", [UInt8](repeating: 7, count: 700)) + MediaSamples.chunk("IEND", [])
         let (full, error) = try await Self.upload(api, big, token: ann.token)
         #expect(full == 413 && (error["error"] as? [String: Any])?["code"] as? String == "quota_exceeded", "\(error)")
+        let kept = try await api.inTenant { _, connection in try connection.query("SELECT count(*) AS n FROM media_blobs").rows[0].decode(Int.self, "n") }
+        #expect(kept == 1, "what did not fit left bytes behind")
         await api.stop()
     }
 

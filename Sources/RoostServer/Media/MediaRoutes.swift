@@ -131,19 +131,21 @@ struct MediaRoutes: Sendable {
             let (tenant, id, bytes, quota) = (tenant, id, bytes, quota)
             for attempt in 1...2 {
                 do {
-                    let finished = try await pool.withConnection { connection in
+                    return try await pool.withConnection { connection in
                         try connection.withTenantTransaction(tenant) { connection in
-                            try MediaStore().finish(tenant: tenant, blob: id, uploaderType: uploader.type, uploader: uploader.id, bytes: bytes,
-                                                    width: width, height: height, sha256: digest, patch: patch, quota: quota, on: connection)
+                            let finished = try MediaStore().finish(tenant: tenant, blob: id, uploaderType: uploader.type, uploader: uploader.id,
+                                                                   bytes: bytes, width: width, height: height, sha256: digest, patch: patch,
+                                                                   quota: quota, on: connection)
+                            // Over the quota: the transaction rolls back (the blob stays unfinished, for `abandon`).
+                            guard case .stored(let record) = finished else { throw MediaRoutes.quotaExceeded(quota) }
+                            return record
                         }
                     }
-                    guard case .stored(let record) = finished else {
-                        await abandon()
-                        throw MediaRoutes.quotaExceeded(quota)
-                    }
-                    return record
                 } catch let error as DatabaseError where error.code == .uniqueViolation && attempt == 1 {
                     continue  // an identical upload finished first: share its bytes
+                } catch let error as APIError {
+                    await abandon()
+                    throw error
                 }
             }
             preconditionFailure("unreachable: the second attempt returns or throws")
