@@ -212,13 +212,21 @@ struct MediaTests {
         #expect(try await Self.upload(api, MediaSamples.png(idatCRCBroken: true), token: ann.token).0 == 400)
         #expect(try await Self.upload(api, [UInt8](repeating: 0xFF, count: 5000), token: ann.token).0 == 413)
         #expect(try await Self.upload(api, jpeg, token: "rst_not-a-token").0 == 401)
+        // A client that waits for 100 Continue gets it before sending the body.
+        let waiting = try TestClient(port: api.test.port)
+        let pdf = MediaSamples.pdf
+        waiting.send("POST /v1/media HTTP/1.1\r\nAuthorization: Bearer \(ann.token)\r\nExpect: 100-continue\r\nContent-Length: \(pdf.count)\r\n\r\n")
+        let interim = try #require(await waiting.readResponseHeadOnly())
+        #expect(interim.status == 100)
+        waiting.send(pdf)
+        #expect(await waiting.readResponse()?.status == 201)
         // Chunked, in pieces of 7 bytes: the same as whole; and a connection's last request's body is read whole.
         let (chunked, media) = try await Self.upload(api, MediaSamples.webp(), token: ann.token, pieces: 7, close: true)
         #expect(chunked == 201 && media["content_type"] as? String == "image/webp" && media["width"] as? Int == 320, "\(media)")
         let stored = try await api.inTenant { _, connection in
             try connection.query("SELECT count(*) AS n FROM media_blobs").rows[0].decode(Int.self, "n")
         }
-        #expect(stored == 1)
+        #expect(stored == 2)  // the PDF and the WebP; nothing of the refused ones
         await api.stop()
     }
 

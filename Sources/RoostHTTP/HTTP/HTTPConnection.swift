@@ -227,7 +227,15 @@ final class HTTPConnection: EventHandler {
             }
             let number = responses.take()
             var requestContext = RequestContext(request: request, route: pattern, parameters: parameters, requestID: requestID, peer: peer)
-            if streamingBody { requestContext.bodyStream = beginUpload(number) }
+            if streamingBody {
+                requestContext.bodyStream = beginUpload(number)
+                // A client waiting for `100 Continue` (curl does past 1 MiB) sends at once rather than
+                // after its timeout; only when nothing is owed before it, so responses keep their order.
+                if request.headers["Expect"]?.lowercased() == "100-continue" && responses.inFlight == 1 && outbound.isEmpty {
+                    outbound.append(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8))
+                    flush()
+                }
+            }
             let bound = LoopBound(value: self)
             let loop = self.loop
             let isHead = request.method == .head
