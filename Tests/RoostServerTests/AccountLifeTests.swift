@@ -282,6 +282,7 @@ struct AccountLifeTests {
         let api = walk.api
         #expect(try await api.call("PUT", "/v1/me/pins", ["safe_pin": "2468", "duress_pin": "1357"], token: walk.ben.token).0 == 204)
         _ = try await StreamTests().post(api, walk.elm, "Ben's own words", as: walk.ben)
+        let (_, photo) = try await MediaTests.upload(api, MediaSamples.png(), token: walk.ben.token)
         _ = try await StreamTests().post(api, walk.elm, "Cy's words", as: walk.cy)
         let alert = try await StreamTests().post(api, walk.elm, "Smoke", as: walk.cy, kind: "alert")
         #expect(try await api.call("POST", "/v1/groups/\(walk.elm)/alerts/\(alert)/ack", ["response": "seen"], token: walk.ben.token).0 == 200)
@@ -295,6 +296,9 @@ struct AccountLifeTests {
         let messages = try #require(document["messages"] as? [[String: Any]])
         #expect(messages.map { $0["text"] as? String } == ["Ben's own words"], "\(messages)")
         #expect((document["answers"] as? [[String: Any]])?.map { $0["response"] as? String } == ["seen"])
+        let media = try #require((document["media"] as? [[String: Any]])?.first)
+        #expect(media["id"] as? String == photo["id"] as? String && media["sha256"] as? String == photo["sha256"] as? String
+                && (media["url"] as? String)?.contains("sig=") == true, "\(media)")
         #expect((document["checkins"] as? [[String: Any]])?.map { $0["id"] as? String } == [checkin])
         #expect((document["devices"] as? [[String: Any]])?.map { $0["token"] as? String } == ["ben-ph…"])
         #expect((document["emergency_contacts"] as? [[String: Any]])?.first?["name"] as? String == "Mum")

@@ -37,6 +37,19 @@ public struct ExportStore: Sendable {
         return (try row.decode(String.self, "items"), try row.decode(Int.self, "n"), last)
     }
 
+    /// A page of the user's uploads by id after `after`: `{id, content_type, bytes, sha256, width,
+    /// height, created_at, expires_at, url}` (the signed URL downloads it for about an hour).
+    public func media(of user: UUID, after: UUID?, limit: Int, on connection: PostgresConnection) throws -> [(id: UUID, json: String)] {
+        try connection.query("""
+            SELECT md.id, (\(unsafeRaw: MediaStore.attachmentObject) || jsonb_build_object('sha256', encode(mb.sha256, 'hex'),
+                   'created_at', to_char(md.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+                   'expires_at', to_char(md.expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')))::text AS json
+            FROM media md JOIN media_blobs mb ON mb.tenant_id = md.tenant_id AND mb.id = md.blob_id
+            WHERE md.uploader_type = 'user' AND md.uploader_id = \(user) AND (\(after)::uuid IS NULL OR md.id > \(after))
+            ORDER BY md.id LIMIT \(limit)
+            """).rows.map { (try $0.decode(UUID.self, "id"), try $0.decode(String.self, "json")) }
+    }
+
     /// The user's answers to alerts: `{group_id, seq, response, note, at}`, by group and seq.
     public func answers(of user: UUID, after: (group: UUID, seq: Int64)?, limit: Int, on connection: PostgresConnection) throws
         -> [(group: UUID, seq: Int64, json: String)]

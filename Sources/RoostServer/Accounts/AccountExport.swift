@@ -9,7 +9,7 @@ import RoostProtocol
 ///
 ///     {"exported_at", "user", "home", "memberships": [...], "devices": [...] (tokens masked),
 ///      "sessions": [...], "emergency_contacts": [...], "checkins": [...],
-///      "answers": [...], "messages": [...]}
+///      "media": [...] (their uploads, with a signed URL each), "answers": [...], "messages": [...]}
 ///
 /// Each page is read in a transaction of its own that checks the session is still live (an
 /// export stops when its session ends) and reads for the account (nothing hidden from them).
@@ -44,6 +44,7 @@ actor AccountExport: ResponseBodySource {
     private enum Part {
         case head
         case checkins(after: NewestFirst?, first: Bool)
+        case media(after: UUID?, first: Bool)
         case answers(after: (group: UUID, seq: Int64)?, first: Bool)
         case messages(after: (group: UUID, seq: Int64)?, first: Bool)
         case done
@@ -106,11 +107,20 @@ actor AccountExport: ResponseBodySource {
             let rows = try await page { try CheckinStore().list(user: user.id, status: nil, after: after, limit: Self.pageSize, on: $0) }
             let json = try rows.map { String(decoding: try APIJSON.encode(CheckinRoutes.CheckinView(checkin: $0)), as: UTF8.self) }
             if rows.count < Self.pageSize {
-                part = .answers(after: nil, first: true)
-                return Array((Self.items(json, first: first) + "],\"answers\":[").utf8)
+                part = .media(after: nil, first: true)
+                return Array((Self.items(json, first: first) + "],\"media\":[").utf8)
             }
             part = .checkins(after: rows.last.map { NewestFirst($0.createdAt, $0.id) }, first: false)
             return Array(Self.items(json, first: first).utf8)
+        case .media(let after, let first):
+            let user = self.user
+            let rows = try await page { try ExportStore().media(of: user.id, after: after, limit: Self.pageSize, on: $0) }
+            if rows.count < Self.pageSize {
+                part = .answers(after: nil, first: true)
+                return Array((Self.items(rows.map(\.json), first: first) + "],\"answers\":[").utf8)
+            }
+            part = .media(after: rows.last?.id, first: false)
+            return Array(Self.items(rows.map(\.json), first: first).utf8)
         case .answers(let after, let first):
             let user = self.user
             let rows = try await page { try ExportStore().answers(of: user.id, after: after, limit: Self.pageSize, on: $0) }
