@@ -76,13 +76,24 @@ public final class PostgresConnection: @unchecked Sendable {
                 .characterNotInRepertoire, "parameter $\(index + 1) contains a NUL character, which PostgreSQL text cannot hold")
         }
         let types = binds.map { $0.type.oid }
-        let texts = binds.map { $0.text.map { strdup($0) } ?? nil }
-        defer { texts.forEach { free($0) } }
-        let values = texts.map { UnsafePointer<CChar>($0) }
-        if let name = try statementName(query.sql, types: types) {
-            return try consume(PQexecPrepared(handle, name, Int32(binds.count), values, nil, nil, 0))
+        // Text parameters as C strings; binary ones (bytea) as their bytes with a length.
+        let texts: [UnsafeMutablePointer<CChar>?] = binds.map { bind in
+            if let binary = bind.binary {
+                let copy = UnsafeMutablePointer<CChar>.allocate(capacity: max(1, binary.count))
+                binary.withUnsafeBytes { raw in if let base = raw.baseAddress { UnsafeMutableRawPointer(copy).copyMemory(from: base, byteCount: raw.count) } }
+                return copy
+            }
+            return bind.text.map { strdup($0) } ?? nil
         }
-        return try consume(PQexecParams(handle, query.sql, Int32(binds.count), types, values, nil, nil, 0))
+        defer { for (bind, text) in zip(binds, texts) { if bind.binary != nil { text?.deallocate() } else { free(text) } } }
+        let values = texts.map { UnsafePointer<CChar>($0) }
+        let anyBinary = binds.contains { $0.binary != nil }
+        let lengths: [Int32]? = anyBinary ? binds.map { Int32($0.binary?.count ?? 0) } : nil
+        let formats: [Int32]? = anyBinary ? binds.map { $0.binary == nil ? 0 : 1 } : nil
+        if let name = try statementName(query.sql, types: types) {
+            return try consume(PQexecPrepared(handle, name, Int32(binds.count), values, lengths, formats, 0))
+        }
+        return try consume(PQexecParams(handle, query.sql, Int32(binds.count), types, values, lengths, formats, 0))
     }
 
     /// The name of `sql` prepared on this connection, preparing it the first time; nil once the

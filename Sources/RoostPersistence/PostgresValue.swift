@@ -22,17 +22,24 @@ public struct PostgresType: Hashable, Sendable {
 public struct PostgresBind: Sendable, Equatable {
     public var type: PostgresType
     public var text: String?
-    public init(type: PostgresType, text: String?) {
+    /// The value in PostgreSQL's binary format, sent instead of `text` when set (bytea: the
+    /// bytes themselves, not twice as many hex digits).
+    public var binary: [UInt8]?
+    public init(type: PostgresType, text: String?, binary: [UInt8]? = nil) {
         self.type = type
         self.text = text
+        self.binary = binary
     }
 }
 
-/// A Swift value that can travel to PostgreSQL as a parameter (text format).
+/// A Swift value that can travel to PostgreSQL as a parameter (text format, or binary where
+/// the type offers it).
 public protocol PostgresEncodable: Sendable {
     static var postgresType: PostgresType { get }
     /// The value in PostgreSQL's text input format; nil for NULL.
     func postgresText() throws -> String?
+    /// The value in PostgreSQL's binary format, when the type sends it so; nil: text.
+    var postgresBinary: [UInt8]? { get }
 }
 
 /// A Swift value that can be read from a column in PostgreSQL's text output format.
@@ -49,8 +56,13 @@ public struct PostgresDecodingFailure: Error, Sendable {
 public typealias PostgresCodable = PostgresEncodable & PostgresDecodable
 
 extension PostgresEncodable {
+    public var postgresBinary: [UInt8]? { nil }
+
     var bind: PostgresBind {
-        get throws { PostgresBind(type: Self.postgresType, text: try postgresText()) }
+        get throws {
+            if let binary = postgresBinary { return PostgresBind(type: Self.postgresType, text: nil, binary: binary) }
+            return PostgresBind(type: Self.postgresType, text: try postgresText())
+        }
     }
 }
 
@@ -62,6 +74,7 @@ extension Optional: PostgresEncodable where Wrapped: PostgresEncodable {
         case .some(let value): return try value.postgresText()
         }
     }
+    public var postgresBinary: [UInt8]? { self?.postgresBinary }
 }
 
 extension String: PostgresCodable {
@@ -139,6 +152,8 @@ extension UUID: PostgresCodable {
 
 extension Data: PostgresCodable {
     public static var postgresType: PostgresType { .bytea }
+    /// Sent as binary: the bytes as they are (a media chunk is 256 KiB, not 512 KiB of hex).
+    public var postgresBinary: [UInt8]? { Array(self) }
     /// bytea's hex input format: `\x` then two hex digits a byte.
     public func postgresText() -> String? {
         // Written straight into the string's storage: a media chunk's text is half a megabyte,
