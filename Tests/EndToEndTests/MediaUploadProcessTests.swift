@@ -7,9 +7,9 @@ import Testing
 import Glibc
 #endif
 
-/// Four 8 MiB files uploaded at once to a real `roost serve`: each streams through its
+/// Four 4 MiB files uploaded at once to a real `roost serve`: each streams through its
 /// stripper into PostgreSQL while the server's peak resident memory grows by far less than the
-/// 32 MiB that pass, so no upload is ever held whole. (The twenty concurrent 25 MiB
+/// 16 MiB that pass, so no upload is ever held whole. (The twenty concurrent 25 MiB
 /// uploads are `scripts/bench-stream media`'s burst, in a release build: too heavy to run beside
 /// the rest of the suite.)
 @Suite(.enabled(if: TestDatabase.isConfigured, "needs TEST_DATABASE_URL (scripts/test sets it)"))
@@ -44,7 +44,7 @@ struct MediaUploadProcessTests {
             let token = try #require(account["token"] as? String)
             // The test's own heavy writes must not bring autovacuum to the scratch database it drops after.
             try connection.query("ALTER TABLE media_chunks SET (autovacuum_enabled = false, toast.autovacuum_enabled = false)")
-            let (count, size) = (4, 8 << 20)
+            let (count, size) = (4, 4 << 20)
             let files = (0..<count).map { Self.pdf(size: size, variant: UInt8($0)) }
             _ = try await api.call("GET", "/v1/me", token: token)  // warm
             let before = try ExportProcessTests.memory(of: node.process.pid)
@@ -73,7 +73,7 @@ struct MediaUploadProcessTests {
             let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
             print("media: \(count) concurrent uploads of \(size >> 20) MiB in \(elapsed) (\(Int(Double(count * size) / 1_048_576 / seconds)) MiB/s); "
                   + "server peak RSS \(before.peak / 1024) → \(after.peak / 1024) MiB (+\(growth) MiB), RSS now \(after.now / 1024) MiB")
-            #expect(growth < 16, "the server's peak memory grew by \(growth) MiB for \(count) uploads of \(size >> 20) MiB")
+            #expect(growth < 8, "the server's peak memory grew by \(growth) MiB for \(count) uploads of \(size >> 20) MiB")
             node.process.signal(SIGTERM)
             #expect(await node.process.wait() == 0)
         }

@@ -19,7 +19,10 @@ public final class TestClient: @unchecked Sendable {
         public var text: String { String(decoding: body, as: UTF8.self) }
     }
 
-    public init(port: UInt16, receiveBuffer: Int32? = nil, receiveTimeoutSeconds: Int = 10) throws {
+    /// `receiveTimeoutSeconds`: how long a read waits for the server. 30 s by default: with every
+    /// suite running at once on CI's two cores, a healthy answer has been seen to take over 10 s
+    /// (a closed connection still ends a read at once, so tests expecting one pay nothing).
+    public init(port: UInt16, receiveBuffer: Int32? = nil, receiveTimeoutSeconds: Int = 30) throws {
         guard let fd = connectToLoopback(port: port, receiveTimeoutSeconds: receiveTimeoutSeconds, receiveBuffer: receiveBuffer) else {
             throw TestClientError("connect failed: errno \(errno)")
         }

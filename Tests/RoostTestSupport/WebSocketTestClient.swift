@@ -21,6 +21,9 @@ public final class WebSocketTestClient: @unchecked Sendable {
               response.headers["sec-websocket-accept"] == "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=" else {
             throw TestClientError("no 101 from \(path)")
         }
+        // Frames that may never come (a test reading until the stream falls quiet) are waited
+        // for 10 s, as before the handshake's longer allowance.
+        client.setTimeout(seconds: 10)
         return WebSocketTestClient(client: client)
     }
 

@@ -49,7 +49,7 @@ def make(directory):
     made["webp"] = {"path": webp, "content_type": "image/webp", "orientation": None}
     # Big enough to span several of the stored chunks (256 KiB each).
     large = os.path.join(directory, "large.jpg")
-    Image.merge("RGB", [Image.effect_noise((1600, 1200), 80 + 20 * band) for band in range(3)]).save(large, "JPEG", quality=95)
+    Image.merge("RGB", [Image.effect_noise((900, 700), 80 + 20 * band) for band in range(3)]).save(large, "JPEG", quality=95)
     exiftool("-overwrite_original", *TAGS, "-Orientation#=3", large)
     made["large_jpeg"] = {"path": large, "content_type": "image/jpeg", "orientation": 3}
     # What went in really carries the metadata (else the check below proves nothing).
