@@ -50,6 +50,12 @@ public struct JobKind: Hashable, Sendable, CustomStringConvertible {
     }
 }
 
+/// A job claimed by a scheduler round: its row's id and its tenant.
+public struct ClaimedJobRow: Sendable, Equatable {
+    public let id: UUID
+    public let tenant: UUID
+}
+
 /// A job that failed too often and waits for an operator (`roost jobs list --failed`).
 public struct ParkedJob: Sendable, Equatable {
     public let kind: String
@@ -64,6 +70,16 @@ public struct ParkedJob: Sendable, Equatable {
 /// The job tables hold ids and times only (no row security), so this works across tenants.
 public struct JobStore: Sendable {
     public init() {}
+
+    /// Due jobs of `kind` (due by the database's clock) across tenants, or of one, soonest
+    /// first, locked for the claiming transaction; other nodes skip them (SKIP LOCKED).
+    public func claimDue(_ kind: JobKind, limit: Int, tenant: UUID? = nil, on connection: PostgresConnection) throws -> [ClaimedJobRow] {
+        try connection.query("""
+            SELECT \(unsafeRaw: kind.idColumn) AS id, tenant_id FROM \(unsafeRaw: kind.table)
+            WHERE \(unsafeRaw: kind.dueColumn) <= now() AND parked_at IS NULL AND (\(tenant)::uuid IS NULL OR tenant_id = \(tenant))
+            ORDER BY \(unsafeRaw: kind.dueColumn) LIMIT \(limit) FOR UPDATE SKIP LOCKED
+            """).rows.map { ClaimedJobRow(id: try $0.decode(UUID.self, "id"), tenant: try $0.decode(UUID.self, "tenant_id")) }
+    }
 
     /// Records a failed attempt of a claimed job (still locked by the caller's transaction):
     /// it is tried again after `backoff(attempts)` seconds, or parked once it has failed

@@ -20,12 +20,6 @@ public enum MediaViewer: Sendable {
     case bridge(UUID, group: UUID)
 }
 
-/// An expiry claimed by a scheduler round.
-public struct ClaimedMediaExpiry: Sendable, Equatable {
-    public let id: UUID
-    public let tenant: UUID
-}
-
 /// Media (sql/0021_media.sql) in a tenant transaction: blobs written a chunk at a time, uploads,
 /// their links into messages, downloads, and the expiry of what was never linked.
 public struct MediaStore: Sendable {
@@ -205,14 +199,6 @@ public struct MediaStore: Sendable {
     }
 
     // MARK: - Expiry
-
-    public func claimDue(limit: Int, tenant: UUID? = nil, on connection: PostgresConnection) throws -> [ClaimedMediaExpiry] {
-        try connection.query("""
-            SELECT media_id, tenant_id FROM media_expiries
-            WHERE due_at <= now() AND parked_at IS NULL AND (\(tenant)::uuid IS NULL OR tenant_id = \(tenant))
-            ORDER BY due_at LIMIT \(limit) FOR UPDATE SKIP LOCKED
-            """).rows.map { ClaimedMediaExpiry(id: try $0.decode(UUID.self, "media_id"), tenant: try $0.decode(UUID.self, "tenant_id")) }
-    }
 
     /// An upload still unlinked at its expiry goes, and so do the bytes of one never completed;
     /// true when something went.

@@ -8,12 +8,6 @@ public struct PasswordReset: Sendable, Equatable {
     public let used: Bool
 }
 
-/// A reset request claimed by a scheduler round.
-public struct ClaimedPasswordReset: Sendable, Equatable {
-    public let id: UUID
-    public let tenant: UUID
-}
-
 /// Password reset requests and codes (sql/0018_password_reset_sessions.sql), in a tenant
 /// transaction: one live code per account, single-use, of which only a hash is kept.
 public struct PasswordResetStore: Sendable {
@@ -25,15 +19,6 @@ public struct PasswordResetStore: Sendable {
             INSERT INTO password_reset_requests (tenant_id, email, phone) VALUES (\(tenant), \(email), \(phone)) RETURNING id
             """).rows[0].decode(UUID.self, "id")
         try connection.query("INSERT INTO password_reset_jobs (request_id, tenant_id) VALUES (\(id), \(tenant))")
-    }
-
-    /// Due requests across tenants (or of one), locked for the claiming transaction.
-    public func claimDue(limit: Int, tenant: UUID? = nil, on connection: PostgresConnection) throws -> [ClaimedPasswordReset] {
-        try connection.query("""
-            SELECT request_id, tenant_id FROM password_reset_jobs
-            WHERE due_at <= now() AND parked_at IS NULL AND (\(tenant)::uuid IS NULL OR tenant_id = \(tenant))
-            ORDER BY due_at LIMIT \(limit) FOR UPDATE SKIP LOCKED
-            """).rows.map { ClaimedPasswordReset(id: try $0.decode(UUID.self, "request_id"), tenant: try $0.decode(UUID.self, "tenant_id")) }
     }
 
     /// Takes a claimed request (its address) and deletes it with its job; nil when it is gone.

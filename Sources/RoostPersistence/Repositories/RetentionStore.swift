@@ -1,12 +1,5 @@
 import Foundation
 
-/// A group whose purge is due, claimed by a scheduler round.
-public struct ClaimedRetention: Sendable, Equatable {
-    /// The group's id (its job's id too: a group has at most one).
-    public let id: UUID
-    public let tenant: UUID
-}
-
 /// What one purge of a group did.
 public struct RetentionPurge: Sendable, Equatable {
     public let group: UUID
@@ -49,15 +42,6 @@ public struct RetentionStore: Sendable {
             SELECT \(group), id, now() + retention_days * interval '1 day' FROM tenants WHERE id = \(tenant) AND retention_days IS NOT NULL
             ON CONFLICT (group_id) DO NOTHING
             """)
-    }
-
-    /// Due purges across tenants (or of one), locked for the claiming transaction.
-    public func claimDue(limit: Int, tenant: UUID? = nil, on connection: PostgresConnection) throws -> [ClaimedRetention] {
-        try connection.query("""
-            SELECT group_id, tenant_id FROM retention_jobs
-            WHERE due_at <= now() AND parked_at IS NULL AND (\(tenant)::uuid IS NULL OR tenant_id = \(tenant))
-            ORDER BY due_at LIMIT \(limit) FOR UPDATE SKIP LOCKED
-            """).rows.map { ClaimedRetention(id: try $0.decode(UUID.self, "group_id"), tenant: try $0.decode(UUID.self, "tenant_id")) }
     }
 
     /// The group's first kept seq (every event below it may be gone).

@@ -194,8 +194,6 @@ struct PasswordRoutes: Sendable {
     }
 }
 
-extension ClaimedPasswordReset: ClaimedJob {}
-
 /// The scheduler's round of reset requests: each becomes a code and its message when an account
 /// has the address, and nothing otherwise; the request (with the address) is deleted either way.
 struct PasswordResetJobs: Sendable {
@@ -207,7 +205,7 @@ struct PasswordResetJobs: Sendable {
     @discardableResult
     func runOnce(tenant: UUID? = nil) async throws -> Int {
         try await runner.drain(.passwordReset, pool: pool, perBatch: Self.perBatch,
-                               claim: { try PasswordResetStore().claimDue(limit: Self.perBatch, tenant: tenant, on: $0) },
+                               claim: { try JobStore().claimDue(.passwordReset, limit: Self.perBatch, tenant: tenant, on: $0) },
                                handle: { job, connection -> Bool? in
                                    guard let address = try PasswordResetStore().take(job.id, on: connection) else { return nil }
                                    try Self.send(to: address, tenant: job.tenant, on: connection)

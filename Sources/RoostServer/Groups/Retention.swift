@@ -48,11 +48,9 @@ struct RetentionJobs: Sendable {
     func runOnce(tenant: UUID? = nil) async throws -> [RetentionPurge] {
         let (batch, granularity) = (batch, granularitySeconds)
         return try await runner.drain(.retention, pool: pool, perBatch: Self.perBatch,
-                                      claim: { try RetentionStore().claimDue(limit: Self.perBatch, tenant: tenant, on: $0) },
+                                      claim: { try JobStore().claimDue(.retention, limit: Self.perBatch, tenant: tenant, on: $0) },
                                       handle: { job, connection in
                                           try RetentionStore().purge(group: job.id, batch: batch, granularity: granularity, on: connection)
                                       })
     }
 }
-
-extension ClaimedRetention: ClaimedJob {}

@@ -81,6 +81,7 @@ protocol ClaimedJob: Sendable {
 }
 
 extension ClaimedEscalation: ClaimedJob {}
+extension ClaimedJobRow: ClaimedJob {}
 extension ClaimedLiveLocation: ClaimedJob {}
 
 extension JobRunner {

@@ -304,9 +304,7 @@ struct MediaExpiries: Sendable {
     @discardableResult
     func runOnce(tenant: UUID? = nil) async throws -> Int {
         try await runner.drain(.mediaExpiry, pool: pool, perBatch: Self.perBatch,
-                               claim: { try MediaStore().claimDue(limit: Self.perBatch, tenant: tenant, on: $0) },
+                               claim: { try JobStore().claimDue(.mediaExpiry, limit: Self.perBatch, tenant: tenant, on: $0) },
                                handle: { job, connection -> Bool? in try MediaStore().expire(job.id, on: connection) ? true : nil }).count
     }
 }
-
-extension ClaimedMediaExpiry: ClaimedJob {}
