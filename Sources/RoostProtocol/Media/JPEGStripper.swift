@@ -31,8 +31,7 @@ struct JPEGStripper: FormatStripper {
         while index < input.endIndex {
             switch state {
             case .start:
-                pending.append(input[index])
-                index += 1
+                index = gather(&pending, 2, from: input, at: index)
                 if pending.count == 2 {
                     guard pending == [0xFF, 0xD8] else { throw .malformed("a JPEG starts with FF D8") }
                     output += pending
@@ -48,8 +47,7 @@ struct JPEGStripper: FormatStripper {
                 index += 1
                 try begin(code, into: &output)
             case .length(let code):
-                pending.append(input[index])
-                index += 1
+                index = gather(&pending, 2, from: input, at: index)
                 if pending.count == 2 {
                     let length = Int(pending[0]) << 8 | Int(pending[1])
                     pending = []

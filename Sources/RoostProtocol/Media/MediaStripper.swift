@@ -141,6 +141,14 @@ public struct MediaStripper: Sendable {
     }
 }
 
+/// Moves bytes of `input` from `index` into `pending` until it holds `count` (a header of fixed
+/// size that may arrive split across pieces); where reading goes on.
+func gather(_ pending: inout [UInt8], _ count: Int, from input: ArraySlice<UInt8>, at index: Int) -> Int {
+    let taken = min(count - pending.count, input.endIndex - index)
+    pending += input[index..<(index + taken)]
+    return index + taken
+}
+
 /// PDF is stored as it is (it is not a photo); it must start as a PDF and end with `%%EOF`.
 struct PDFPassThrough: FormatStripper {
     private var tail: [UInt8] = []

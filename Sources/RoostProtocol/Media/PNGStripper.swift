@@ -34,9 +34,7 @@ struct PNGStripper: FormatStripper {
         while index < input.endIndex {
             switch state {
             case .signature:
-                let take = min(8 - pending.count, input.endIndex - index)
-                pending += input[index..<(index + take)]
-                index += take
+                index = gather(&pending, 8, from: input, at: index)
                 if pending.count == 8 {
                     guard pending == Self.signature else { throw .malformed("a PNG starts with its 8-byte signature") }
                     output += pending
@@ -44,9 +42,7 @@ struct PNGStripper: FormatStripper {
                     state = .header
                 }
             case .header:
-                let take = min(8 - pending.count, input.endIndex - index)
-                pending += input[index..<(index + take)]
-                index += take
+                index = gather(&pending, 8, from: input, at: index)
                 if pending.count == 8 { try beginChunk(into: &output) }
             case .data(let keep, let remaining):
                 let take = min(remaining, input.endIndex - index)
@@ -59,9 +55,7 @@ struct PNGStripper: FormatStripper {
                 }
                 state = remaining == take ? .crc(keep: keep) : .data(keep: keep, remaining: remaining - take)
             case .crc(let keep):
-                let take = min(4 - pending.count, input.endIndex - index)
-                pending += input[index..<(index + take)]
-                index += take
+                index = gather(&pending, 4, from: input, at: index)
                 if pending.count == 4 { try endChunk(keep: keep, into: &output) }
             case .done:
                 return

@@ -29,7 +29,7 @@ struct WebPStripper: FormatStripper {
         while index < input.endIndex {
             switch state {
             case .header:
-                index = take(input, from: index, upTo: 12)
+                index = gather(&pending, 12, from: input, at: index)
                 if pending.count == 12 {
                     let size = Self.le32(pending[4...])
                     guard size >= 4, size % 2 == 0 else { throw .malformed("a WebP's RIFF size is wrong") }
@@ -39,10 +39,10 @@ struct WebPStripper: FormatStripper {
                     state = left == 0 ? .done : .chunkHeader
                 }
             case .chunkHeader:
-                index = take(input, from: index, upTo: 8)
+                index = gather(&pending, 8, from: input, at: index)
                 if pending.count == 8 { try beginChunk(into: &output) }
             case .chunkStart(let fourcc, let size, let wanted):
-                index = take(input, from: index, upTo: wanted)
+                index = gather(&pending, wanted, from: input, at: index)
                 if pending.count == wanted { try readStart(fourcc, size: size, into: &output) }
             case .data(let keep, let remaining):
                 let count = min(remaining, input.endIndex - index)
@@ -60,12 +60,6 @@ struct WebPStripper: FormatStripper {
         guard sawImage, width != nil else { throw .malformed("the WebP has no image") }
         let size = UInt32(written - 8)
         patch = (4, [UInt8(size & 0xFF), UInt8(size >> 8 & 0xFF), UInt8(size >> 16 & 0xFF), UInt8(size >> 24)])
-    }
-
-    private mutating func take(_ input: ArraySlice<UInt8>, from index: Int, upTo count: Int) -> Int {
-        let taken = min(count - pending.count, input.endIndex - index)
-        pending += input[index..<(index + taken)]
-        return index + taken
     }
 
     private mutating func emit<Bytes: Collection<UInt8>>(_ bytes: Bytes, into output: inout [UInt8]) {
