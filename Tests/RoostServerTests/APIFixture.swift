@@ -34,7 +34,10 @@ struct APIFixture {
         closedTenant = "closed-\(suffix)"
         _ = try TenantStore().create(slug: tenant, name: "Oak Lane", registration: .open, on: setup)
         _ = try TenantStore().create(slug: closedTenant, name: "Gated Close", registration: .inviteOnly, on: setup)
-        let pool = ConnectionPool(configuration: TestDatabase.configuration(database: database), options: .init(maxConnections: 4))
+        // A wait for a connection of up to 30 s (not the 5 s a server gets): with every suite
+        // running at once on two cores, twenty queued transactions have been seen to need more.
+        let pool = ConnectionPool(configuration: TestDatabase.configuration(database: database),
+                                  options: .init(maxConnections: 4, acquireTimeout: .seconds(30)))
         self.pool = pool
         let routes = AccountRoutes(pool: pool, hasher: hasher,
                                    sessionLifetime: 3600, hashingThreads: 2, invitationLifetime: invitationLifetime, limits: limits,
