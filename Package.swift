@@ -1,6 +1,6 @@
 // swift-tools-version:6.0
 // Roost: a multi-tenant neighbourhood-watch group messaging server.
-// No Swift package dependencies: the toolchain plus libpq and libcrypto only.
+// No Swift package dependencies: the toolchain plus libpq, libcrypto and libssl only.
 import PackageDescription
 
 let package = Package(
@@ -19,6 +19,12 @@ let package = Package(
         .systemLibrary(
             name: "CCrypto",
             pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"])]
+        ),
+        // The outbound TLS client of email and Web Push (delivery only; inbound TLS is in front of Roost).
+        .systemLibrary(
+            name: "CTLS",
+            pkgConfig: "libssl",
             providers: [.apt(["libssl-dev"])]
         ),
         // Header-only shim: epoll, eventfd and timerfd are not exported by Glibc's overlay.
@@ -45,7 +51,7 @@ let package = Package(
         ),
         .target(
             name: "RoostServer",
-            dependencies: ["RoostHTTP", "RoostFanout", "RoostPersistence", "RoostProtocol", "CCrypto"]
+            dependencies: ["RoostHTTP", "RoostFanout", "RoostPersistence", "RoostProtocol", "CCrypto", "CTLS"]
         ),
         .executableTarget(
             name: "roost",

@@ -13,7 +13,7 @@ struct Roost {
           migrate                    apply database migrations and exit
           tenant create SLUG --name NAME [--registration open|invite_only]
           tenant update SLUG [--name NAME] [--registration open|invite_only] [--sms-prefixes +45,+46|all]
-                                     [--retention-days DAYS|none]
+                                     [--retention-days DAYS|none] [--locale en|da]
           tenant list
           outbox list --failed       deliveries that ran out of attempts (id, tenant, channel, template, attempts, last error)
           outbox retry ID            queue a failed delivery again with a fresh set of attempts
@@ -32,7 +32,7 @@ struct Roost {
     static let tenantUsage = """
         Usage: roost tenant create SLUG --name NAME [--registration open|invite_only]
                roost tenant update SLUG [--name NAME] [--registration open|invite_only] [--sms-prefixes +45,+46|all]
-                                        [--retention-days DAYS|none]
+                                        [--retention-days DAYS|none] [--locale en|da]
                roost tenant list
 
         Options:
@@ -41,6 +41,7 @@ struct Roost {
           --sms-prefixes +45,+46|all         the countries (E.164 prefixes) invitations and codes go to by SMS (default: all)
           --retention-days DAYS|none         days the groups keep messages, alerts and answers, 1 to 36500 (a group's
                                              owner may keep them for less; open alerts stay); none: for good (default)
+          --locale en|da                     the language of the tenant's rendered email and Web Push text (default: en)
         """ + databaseNote
 
     static let outboxUsage = """
@@ -130,11 +131,13 @@ struct Roost {
             let registration = try take("--registration", from: &arguments)
             let prefixes = try take("--sms-prefixes", from: &arguments)
             let retention = try take("--retention-days", from: &arguments)
+            let locale = try take("--locale", from: &arguments)
             let tenant = try await RoostCommands.updateTenant(load(arguments), slug: slug, name: name, registration: registration,
-                                                              smsPrefixes: prefixes, retentionDays: retention)
+                                                              smsPrefixes: prefixes, retentionDays: retention, locale: locale)
             print("updated tenant \(tenant.slug): name \(tenant.name), registration \(tenant.registration.rawValue)"
                   + (prefixes.map { ", SMS to \($0)" } ?? "")
-                  + (retention.map { _ in ", history kept " + (tenant.retentionDays.map { "\($0) days" } ?? "for good") } ?? ""))
+                  + (retention.map { _ in ", history kept " + (tenant.retentionDays.map { "\($0) days" } ?? "for good") } ?? "")
+                  + ", messages in \(tenant.locale)")
         case "list":
             for tenant in try await RoostCommands.listTenants(load(arguments)) {
                 print("\(tenant.slug)\t\(tenant.id.uuidString.lowercased())\t\(tenant.registration.rawValue)\t\(tenant.name)")

@@ -88,11 +88,13 @@ public struct OutboxStore: Sendable {
     static let secretFields = ["token", "code"]
 
     /// Records a failed attempt: retried after `backoff(attempts before this one)` seconds, or
-    /// `failed` (and its secrets scrubbed) once it has had `maxAttempts`.
-    public func markFailed(_ id: UUID, error: String, backoff: (Int) -> Double, maxAttempts: Int, on connection: PostgresConnection) throws {
+    /// `failed` (and its secrets scrubbed) once it has had `maxAttempts`, or at once when the
+    /// failure is `permanent` (a 5xx from an SMTP server: trying again changes nothing).
+    public func markFailed(_ id: UUID, error: String, backoff: (Int) -> Double, maxAttempts: Int, permanent: Bool = false,
+                           on connection: PostgresConnection) throws {
         guard let before = try connection.query("SELECT attempts FROM outbox WHERE id = \(id) AND status = 'pending' FOR UPDATE")
             .first?.decode(Int.self, "attempts") else { return }
-        let final = before + 1 >= maxAttempts
+        let final = permanent || before + 1 >= maxAttempts
         let retryIn = backoff(before)
         try connection.query("""
             UPDATE outbox SET attempts = attempts + 1, last_error = \(String(error.prefix(500))), status = \(final ? "failed" : "pending"),

@@ -14,6 +14,8 @@ public struct Tenant: Sendable, Equatable, Codable {
     public let createdAt: Date
     /// Days a group's events are kept (a group may keep them for less); nil: for good.
     public let retentionDays: Int?
+    /// The language of its rendered email and Web Push text (`templates/<locale>/`).
+    public let locale: String
 }
 
 /// The operator's registry of tenants (no row-level security: it holds no personal data and
@@ -35,19 +37,19 @@ public struct TenantStore: Sendable {
     public func create(slug: String, name: String, registration: Tenant.Registration, on connection: PostgresConnection) throws -> Tenant {
         let row = try connection.query("""
             INSERT INTO tenants (slug, name, registration) VALUES (\(slug), \(name), \(registration.rawValue))
-            RETURNING id, slug, name, registration, created_at, retention_days
+            RETURNING id, slug, name, registration, created_at, retention_days, locale
             """).rows[0]
         return try decode(row)
     }
 
     public func find(slug: String, on connection: PostgresConnection) throws -> Tenant? {
         try connection.query("""
-            SELECT id, slug, name, registration, created_at, retention_days FROM tenants WHERE slug = \(slug)
+            SELECT id, slug, name, registration, created_at, retention_days, locale FROM tenants WHERE slug = \(slug)
             """).first.map(decode)
     }
 
     public func list(on connection: PostgresConnection) throws -> [Tenant] {
-        try connection.query("SELECT id, slug, name, registration, created_at, retention_days FROM tenants ORDER BY slug").rows.map(decode)
+        try connection.query("SELECT id, slug, name, registration, created_at, retention_days, locale FROM tenants ORDER BY slug").rows.map(decode)
     }
 
     fileprivate func decode(_ row: PostgresRow) throws -> Tenant {
@@ -61,7 +63,8 @@ public struct TenantStore: Sendable {
             name: try row.decode(String.self, "name"),
             registration: parsed,
             createdAt: try row.decode(Date.self, "created_at"),
-            retentionDays: try row.decode(Int?.self, "retention_days"))
+            retentionDays: try row.decode(Int?.self, "retention_days"),
+            locale: try row.decode(String.self, "locale"))
     }
 }
 
@@ -69,7 +72,7 @@ extension TenantStore {
     /// A page of tenants in slug order, starting after the slug `after` (keyset pagination).
     public func list(after: String?, limit: Int, on connection: PostgresConnection) throws -> [Tenant] {
         try connection.query("""
-            SELECT id, slug, name, registration, created_at, retention_days FROM tenants
+            SELECT id, slug, name, registration, created_at, retention_days, locale FROM tenants
             WHERE \(after)::text IS NULL OR slug > \(after) ORDER BY slug LIMIT \(limit)
             """).rows.map(decode)
     }
@@ -81,25 +84,27 @@ extension TenantStore {
     public func setRetention(slug: String, days: Int?, on connection: PostgresConnection) throws -> Tenant? {
         try connection.query("""
             UPDATE tenants SET retention_days = \(days) WHERE slug = \(slug)
-            RETURNING id, slug, name, registration, created_at, retention_days
+            RETURNING id, slug, name, registration, created_at, retention_days, locale
             """).first.map(decode)
     }
 
     public func find(id: UUID, on connection: PostgresConnection) throws -> Tenant? {
         try connection.query("""
-            SELECT id, slug, name, registration, created_at, retention_days FROM tenants WHERE id = \(id)
+            SELECT id, slug, name, registration, created_at, retention_days, locale FROM tenants WHERE id = \(id)
             """).first.map(decode)
     }
 }
 
 extension TenantStore {
-    /// Renames a tenant or changes how people join it; nil leaves a field as it is. Nil when no
-    /// tenant has the slug.
-    public func update(slug: String, name: String?, registration: Tenant.Registration?, on connection: PostgresConnection) throws -> Tenant? {
+    /// Renames a tenant, changes how people join it or its language; nil leaves a field as it
+    /// is. Nil when no tenant has the slug.
+    public func update(slug: String, name: String?, registration: Tenant.Registration?, locale: String? = nil,
+                       on connection: PostgresConnection) throws -> Tenant? {
         try connection.query("""
-            UPDATE tenants SET name = coalesce(\(name), name), registration = coalesce(\(registration?.rawValue), registration)
+            UPDATE tenants SET name = coalesce(\(name), name), registration = coalesce(\(registration?.rawValue), registration),
+                               locale = coalesce(\(locale), locale)
             WHERE slug = \(slug)
-            RETURNING id, slug, name, registration, created_at, retention_days
+            RETURNING id, slug, name, registration, created_at, retention_days, locale
             """).first.map(decode)
     }
 }

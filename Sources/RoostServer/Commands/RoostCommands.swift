@@ -11,7 +11,7 @@ public enum RoostCommands {
     public static func serve(_ configuration: ServerConfiguration) async throws {
         let log = Log(level: configuration.logLevel)
         let addresses = try ListenAddress.parseList(configuration.listen)
-        let delivery = try deliveryMode(configuration)
+        let delivery = try deliveryChannels(configuration, log: log)
         let (pool, _) = try await DatabaseStartup.open(configuration, log: log, migrate: configuration.migrate, serving: true)
         defer { pool.close() }
         await FileLimits.openDispatchTimers()
@@ -44,7 +44,9 @@ public enum RoostCommands {
             throw StartupError("cannot listen on \(configuration.listen): \(error)")
         }
         let metricsServer = try startMetrics(configuration, pool: pool, jobs: jobs, log: log) { serverBox.server }
-        let outbox = OutboxWorker(pool: pool, mode: delivery, log: log, metrics: jobs)
+        var outboxOptions = OutboxWorker.Options()
+        outboxOptions.webhookTimeoutSeconds = configuration.deliveryTimeoutSeconds
+        let outbox = OutboxWorker(pool: pool, channels: delivery, options: outboxOptions, log: log, metrics: jobs)
         if configuration.outboxWorker { outbox.start() }
         let checkins = DeadlineScheduler(pool: pool, log: log, metrics: jobs)
         checkins.start()
@@ -101,13 +103,45 @@ public enum RoostCommands {
         return metrics
     }
 
-    /// How the outbox delivers (`ROOST_DELIVERY`); a webhook needs its URL.
-    static func deliveryMode(_ configuration: ServerConfiguration) throws -> OutboxWorker.Mode {
-        guard configuration.delivery == "webhook" else { return .log }
-        guard let text = configuration.deliveryWebhookURL, let url = URL(string: text), url.scheme == "http", url.host != nil else {
-            throw ConfigurationError("ROOST_DELIVERY=webhook needs ROOST_DELIVERY_WEBHOOK_URL, an http:// URL (put TLS in a local proxy)")
+    /// How the outbox delivers each channel (`ROOST_EMAIL`, `ROOST_SMS`, `ROOST_PUSH`, each
+    /// defaulting to `ROOST_DELIVERY`), with what each route needs checked before serving.
+    static func deliveryChannels(_ configuration: ServerConfiguration, log: Log) throws -> OutboxWorker.Channels {
+        typealias Route = OutboxWorker.Channels.Route
+        var channels = OutboxWorker.Channels()
+        let fallback = Route(rawValue: configuration.delivery) ?? .log
+        channels.email = configuration.emailRoute.flatMap(Route.init) ?? fallback
+        channels.sms = configuration.smsRoute.flatMap(Route.init) ?? fallback
+        channels.push = configuration.pushRoute.flatMap(Route.init) ?? fallback
+        let routes = [channels.email, channels.sms, channels.push]
+        if routes.contains(.webhook) || configuration.deliveryWebhookURL != nil {
+            guard let text = configuration.deliveryWebhookURL, let url = URL(string: text), url.scheme == "http" || url.scheme == "https",
+                  url.host?.isEmpty == false else {
+                throw ConfigurationError("the webhook route needs ROOST_DELIVERY_WEBHOOK_URL, an http:// or https:// URL")
+            }
+            channels.webhook = (url, configuration.deliveryWebhookSecret)
         }
-        return .webhook(url: url, secret: configuration.deliveryWebhookSecret)
+        if routes.contains(.smtp) || routes.contains(.webpush) || channels.webhook?.url.scheme == "https" {
+            channels.tls = try TLSClientContext(extraCAFile: configuration.tlsCAFile)
+        }
+        if channels.email == .smtp {
+            guard let url = configuration.smtpURL else { throw ConfigurationError("ROOST_EMAIL=smtp needs ROOST_SMTP_URL") }
+            let smtp = try SMTPSettings(url: url, from: configuration.smtpFrom)
+            if smtp.security == .plain {
+                log.warning("ROOST_SMTP_URL is smtp+plain://: email and any password cross the network unencrypted; use it only for a relay on this host")
+            }
+            channels.smtp = smtp
+        }
+        if let publicURL = configuration.publicURL {
+            guard let url = URL(string: publicURL), url.scheme == "https" || url.scheme == "http", url.host?.isEmpty == false else {
+                throw ConfigurationError("ROOST_PUBLIC_URL must be an http(s):// URL such as https://watch.example.org, not '\(publicURL)'")
+            }
+        }
+        channels.messages = RenderedMessages(override: configuration.templatesDirectory.map { URL(fileURLWithPath: $0) },
+                                             publicURL: configuration.publicURL)
+        if (routes.contains(.smtp) || routes.contains(.webpush)) && channels.messages.folders.isEmpty {
+            throw ConfigurationError("rendered delivery needs the templates/ folder: none was found beside the executable or in the working directory (set ROOST_TEMPLATES_DIR)")
+        }
+        return channels
     }
 
     /// `roost migrate`: apply what is missing and say what was applied.
@@ -147,8 +181,11 @@ public enum RoostCommands {
     /// texts or how many days its groups keep their history (`none`: for good).
     public static func updateTenant(
         _ configuration: ServerConfiguration, slug: String, name: String?, registration: String?, smsPrefixes: String? = nil,
-        retentionDays: String? = nil
+        retentionDays: String? = nil, locale: String? = nil
     ) async throws -> Tenant {
+        if let locale, !RenderedMessages.locales.contains(locale) {
+            throw ConfigurationError("--locale takes one of \(RenderedMessages.locales.sorted().joined(separator: ", ")), not '\(locale)'")
+        }
         let retention = try retentionDays.map { text -> Int? in
             guard text != "none" else { return nil }
             guard let days = Int(text), Retention.days.contains(days) else {
@@ -172,8 +209,8 @@ public enum RoostCommands {
         }
         let trimmed = name?.trimmingCharacters(in: .whitespacesAndNewlines)
         if let trimmed, !(1...200).contains(trimmed.count) { throw ConfigurationError("--name must be 1 to 200 characters") }
-        guard trimmed != nil || parsed != nil || prefixes != nil || retention != nil else {
-            throw ConfigurationError("tenant update needs --name, --registration, --sms-prefixes or --retention-days")
+        guard trimmed != nil || parsed != nil || prefixes != nil || retention != nil || locale != nil else {
+            throw ConfigurationError("tenant update needs --name, --registration, --sms-prefixes, --retention-days or --locale")
         }
         let (pool, _) = try await DatabaseStartup.open(configuration, log: Log(level: .warning), migrate: configuration.migrate)
         defer { pool.close() }
@@ -183,7 +220,7 @@ public enum RoostCommands {
                 try connection.withTransaction { connection -> Tenant? in
                     if let prefixes, !(try TenantStore().setSMSPrefixes(slug: slug, prefixes, on: connection)) { return nil }
                     if let retention, try Retention.setTenant(slug: slug, days: retention, on: connection) == nil { return nil }
-                    return try TenantStore().update(slug: slug, name: trimmed, registration: parsed, on: connection)
+                    return try TenantStore().update(slug: slug, name: trimmed, registration: parsed, locale: locale, on: connection)
                 }
             }
         } catch let error as DatabaseError {

@@ -17,6 +17,19 @@ public struct ServerConfiguration: Sendable {
     public var delivery = "log"
     public var deliveryWebhookURL: String?
     public var deliveryWebhookSecret: String?
+    /// Each channel's route (`ROOST_EMAIL`, `ROOST_SMS`, `ROOST_PUSH`); nil: `delivery`'s.
+    public var emailRoute: String?
+    public var smsRoute: String?
+    public var pushRoute: String?
+    public var smtpURL: String?
+    public var smtpFrom: String?
+    /// One more CA the outbound TLS client trusts, beside the system's.
+    public var tlsCAFile: String?
+    /// An operator's folder of templates, searched before the shipped `templates/`.
+    public var templatesDirectory: String?
+    /// Where people reach Roost (`https://watch.example.org`): links in rendered messages.
+    public var publicURL: String?
+    public var deliveryTimeoutSeconds = 10
     public var logLevel = LogLevel.info
     public var checkinMinSeconds = 60
     public var sessionLifetimeSeconds = 2_592_000

@@ -29,6 +29,28 @@ struct ServerSetting: Sendable {
              "where webhook delivery POSTs") { $0.deliveryWebhookURL = $1 },
         text("--delivery-webhook-secret", "ROOST_DELIVERY_WEBHOOK_SECRET", "SECRET", "none",
              "HMAC secret that signs webhook deliveries") { $0.deliveryWebhookSecret = $1 },
+        choice("--email", "ROOST_EMAIL", ["log", "webhook", "smtp"], "ROOST_DELIVERY's",
+               "how email leaves: the log, the webhook, or SMTP (ROOST_SMTP_URL)") { $0.emailRoute = $1 },
+        choice("--sms", "ROOST_SMS", ["log", "webhook"], "ROOST_DELIVERY's",
+               "how SMS leaves: the log or the webhook (an SMS gateway)") { $0.smsRoute = $1 },
+        choice("--push", "ROOST_PUSH", ["log", "webhook", "webpush"], "ROOST_DELIVERY's",
+               "how pushes leave; webpush: Web Push devices directly, the others through the webhook") { $0.pushRoute = $1 },
+        text("--smtp-url", "ROOST_SMTP_URL", "URL", "none",
+             "smtp://user:password@host:587 (STARTTLS required), smtps://host:465 (TLS), smtp+plain://host:25 (a local relay only)") {
+            $0.smtpURL = $1
+        },
+        text("--smtp-from", "ROOST_SMTP_FROM", "ADDRESS", "none",
+             "the sender of email, e.g. 'Roost <noreply@example.org>'") { $0.smtpFrom = $1 },
+        text("--tls-ca-file", "ROOST_TLS_CA_FILE", "PATH", "none: the system trust store only",
+             "a PEM file of CAs the outbound TLS client trusts too (SMTP, Web Push, webhook)") { $0.tlsCAFile = $1 },
+        text("--templates-dir", "ROOST_TEMPLATES_DIR", "PATH", "none: the shipped templates/",
+             "a folder like templates/ whose files replace the shipped ones (templates/<locale>/<name>.{txt,html,push})") {
+            $0.templatesDirectory = $1
+        },
+        text("--public-url", "ROOST_PUBLIC_URL", "URL", "none: messages carry codes, not links",
+             "where people reach Roost (https://watch.example.org): links in email and Web Push") { $0.publicURL = $1 },
+        integer("--delivery-timeout-s", "ROOST_DELIVERY_TIMEOUT_S", 1...300, 10,
+                "how long one delivery (webhook, SMTP, Web Push) may take") { $0.deliveryTimeoutSeconds = $1 },
         choice("--log-level", "ROOST_LOG_LEVEL", LogLevel.allCases.map(\.rawValue), "info",
                "least severe log level written") { $0.logLevel = LogLevel(rawValue: $1)! },
         integer("--checkin-min-s", "ROOST_CHECKIN_MIN_S", 1...86_400, 60,

@@ -6,18 +6,65 @@ import RoostProtocol
 import Synchronization
 
 /// Delivers the outbox (API.md "Outbound delivery"): claims due jobs (SKIP LOCKED, with a
-/// lease, so any number of nodes deliver each row once), delivers through `log` (one JSON line
-/// on stdout) or `webhook` (POST, any 2xx is delivered), and retries failures with exponential
-/// backoff and full jitter until `maxAttempts`, then marks the row `failed`.
+/// lease, so any number of nodes deliver each row once), sends each through its channel's
+/// route (`Channels`: one JSON line on stdout, the webhook, SMTP, or Web Push), and retries
+/// failures with exponential backoff and full jitter until `maxAttempts`, then marks the row
+/// `failed`; a refusal that no retry changes (an SMTP 5xx) fails it at once.
 ///
 /// Fair and bounded: a claim takes at most `perTenant` jobs of each tenant, tenants with the
 /// longest-waiting job first, so one tenant's flood of invitations does not hold up another's
 /// verification code; at most `concurrency` deliveries run at once. A row whose handling
 /// throws is counted as a failed attempt like any other and never stops the batch.
 public final class OutboxWorker: Sendable {
+    /// One route for every channel: what the tests and `ROOST_DELIVERY` alone choose.
     public enum Mode: Sendable {
         case log
         case webhook(url: URL, secret: String?)
+    }
+
+    /// Where each channel's deliveries go (`ROOST_EMAIL`, `ROOST_SMS`, `ROOST_PUSH`).
+    public struct Channels: Sendable {
+        public enum Route: String, Sendable, CaseIterable {
+            case log, webhook, smtp, webpush
+        }
+
+        public var email = Route.log
+        public var sms = Route.log
+        /// `webpush` sends Web Push devices directly; other platforms then go to the webhook
+        /// when one is set, or to the log.
+        public var push = Route.log
+        var webhook: (url: URL, secret: String?)?
+        var smtp: SMTPSettings?
+        var tls: TLSClientContext?
+        var messages = RenderedMessages()
+
+        public init() {}
+
+        init(_ mode: Mode) {
+            if case .webhook(let url, let secret) = mode {
+                (email, sms, push) = (.webhook, .webhook, .webhook)
+                webhook = (url, secret)
+            }
+        }
+
+        func route(_ message: OutboxMessage, platform: String?) -> Route {
+            switch message.channel {
+            case "email": return email
+            case "sms": return sms
+            default:
+                guard push == .webpush else { return push }
+                return platform == "webpush" ? .webpush : (webhook != nil ? .webhook : .log)
+            }
+        }
+    }
+
+    /// What one attempt came to.
+    enum Outcome: Equatable {
+        case delivered
+        /// Worth trying again later.
+        case retry(String)
+        /// No retry would change it.
+        case failed(String)
     }
 
     public struct Options: Sendable {
@@ -36,7 +83,7 @@ public final class OutboxWorker: Sendable {
     }
 
     private let pool: ConnectionPool
-    private let mode: Mode
+    private let channels: Channels
     private let options: Options
     private let log: Log
     private let metrics: JobMetrics
@@ -46,9 +93,13 @@ public final class OutboxWorker: Sendable {
     /// Log-mode lines are written whole, one at a time.
     private let stdout = Mutex(())
 
-    public init(pool: ConnectionPool, mode: Mode, options: Options = Options(), log: Log, metrics: JobMetrics = JobMetrics()) {
+    public convenience init(pool: ConnectionPool, mode: Mode, options: Options = Options(), log: Log, metrics: JobMetrics = JobMetrics()) {
+        self.init(pool: pool, channels: Channels(mode), options: options, log: log, metrics: metrics)
+    }
+
+    public init(pool: ConnectionPool, channels: Channels, options: Options = Options(), log: Log, metrics: JobMetrics = JobMetrics()) {
         self.pool = pool
-        self.mode = mode
+        self.channels = channels
         self.options = options
         self.log = log
         self.metrics = metrics
@@ -124,61 +175,85 @@ public final class OutboxWorker: Sendable {
 
     private func deliver(_ id: UUID, tenant: UUID) async throws {
         let loaded = try await pool.withConnection { connection in
-            try connection.withTenantTransaction(tenant) { connection -> (OutboxMessage, String)? in
+            try connection.withTenantTransaction(tenant) { connection -> (OutboxMessage, Tenant?)? in
                 guard let message = try OutboxStore().message(id, on: connection) else {
                     try OutboxStore().dropJob(id, on: connection)
                     return nil
                 }
-                let slug = try TenantStore().find(id: tenant, on: connection)?.slug ?? ""
-                return (message, slug)
+                return (message, try TenantStore().find(id: tenant, on: connection))
             }
         }
-        guard let (message, slug) = loaded else { return }
-        let payload = Self.payload(message, tenantSlug: slug)
-        let outcome = await attempt(payload)
+        guard let (message, tenantRow) = loaded else { return }
+        let outcome = await attempt(message, tenant: tenantRow)
         let attempts = message.attempts + 1
-        let final = attempts >= options.maxAttempts
         let (maxAttempts, base) = (options.maxAttempts, options.baseBackoffSeconds)
         try await pool.withConnection { connection in
             try connection.withTenantTransaction(tenant) { connection in
                 switch outcome {
-                case .success: try OutboxStore().markDelivered(id, on: connection)
-                case .failure(let error):
-                    try OutboxStore().markFailed(id, error: "\(error)", backoff: { min(3600, base * pow(2, Double($0))) * Double.random(in: 0.5...1.0) },
-                                                 maxAttempts: maxAttempts, on: connection)
+                case .delivered: try OutboxStore().markDelivered(id, on: connection)
+                case .retry(let error), .failed(let error):
+                    try OutboxStore().markFailed(id, error: error, backoff: { min(3600, base * pow(2, Double($0))) * Double.random(in: 0.5...1.0) },
+                                                 maxAttempts: maxAttempts, permanent: outcome == .failed(error), on: connection)
                 }
             }
         }
-        if case .failure(let error) = outcome {
+        switch outcome {
+        case .delivered: break
+        case .retry(let error), .failed(let error):
+            let final = attempts >= options.maxAttempts || outcome == .failed(error)
             metrics.recordFailure(.outbox, parked: final)
             log.warning(final ? "outbox: delivery failed for good" : "outbox: delivery failed; will retry", [
-                "outbox_id": id.uuidString.lowercased(), "attempt": String(attempts), "error": "\(error)",
+                "outbox_id": id.uuidString.lowercased(), "attempt": String(attempts), "error": error,
             ])
         }
     }
 
-    /// Delivers one payload on the worker's own thread (webhook calls block).
-    private func attempt(_ payload: [UInt8]) async -> Result<Void, WebhookClient.Failure> {
-        let mode = self.mode
-        let timeout = options.webhookTimeoutSeconds
+    /// Delivers one row on the worker's own threads (every route but the log blocks on I/O,
+    /// each within its timeout).
+    private func attempt(_ message: OutboxMessage, tenant: Tenant?) async -> Outcome {
         return await withCheckedContinuation { continuation in
             deliveryQueue.async {
-                switch mode {
-                case .log:
-                    self.stdout.withLock { _ in FileHandle.standardOutput.write(Data(payload + [10])) }
-                    continuation.resume(returning: .success(()))
-                case .webhook(let url, let secret):
-                    do {
-                        let status = try WebhookClient(url: url, secret: secret, timeoutSeconds: timeout).post(payload)
-                        continuation.resume(returning: (200..<300).contains(status)
-                            ? .success(()) : .failure(.init(description: "webhook answered \(status)")))
-                    } catch let error as WebhookClient.Failure {
-                        continuation.resume(returning: .failure(error))
-                    } catch {
-                        continuation.resume(returning: .failure(.init(description: "\(error)")))
-                    }
+                let data = (try? JSONSerialization.jsonObject(with: Data(message.data.utf8))) as? [String: Any] ?? [:]
+                let route = self.channels.route(message, platform: data["platform"] as? String)
+                let outcome: Outcome
+                do {
+                    outcome = try self.send(message, data: data, tenant: tenant, by: route)
+                } catch {
+                    outcome = .retry("\(error)")
                 }
+                continuation.resume(returning: outcome)
             }
+        }
+    }
+
+    private func send(_ message: OutboxMessage, data: [String: Any], tenant: Tenant?, by route: Channels.Route) throws -> Outcome {
+        let timeout = options.webhookTimeoutSeconds
+        switch route {
+        case .log:
+            let line = Self.payload(message, tenantSlug: tenant?.slug ?? "")
+            stdout.withLock { _ in FileHandle.standardOutput.write(Data(line + [10])) }
+            return .delivered
+        case .webhook:
+            guard let webhook = channels.webhook else { return .retry("no delivery webhook is configured for \(message.channel)") }
+            let status = try WebhookClient(url: webhook.url, secret: webhook.secret, timeoutSeconds: timeout, tls: channels.tls)
+                .post(Self.payload(message, tenantSlug: tenant?.slug ?? ""))
+            return (200..<300).contains(status) ? .delivered : .retry("webhook answered \(status)")
+        case .smtp:
+            guard let smtp = channels.smtp else { return .retry("ROOST_EMAIL=smtp without ROOST_SMTP_URL") }
+            guard MailAddress.isPlainAddress(message.recipient) else { return .failed("not an address SMTP can send to") }
+            var context = data
+            context["tenant_name"] = tenant?.name ?? ""
+            let rendered = try channels.messages.email(message.template, locale: tenant?.locale ?? "en", data: context)
+            let mail = MailMessage(from: smtp.from, to: message.recipient, subject: rendered.subject, text: rendered.text, html: rendered.html,
+                                   date: Date(), messageID: message.id.uuidString.lowercased(),
+                                   boundary: "=_roost_" + Digest.hex(Secrets.randomBytes(12)))
+            switch try SMTPClient(settings: smtp, tls: channels.tls, timeoutSeconds: timeout).send(mail) {
+            case .sent: return .delivered
+            case .transient(let text): return .retry(text)
+            case .permanent(let text): return .failed(text)
+            }
+        case .webpush:
+            return .retry("Web Push is not configured")
         }
     }
 

@@ -1,78 +1,88 @@
 import Foundation
 import RoostProtocol
 
-#if canImport(Glibc)
-import Glibc
-#endif
+/// One HTTP/1.1 POST over an `OutboundStream`, `http://` or `https://` (with a TLS context),
+/// `Connection: close`, and the response's status line and headers read back (the body is not
+/// needed by any caller). Runs on the outbox worker's own threads, never on an event loop.
+struct OutboundPost {
+    struct Response {
+        let status: Int
+        /// Header names lower-cased.
+        let headers: [String: String]
+    }
 
-/// A minimal, blocking HTTP/1.1 POST for webhook delivery: plain `http://` (TLS, if needed, is
-/// a local proxy's job), a timeout on connect, send and receive, and only the status code read
-/// back. Runs on the outbox worker's own thread, never on an event loop.
+    let url: URL
+    var headers: [(String, String)] = []
+    let timeoutSeconds: Int
+    let tls: TLSClientContext?
+
+    func send(_ body: [UInt8]) throws -> Response {
+        guard let scheme = url.scheme, scheme == "http" || scheme == "https", let host = url.host, !host.isEmpty else {
+            throw OutboundFailure("only http:// and https:// URLs can be posted to, not \(url.absoluteString)")
+        }
+        let port = url.port ?? (scheme == "https" ? 443 : 80)
+        let path = (url.path.isEmpty ? "/" : url.path) + (url.query.map { "?" + $0 } ?? "")
+        let hostHeader = (url.port == nil ? host : "\(host):\(port)")
+        var request = "POST \(path) HTTP/1.1\r\nHost: \(hostHeader)\r\nContent-Length: \(body.count)\r\nConnection: close\r\nUser-Agent: roost\r\n"
+        for (name, value) in headers { request += "\(name): \(value)\r\n" }
+        let stream = try OutboundStream(host: host, port: port, deadline: .now + .seconds(timeoutSeconds))
+        defer { stream.close() }
+        if scheme == "https" {
+            guard let tls else { throw OutboundFailure("https:// needs a TLS context") }
+            try stream.startTLS(tls)
+        }
+        try stream.write(Array((request + "\r\n").utf8) + body)
+        var response: [UInt8] = []
+        while Self.headerEnd(response) == nil {
+            guard response.count < 16_384 else { throw OutboundFailure("the response of \(host) has headers over 16 KiB") }
+            let piece = try stream.read()
+            guard !piece.isEmpty else { break }
+            response += piece
+        }
+        return try Self.parse(response, host: host)
+    }
+
+    private static func headerEnd(_ bytes: [UInt8]) -> Int? {
+        guard bytes.count >= 4 else { return nil }
+        for index in 0...(bytes.count - 4) where bytes[index] == 13 && bytes[index + 1] == 10 && bytes[index + 2] == 13 && bytes[index + 3] == 10 {
+            return index
+        }
+        return nil
+    }
+
+    private static func parse(_ bytes: [UInt8], host: String) throws -> Response {
+        let text = String(decoding: bytes[0..<(headerEnd(bytes) ?? bytes.count)], as: UTF8.self)
+        let lines = text.components(separatedBy: "\r\n")
+        let parts = lines[0].split(separator: " ")
+        guard parts.count >= 2, parts[0].hasPrefix("HTTP/1."), let status = Int(parts[1]), (100...599).contains(status) else {
+            throw OutboundFailure(bytes.isEmpty ? "no response from \(host)" : "malformed response from \(host)")
+        }
+        var headers: [String: String] = [:]
+        for line in lines.dropFirst() {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        }
+        return Response(status: status, headers: headers)
+    }
+}
+
+/// The delivery webhook (API.md "Outbound delivery"): the outbox row as JSON, signed like
+/// bridge requests when a secret is set; any 2xx is delivered.
 struct WebhookClient: Sendable {
     let url: URL
     let secret: String?
     let timeoutSeconds: Int
-
-    struct Failure: Error, CustomStringConvertible {
-        let description: String
-    }
+    let tls: TLSClientContext?
 
     /// POSTs `body`; returns the response status, or throws on any transport failure.
     func post(_ body: [UInt8]) throws -> Int {
-        guard url.scheme == "http", let host = url.host else { throw Failure(description: "only http:// webhook URLs are supported") }
-        let port = url.port ?? 80
-        let path = (url.path.isEmpty ? "/" : url.path) + (url.query.map { "?" + $0 } ?? "")
-        var request = "POST \(path) HTTP/1.1\r\nHost: \(host):\(port)\r\nContent-Type: application/json\r\n"
-        request += "Content-Length: \(body.count)\r\nConnection: close\r\nUser-Agent: roost\r\n"
+        var headers = [("Content-Type", "application/json")]
         if let secret {
             // As for bridges (API.md): HMAC-SHA256 of "timestamp.body".
             let timestamp = String(Int(Date().timeIntervalSince1970))
             let signature = Digest.hex(Secrets.hmacSHA256(key: Array(secret.utf8), message: Array((timestamp + ".").utf8) + body))
-            request += "X-Roost-Timestamp: \(timestamp)\r\nX-Roost-Signature: sha256=\(signature)\r\n"
+            headers += [("X-Roost-Timestamp", timestamp), ("X-Roost-Signature", "sha256=\(signature)")]
         }
-        let bytes = Array((request + "\r\n").utf8) + body
-        let fd = try connect(host: host, port: port)
-        defer { close(fd) }
-        var sent = 0
-        while sent < bytes.count {
-            let count = bytes[sent...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            guard count > 0 else { throw Failure(description: "sending to \(host):\(port) failed: errno \(errno)") }
-            sent += count
-        }
-        var response: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 1024)
-        while !response.contains(10), response.count < 8192 {
-            let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            guard count > 0 else { throw Failure(description: "no response from \(host):\(port)") }
-            response += buffer[0..<count]
-        }
-        let statusLine = String(decoding: response.prefix { $0 != 13 && $0 != 10 }, as: UTF8.self)
-        let parts = statusLine.split(separator: " ")
-        guard parts.count >= 2, parts[0].hasPrefix("HTTP/1."), let status = Int(parts[1]) else {
-            throw Failure(description: "malformed response from \(host):\(port)")
-        }
-        return status
-    }
-
-    private func connect(host: String, port: Int) throws -> Int32 {
-        var hints = addrinfo()
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        var result: UnsafeMutablePointer<addrinfo>?
-        guard getaddrinfo(host, String(port), &hints, &result) == 0, let first = result else {
-            throw Failure(description: "cannot resolve \(host)")
-        }
-        defer { freeaddrinfo(result) }
-        let fd = socket(first.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw Failure(description: "socket failed: errno \(errno)") }
-        var timeout = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        // With SO_SNDTIMEO set, a blocking connect(2) on Linux gives up after that timeout too.
-        guard Glibc.connect(fd, first.pointee.ai_addr, first.pointee.ai_addrlen) == 0 else {
-            let code = errno
-            close(fd)
-            throw Failure(description: "cannot connect to \(host):\(port): \(String(cString: strerror(code)))")
-        }
-        return fd
+        return try OutboundPost(url: url, headers: headers, timeoutSeconds: timeoutSeconds, tls: tls).send(body).status
     }
 }

@@ -20,16 +20,18 @@ enum TenantRoutes {
         let registration: String?
         /// Absent: unchanged; null: kept for good.
         let retentionDays: SettingChange<Int?>
+        let locale: String?
         static var fieldNames: Set<String> { names(CodingKeys.self) }
 
         enum CodingKeys: String, CodingKey, CaseIterable {
-            case name, registration
+            case name, registration, locale
             case retentionDays = "retention_days"
         }
 
         init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
             name = try container.decodeIfPresent(String.self, forKey: .name)
+            locale = try container.decodeIfPresent(String.self, forKey: .locale)
             registration = try container.decodeIfPresent(String.self, forKey: .registration)
             retentionDays = try container.decodeSetting(Int.self, forKey: .retentionDays)
         }
@@ -42,6 +44,7 @@ enum TenantRoutes {
         let registration: String
         let createdAt: Date
         let retentionDays: Int?
+        let locale: String
 
         init(_ tenant: Tenant) {
             id = tenant.id
@@ -50,10 +53,11 @@ enum TenantRoutes {
             registration = tenant.registration.rawValue
             createdAt = tenant.createdAt
             retentionDays = tenant.retentionDays
+            locale = tenant.locale
         }
 
         enum CodingKeys: String, CodingKey {
-            case id, slug, name, registration
+            case id, slug, name, registration, locale
             case createdAt = "created_at"
             case retentionDays = "retention_days"
         }
@@ -66,6 +70,7 @@ enum TenantRoutes {
             try container.encode(registration, forKey: .registration)
             try container.encode(createdAt, forKey: .createdAt)
             try container.encode(retentionDays, forKey: .retentionDays)  // null: kept for good
+            try container.encode(locale, forKey: .locale)
         }
     }
 
@@ -106,6 +111,9 @@ enum TenantRoutes {
             if let name { try validate(name: name) }
             let registration = try body.registration.map { value throws(APIError) in try parse(registration: value) }
             if case .set(let days?) = body.retentionDays { try Retention.validate(days: days) }
+            if let locale = body.locale, !RenderedMessages.locales.contains(locale) {
+                throw APIError.invalid("locale must be one of \(RenderedMessages.locales.sorted().joined(separator: ", "))", "locale")
+            }
             let notFound = APIError(.notFound, code: "not_found", message: "no such tenant")
             guard TenantSlug(slug) != nil,
                   let tenant = try await pool.withConnection({ connection in
@@ -113,7 +121,7 @@ enum TenantRoutes {
                           if case .set(let days) = body.retentionDays, try Retention.setTenant(slug: slug, days: days, on: connection) == nil {
                               return nil
                           }
-                          return try TenantStore().update(slug: slug, name: name, registration: registration, on: connection)
+                          return try TenantStore().update(slug: slug, name: name, registration: registration, locale: body.locale, on: connection)
                       }
                   }) else { throw notFound }
             return try APIJSON.response(.ok, TenantView(tenant))

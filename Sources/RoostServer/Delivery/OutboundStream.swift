@@ -1,0 +1,208 @@
+import CTLS
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What went wrong talking to a server outside: the text lands in the outbox row's
+/// `last_error` (and `roost outbox list --failed`).
+struct OutboundFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// The client side of TLS for the delivery worker (libssl): certificates and host names are
+/// always verified, against the system trust store plus, optionally, one more CA file
+/// (`ROOST_TLS_CA_FILE`). TLS 1.2 at least. One context serves every connection.
+final class TLSClientContext: @unchecked Sendable {
+    // An SSL_CTX is safe to share once configured; it is never changed after init.
+    fileprivate let context: OpaquePointer
+
+    init(extraCAFile: String? = nil) throws {
+        guard let context = SSL_CTX_new(TLS_client_method()) else { throw OutboundFailure("TLS: \(Self.lastError())") }
+        self.context = context
+        SSL_CTX_set_verify(context, SSL_VERIFY_PEER, nil)
+        _ = SSL_CTX_ctrl(context, SSL_CTRL_SET_MIN_PROTO_VERSION, Int(TLS1_2_VERSION), nil)
+        guard SSL_CTX_set_default_verify_paths(context) == 1 else { throw OutboundFailure("TLS: cannot load the system trust store: \(Self.lastError())") }
+        if let extraCAFile {
+            guard SSL_CTX_load_verify_locations(context, extraCAFile, nil) == 1 else {
+                throw OutboundFailure("TLS: cannot load the CA file \(extraCAFile): \(Self.lastError())")
+            }
+        }
+    }
+
+    deinit { SSL_CTX_free(context) }
+
+    /// The newest queued OpenSSL error as text (and the queue emptied).
+    static func lastError() -> String {
+        let code = ERR_get_error()
+        ERR_clear_error()
+        guard code != 0 else { return "unknown error" }
+        var buffer = [CChar](repeating: 0, count: 256)
+        ERR_error_string_n(code, &buffer, buffer.count)
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+}
+
+/// One outbound connection, plain or TLS (from the start, or after SMTP's STARTTLS), where
+/// every step (resolve aside, connect, handshake, each read and write) ends by one deadline:
+/// the socket never blocks, and waiting is `poll(2)` with what is left of the time. A server
+/// that stalls costs its delivery that much time and no more. Runs on the delivery worker's
+/// own threads, never on an event loop.
+final class OutboundStream {
+    let host: String
+    let port: Int
+    private let deadline: ContinuousClock.Instant
+    private var fd: Int32
+    private var tls: OpaquePointer?
+
+    /// Connects (non-blocking) to `host:port`, trying each of its addresses in turn (`localhost`
+    /// may be ::1 first), giving up at `deadline`.
+    init(host: String, port: Int, deadline: ContinuousClock.Instant) throws {
+        self.host = host
+        self.port = port
+        self.deadline = deadline
+        fd = -1
+        var hints = addrinfo()
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var result: UnsafeMutablePointer<addrinfo>?
+        guard getaddrinfo(host, String(port), &hints, &result) == 0, result != nil else {
+            throw OutboundFailure("cannot resolve \(host)")
+        }
+        defer { freeaddrinfo(result) }
+        var failure = OutboundFailure("cannot connect to \(host):\(port)")
+        var next = result
+        while let address = next {
+            next = address.pointee.ai_next
+            do {
+                try connect(address.pointee)
+                return
+            } catch let error as OutboundFailure {
+                failure = error
+                close()
+            }
+        }
+        throw failure
+    }
+
+    private func connect(_ address: addrinfo) throws {
+        fd = socket(address.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+        guard fd >= 0 else { throw OutboundFailure("socket failed: \(Self.text(errno))") }
+        if Glibc.connect(fd, address.ai_addr, address.ai_addrlen) != 0 {
+            guard errno == EINPROGRESS else { throw OutboundFailure("cannot connect to \(host):\(port): \(Self.text(errno))") }
+            try wait(for: Int16(POLLOUT))
+            var code: Int32 = 0
+            var length = socklen_t(MemoryLayout<Int32>.size)
+            getsockopt(fd, SOL_SOCKET, SO_ERROR, &code, &length)
+            guard code == 0 else { throw OutboundFailure("cannot connect to \(host):\(port): \(Self.text(code))") }
+        }
+    }
+
+    deinit { close() }
+
+    func close() {
+        if let tls {
+            SSL_free(tls)
+            self.tls = nil
+        }
+        if fd >= 0 {
+            Glibc.close(fd)
+            fd = -1
+        }
+    }
+
+    var isTLS: Bool { tls != nil }
+
+    /// Starts TLS on the connection: SNI, and the certificate must chain to a trusted CA and
+    /// name `host` (a DNS name, or an IP address literal).
+    func startTLS(_ context: TLSClientContext) throws {
+        guard let ssl = SSL_new(context.context) else { throw OutboundFailure("TLS: \(TLSClientContext.lastError())") }
+        tls = ssl
+        SSL_set_fd(ssl, fd)
+        if isIPAddress(host) {
+            X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host)
+        } else {
+            _ = host.withCString { SSL_ctrl(ssl, SSL_CTRL_SET_TLSEXT_HOSTNAME, Int(TLSEXT_NAMETYPE_host_name), UnsafeMutableRawPointer(mutating: $0)) }
+            SSL_set1_host(ssl, host)
+        }
+        while true {
+            let result = SSL_connect(ssl)
+            if result == 1 { return }
+            let verify = SSL_get_verify_result(ssl)
+            if verify != X509_V_OK {
+                ERR_clear_error()
+                throw OutboundFailure("TLS: the certificate of \(host) was refused: \(String(cString: X509_verify_cert_error_string(verify)))")
+            }
+            try settle(result, doing: "the TLS handshake")
+        }
+    }
+
+    func write(_ bytes: [UInt8]) throws {
+        var sent = 0
+        while sent < bytes.count {
+            if let tls {
+                var written = 0
+                let result = bytes[sent...].withUnsafeBytes { SSL_write_ex(tls, $0.baseAddress, $0.count, &written) }
+                if result == 1 { sent += written; continue }
+                try settle(result, doing: "sending")
+            } else {
+                let count = bytes[sent...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                if count > 0 { sent += count; continue }
+                guard count < 0, errno == EAGAIN || errno == EINTR else { throw OutboundFailure("sending to \(host):\(port) failed: \(Self.text(errno))") }
+                try wait(for: Int16(POLLOUT))
+            }
+        }
+    }
+
+    /// Up to `limit` bytes as soon as some arrive; empty at the end of the stream.
+    func read(limit: Int = 16_384) throws -> [UInt8] {
+        var buffer = [UInt8](repeating: 0, count: limit)
+        while true {
+            if let tls {
+                var count = 0
+                let result = buffer.withUnsafeMutableBytes { SSL_read_ex(tls, $0.baseAddress, $0.count, &count) }
+                if result == 1 { return Array(buffer[0..<count]) }
+                if SSL_get_error(tls, result) == SSL_ERROR_ZERO_RETURN { return [] }
+                try settle(result, doing: "reading")
+            } else {
+                let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+                if count >= 0 { return Array(buffer[0..<count]) }
+                guard errno == EAGAIN || errno == EINTR else { throw OutboundFailure("reading from \(host):\(port) failed: \(Self.text(errno))") }
+                try wait(for: Int16(POLLIN))
+            }
+        }
+    }
+
+    /// After a TLS call that did not complete: waits for what it wants, or throws its error.
+    private func settle(_ result: Int32, doing what: String) throws {
+        guard let tls else { return }
+        switch SSL_get_error(tls, result) {
+        case SSL_ERROR_WANT_READ: try wait(for: Int16(POLLIN))
+        case SSL_ERROR_WANT_WRITE: try wait(for: Int16(POLLOUT))
+        case SSL_ERROR_SYSCALL: throw OutboundFailure("TLS: \(what) with \(host):\(port) failed: the connection ended")
+        default: throw OutboundFailure("TLS: \(what) with \(host):\(port) failed: \(TLSClientContext.lastError())")
+        }
+    }
+
+    /// Waits until the socket is ready for `events`, or throws when the deadline passes.
+    private func wait(for events: Int16) throws {
+        while true {
+            let left = ContinuousClock.now.duration(to: deadline)
+            guard left > .zero else { throw OutboundFailure("\(host):\(port) did not answer in time") }
+            let (seconds, attoseconds) = left.components
+            let milliseconds = Int32(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000 + 1)
+            var poller = pollfd(fd: fd, events: events, revents: 0)
+            let ready = poll(&poller, 1, milliseconds)
+            if ready > 0 { return }
+            if ready < 0, errno != EINTR { throw OutboundFailure("poll failed: \(Self.text(errno))") }
+        }
+    }
+
+    private func isIPAddress(_ text: String) -> Bool {
+        var v4 = in_addr(), v6 = in6_addr()
+        return inet_pton(AF_INET, text, &v4) == 1 || inet_pton(AF_INET6, text, &v6) == 1
+    }
+
+    private static func text(_ code: Int32) -> String { String(cString: strerror(code)) }
+}

@@ -1,0 +1,137 @@
+import Foundation
+import RoostProtocol
+import Synchronization
+
+/// The text Roost writes itself for SMTP and Web Push (API.md "Outbound delivery"), from
+/// `templates/<locale>/<template>.{txt,html,push}` (`TextTemplate`):
+///
+/// - `.txt`: the first line is `Subject: …`, then a blank line, then the plain-text body;
+/// - `.html`: the HTML body; without one, `_layout.html` shows the text body (escaped);
+/// - `.push`: the first line is the notification's title, the rest its body.
+///
+/// An operator's folder (`ROOST_TEMPLATES_DIR`) is searched before the shipped one, file by
+/// file, so one file can be changed without copying the rest; a locale without the file falls
+/// back to English. Files are read once and kept (a restart picks up edits).
+final class RenderedMessages: Sendable {
+    /// The languages shipped; a tenant's `locale` is one of them.
+    static let locales: Set<String> = ["en", "da"]
+
+    struct Email: Equatable {
+        let subject: String
+        let text: String
+        let html: String
+    }
+
+    struct Push: Equatable {
+        let title: String
+        let body: String
+    }
+
+    struct Missing: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    let folders: [URL]
+    /// `ROOST_PUBLIC_URL` without its trailing slash: links in messages start with it.
+    let publicURL: String?
+    private let cache = Mutex<[String: TextTemplate?]>([:])
+
+    init(override: URL? = nil, shipped: URL? = RenderedMessages.shippedFolder(), publicURL: String? = nil) {
+        folders = [override, shipped].compactMap { $0 }
+        self.publicURL = publicURL.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
+    }
+
+    /// The `templates/` Roost ships: beside the executable's `share/roost` (an installed copy, the
+    /// Docker image), in the working directory (a checkout), or in the source tree it was built from.
+    static func shippedFolder() -> URL? {
+        let executable = URL(fileURLWithPath: CommandLine.arguments.first ?? "").resolvingSymlinksInPath().deletingLastPathComponent()
+        let candidates = [
+            executable.appendingPathComponent("../share/roost/templates").standardized,
+            URL(fileURLWithPath: FileManager.default.currentDirectoryPath).appendingPathComponent("templates"),
+            URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../../templates").standardized,
+        ]
+        return candidates.first { FileManager.default.fileExists(atPath: $0.appendingPathComponent("en/invitation.txt").path) }
+    }
+
+    func email(_ template: String, locale: String, data: [String: Any]) throws -> Email {
+        guard let text = try load(template, "txt", locale: locale) else {
+            throw Missing(description: "no template \(template).txt for \(locale) or en in \(folders.map(\.path))")
+        }
+        let context = enriched(data, template: template)
+        let rendered = text.render(context)
+        var lines = rendered.split(separator: "\n", omittingEmptySubsequences: false)
+        guard let first = lines.first, first.hasPrefix("Subject:") else {
+            throw Missing(description: "\(template).txt must begin with a Subject: line")
+        }
+        let subject = first.dropFirst("Subject:".count).trimmingCharacters(in: .whitespaces)
+        lines.removeFirst()
+        if lines.first?.trimmingCharacters(in: .whitespaces).isEmpty == true { lines.removeFirst() }
+        let body = lines.joined(separator: "\n")
+        let html: String
+        if let page = try load(template, "html", locale: locale) {
+            html = page.render(context)
+        } else if let layout = try load("_layout", "html", locale: locale) {
+            html = layout.render(context.merging(["subject": subject, "body": body]) { $1 })
+        } else {
+            html = "<pre>\(TextTemplate.escapeHTML(body))</pre>"
+        }
+        return Email(subject: subject, text: body, html: html)
+    }
+
+    func push(_ template: String, locale: String, data: [String: Any]) throws -> Push {
+        guard let push = try load(template, "push", locale: locale) else {
+            throw Missing(description: "no template \(template).push for \(locale) or en in \(folders.map(\.path))")
+        }
+        let rendered = push.render(enriched(data, template: template)).trimmingCharacters(in: .whitespacesAndNewlines)
+        let title = rendered.prefix { $0 != "\n" }
+        let body = rendered.dropFirst(title.count).trimmingCharacters(in: .whitespacesAndNewlines)
+        return Push(title: String(title), body: body)
+    }
+
+    /// The delivery's data with what templates show but rows do not keep: the app's address and
+    /// a link carrying the delivery's token (`/#/<template>?token=…`, where the web app takes
+    /// it), a map link for an alert's place, its first photo's absolute address, and flags for
+    /// its severity.
+    func enriched(_ data: [String: Any], template: String) -> [String: Any] {
+        var context = data
+        if let publicURL {
+            context["app_url"] = publicURL
+            if let token = data["token"] as? String {
+                let query = token.addingPercentEncoding(withAllowedCharacters: .urlQueryAllowed.subtracting(CharacterSet(charactersIn: "&+=#"))) ?? token
+                context["link"] = "\(publicURL)/#/\(template)?token=\(query)"
+            }
+        }
+        if var alert = data["alert"] as? [String: Any] ?? data["message"] as? [String: Any] {
+            if let location = alert["location"] as? [String: Any], let lat = location["lat"] as? Double, let lon = location["lon"] as? Double {
+                alert["map_url"] = "https://www.openstreetmap.org/?mlat=\(lat)&mlon=\(lon)#map=17/\(lat)/\(lon)"
+            }
+            if let first = (alert["attachments"] as? [[String: Any]])?.first, let url = first["url"] as? String {
+                alert["photo_url"] = url.hasPrefix("/") ? (publicURL ?? "") + url : url
+            }
+            context["is_red"] = alert["severity"] as? String == "red"
+            context["is_amber"] = alert["severity"] as? String == "amber"
+            context[data["alert"] != nil ? "alert" : "message"] = alert
+        }
+        return context
+    }
+
+    private func load(_ name: String, _ kind: String, locale: String) throws -> TextTemplate? {
+        let key = "\(locale)/\(name).\(kind)"
+        if let cached = cache.withLock({ $0[key] }) { return cached }
+        var found: TextTemplate?
+        search: for language in (locale == "en" ? ["en"] : [locale, "en"]) {
+            for folder in folders {
+                let file = folder.appendingPathComponent("\(language)/\(name).\(kind)")
+                guard let source = try? String(contentsOf: file, encoding: .utf8) else { continue }
+                do {
+                    found = try TextTemplate(source, escapesHTML: kind == "html")
+                } catch {
+                    throw Missing(description: "\(file.path): \(error)")
+                }
+                break search
+            }
+        }
+        cache.withLock { $0[key] = found }
+        return found
+    }
+}

@@ -1,0 +1,178 @@
+import Foundation
+import RoostPersistence
+import RoostProtocol
+@testable import RoostHTTP
+@testable import RoostServer
+import RoostTestSupport
+import Testing
+
+/// Email over SMTP against a real SMTP server (aiosmtpd, scripts/lib/smtp_server.py) with
+/// STARTTLS on a test CA and AUTH PLAIN: what arrives is read back by Python's `email` package.
+@Suite(.enabled(if: TestDatabase.isConfigured && SpecTool.python != nil, "needs TEST_DATABASE_URL and ROOST_TEST_PYTHON (scripts/test sets both)"),
+       .serialized)
+struct SMTPDeliveryTests {
+    /// The SMTP server, its ports and CA, and a scratch database whose outbox only this test's worker reads.
+    final class Setup: @unchecked Sendable {
+        let server: RunningProcess
+        let port: Int
+        let wrongNamePort: Int
+        let ca: String
+        let directory: URL
+        let database: String
+        let api: APIFixture
+
+        init() async throws {
+            directory = FileManager.default.temporaryDirectory.appendingPathComponent("roost-smtp-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            server = try RunningProcess(SpecTool.python!, [SpecTool.root.appendingPathComponent("scripts/lib/smtp_server.py").path, "serve", directory.path],
+                                        environment: [:])
+            guard let line = await server.waitForLine(containing: "\"wrong_name_port\""),
+                  let ready = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                  let port = ready["port"] as? Int, let wrong = ready["wrong_name_port"] as? Int, let ca = ready["ca"] as? String else {
+                server.signal(SIGKILL)
+                throw SubprocessError("smtp_server.py did not start: \(server.output)")
+            }
+            (self.port, wrongNamePort, self.ca) = (port, wrong, ca)
+            database = try TestDatabase.makeScratch()
+            api = try APIFixture(database: database)
+        }
+
+        func channels(port: Int? = nil, url: String? = nil) throws -> OutboxWorker.Channels {
+            var channels = OutboxWorker.Channels()
+            channels.email = .smtp
+            channels.smtp = try SMTPSettings(url: url ?? "smtp://roost:s3cret@localhost:\(port ?? self.port)", from: "Roost Nabohjælp <noreply@roost.example>")
+            channels.tls = try TLSClientContext(extraCAFile: ca)
+            channels.messages = RenderedMessages(publicURL: "https://watch.example.org")
+            return channels
+        }
+
+        func worker(_ channels: OutboxWorker.Channels, maxAttempts: Int = 6) -> OutboxWorker {
+            var options = OutboxWorker.Options()
+            options.baseBackoffSeconds = 0.001
+            options.maxAttempts = maxAttempts
+            options.webhookTimeoutSeconds = 10
+            return OutboxWorker(pool: api.pool, channels: channels, options: options, log: Log(level: .error))
+        }
+
+        func finish() async {
+            await api.stop()
+            server.signal(SIGTERM)
+            _ = await server.wait()
+            TestDatabase.dropScratch(database)
+            try? FileManager.default.removeItem(at: directory)
+        }
+
+        /// Sends an invitation to `address` from a new member of a new group; the outbox row's id.
+        func invite(_ address: String, inviter: String = "Søren") async throws -> UUID {
+            let owner = try await api.person(["email": "owner-\(UUID().uuidString.prefix(6))@example.org", "display_name": inviter])
+            let (_, group) = try await api.call("POST", "/v1/groups", ["name": "Æblevej Nord"], token: owner.token)
+            let gid = try #require(group["id"] as? String)
+            let (status, body) = try await api.call("POST", "/v1/groups/\(gid)/invitations", ["email": address], token: owner.token)
+            #expect(status == 201, "\(body)")
+            return try await api.inTenant { _, connection in
+                try connection.query("SELECT id FROM outbox WHERE recipient = \(address) AND template = 'invitation'").rows[0].decode(UUID.self, "id")
+            }
+        }
+
+        func row(_ id: UUID) async throws -> (status: String, attempts: Int, error: String?) {
+            try await api.inTenant { _, connection in
+                let row = try connection.query("SELECT status, attempts, last_error FROM outbox WHERE id = \(id)").rows[0]
+                return (try row.decode(String.self, "status"), try row.decode(Int.self, "attempts"), try row.decode(String?.self, "last_error"))
+            }
+        }
+
+        func read(_ file: String) async throws -> [String: Any] {
+            let outcome = try await Subprocess.run(SpecTool.python!, [SpecTool.root.appendingPathComponent("scripts/lib/smtp_server.py").path, "read", file])
+            guard outcome.status == 0 else { throw SubprocessError("smtp_server.py read: \(outcome.output)") }
+            return try #require(try JSONSerialization.jsonObject(with: Data(outcome.output.utf8)) as? [String: Any])
+        }
+
+        /// The server's line for the message to `address`.
+        func received(_ address: String) async throws -> [String: Any] {
+            let line = try #require(await server.waitForLine(containing: "\"\(address)\"", timeout: .seconds(20)), "nothing reached \(address)")
+            return try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+        }
+    }
+
+    @Test func anInvitationArrivesOverSTARTTLSAsMultipartWithAUTF8Subject() async throws {
+        let setup = try await Setup()
+        let tenant = setup.api.tenant
+        try await setup.api.pool.withConnection { _ = try TenantStore().update(slug: tenant, name: nil, registration: nil, locale: "da", on: $0) }
+        let id = try await setup.invite("nabo@example.org")
+        #expect(try await setup.worker(try setup.channels()).runOnce() >= 1)
+        #expect(try await setup.row(id).status == "delivered")
+        let arrival = try await setup.received("nabo@example.org")
+        #expect(arrival["tls"] as? Bool == true && arrival["authenticated"] as? Bool == true && arrival["from"] as? String == "noreply@roost.example")
+        let mail = try await setup.read(try #require(arrival["file"] as? String))
+        #expect(mail["multipart"] as? Bool == true && mail["content_type"] as? String == "multipart/alternative")
+        #expect(mail["subject"] as? String == "Søren inviterer dig til Æblevej Nord på Roost")
+        #expect(mail["from"] as? String == "Roost Nabohjælp <noreply@roost.example>")
+        #expect(mail["to"] as? String == "nabo@example.org")
+        #expect(mail["date"] as? Bool == true)
+        #expect((mail["message_id"] as? String)?.hasSuffix("@roost.example>") == true)
+        #expect(mail["defects"] as? [String] == [])
+        let text = try #require(mail["text"] as? String)
+        let html = try #require(mail["html"] as? String)
+        #expect(text.contains("Oak Lane") && text.contains("https://watch.example.org/#/invitation?token=riv_"))
+        #expect(html.contains("<strong>Æblevej Nord</strong>") && html.contains("href=\"https://watch.example.org/#/invitation?token=riv_"))
+        // Delivered: the token is gone from the row.
+        let data = try await setup.api.inTenant { _, connection in
+            try connection.query("SELECT data::text AS data FROM outbox WHERE id = \(id)").rows[0].decode(String.self, "data")
+        }
+        #expect(!data.contains("\"token\""))
+        await setup.finish()
+    }
+
+    @Test func a4xxIsRetriedAndA5xxFailsAtOnceWithTheServersWords() async throws {
+        let setup = try await Setup()
+        let worker = setup.worker(try setup.channels())
+        let busy = try await setup.invite("tempfail@example.org")
+        try await worker.runOnce()
+        let first = try await setup.row(busy)
+        #expect(first.status == "pending" && first.attempts == 1)
+        #expect(first.error?.contains("451 4.3.0 Mailbox busy, try again later") == true, "\(first)")
+        // The backoff is a millisecond here: the next round takes it again and it goes through.
+        try await Task.sleep(for: .milliseconds(20))
+        try await worker.runOnce()
+        #expect(try await setup.row(busy).status == "delivered")
+        _ = try await setup.received("tempfail@example.org")
+
+        let refused = try await setup.invite("reject@example.org")
+        try await worker.runOnce()
+        let failed = try await setup.row(refused)
+        #expect(failed.status == "failed" && failed.attempts == 1, "a 5xx is not tried again: \(failed)")
+        #expect(failed.error?.contains("550 5.1.1 No such mailbox here") == true, "\(failed)")
+        // And `roost outbox list --failed` shows the words.
+        let listed = try await setup.api.inTenant { _, connection in try OutboxStore().failed(limit: 10, on: connection) }
+        #expect(listed.contains { $0.id == refused && $0.lastError?.contains("550 5.1.1") == true })
+        await setup.finish()
+    }
+
+    @Test func aCertificateForAnotherNameIsRefusedAndNothingIsSent() async throws {
+        let setup = try await Setup()
+        let id = try await setup.invite("someone@example.org")
+        try await setup.worker(try setup.channels(port: setup.wrongNamePort)).runOnce()
+        let row = try await setup.row(id)
+        #expect(row.status == "pending" && row.attempts == 1)
+        #expect(row.error?.contains("certificate") == true && row.error?.contains("localhost") == true, "\(row)")
+        #expect(!setup.server.output.contains("someone@example.org"))
+        // Without the test CA, the right name is refused too: the system store does not know it.
+        var untrusted = try setup.channels()
+        untrusted.tls = try TLSClientContext()
+        try await Task.sleep(for: .milliseconds(20))
+        try await setup.worker(untrusted).runOnce()
+        #expect(try await setup.row(id).error?.contains("certificate") == true)
+        #expect(!setup.server.output.contains("someone@example.org"))
+        await setup.finish()
+    }
+
+    @Test func smtpSettingsAreCheckedBeforeServing() throws {
+        #expect(throws: ConfigurationError.self) { try SMTPSettings(url: "http://mail.example.org", from: "a@example.org") }
+        #expect(throws: ConfigurationError.self) { try SMTPSettings(url: "smtp://mail.example.org", from: nil) }
+        #expect(throws: ConfigurationError.self) { try SMTPSettings(url: "smtp://mail.example.org", from: "not an address") }
+        let settings = try SMTPSettings(url: "smtps://me%40example.org:p%3Ass@mail.example.org", from: "Roost <noreply@example.org>")
+        #expect(settings.security == .implicitTLS && settings.port == 465 && settings.username == "me@example.org" && settings.password == "p:ss")
+        #expect(try SMTPSettings(url: "smtp://mail.example.org", from: "a@example.org").port == 587)
+        #expect(try SMTPSettings(url: "smtp+plain://127.0.0.1", from: "a@example.org").security == .plain)
+    }
+}
