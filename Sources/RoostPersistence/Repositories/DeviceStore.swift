@@ -9,23 +9,56 @@ public struct Device: Sendable, Equatable {
     public let createdAt: Date
 }
 
+/// A browser's Web Push subscription (RFC 8030, RFC 8291): where to POST and the keys the
+/// payload is encrypted to.
+public struct WebPushSubscription: Sendable, Equatable {
+    public let deviceID: UUID
+    public let userID: UUID
+    public let endpoint: String
+    public let p256dh: [UInt8]
+    public let auth: [UInt8]
+}
+
 /// Devices of one user, in a tenant transaction.
 public struct DeviceStore: Sendable {
     public init() {}
 
-    /// Registers a device; registering the same platform and token again returns the existing one.
-    public func register(tenant: UUID, user: UUID, platform: String, token: String, on connection: PostgresConnection) throws -> (Device, created: Bool) {
+    /// Registers a device; registering the same platform and token again returns the existing one
+    /// (a Web Push subscription's keys brought up to date).
+    public func register(tenant: UUID, user: UUID, platform: String, token: String, webPushKeys: (p256dh: [UInt8], auth: [UInt8])? = nil,
+                         on connection: PostgresConnection) throws -> (Device, created: Bool) {
+        let (p256dh, auth) = (webPushKeys.map { Data($0.p256dh) }, webPushKeys.map { Data($0.auth) })
         if let existing = try connection.query("""
-            SELECT id, platform, token, created_at FROM devices
+            UPDATE devices SET p256dh = coalesce(\(p256dh), p256dh), auth = coalesce(\(auth), auth)
             WHERE user_id = \(user) AND platform = \(platform) AND token = \(token)
+            RETURNING id, platform, token, created_at
             """).first {
             return (try decode(existing), false)
         }
         let row = try connection.query("""
-            INSERT INTO devices (tenant_id, user_id, platform, token) VALUES (\(tenant), \(user), \(platform), \(token))
+            INSERT INTO devices (tenant_id, user_id, platform, token, p256dh, auth) VALUES (\(tenant), \(user), \(platform), \(token), \(p256dh), \(auth))
             RETURNING id, platform, token, created_at
             """).rows[0]
         return (try decode(row), true)
+    }
+
+    /// A Web Push subscription by its endpoint: its keys and whose it is (nil when no device of
+    /// the transaction's tenant has that endpoint, or it was registered without keys).
+    public func webPushSubscription(endpoint: String, on connection: PostgresConnection) throws -> WebPushSubscription? {
+        try connection.query("""
+            SELECT id, user_id, p256dh, auth FROM devices
+            WHERE platform = 'webpush' AND token = \(endpoint) AND p256dh IS NOT NULL ORDER BY created_at LIMIT 1
+            """).first.map {
+            WebPushSubscription(deviceID: try $0.decode(UUID.self, "id"), userID: try $0.decode(UUID.self, "user_id"), endpoint: endpoint,
+                                p256dh: Array(try $0.decode(Data.self, "p256dh")), auth: Array(try $0.decode(Data.self, "auth")))
+        }
+    }
+
+    /// Removes every device with this Web Push endpoint (the push service said it is gone);
+    /// how many there were.
+    @discardableResult
+    public func deleteWebPush(endpoint: String, on connection: PostgresConnection) throws -> Int {
+        try connection.query("DELETE FROM devices WHERE platform = 'webpush' AND token = \(endpoint)").affectedRows
     }
 
     public func count(user: UUID, on connection: PostgresConnection) throws -> Int {

@@ -10,6 +10,10 @@ public struct OutboxMessage: Sendable, Equatable {
     /// The `data` object as JSON text.
     public let data: String
     public let attempts: Int
+    /// A push's device platform (`data.platform`), nil for email and SMS.
+    public let platform: String?
+    /// The member it is for, when it is one (pushes): their preferences apply.
+    public let userID: UUID?
 }
 
 /// The outbox: written in the transaction of the change that caused it, delivered by
@@ -63,13 +67,14 @@ public struct OutboxStore: Sendable {
     /// The message of a claimed job (inside its tenant's transaction).
     public func message(_ id: UUID, on connection: PostgresConnection) throws -> OutboxMessage? {
         try connection.query("""
-            SELECT id, tenant_id, channel, recipient, template, data::text AS data, attempts FROM outbox
+            SELECT id, tenant_id, channel, recipient, template, data::text AS data, attempts, data->>'platform' AS platform, user_id FROM outbox
             WHERE id = \(id) AND status = 'pending'
             """).first.map {
             OutboxMessage(id: try $0.decode(UUID.self, "id"), tenantID: try $0.decode(UUID.self, "tenant_id"),
                           channel: try $0.decode(String.self, "channel"), recipient: try $0.decode(String.self, "recipient"),
                           template: try $0.decode(String.self, "template"), data: try $0.decode(String.self, "data"),
-                          attempts: try $0.decode(Int.self, "attempts"))
+                          attempts: try $0.decode(Int.self, "attempts"), platform: try $0.decode(String?.self, "platform"),
+                          userID: try $0.decode(UUID?.self, "user_id"))
         }
     }
 
@@ -180,8 +185,8 @@ extension OutboxStore {
                 SELECT DISTINCT tenant_id, group_id, \(seq), user_id FROM targets
                 ON CONFLICT DO NOTHING),
             queued AS (
-                INSERT INTO outbox (tenant_id, channel, recipient, template, data)
-                SELECT tenant_id, 'push', token, 'alert', jsonb_build_object('platform', platform, 'group_name', group_name, 'alert', \(alert),
+                INSERT INTO outbox (tenant_id, channel, recipient, template, user_id, data)
+                SELECT tenant_id, 'push', token, 'alert', user_id, jsonb_build_object('platform', platform, 'group_name', group_name, 'alert', \(alert),
                                                                        'distance_m', distance, 'critical', coalesce(distance <= nearby_m, false))
                 FROM targets
                 RETURNING id, tenant_id)
@@ -195,8 +200,8 @@ extension OutboxStore {
     public func enqueuePushes(to user: UUID, template: String, data: RawJSON, on connection: PostgresConnection) throws -> Int {
         try connection.query("""
             WITH queued AS (
-                INSERT INTO outbox (tenant_id, channel, recipient, template, data)
-                SELECT d.tenant_id, 'push', d.token, \(template), jsonb_build_object('platform', d.platform) || \(data)::jsonb
+                INSERT INTO outbox (tenant_id, channel, recipient, template, user_id, data)
+                SELECT d.tenant_id, 'push', d.token, \(template), d.user_id, jsonb_build_object('platform', d.platform) || \(data)::jsonb
                 FROM devices d WHERE d.user_id = \(user)
                 RETURNING id, tenant_id)
             INSERT INTO outbox_jobs (outbox_id, tenant_id) SELECT id, tenant_id FROM queued
@@ -213,8 +218,8 @@ extension OutboxStore {
                                        distanceTo alert: RawJSON? = nil, on connection: PostgresConnection) throws -> Int {
         try connection.query("""
             WITH queued AS (
-                INSERT INTO outbox (tenant_id, channel, recipient, template, data)
-                SELECT d.tenant_id, 'push', d.token, \(template),
+                INSERT INTO outbox (tenant_id, channel, recipient, template, user_id, data)
+                SELECT d.tenant_id, 'push', d.token, \(template), d.user_id,
                        jsonb_build_object('platform', d.platform) || \(data)::jsonb
                        || CASE WHEN \(alert)::jsonb IS NULL THEN '{}'::jsonb
                                ELSE jsonb_build_object('distance_m', round(roost_distance_m(u.home->'location', \(alert)::jsonb->'location'))) END

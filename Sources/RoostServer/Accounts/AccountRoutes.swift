@@ -21,11 +21,15 @@ struct AccountRoutes: Sendable {
     let invitationLifetime: Int
     let limits: AbuseLimits
     let proxies: TrustedProxies
+    /// Web Push: which push services a device may name, and the VAPID key.
+    let push: PushSettings
     /// One request a throttle key at a time on this node (see `KeyedSerializer`).
     let serializer = KeyedSerializer()
 
     init(pool: ConnectionPool, hasher: PasswordHasher = PasswordHasher(), sessionLifetime: Int, sessionMaxAge: Int = 7_776_000,
-         hashingThreads: Int, invitationLifetime: Int = 7 * 86_400, limits: AbuseLimits = AbuseLimits(), proxies: TrustedProxies = .none) {
+         hashingThreads: Int, invitationLifetime: Int = 7 * 86_400, limits: AbuseLimits = AbuseLimits(), proxies: TrustedProxies = .none,
+         push: PushSettings = PushSettings()) {
+        self.push = push
         self.auth = Authentication(pool: pool, sessionLifetime: sessionLifetime, sessionMaxAge: sessionMaxAge)
         self.pool = pool
         self.limits = limits

@@ -28,8 +28,43 @@ struct ProfileRoutes: Sendable {
 
     struct DeviceBody: Decodable, KnownFields {
         let platform: String
-        let token: String
-        static let fieldNames: Set<String> = ["platform", "token"]
+        let token: String?
+        /// A browser's `PushSubscription.toJSON()`, for `webpush`.
+        let subscription: Subscription?
+        static let fieldNames: Set<String> = ["platform", "token", "subscription"]
+
+        struct Subscription: Decodable {
+            let endpoint: String
+            let keys: Keys
+            struct Keys: Decodable {
+                let p256dh: String
+                let auth: String
+            }
+        }
+    }
+
+    /// The device's token, and for Web Push its keys: a `webpush` device must bring its
+    /// subscription, whose endpoint must be an `https` URL on an allowed push service and whose
+    /// keys must be a P-256 point and a 16-byte secret (400 otherwise).
+    func deviceToken(_ body: DeviceBody) throws(APIError) -> (String, (p256dh: [UInt8], auth: [UInt8])?) {
+        guard body.platform == "webpush" else {
+            guard body.subscription == nil else { throw APIError.invalid("only webpush devices have a subscription", "subscription") }
+            guard let token = body.token else { throw APIError.invalid("token is required", "token") }
+            return (try BoundedText.validate(token, field: "token", range: 1...4096), nil)
+        }
+        guard let subscription = body.subscription else {
+            throw APIError.invalid("a webpush device registers its subscription: {endpoint, keys: {p256dh, auth}}", "subscription")
+        }
+        guard accounts.push.hosts.check(endpoint: subscription.endpoint) != nil else {
+            throw APIError.invalid("the endpoint must be an https:// URL on a known push service", "subscription.endpoint")
+        }
+        guard let p256dh = Secrets.decodeBase64URL(subscription.keys.p256dh), (try? P256Key(publicPoint: p256dh)) != nil else {
+            throw APIError.invalid("p256dh must be a base64url P-256 public key", "subscription.keys.p256dh")
+        }
+        guard let auth = Secrets.decodeBase64URL(subscription.keys.auth), auth.count == 16 else {
+            throw APIError.invalid("auth must be 16 bytes, base64url", "subscription.keys.auth")
+        }
+        return (subscription.endpoint, (p256dh, auth))
     }
 
     struct DeviceView: Encodable {
@@ -130,7 +165,7 @@ struct ProfileRoutes: Sendable {
             guard Self.platforms.contains(body.platform) else {
                 throw APIError.invalid("platform must be apns, fcm, webpush or unifiedpush", "platform")
             }
-            let token = try BoundedText.validate(body.token, field: "token", range: 1...4096)
+            let (token, keys) = try deviceToken(body)
             let (device, created) = try await pool.withConnection { connection in
                 try connection.withTenantTransaction(user.tenantID) { connection in
                     if try DeviceStore().count(user: user.id, on: connection) >= Self.maxDevices {
@@ -140,10 +175,16 @@ struct ProfileRoutes: Sendable {
                         }
                         return (same, false)
                     }
-                    return try DeviceStore().register(tenant: user.tenantID, user: user.id, platform: body.platform, token: token, on: connection)
+                    return try DeviceStore().register(tenant: user.tenantID, user: user.id, platform: body.platform, token: token, webPushKeys: keys,
+                                                      on: connection)
                 }
             }
             return try APIJSON.response(created ? .created : .ok, DeviceView(device))
+        }
+        let push = accounts.push
+        builder.add(.get, "/v1/push/vapid-public-key") { _ in
+            let key = try await push.vapid.key(pool)
+            return .json(.ok, Array("{\"public_key\":\"\(Secrets.base64URL(key.publicPoint))\"}".utf8))
         }
         builder.add(.get, "/v1/me/devices", signedIn: auth) { _, caller in
             let user = try await caller.user()

@@ -75,7 +75,7 @@ public enum RoostCommands {
         let accounts = AccountRoutes(pool: pool, sessionLifetime: configuration.sessionLifetimeSeconds,
                                      sessionMaxAge: configuration.sessionMaxAgeSeconds, hashingThreads: hashingThreads,
                                      invitationLifetime: configuration.invitationLifetimeSeconds, limits: configuration.abuse,
-                                     proxies: try TrustedProxies(parsing: configuration.trustedProxies))
+                                     proxies: try TrustedProxies(parsing: configuration.trustedProxies), push: try pushSettings(configuration))
         APIRoutes(accounts: accounts, checkinMinimumSeconds: configuration.checkinMinSeconds, hub: hub).add(to: &builder)
         if configuration.conformanceEcho {
             builder.addWebSocket("/v1/conformance/echo") { _ in EchoSession() }
@@ -138,11 +138,35 @@ public enum RoostCommands {
         }
         channels.messages = RenderedMessages(override: configuration.templatesDirectory.map { URL(fileURLWithPath: $0) },
                                              publicURL: configuration.publicURL)
+        if channels.push == .webpush {
+            let settings = try pushSettings(configuration)
+            guard let subject = settings.subject, subject.hasPrefix("mailto:") || subject.hasPrefix("https://") else {
+                throw ConfigurationError("ROOST_PUSH=webpush needs ROOST_VAPID_SUBJECT, a mailto: or https: contact for the push services")
+            }
+            channels.webPush = settings
+        }
         if (routes.contains(.smtp) || routes.contains(.webpush)) && channels.messages.folders.isEmpty {
             throw ConfigurationError("rendered delivery needs the templates/ folder: none was found beside the executable or in the working directory (set ROOST_TEMPLATES_DIR)")
         }
         return channels
     }
+
+    /// Web Push settings shared by device registration and delivery, from `ROOST_WEBPUSH_HOSTS`,
+    /// `ROOST_VAPID_SUBJECT` and `ROOST_SECRET_KEY`. One per process: the VAPID key is loaded once.
+    static func pushSettings(_ configuration: ServerConfiguration) throws -> PushSettings {
+        let key = "\(configuration.webPushHosts ?? "")\u{0}\(configuration.vapidSubject ?? "")\u{0}\(configuration.secretKey ?? "")"
+        return try pushSettingsCache.withLock { cache in
+            if let cached = cache, cached.key == key { return cached.settings }
+            var settings = PushSettings()
+            if let hosts = configuration.webPushHosts { settings.hosts = try WebPushHosts(parsing: hosts) }
+            settings.subject = configuration.vapidSubject
+            settings.vapid = VAPIDKeys(secretKey: configuration.secretKey)
+            cache = (key, settings)
+            return settings
+        }
+    }
+
+    private static let pushSettingsCache = Mutex<(key: String, settings: PushSettings)?>(nil)
 
     /// `roost migrate`: apply what is missing and say what was applied.
     public static func migrate(_ configuration: ServerConfiguration) async throws -> [String] {

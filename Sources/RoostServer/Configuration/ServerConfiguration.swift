@@ -30,6 +30,11 @@ public struct ServerConfiguration: Sendable {
     /// Where people reach Roost (`https://watch.example.org`): links in rendered messages.
     public var publicURL: String?
     public var deliveryTimeoutSeconds = 10
+    /// Push services Web Push endpoints may be on; nil: the public browser services.
+    public var webPushHosts: String?
+    public var vapidSubject: String?
+    /// Seals secrets Roost keeps in the database (the VAPID private key).
+    public var secretKey: String?
     public var logLevel = LogLevel.info
     public var checkinMinSeconds = 60
     public var sessionLifetimeSeconds = 2_592_000

@@ -35,6 +35,8 @@ public final class OutboxWorker: Sendable {
         public var push = Route.log
         var webhook: (url: URL, secret: String?)?
         var smtp: SMTPSettings?
+        /// With `push == .webpush`: the allow-list, the VAPID key and contact.
+        var webPush: PushSettings?
         var tls: TLSClientContext?
         var messages = RenderedMessages()
 
@@ -65,6 +67,23 @@ public final class OutboxWorker: Sendable {
         case retry(String)
         /// No retry would change it.
         case failed(String)
+        /// The Web Push subscription is gone: its device is removed and the row failed.
+        case gone(String)
+
+        var error: String? {
+            switch self {
+            case .delivered: nil
+            case .retry(let text), .failed(let text), .gone(let text): text
+            }
+        }
+    }
+
+    /// What a delivery needs besides its row: its tenant, and for a Web Push device its
+    /// subscription and the key to sign with.
+    struct Context: @unchecked Sendable {
+        let tenant: Tenant?
+        var subscription: WebPushSubscription?
+        var vapid: P256Key?
     }
 
     public struct Options: Sendable {
@@ -174,33 +193,41 @@ public final class OutboxWorker: Sendable {
     }
 
     private func deliver(_ id: UUID, tenant: UUID) async throws {
+        let webPush = channels.push == .webpush
         let loaded = try await pool.withConnection { connection in
-            try connection.withTenantTransaction(tenant) { connection -> (OutboxMessage, Tenant?)? in
+            try connection.withTenantTransaction(tenant) { connection -> (OutboxMessage, Context)? in
                 guard let message = try OutboxStore().message(id, on: connection) else {
                     try OutboxStore().dropJob(id, on: connection)
                     return nil
                 }
-                return (message, try TenantStore().find(id: tenant, on: connection))
+                var context = Context(tenant: try TenantStore().find(id: tenant, on: connection))
+                if webPush, message.channel == "push", message.platform == "webpush" {
+                    context.subscription = try DeviceStore().webPushSubscription(endpoint: message.recipient, on: connection)
+                }
+                return (message, context)
             }
         }
-        guard let (message, tenantRow) = loaded else { return }
-        let outcome = await attempt(message, tenant: tenantRow)
+        guard let (message, loadedContext) = loaded else { return }
+        var context = loadedContext
+        if context.subscription != nil, let settings = channels.webPush { context.vapid = try await settings.vapid.key(pool) }
+        let outcome = await attempt(message, context: context)
         let attempts = message.attempts + 1
         let (maxAttempts, base) = (options.maxAttempts, options.baseBackoffSeconds)
         try await pool.withConnection { connection in
             try connection.withTenantTransaction(tenant) { connection in
+                if case .gone = outcome { try DeviceStore().deleteWebPush(endpoint: message.recipient, on: connection) }
                 switch outcome {
                 case .delivered: try OutboxStore().markDelivered(id, on: connection)
-                case .retry(let error), .failed(let error):
+                case .retry(let error):
                     try OutboxStore().markFailed(id, error: error, backoff: { min(3600, base * pow(2, Double($0))) * Double.random(in: 0.5...1.0) },
-                                                 maxAttempts: maxAttempts, permanent: outcome == .failed(error), on: connection)
+                                                 maxAttempts: maxAttempts, on: connection)
+                case .failed(let error), .gone(let error):
+                    try OutboxStore().markFailed(id, error: error, backoff: { _ in 0 }, maxAttempts: maxAttempts, permanent: true, on: connection)
                 }
             }
         }
-        switch outcome {
-        case .delivered: break
-        case .retry(let error), .failed(let error):
-            let final = attempts >= options.maxAttempts || outcome == .failed(error)
+        if let error = outcome.error {
+            let final: Bool = if case .retry = outcome { attempts >= options.maxAttempts } else { true }
             metrics.recordFailure(.outbox, parked: final)
             log.warning(final ? "outbox: delivery failed for good" : "outbox: delivery failed; will retry", [
                 "outbox_id": id.uuidString.lowercased(), "attempt": String(attempts), "error": error,
@@ -210,14 +237,14 @@ public final class OutboxWorker: Sendable {
 
     /// Delivers one row on the worker's own threads (every route but the log blocks on I/O,
     /// each within its timeout).
-    private func attempt(_ message: OutboxMessage, tenant: Tenant?) async -> Outcome {
-        return await withCheckedContinuation { continuation in
+    private func attempt(_ message: OutboxMessage, context: Context) async -> Outcome {
+        await withCheckedContinuation { continuation in
             deliveryQueue.async {
                 let data = (try? JSONSerialization.jsonObject(with: Data(message.data.utf8))) as? [String: Any] ?? [:]
-                let route = self.channels.route(message, platform: data["platform"] as? String)
+                let route = self.channels.route(message, platform: message.platform)
                 let outcome: Outcome
                 do {
-                    outcome = try self.send(message, data: data, tenant: tenant, by: route)
+                    outcome = try self.send(message, data: data, context: context, by: route)
                 } catch {
                     outcome = .retry("\(error)")
                 }
@@ -226,8 +253,9 @@ public final class OutboxWorker: Sendable {
         }
     }
 
-    private func send(_ message: OutboxMessage, data: [String: Any], tenant: Tenant?, by route: Channels.Route) throws -> Outcome {
+    private func send(_ message: OutboxMessage, data: [String: Any], context: Context, by route: Channels.Route) throws -> Outcome {
         let timeout = options.webhookTimeoutSeconds
+        let tenant = context.tenant
         switch route {
         case .log:
             let line = Self.payload(message, tenantSlug: tenant?.slug ?? "")
@@ -241,9 +269,9 @@ public final class OutboxWorker: Sendable {
         case .smtp:
             guard let smtp = channels.smtp else { return .retry("ROOST_EMAIL=smtp without ROOST_SMTP_URL") }
             guard MailAddress.isPlainAddress(message.recipient) else { return .failed("not an address SMTP can send to") }
-            var context = data
-            context["tenant_name"] = tenant?.name ?? ""
-            let rendered = try channels.messages.email(message.template, locale: tenant?.locale ?? "en", data: context)
+            var fields = data
+            fields["tenant_name"] = tenant?.name ?? ""
+            let rendered = try channels.messages.email(message.template, locale: tenant?.locale ?? "en", data: fields)
             let mail = MailMessage(from: smtp.from, to: message.recipient, subject: rendered.subject, text: rendered.text, html: rendered.html,
                                    date: Date(), messageID: message.id.uuidString.lowercased(),
                                    boundary: "=_roost_" + Digest.hex(Secrets.randomBytes(12)))
@@ -253,7 +281,19 @@ public final class OutboxWorker: Sendable {
             case .permanent(let text): return .failed(text)
             }
         case .webpush:
-            return .retry("Web Push is not configured")
+            guard let subscription = context.subscription else { return .failed("the Web Push device is no longer registered") }
+            guard let settings = channels.webPush, let key = context.vapid, let subject = settings.subject else {
+                return .retry("Web Push is not configured (ROOST_VAPID_SUBJECT)")
+            }
+            let notification = try WebPushSender.notification(template: message.template, data: data, locale: tenant?.locale ?? "en",
+                                                              messages: channels.messages)
+            let sender = WebPushSender(key: key, subject: subject, hosts: settings.hosts, tls: channels.tls, timeoutSeconds: timeout)
+            switch try sender.send(notification, to: subscription) {
+            case .sent: return .delivered
+            case .gone(let text): return .gone(text)
+            case .retry(let text): return .retry(text)
+            case .failed(let text): return .failed(text)
+            }
         }
     }
 

@@ -108,11 +108,17 @@ final class RenderedMessages: Sendable {
             if let first = (alert["attachments"] as? [[String: Any]])?.first, let url = first["url"] as? String {
                 alert["photo_url"] = url.hasPrefix("/") ? (publicURL ?? "") + url : url
             }
-            context["is_red"] = alert["severity"] as? String == "red"
-            context["is_amber"] = alert["severity"] as? String == "amber"
+            let severity = Self.severity(of: data)
+            context["is_red"] = severity == "red"
+            context["is_amber"] = severity == "amber"
             context[data["alert"] != nil ? "alert" : "message"] = alert
         }
         return context
+    }
+
+    /// An alert delivery's severity: its message's `alert.severity` (API.md's message shape).
+    static func severity(of data: [String: Any]) -> String? {
+        ((data["alert"] as? [String: Any])?["alert"] as? [String: Any])?["severity"] as? String
     }
 
     private func load(_ name: String, _ kind: String, locale: String) throws -> TextTemplate? {

@@ -1,0 +1,173 @@
+import Foundation
+import RoostHTTP
+import RoostPersistence
+import RoostProtocol
+import Synchronization
+
+/// The push services a Web Push endpoint may be on (`ROOST_WEBPUSH_HOSTS`): host names, or
+/// `*.example.com` for any name under one. A device registration names a URL Roost will POST
+/// to, so only these are taken: nobody can aim Roost at an address inside its network.
+public struct WebPushHosts: Sendable, Equatable {
+    public let patterns: [String]
+
+    /// The push services of the browsers people use: Chrome and Edge on Android and desktop
+    /// (FCM), Firefox (Mozilla autopush), Safari on macOS and iOS 16.4+ (Apple), Windows (WNS).
+    public static let publicServices = WebPushHosts(patterns: [
+        "fcm.googleapis.com", "updates.push.services.mozilla.com", "*.push.apple.com", "*.notify.windows.com",
+    ])
+
+    public init(patterns: [String]) {
+        self.patterns = patterns.map { $0.lowercased() }
+    }
+
+    public init(parsing text: String) throws {
+        let list = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+        guard !list.isEmpty, list.allSatisfy({ $0.range(of: #"^(\*\.)?[a-z0-9]([a-z0-9.-]*[a-z0-9])?$"#, options: .regularExpression) != nil }) else {
+            throw ConfigurationError("ROOST_WEBPUSH_HOSTS takes host names such as fcm.googleapis.com,*.push.apple.com, not '\(text)'")
+        }
+        self.init(patterns: list)
+    }
+
+    public func allows(_ host: String) -> Bool {
+        let host = host.lowercased()
+        return patterns.contains { pattern in
+            pattern.hasPrefix("*.") ? host.hasSuffix(pattern.dropFirst(1)) && host.count > pattern.count - 1 : host == pattern
+        }
+    }
+
+    /// An endpoint Roost may POST to: `https://`, an allowed host, no user or password, at most
+    /// 1,024 characters. Nil otherwise.
+    public func check(endpoint: String) -> URL? {
+        guard endpoint.utf8.count <= 1024, let url = URL(string: endpoint), url.scheme == "https", let host = url.host, !host.isEmpty,
+              url.user == nil, url.password == nil, allows(host) else { return nil }
+        return url
+    }
+}
+
+/// The server's VAPID key pair (RFC 8292), made by the first node that needs it and kept in
+/// the database; its private key sealed with AES-256-GCM under a key derived from
+/// `ROOST_SECRET_KEY` when one is set. Loaded once per process.
+public final class VAPIDKeys: Sendable {
+    private let secret: [UInt8]?
+    private let cached = Mutex<P256Key?>(nil)
+
+    public init(secretKey: String?) {
+        secret = secretKey.map { Digest.sha256(Array("roost vapid key\0\($0)".utf8)) }
+    }
+
+    public func key(_ pool: ConnectionPool) async throws -> P256Key {
+        if let key = cached.withLock({ $0 }) { return key }
+        let fresh = try P256Key.generate()
+        let sealed = try secret.map { secret -> [UInt8] in
+            let nonce = Secrets.randomBytes(12)
+            return nonce + (try AESGCM.seal(fresh.privateKeyDER, key: secret, nonce: nonce))
+        }
+        let stored = try await pool.withConnection { connection in
+            try VAPIDKeyStore().insertIfAbsent(StoredVAPIDKey(publicKey: fresh.publicPoint, privateKey: sealed ?? fresh.privateKeyDER, sealed: sealed != nil),
+                                               on: connection)
+        }
+        let key = try open(stored)
+        cached.withLock { $0 = key }
+        return key
+    }
+
+    private func open(_ stored: StoredVAPIDKey) throws -> P256Key {
+        guard stored.sealed else { return try P256Key(privateKeyDER: stored.privateKey) }
+        guard let secret else { throw ConfigurationError("the VAPID key is sealed: set the ROOST_SECRET_KEY it was sealed with") }
+        guard stored.privateKey.count > 28,
+              let der = try AESGCM.open(Array(stored.privateKey.dropFirst(12)), key: secret, nonce: Array(stored.privateKey.prefix(12))) else {
+            throw ConfigurationError("the VAPID key does not open with this ROOST_SECRET_KEY")
+        }
+        let key = try P256Key(privateKeyDER: der)
+        guard key.publicPoint == stored.publicKey else { throw ConfigurationError("the stored VAPID key pair does not match") }
+        return key
+    }
+}
+
+/// What device registration and the delivery worker share about Web Push.
+public struct PushSettings: Sendable {
+    public var hosts = WebPushHosts.publicServices
+    public var vapid = VAPIDKeys(secretKey: nil)
+    /// The VAPID `sub` claim: how a push service reaches the operator (`mailto:` or `https:`).
+    public var subject: String?
+
+    public init() {}
+}
+
+/// Sends one push to one Web Push subscription: the rendered notification as JSON, encrypted
+/// (RFC 8291), with VAPID (RFC 8292), `TTL`, `Urgency` and `Topic` (RFC 8030 §5).
+struct WebPushSender {
+    let key: P256Key
+    let subject: String
+    let hosts: WebPushHosts
+    let tls: TLSClientContext?
+    let timeoutSeconds: Int
+
+    enum Outcome: Equatable {
+        case sent
+        /// 404 or 410: the subscription is gone; the device goes with it.
+        case gone(String)
+        case retry(String)
+        case failed(String)
+    }
+
+    struct Notification {
+        let payload: [UInt8]
+        let ttl: Int
+        let urgent: Bool
+        let topic: String?
+    }
+
+    func send(_ notification: Notification, to subscription: WebPushSubscription, now: Date = Date()) throws -> Outcome {
+        // Checked again at sending: the allow-list may have shrunk since the device registered.
+        guard let url = hosts.check(endpoint: subscription.endpoint), let host = url.host else {
+            return .gone("the endpoint is not on an allowed push service (ROOST_WEBPUSH_HOSTS)")
+        }
+        let audience = "https://\(host)" + (url.port.map { ":\($0)" } ?? "")
+        let body = try WebPushEncryption.encrypt(notification.payload, p256dh: subscription.p256dh, auth: subscription.auth)
+        var headers = [
+            ("Authorization", try VAPID.authorization(audience: audience, subject: subject, expires: now.addingTimeInterval(12 * 3600), key: key)),
+            ("Content-Encoding", "aes128gcm"), ("Content-Type", "application/octet-stream"),
+            ("TTL", String(notification.ttl)), ("Urgency", notification.urgent ? "high" : "normal"),
+        ]
+        if let topic = notification.topic { headers.append(("Topic", topic)) }
+        let response = try OutboundPost(url: url, headers: headers, timeoutSeconds: timeoutSeconds, tls: tls).send(body)
+        switch response.status {
+        case 200..<300: return .sent
+        case 404, 410: return .gone("the push service answered \(response.status): the subscription is gone")
+        case 429, 500...599:
+            return .retry("the push service answered \(response.status)" + (response.headers["retry-after"].map { " (Retry-After: \($0))" } ?? ""))
+        default: return .failed("the push service refused the push with \(response.status)")
+        }
+    }
+
+    /// The notification for a push row: title and body from `templates/<locale>/<template>.push`,
+    /// what the app needs to open the right place, and how urgent and long-lived it is.
+    static func notification(template: String, data: [String: Any], locale: String, messages: RenderedMessages) throws -> Notification {
+        let rendered = try messages.push(template, locale: locale, data: data)
+        let alert = data["alert"] as? [String: Any]
+        let groupID = data["group_id"] as? String ?? alert?["group_id"] as? String
+        let seq = data["seq"] as? Int ?? alert?["seq"] as? Int
+        let urgent = RenderedMessages.severity(of: data) == "red" || data["critical"] as? Bool == true
+        var fields: [String: Any] = ["template": template, "title": rendered.title, "body": rendered.body]
+        if let groupID { fields["group_id"] = groupID }
+        if let seq { fields["seq"] = seq }
+        if let checkin = (data["checkin"] as? [String: Any])?["checkin_id"] as? String { fields["checkin_id"] = checkin }
+        if let request = (data["checkin_request"] as? [String: Any])?["id"] as? String { fields["checkin_request_id"] = request }
+        var payload = try JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys])
+        if payload.count > WebPushEncryption.maxPlaintext {
+            fields["body"] = String(rendered.body.prefix(1000))
+            payload = try JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys])
+        }
+        // One alert's pushes (raised, re-pushed, all clear) replace each other on the way; so do
+        // one check-in's prompts.
+        let collapse: String? = switch template {
+        case "alert", "alert_closed": groupID.flatMap { group in seq.map { "alert/\(group)/\($0)" } }
+        case "checkin_prompt": fields["checkin_id"].map { "checkin/\($0)" }
+        default: nil
+        }
+        let ttl = template == "checkin_prompt" ? 900 : (template == "alert" || template == "alert_closed") ? 6 * 3600 : 24 * 3600
+        return Notification(payload: Array(payload), ttl: ttl, urgent: urgent,
+                            topic: collapse.map { String(Secrets.base64URL(Digest.sha256(Array($0.utf8))).prefix(32)) })
+    }
+}

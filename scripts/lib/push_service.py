@@ -1,0 +1,121 @@
+"""A Web Push service for the delivery tests: HTTPS on a test CA, and everything it receives
+checked by implementations that are not Roost's (http_ece decrypts RFC 8291 payloads, the
+cryptography package checks the VAPID JWT's ES256 signature).
+
+  push_service.py serve DIR   makes a test CA and a certificate for "localhost" under DIR,
+                              three subscriptions ("ok", "other", "gone") with their own keys,
+                              prints {"port", "ca", "subscriptions": {name: {endpoint, keys}}}
+                              as one line, then one JSON line per push received, until killed.
+                              "gone" answers 410; a push whose VAPID token or payload does not
+                              check out answers 400 and its line lists the problems.
+"""
+import base64
+import json
+import os
+import ssl
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from smtp_server import make_certificates  # noqa: E402
+
+
+def b64url(data):
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def unb64url(text):
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def check_vapid(header, audience):
+    """The problems with an `Authorization: vapid t=..., k=...` header (RFC 8292); its k."""
+    from cryptography.exceptions import InvalidSignature
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.asymmetric import ec, utils
+
+    problems = []
+    if not header or not header.startswith("vapid "):
+        return ["no vapid authorization"], None
+    fields = dict(part.strip().split("=", 1) for part in header[len("vapid "):].split(","))
+    token, k = fields.get("t", ""), fields.get("k", "")
+    try:
+        head, claims, signature = token.split(".")
+        public = ec.EllipticCurvePublicKey.from_encoded_point(ec.SECP256R1(), unb64url(k))
+        raw = unb64url(signature)
+        der = utils.encode_dss_signature(int.from_bytes(raw[:32], "big"), int.from_bytes(raw[32:], "big"))
+        public.verify(der, (head + "." + claims).encode(), ec.ECDSA(hashes.SHA256()))
+    except (ValueError, InvalidSignature) as error:
+        return ["the VAPID signature does not verify: %r" % (error,)], k
+    header_json, claims_json = json.loads(unb64url(head)), json.loads(unb64url(claims))
+    if header_json.get("alg") != "ES256":
+        problems.append("alg is not ES256")
+    if claims_json.get("aud") != audience:
+        problems.append("aud %r is not %r" % (claims_json.get("aud"), audience))
+    now = time.time()
+    if not (now < claims_json.get("exp", 0) <= now + 24 * 3600):
+        problems.append("exp %r is not within the next 24 hours" % (claims_json.get("exp"),))
+    if not str(claims_json.get("sub", "")).startswith(("mailto:", "https:")):
+        problems.append("sub %r is not a mailto: or https: contact" % (claims_json.get("sub"),))
+    return problems, k
+
+
+def serve(directory):
+    import http_ece
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    ca_path, certificates = make_certificates(directory)
+    subscriptions = {}
+    for name in ("ok", "other", "gone"):
+        key = ec.generate_private_key(ec.SECP256R1())
+        subscriptions[name] = {"key": key, "auth": os.urandom(16)}
+    lock = threading.Lock()
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_POST(self):
+            name = self.path.rsplit("/", 1)[-1]
+            body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            record = {"name": name, "ttl": self.headers.get("TTL"), "urgency": self.headers.get("Urgency"),
+                      "topic": self.headers.get("Topic"), "content_encoding": self.headers.get("Content-Encoding"), "problems": []}
+            problems, k = check_vapid(self.headers.get("Authorization"), "https://localhost:%d" % port)
+            record["problems"] += problems
+            record["k"] = k
+            subscription = subscriptions.get(name)
+            if subscription is None:
+                record["problems"].append("no such subscription")
+            else:
+                try:
+                    plain = http_ece.decrypt(body, private_key=subscription["key"], auth_secret=subscription["auth"], version="aes128gcm")
+                    record["payload"] = json.loads(plain)
+                except Exception as error:  # anything the independent decryption refuses
+                    record["problems"].append("decryption failed: %r" % (error,))
+            status = 410 if name == "gone" else (400 if record["problems"] else 201)
+            record["status"] = status
+            with lock:
+                print(json.dumps(record), flush=True)
+            self.send_response(status)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    port = server.server_address[1]
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(*certificates["localhost"])
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    listed = {}
+    for name, subscription in subscriptions.items():
+        point = subscription["key"].public_key().public_bytes(serialization.Encoding.X962, serialization.PublicFormat.UncompressedPoint)
+        listed[name] = {"endpoint": "https://localhost:%d/push/%s" % (port, name),
+                        "keys": {"p256dh": b64url(point), "auth": b64url(subscription["auth"])}}
+    print(json.dumps({"port": port, "ca": ca_path, "subscriptions": listed}), flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    {"serve": serve}[sys.argv[1]](sys.argv[2])
