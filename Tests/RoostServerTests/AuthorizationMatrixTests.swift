@@ -51,7 +51,7 @@ struct AuthorizationMatrixTests {
          [.owner: 200, .admin: 200, .member: 200, .sameTenantOutsider: 200, .otherTenant: 200, .noToken: 401, .badToken: 401]),
         ("GET", "/v1/me/devices", nil,
          [.owner: 200, .admin: 200, .member: 200, .sameTenantOutsider: 200, .otherTenant: 200, .noToken: 401, .badToken: 401]),
-        ("POST", "/v1/me/devices", ["platform": "webpush", "token": "matrix"],
+        ("POST", "/v1/me/devices", ["platform": "unifiedpush", "token": "matrix"],
          [.owner: 201, .admin: 201, .member: 201, .sameTenantOutsider: 201, .otherTenant: 201, .noToken: 401, .badToken: 401]),
         ("DELETE", "/v1/me/devices/{d}", nil,
          [.owner: 204, .admin: 404, .member: 404, .sameTenantOutsider: 404, .otherTenant: 404, .noToken: 401, .badToken: 401]),

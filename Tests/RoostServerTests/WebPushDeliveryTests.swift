@@ -79,6 +79,11 @@ struct WebPushDeliveryTests {
         let (_, group) = try await api.call("POST", "/v1/groups", ["name": "Elm Row"], token: ann.token)
         let gid = try #require(group["id"] as? String)
         try await api.addMember(bob.id, to: gid, role: "member")
+        // Dee's only device is gone: her red alert comes by email instead.
+        let dee = try await api.person(email: "dee@example.org")
+        try await api.addMember(dee.id, to: gid, role: "member")
+        try await api.inTenant { _, connection in try connection.query("UPDATE users SET email_verified = true") }
+        #expect(try await setup.register("gone-too", token: dee.token).0 == 201)
         let (okStatus, device) = try await setup.register("ok", token: bob.token)
         #expect(okStatus == 201 && device["platform"] as? String == "webpush", "\(device)")
         #expect(try await setup.register("gone", token: bob.token).0 == 201)
@@ -107,7 +112,11 @@ struct WebPushDeliveryTests {
         let tokens = (devices["items"] as? [[String: Any]] ?? []).compactMap { $0["token"] as? String }
         #expect(tokens == [setup.subscriptions["ok"]!["endpoint"] as! String])
         let failed = try await api.inTenant { _, connection in try OutboxStore().failed(limit: 10, on: connection) }
-        #expect(failed.count == 1 && failed[0].lastError?.contains("410") == true, "\(failed)")
+        #expect(failed.count == 2 && failed.allSatisfy { $0.lastError?.contains("410") == true }, "\(failed)")
+        let fallbacks = try await api.inTenant { _, connection in
+            try connection.query("SELECT recipient FROM outbox WHERE channel = 'email' AND template = 'alert'").rows.map { try $0.decode(String.self, "recipient") }
+        }
+        #expect(fallbacks == ["dee@example.org"], "Bob's other device works, so only Dee falls back")
 
         // Amber: normal urgency; the close collapses onto the same topic.
         let (_, amber) = try await api.call("POST", "/v1/groups/\(gid)/messages", ["client_msg_id": "amber-1", "text": "Van idling",

@@ -3,10 +3,10 @@ checked by implementations that are not Roost's (http_ece decrypts RFC 8291 payl
 cryptography package checks the VAPID JWT's ES256 signature).
 
   push_service.py serve DIR   makes a test CA and a certificate for "localhost" under DIR,
-                              three subscriptions ("ok", "other", "gone") with their own keys,
+                              four subscriptions ("ok", "other", "gone", "gone-too") with their own keys,
                               prints {"port", "ca", "subscriptions": {name: {endpoint, keys}}}
                               as one line, then one JSON line per push received, until killed.
-                              "gone" answers 410; a push whose VAPID token or payload does not
+                              "gone…" answers 410; a push whose VAPID token or payload does not
                               check out answers 400 and its line lists the problems.
 """
 import base64
@@ -69,7 +69,7 @@ def serve(directory):
 
     ca_path, certificates = make_certificates(directory)
     subscriptions = {}
-    for name in ("ok", "other", "gone"):
+    for name in ("ok", "other", "gone", "gone-too"):
         key = ec.generate_private_key(ec.SECP256R1())
         subscriptions[name] = {"key": key, "auth": os.urandom(16)}
     lock = threading.Lock()
@@ -95,7 +95,7 @@ def serve(directory):
                     record["payload"] = json.loads(plain)
                 except Exception as error:  # anything the independent decryption refuses
                     record["problems"].append("decryption failed: %r" % (error,))
-            status = 410 if name == "gone" else (400 if record["problems"] else 201)
+            status = 410 if name.startswith("gone") else (400 if record["problems"] else 201)
             record["status"] = status
             with lock:
                 print(json.dumps(record), flush=True)

@@ -124,14 +124,6 @@ public struct CheckinRequestStore: Sendable {
             .first?.decode(Bool.self, "share") ?? false
     }
 
-    public func setSharesPlace(_ share: Bool, tenant: UUID, user: UUID, on connection: PostgresConnection) throws {
-        try connection.query("""
-            INSERT INTO user_preferences (tenant_id, user_id, share_location_on_unanswered_request) VALUES (\(tenant), \(user), \(share))
-            ON CONFLICT (tenant_id, user_id) DO UPDATE SET share_location_on_unanswered_request = excluded.share_location_on_unanswered_request,
-                updated_at = now()
-            """)
-    }
-
     private func decode(_ row: PostgresRow) throws -> CheckinRequest {
         CheckinRequest(
             id: try row.decode(UUID.self, "id"), groupID: try row.decode(UUID.self, "group_id"), requesterID: try row.decode(UUID.self, "requester_id"),

@@ -14,6 +14,8 @@ public struct OutboxMessage: Sendable, Equatable {
     public let platform: String?
     /// The member it is for, when it is one (pushes): their preferences apply.
     public let userID: UUID?
+    /// An alert delivery's severity (`data.alert.alert.severity`).
+    public let severity: String?
 }
 
 /// The outbox: written in the transaction of the change that caused it, delivered by
@@ -67,14 +69,15 @@ public struct OutboxStore: Sendable {
     /// The message of a claimed job (inside its tenant's transaction).
     public func message(_ id: UUID, on connection: PostgresConnection) throws -> OutboxMessage? {
         try connection.query("""
-            SELECT id, tenant_id, channel, recipient, template, data::text AS data, attempts, data->>'platform' AS platform, user_id FROM outbox
+            SELECT id, tenant_id, channel, recipient, template, data::text AS data, attempts, data->>'platform' AS platform, user_id,
+                   data->'alert'->'alert'->>'severity' AS severity FROM outbox
             WHERE id = \(id) AND status = 'pending'
             """).first.map {
             OutboxMessage(id: try $0.decode(UUID.self, "id"), tenantID: try $0.decode(UUID.self, "tenant_id"),
                           channel: try $0.decode(String.self, "channel"), recipient: try $0.decode(String.self, "recipient"),
                           template: try $0.decode(String.self, "template"), data: try $0.decode(String.self, "data"),
                           attempts: try $0.decode(Int.self, "attempts"), platform: try $0.decode(String?.self, "platform"),
-                          userID: try $0.decode(UUID?.self, "user_id"))
+                          userID: try $0.decode(UUID?.self, "user_id"), severity: try $0.decode(String?.self, "severity"))
         }
     }
 
@@ -115,6 +118,42 @@ public struct OutboxStore: Sendable {
                 WHERE outbox_id = \(id)
                 """)
         }
+    }
+
+    /// Holds a delivery back until `until` (a member's quiet hours) without counting an attempt.
+    public func postpone(_ id: UUID, until: Date, on connection: PostgresConnection) throws {
+        try connection.query("UPDATE outbox SET next_attempt_at = \(until) WHERE id = \(id) AND status = 'pending'")
+        try connection.query("UPDATE outbox_jobs SET next_attempt_at = \(until), lease_until = NULL WHERE outbox_id = \(id)")
+    }
+
+    /// After a red alert's push to a member failed for good: when none of their pushes of that
+    /// alert is still pending or was delivered, and no fallback was sent yet, the alert goes to
+    /// their verified email (or else phone) if their fallback allows it. Whether one was queued.
+    @discardableResult
+    public func enqueueFallback(afterFailed id: UUID, on connection: PostgresConnection) throws -> Bool {
+        try connection.query("""
+            WITH failed AS (
+                SELECT tenant_id, user_id, data FROM outbox
+                WHERE id = \(id) AND status = 'failed' AND channel = 'push' AND template = 'alert' AND user_id IS NOT NULL
+                  AND data->'alert'->'alert'->>'severity' = 'red'),
+            queued AS (
+                INSERT INTO outbox (tenant_id, channel, recipient, template, user_id, data)
+                SELECT x.tenant_id, CASE WHEN a.email IS NOT NULL THEN 'email' ELSE 'sms' END, coalesce(a.email, a.phone), 'alert', x.user_id,
+                       jsonb_build_object('group_name', x.data->'group_name', 'alert', x.data->'alert', 'fallback', true)
+                FROM failed x
+                JOIN users u ON u.tenant_id = x.tenant_id AND u.id = x.user_id AND u.deleted_at IS NULL
+                LEFT JOIN user_preferences p ON p.tenant_id = x.tenant_id AND p.user_id = x.user_id
+                CROSS JOIN LATERAL (SELECT CASE WHEN u.email_verified AND coalesce(p.fallback_email, true) THEN u.email END AS email,
+                                           CASE WHEN u.phone_verified AND coalesce(p.fallback_sms, true) THEN u.phone END AS phone) a
+                WHERE coalesce(a.email, a.phone) IS NOT NULL
+                  AND NOT EXISTS (
+                      SELECT 1 FROM outbox o
+                      WHERE o.tenant_id = x.tenant_id AND o.user_id = x.user_id AND o.template = 'alert' AND o.id <> \(id)
+                        AND (o.channel <> 'push' OR o.status IN ('pending', 'delivered'))
+                        AND o.data->'alert'->>'group_id' = x.data->'alert'->>'group_id' AND o.data->'alert'->'seq' = x.data->'alert'->'seq')
+                RETURNING id, tenant_id)
+            INSERT INTO outbox_jobs (outbox_id, tenant_id) SELECT id, tenant_id FROM queued
+            """).affectedRows == 1
     }
 
     /// A job whose row is no longer pending (delivered elsewhere, deleted with its tenant): drop it.
@@ -168,7 +207,10 @@ extension OutboxStore {
     /// "pushed", and whom the all clear reaches): one set-based statement, so a large group
     /// reads its members' devices once. When the alert has a location, each push carries how
     /// far the recipient's home is (`distance_m`, null when they set none), and members within
-    /// the group's `nearby_m` get `critical: true`. Returns how many deliveries were queued.
+    /// the group's `nearby_m` get `critical: true`. A member who turned off pushes of the
+    /// alert's severity gets none; for a red alert, a member with no device at all gets it by
+    /// email or SMS instead, to their verified address, when their fallback allows it (API.md
+    /// "Outbound delivery"). Returns how many deliveries were queued.
     @discardableResult
     public func enqueueAlertPushes(group: UUID, seq: Int64, excluding author: UUID?, alert: RawJSON, on connection: PostgresConnection) throws -> Int {
         try connection.query("""
@@ -179,7 +221,23 @@ extension OutboxStore {
                 JOIN devices d ON d.tenant_id = m.tenant_id AND d.user_id = m.user_id
                 JOIN groups g ON g.tenant_id = m.tenant_id AND g.id = m.group_id
                 JOIN users u ON u.tenant_id = m.tenant_id AND u.id = m.user_id
-                WHERE m.group_id = \(group) AND m.user_id IS DISTINCT FROM \(author)),
+                LEFT JOIN user_preferences p ON p.tenant_id = m.tenant_id AND p.user_id = m.user_id
+                WHERE m.group_id = \(group) AND m.user_id IS DISTINCT FROM \(author)
+                  AND coalesce(CASE WHEN \(alert)::jsonb->'alert'->>'severity' = 'red' THEN p.push_red ELSE p.push_amber END, true)),
+            fallback AS (
+                INSERT INTO outbox (tenant_id, channel, recipient, template, user_id, data)
+                SELECT m.tenant_id, CASE WHEN f.email IS NOT NULL THEN 'email' ELSE 'sms' END, coalesce(f.email, f.phone), 'alert', m.user_id,
+                       jsonb_build_object('group_name', g.name, 'alert', \(alert)::jsonb, 'fallback', true)
+                FROM memberships m
+                JOIN users u ON u.tenant_id = m.tenant_id AND u.id = m.user_id
+                JOIN groups g ON g.tenant_id = m.tenant_id AND g.id = m.group_id
+                LEFT JOIN user_preferences p ON p.tenant_id = m.tenant_id AND p.user_id = m.user_id
+                CROSS JOIN LATERAL (SELECT CASE WHEN u.email_verified AND coalesce(p.fallback_email, true) THEN u.email END AS email,
+                                           CASE WHEN u.phone_verified AND coalesce(p.fallback_sms, true) THEN u.phone END AS phone) f
+                WHERE \(alert)::jsonb->'alert'->>'severity' = 'red' AND m.group_id = \(group) AND m.user_id IS DISTINCT FROM \(author)
+                  AND u.deleted_at IS NULL AND coalesce(f.email, f.phone) IS NOT NULL
+                  AND NOT EXISTS (SELECT 1 FROM devices d WHERE d.tenant_id = m.tenant_id AND d.user_id = m.user_id)
+                RETURNING id, tenant_id),
             recipients AS (
                 INSERT INTO alert_recipients (tenant_id, group_id, seq, user_id)
                 SELECT DISTINCT tenant_id, group_id, \(seq), user_id FROM targets
@@ -190,12 +248,31 @@ extension OutboxStore {
                                                                        'distance_m', distance, 'critical', coalesce(distance <= nearby_m, false))
                 FROM targets
                 RETURNING id, tenant_id)
+            INSERT INTO outbox_jobs (outbox_id, tenant_id) SELECT id, tenant_id FROM queued UNION ALL SELECT id, tenant_id FROM fallback
+            """).affectedRows
+    }
+
+    /// One `push` delivery (template `chat`) per device of every member of the group but the
+    /// author who asked for chat pushes (off by default). Returns how many were queued.
+    @discardableResult
+    public func enqueueChatPushes(group: UUID, excluding author: UUID, message: RawJSON, on connection: PostgresConnection) throws -> Int {
+        try connection.query("""
+            WITH queued AS (
+                INSERT INTO outbox (tenant_id, channel, recipient, template, user_id, data)
+                SELECT d.tenant_id, 'push', d.token, 'chat', d.user_id,
+                       jsonb_build_object('platform', d.platform, 'group_id', g.id, 'group_name', g.name, 'message', \(message)::jsonb)
+                FROM user_preferences p
+                JOIN memberships m ON m.tenant_id = p.tenant_id AND m.user_id = p.user_id AND m.group_id = \(group)
+                JOIN devices d ON d.tenant_id = p.tenant_id AND d.user_id = p.user_id
+                JOIN groups g ON g.tenant_id = m.tenant_id AND g.id = m.group_id
+                WHERE p.push_chat AND p.user_id <> \(author)
+                RETURNING id, tenant_id)
             INSERT INTO outbox_jobs (outbox_id, tenant_id) SELECT id, tenant_id FROM queued
             """).affectedRows
     }
 
     /// One `push` delivery with `template` per registered device of `user`: what an alert's
-    /// author hears of the answers. Returns how many were queued.
+    /// author hears of the answers (unless they turned `responses` off). Returns how many were queued.
     @discardableResult
     public func enqueuePushes(to user: UUID, template: String, data: RawJSON, on connection: PostgresConnection) throws -> Int {
         try connection.query("""
@@ -203,6 +280,8 @@ extension OutboxStore {
                 INSERT INTO outbox (tenant_id, channel, recipient, template, user_id, data)
                 SELECT d.tenant_id, 'push', d.token, \(template), d.user_id, jsonb_build_object('platform', d.platform) || \(data)::jsonb
                 FROM devices d WHERE d.user_id = \(user)
+                  AND (\(template) <> 'alert_response'
+                       OR coalesce((SELECT push_responses FROM user_preferences p WHERE p.user_id = d.user_id), true))
                 RETURNING id, tenant_id)
             INSERT INTO outbox_jobs (outbox_id, tenant_id) SELECT id, tenant_id FROM queued
             """).affectedRows

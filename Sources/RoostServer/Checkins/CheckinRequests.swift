@@ -179,16 +179,6 @@ struct CheckinRequestRoutes: Sendable {
         enum CodingKeys: String, CodingKey, CaseIterable { case status, location }
     }
 
-    struct PreferencesBody: Decodable, KnownFields {
-        static var fieldNames: Set<String> { names(CodingKeys.self) }
-        let shareLocation: Bool
-        enum CodingKeys: String, CodingKey, CaseIterable { case shareLocation = "share_location_on_unanswered_request" }
-    }
-
-    static func preferences(_ share: Bool) -> HTTPResponse {
-        .json(.ok, Array("{\"share_location_on_unanswered_request\":\(share)}".utf8))
-    }
-
     func add(to builder: inout Router.Builder) {
         builder.add(.post, "/v1/checkin-requests", bodyLimit: 4 * 1024, signedIn: auth) { context, caller in
             let body = try context.decodeJSON(SendBody.self)
@@ -210,16 +200,6 @@ struct CheckinRequestRoutes: Sendable {
             let body = try context.decodeJSON(AnswerBody.self)
             let answer = try AnswerCheckinRequest(request: context.parameters.uuid("id")!, status: body.status, location: body.location)
             return .json(.ok, Array(CheckinRequests.json(try await caller.run(answer)).utf8))
-        }
-        builder.add(.get, "/v1/me/notifications", signedIn: auth) { _, caller in
-            Self.preferences(try await caller.inTenant { user, connection in try CheckinRequestStore().sharesPlace(user.id, on: connection) })
-        }
-        builder.add(.put, "/v1/me/notifications", bodyLimit: 4 * 1024, signedIn: auth) { context, caller in
-            let body = try context.decodeJSON(PreferencesBody.self)
-            try await caller.inTenant { user, connection in
-                try CheckinRequestStore().setSharesPlace(body.shareLocation, tenant: user.tenantID, user: user.id, on: connection)
-            }
-            return Self.preferences(body.shareLocation)
         }
     }
 }

@@ -98,6 +98,8 @@ public final class OutboxWorker: Sendable {
         public var concurrency = 8
         public var leaseSeconds = 60
         public var webhookTimeoutSeconds = 10
+        /// The time quiet hours are judged by (tests fix it).
+        public var now: @Sendable () -> Date = { Date() }
         public init() {}
     }
 
@@ -194,10 +196,15 @@ public final class OutboxWorker: Sendable {
 
     private func deliver(_ id: UUID, tenant: UUID) async throws {
         let webPush = channels.push == .webpush
+        let now = options.now
         let loaded = try await pool.withConnection { connection in
             try connection.withTenantTransaction(tenant) { connection -> (OutboxMessage, Context)? in
                 guard let message = try OutboxStore().message(id, on: connection) else {
                     try OutboxStore().dropJob(id, on: connection)
+                    return nil
+                }
+                if let postponed = try Self.quietUntil(message, now: now(), on: connection) {
+                    try OutboxStore().postpone(id, until: postponed, on: connection)
                     return nil
                 }
                 var context = Context(tenant: try TenantStore().find(id: tenant, on: connection))
@@ -224,6 +231,10 @@ public final class OutboxWorker: Sendable {
                 case .failed(let error), .gone(let error):
                     try OutboxStore().markFailed(id, error: error, backoff: { _ in 0 }, maxAttempts: maxAttempts, permanent: true, on: connection)
                 }
+                // A red alert that reached none of the member's devices goes by email or SMS.
+                if outcome != .delivered, message.channel == "push", message.severity == "red" {
+                    try OutboxStore().enqueueFallback(afterFailed: id, on: connection)
+                }
             }
         }
         if let error = outcome.error {
@@ -233,6 +244,15 @@ public final class OutboxWorker: Sendable {
                 "outbox_id": id.uuidString.lowercased(), "attempt": String(attempts), "error": error,
             ])
         }
+    }
+
+    /// When a push falls in its member's quiet hours, when they end: red alerts and check-in
+    /// prompts come through (nil), everything else waits.
+    static func quietUntil(_ message: OutboxMessage, now: Date, on connection: PostgresConnection) throws -> Date? {
+        guard message.channel == "push", let user = message.userID,
+              !(message.template == "checkin_prompt" || (message.template == "alert" && message.severity == "red")),
+              let setting = try PreferenceStore().load(user, on: connection).quietHours, let quiet = QuietHours(setting) else { return nil }
+        return quiet.end(after: now)
     }
 
     /// Delivers one row on the worker's own threads (every route but the log blocks on I/O,

@@ -14,6 +14,7 @@ struct APIRoutes: Sendable {
         let (auth, limits) = (accounts.auth, accounts.limits)
         accounts.add(to: &builder)
         ProfileRoutes(accounts: accounts).add(to: &builder)
+        NotificationPreferenceRoutes(auth: accounts.auth).add(to: &builder)
         PasswordRoutes(accounts: accounts).add(to: &builder)
         SessionRoutes(auth: auth).add(to: &builder)
         AccountExportRoutes(auth: auth).add(to: &builder)

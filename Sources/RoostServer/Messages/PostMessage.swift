@@ -88,6 +88,8 @@ struct PostMessage: GroupUseCase {
                                     authorName: caller.user.displayName, message: message, on: connection)
         if raisesAlert {
             try OutboxStore().enqueueAlertPushes(group: group, seq: posted.seq, excluding: caller.user.id, alert: RawJSON(posted.json), on: connection)
+        } else if message.kind == "chat" {
+            try OutboxStore().enqueueChatPushes(group: group, excluding: caller.user.id, message: RawJSON(posted.json), on: connection)
         }
         // A reply to an alert is an answer its author hears of.
         if let replyTo, let author = target?.alertAuthor, author != target?.hiddenFrom {
