@@ -41,16 +41,10 @@ final class RenderedMessages: Sendable {
         self.publicURL = publicURL.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
     }
 
-    /// The `templates/` Roost ships: beside the executable's `share/roost` (an installed copy, the
-    /// Docker image), in the working directory (a checkout), or in the source tree it was built from.
+    /// The `templates/` Roost ships, where `ShippedFolder` finds it (the Docker image keeps it in
+    /// /usr/share/roost/templates).
     static func shippedFolder() -> URL? {
-        let executable = URL(fileURLWithPath: CommandLine.arguments.first ?? "").resolvingSymlinksInPath().deletingLastPathComponent()
-        let candidates = [
-            executable.appendingPathComponent("../share/roost/templates").standardized,
-            URL(fileURLWithPath: FileManager.default.currentDirectoryPath).appendingPathComponent("templates"),
-            URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../../templates").standardized,
-        ]
-        return candidates.first { FileManager.default.fileExists(atPath: $0.appendingPathComponent("en/invitation.txt").path) }
+        ShippedFolder.find("templates", marker: "en/invitation.txt")
     }
 
     func email(_ template: String, locale: String, data: [String: Any]) throws -> Email {

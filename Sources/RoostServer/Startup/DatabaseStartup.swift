@@ -97,17 +97,9 @@ public enum DatabaseStartup {
     }
 
     private static func findMigrations() throws -> URL {
-        let fileManager = FileManager.default
-        var candidates = [URL(fileURLWithPath: fileManager.currentDirectoryPath).appendingPathComponent("sql")]
-        var directory = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
-        for _ in 0..<5 {
-            candidates.append(directory.appendingPathComponent("sql"))
-            directory.deleteLastPathComponent()
+        guard let folder = ShippedFolder.find("sql", marker: "0001_initial_schema.sql") else {
+            throw StartupError("cannot find the migrations folder (sql/); set ROOST_MIGRATIONS_DIR to it")
         }
-        candidates.append(URL(fileURLWithPath: "/usr/share/roost/sql"))
-        for candidate in candidates where fileManager.fileExists(atPath: candidate.appendingPathComponent("0001_initial_schema.sql").path) {
-            return candidate
-        }
-        throw StartupError("cannot find the migrations folder (sql/); set ROOST_MIGRATIONS_DIR to it")
+        return folder
     }
 }
