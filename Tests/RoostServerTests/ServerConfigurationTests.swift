@@ -1,5 +1,5 @@
 import RoostHTTP
-import RoostServer
+@testable import RoostServer
 import Testing
 
 struct ServerConfigurationTests {
@@ -56,5 +56,36 @@ struct ServerConfigurationTests {
         ] {
             #expect(help.contains(variable), "roost serve --help does not mention \(variable)")
         }
+    }
+}
+
+/// What each delivery route needs is checked before serving, with the setting named.
+struct DeliveryConfigurationTests {
+    func channels(_ environment: [String: String]) throws -> OutboxWorker.Channels {
+        try RoostCommands.deliveryChannels(try ServerConfiguration.load(environment: environment, arguments: []), log: Log(level: .error))
+    }
+
+    @Test func eachChannelTakesItsOwnRouteOrROOST_DELIVERYs() throws {
+        let hook = ["ROOST_DELIVERY": "webhook", "ROOST_DELIVERY_WEBHOOK_URL": "https://gateway.example.org/roost"]
+        let mixed = try channels(hook.merging(["ROOST_EMAIL": "smtp", "ROOST_SMTP_URL": "smtps://mail.example.org",
+                                               "ROOST_SMTP_FROM": "noreply@example.org", "ROOST_PUSH": "webpush",
+                                               "ROOST_VAPID_SUBJECT": "mailto:ops@example.org"]) { $1 })
+        #expect(mixed.email == .smtp && mixed.sms == .webhook && mixed.push == .webpush && mixed.tls != nil && mixed.webPush != nil)
+        let plain = try channels([:])
+        #expect(plain.email == .log && plain.sms == .log && plain.push == .log && plain.tls == nil)
+    }
+
+    @Test(arguments: [
+        ["ROOST_EMAIL": "smtp"],
+        ["ROOST_EMAIL": "smtp", "ROOST_SMTP_URL": "smtp://mail.example.org"],
+        ["ROOST_EMAIL": "smtp", "ROOST_SMTP_URL": "imap://mail.example.org", "ROOST_SMTP_FROM": "a@example.org"],
+        ["ROOST_PUSH": "webpush"],
+        ["ROOST_PUSH": "webpush", "ROOST_VAPID_SUBJECT": "ops@example.org"],
+        ["ROOST_SMS": "webhook"],
+        ["ROOST_PUBLIC_URL": "watch.example.org"],
+        ["ROOST_PUSH": "webpush", "ROOST_VAPID_SUBJECT": "mailto:a@b.example", "ROOST_WEBPUSH_HOSTS": "http://x"],
+    ])
+    func whatARouteNeedsIsRequired(environment: [String: String]) {
+        #expect(throws: ConfigurationError.self) { try channels(environment) }
     }
 }

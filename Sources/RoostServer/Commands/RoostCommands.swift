@@ -14,6 +14,8 @@ public enum RoostCommands {
         let delivery = try deliveryChannels(configuration, log: log)
         let (pool, _) = try await DatabaseStartup.open(configuration, log: log, migrate: configuration.migrate, serving: true)
         defer { pool.close() }
+        // The VAPID key is made (or opened) now, so a wrong ROOST_SECRET_KEY stops the start.
+        if let webPush = delivery.webPush { _ = try await webPush.vapid.key(pool) }
         await FileLimits.openDispatchTimers()
         let threads = configuration.threads > 0 ? configuration.threads : ProcessInfo.processInfo.activeProcessorCount
         var configuration = configuration
