@@ -13,26 +13,18 @@ import Testing
 struct SMTPDeliveryTests {
     /// The SMTP server, its ports and CA, and a scratch database whose outbox only this test's worker reads.
     final class Setup: @unchecked Sendable {
-        let server: RunningProcess
+        let service: ScriptService
         let port: Int
         let wrongNamePort: Int
         let ca: String
-        let directory: URL
         let database: String
         let api: APIFixture
 
         init() async throws {
-            directory = FileManager.default.temporaryDirectory.appendingPathComponent("roost-smtp-\(UUID().uuidString)")
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            server = try RunningProcess(SpecTool.python!, [SpecTool.root.appendingPathComponent("scripts/lib/smtp_server.py").path, "serve", directory.path],
-                                        environment: [:])
-            guard let line = await server.waitForLine(containing: "\"wrong_name_port\""),
-                  let ready = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
-                  let port = ready["port"] as? Int, let wrong = ready["wrong_name_port"] as? Int, let ca = ready["ca"] as? String else {
-                server.signal(SIGKILL)
-                throw SubprocessError("smtp_server.py did not start: \(server.output)")
-            }
-            (self.port, wrongNamePort, self.ca) = (port, wrong, ca)
+            service = try await ScriptService("smtp_server.py", readyKey: "wrong_name_port")
+            port = try #require(service.ready["port"] as? Int)
+            wrongNamePort = try #require(service.ready["wrong_name_port"] as? Int)
+            ca = try #require(service.ready["ca"] as? String)
             database = try TestDatabase.makeScratch()
             api = try APIFixture(database: database)
         }
@@ -56,10 +48,8 @@ struct SMTPDeliveryTests {
 
         func finish() async {
             await api.stop()
-            server.signal(SIGTERM)
-            _ = await server.wait()
+            await service.stop()
             TestDatabase.dropScratch(database)
-            try? FileManager.default.removeItem(at: directory)
         }
 
         /// Sends an invitation to `address` from a new member of a new group; the outbox row's id.
@@ -89,7 +79,7 @@ struct SMTPDeliveryTests {
 
         /// The server's line for the message to `address`.
         func received(_ address: String) async throws -> [String: Any] {
-            let line = try #require(await server.waitForLine(containing: "\"\(address)\"", timeout: .seconds(20)), "nothing reached \(address)")
+            let line = try #require(await service.process.waitForLine(containing: "\"\(address)\"", timeout: .seconds(20)), "nothing reached \(address)")
             return try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
         }
     }
@@ -155,14 +145,14 @@ struct SMTPDeliveryTests {
         let row = try await setup.row(id)
         #expect(row.status == "pending" && row.attempts == 1)
         #expect(row.error?.contains("certificate") == true && row.error?.contains("localhost") == true, "\(row)")
-        #expect(!setup.server.output.contains("someone@example.org"))
+        #expect(!setup.service.process.output.contains("someone@example.org"))
         // Without the test CA, the right name is refused too: the system store does not know it.
         var untrusted = try setup.channels()
         untrusted.tls = try TLSClientContext()
         try await Task.sleep(for: .milliseconds(20))
         try await setup.worker(untrusted).runOnce()
         #expect(try await setup.row(id).error?.contains("certificate") == true)
-        #expect(!setup.server.output.contains("someone@example.org"))
+        #expect(!setup.service.process.output.contains("someone@example.org"))
         await setup.finish()
     }
 

@@ -13,26 +13,17 @@ import Testing
        .serialized)
 struct WebPushDeliveryTests {
     final class Setup: @unchecked Sendable {
-        let service: RunningProcess
+        let service: ScriptService
         let ca: String
         let subscriptions: [String: [String: Any]]
-        let directory: URL
         let database: String
         let api: APIFixture
         let push: PushSettings
 
         init() async throws {
-            directory = FileManager.default.temporaryDirectory.appendingPathComponent("roost-push-\(UUID().uuidString)")
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            service = try RunningProcess(SpecTool.python!, [SpecTool.root.appendingPathComponent("scripts/lib/push_service.py").path, "serve", directory.path],
-                                         environment: [:])
-            guard let line = await service.waitForLine(containing: "\"subscriptions\""),
-                  let ready = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
-                  let ca = ready["ca"] as? String, let subscriptions = ready["subscriptions"] as? [String: [String: Any]] else {
-                service.signal(SIGKILL)
-                throw SubprocessError("push_service.py did not start: \(service.output)")
-            }
-            (self.ca, self.subscriptions) = (ca, subscriptions)
+            service = try await ScriptService("push_service.py", readyKey: "subscriptions")
+            ca = try #require(service.ready["ca"] as? String)
+            subscriptions = try #require(service.ready["subscriptions"] as? [String: [String: Any]])
             var push = PushSettings()
             push.hosts = WebPushHosts(patterns: ["localhost"])
             push.subject = "mailto:operator@roost.example"
@@ -54,10 +45,8 @@ struct WebPushDeliveryTests {
 
         func finish() async {
             await api.stop()
-            service.signal(SIGTERM)
-            _ = await service.wait()
+            await service.stop()
             TestDatabase.dropScratch(database)
-            try? FileManager.default.removeItem(at: directory)
         }
 
         func register(_ name: String, token: String) async throws -> (Int, [String: Any]) {
@@ -65,10 +54,7 @@ struct WebPushDeliveryTests {
         }
 
         /// Every push the service has received so far, as JSON.
-        var received: [[String: Any]] {
-            service.output.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
-                .filter { $0["name"] != nil }
-        }
+        var received: [[String: Any]] { service.lines }
     }
 
     @Test func alertsArriveEncryptedWithAValidVAPIDTokenAndGoneDevicesAreRemoved() async throws {
@@ -96,7 +82,7 @@ struct WebPushDeliveryTests {
                                                                                       "kind": "alert", "severity": "red"], token: ann.token)
         #expect(posted == 201)
         try await setup.worker().runOnce()
-        let red = try #require(setup.received.first { $0["name"] as? String == "ok" }, "\(setup.service.output)")
+        let red = try #require(setup.received.first { $0["name"] as? String == "ok" }, "\(setup.service.process.output)")
         #expect(red["problems"] as? [String] == [], "\(red)")
         #expect(red["status"] as? Int == 201 && red["urgency"] as? String == "high" && red["content_encoding"] as? String == "aes128gcm")
         #expect(red["k"] as? String == publicKey, "signed with the key browsers subscribe with")
