@@ -60,26 +60,20 @@ public final class P256Key: @unchecked Sendable {
         self.init(key)
     }
 
-    /// The uncompressed public point, 65 bytes.
-    public var publicPoint: [UInt8] {
-        let length = i2d_PUBKEY(key, nil)
-        var der = [UInt8](repeating: 0, count: Int(max(0, length)))
-        der.withUnsafeMutableBufferPointer { buffer in
-            var cursor = buffer.baseAddress
-            _ = i2d_PUBKEY(key, &cursor)
-        }
-        return Array(der.suffix(65))
-    }
+    /// The uncompressed public point, 65 bytes (the end of its SubjectPublicKeyInfo).
+    public var publicPoint: [UInt8] { Array(der(i2d_PUBKEY).suffix(65)) }
 
     /// The private key as DER, for storing.
-    public var privateKeyDER: [UInt8] {
-        let length = i2d_PrivateKey(key, nil)
-        var der = [UInt8](repeating: 0, count: Int(max(0, length)))
-        der.withUnsafeMutableBufferPointer { buffer in
+    public var privateKeyDER: [UInt8] { der(i2d_PrivateKey) }
+
+    /// What one of libcrypto's `i2d_*` encoders writes: asked for the length, then into a buffer of it.
+    private func der(_ encode: (OpaquePointer?, UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>?) -> Int32) -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: Int(max(0, encode(key, nil))))
+        bytes.withUnsafeMutableBufferPointer { buffer in
             var cursor = buffer.baseAddress
-            _ = i2d_PrivateKey(key, &cursor)
+            _ = encode(key, &cursor)
         }
-        return der
+        return bytes
     }
 
     /// ECDH with `peer`: the shared x coordinate, 32 bytes.
