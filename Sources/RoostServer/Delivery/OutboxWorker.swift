@@ -80,7 +80,7 @@ public final class OutboxWorker: Sendable {
 
     /// What a delivery needs besides its row: its tenant, and for a Web Push device its
     /// subscription and the key to sign with.
-    struct Context: @unchecked Sendable {
+    struct Context: Sendable {
         let tenant: Tenant?
         var subscription: WebPushSubscription?
         var vapid: P256Key?
