@@ -156,6 +156,17 @@ struct SMTPDeliveryTests {
         await setup.finish()
     }
 
+    @Test func smtpsSpeaksTLSFromTheFirstByte() async throws {
+        let setup = try await Setup()
+        let port = try #require(setup.service.ready["implicit_tls_port"] as? Int)
+        let id = try await setup.invite("tls@example.org")
+        try await setup.worker(try setup.channels(url: "smtps://roost:s3cret@localhost:\(port)")).runOnce()
+        #expect(try await setup.row(id).status == "delivered")
+        // That port speaks nothing but TLS (aiosmtpd's session.ssl describes STARTTLS only).
+        #expect(try await setup.received("tls@example.org")["authenticated"] as? Bool == true)
+        await setup.finish()
+    }
+
     @Test func smtpSettingsAreCheckedBeforeServing() throws {
         #expect(throws: ConfigurationError.self) { try SMTPSettings(url: "http://mail.example.org", from: "a@example.org") }
         #expect(throws: ConfigurationError.self) { try SMTPSettings(url: "smtp://mail.example.org", from: nil) }

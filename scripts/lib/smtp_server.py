@@ -3,7 +3,8 @@
   smtp_server.py serve DIR   makes a test CA and two certificates under DIR (one for
                              "localhost", one for "elsewhere.example"), listens with STARTTLS
                              required and AUTH PLAIN (roost / s3cret) on two ports (the second
-                             shows the wrong name), prints {"port", "wrong_name_port", "ca"} as
+                             shows the wrong name) and a third with TLS from the first byte,
+                             prints {"port", "wrong_name_port", "implicit_tls_port", "ca"} as
                              one line, then one JSON line per accepted message, until killed.
                              Recipients "tempfail…@" are refused with 451 the first time, and
                              "reject…@" always with 550.
@@ -114,7 +115,15 @@ def serve(directory):
         controller.start()
         controllers.append(controller)
         ports.append(port)
-    print(json.dumps({"port": ports[0], "wrong_name_port": ports[1], "ca": ca_path}), flush=True)
+    # And one speaking TLS from the first byte (smtps://, port 465's way).
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(*certificates["localhost"])
+    implicit_port = free_port()
+    controller = Controller(sink, hostname="127.0.0.1", port=implicit_port, ssl_context=context, authenticator=authenticator,
+                            auth_require_tls=False, server_hostname="localhost", ready_timeout=20)
+    controller.start()
+    controllers.append(controller)
+    print(json.dumps({"port": ports[0], "wrong_name_port": ports[1], "implicit_tls_port": implicit_port, "ca": ca_path}), flush=True)
     try:
         asyncio.run(asyncio.Event().wait())
     finally:
