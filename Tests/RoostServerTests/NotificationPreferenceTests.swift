@@ -131,6 +131,13 @@ struct NotificationPreferenceTests {
         let rows = try await place.rows()
         #expect(rows.filter { $0.to == "cy-phone" }.map(\.severity) == ["red"], "Cy turned amber pushes off")
         #expect(rows.filter { $0.to == "bob-phone" }.map(\.template) == ["alert", "alert", "chat"], "Bob asked for chat")
+        // A chatty author's lines push 20 times an hour; the rest wait in the app.
+        for line in 2...22 {
+            let (posted, _) = try await place.api.call("POST", "/v1/groups/\(place.group)/messages",
+                                                       ["client_msg_id": "c\(line)", "text": "line \(line)", "kind": "chat"], token: place.ann.token)
+            #expect(posted == 201)
+        }
+        #expect(try await place.rows().filter { $0.template == "chat" }.count == PostMessage.chatPushesPerAuthorPerHour)
         await place.finish()
     }
 

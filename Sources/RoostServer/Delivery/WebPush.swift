@@ -160,10 +160,11 @@ struct WebPushSender {
             payload = try JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys])
         }
         // One alert's pushes (raised, re-pushed, all clear) replace each other on the way; so do
-        // one check-in's prompts.
+        // one check-in's prompts, and a group's chat lines.
         let collapse: String? = switch template {
         case "alert", "alert_closed": groupID.flatMap { group in seq.map { "alert/\(group)/\($0)" } }
         case "checkin_prompt": fields["checkin_id"].map { "checkin/\($0)" }
+        case "chat": groupID.map { "chat/\($0)" }
         default: nil
         }
         let ttl = template == "checkin_prompt" ? 900 : (template == "alert" || template == "alert_closed") ? 6 * 3600 : 24 * 3600

@@ -19,6 +19,8 @@ struct PostMessage: GroupUseCase {
     let attachments: [UUID]
     /// Amber and red alerts one member may raise in an hour (`ROOST_LIMIT_ALERTS_PER_HOUR`).
     let alertsPerHour: Int
+    /// Chat messages of one author in one group that push to members who asked for chat, an hour.
+    static let chatPushesPerAuthorPerHour = 20
 
     /// Whether a new message was posted (`false`: a repeat of `client_msg_id`), and its JSON.
     typealias Output = (created: Bool, json: String)
@@ -88,7 +90,10 @@ struct PostMessage: GroupUseCase {
                                     authorName: caller.user.displayName, message: message, on: connection)
         if raisesAlert {
             try OutboxStore().enqueueAlertPushes(group: group, seq: posted.seq, excluding: caller.user.id, alert: RawJSON(posted.json), on: connection)
-        } else if message.kind == "chat" {
+        } else if message.kind == "chat",
+                  // Chat is not rate-limited, pushes to phones are: a chatty author's later lines wait in the app.
+                  try AlertPushes.allowed(RateLimit("chat-push:\(caller.user.tenantID.uuidString):\(group.uuidString):\(caller.user.id.uuidString)",
+                                                    limit: Self.chatPushesPerAuthorPerHour, window: Throttle.hour), on: connection) {
             try OutboxStore().enqueueChatPushes(group: group, excluding: caller.user.id, message: RawJSON(posted.json), on: connection)
         }
         // A reply to an alert is an answer its author hears of.
