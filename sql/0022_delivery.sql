@@ -33,6 +33,8 @@ ALTER TABLE user_preferences
     ADD COLUMN fallback_sms boolean NOT NULL DEFAULT true,
     ADD CONSTRAINT user_preferences_quiet_hours
         CHECK ((quiet_start IS NULL) = (quiet_end IS NULL) AND (quiet_start IS NULL) = (quiet_time_zone IS NULL));
+-- Who wants chat pushes: looked up on every chat message, usually nobody.
+CREATE INDEX user_preferences_push_chat_idx ON user_preferences (tenant_id, user_id) WHERE push_chat;
 
 -- The server's VAPID key pair (RFC 8292), made at first start by whichever node gets there
 -- first. The private key is AES-256-GCM-sealed under ROOST_SECRET_KEY when that is set.

@@ -252,6 +252,16 @@ extension OutboxStore {
             """).affectedRows
     }
 
+    /// Whether any member of the group but the author asked for chat pushes: one indexed read
+    /// (most groups have none), so a chat message costs no more unless someone wants them.
+    public func wantsChatPushes(group: UUID, excluding author: UUID, on connection: PostgresConnection) throws -> Bool {
+        try connection.query("""
+            SELECT EXISTS (SELECT 1 FROM user_preferences p
+                           JOIN memberships m ON m.tenant_id = p.tenant_id AND m.user_id = p.user_id AND m.group_id = \(group)
+                           WHERE p.push_chat AND p.user_id <> \(author)) AS wanted
+            """).rows[0].decode(Bool.self, "wanted")
+    }
+
     /// One `push` delivery (template `chat`) per device of every member of the group but the
     /// author who asked for chat pushes (off by default). Returns how many were queued.
     @discardableResult

@@ -90,7 +90,7 @@ struct PostMessage: GroupUseCase {
                                     authorName: caller.user.displayName, message: message, on: connection)
         if raisesAlert {
             try OutboxStore().enqueueAlertPushes(group: group, seq: posted.seq, excluding: caller.user.id, alert: RawJSON(posted.json), on: connection)
-        } else if message.kind == "chat",
+        } else if message.kind == "chat", try OutboxStore().wantsChatPushes(group: group, excluding: caller.user.id, on: connection),
                   // Chat is not rate-limited, pushes to phones are: a chatty author's later lines wait in the app.
                   try AlertPushes.allowed(RateLimit("chat-push:\(caller.user.tenantID.uuidString):\(group.uuidString):\(caller.user.id.uuidString)",
                                                     limit: Self.chatPushesPerAuthorPerHour, window: Throttle.hour), on: connection) {
