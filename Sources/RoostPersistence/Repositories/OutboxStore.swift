@@ -212,7 +212,8 @@ extension OutboxStore {
     /// email or SMS instead, to their verified address, when their fallback allows it (API.md
     /// "Outbound delivery"). Returns how many deliveries were queued.
     @discardableResult
-    public func enqueueAlertPushes(group: UUID, seq: Int64, excluding author: UUID?, alert: RawJSON, on connection: PostgresConnection) throws -> Int {
+    public func enqueueAlertPushes(group: UUID, seq: Int64, excluding author: UUID?, alert: RawJSON, red: Bool,
+                                   on connection: PostgresConnection) throws -> Int {
         try connection.query("""
             WITH targets AS (
                 SELECT d.tenant_id, m.group_id, m.user_id, d.platform, d.token, g.name AS group_name,
@@ -223,21 +224,7 @@ extension OutboxStore {
                 JOIN users u ON u.tenant_id = m.tenant_id AND u.id = m.user_id
                 LEFT JOIN user_preferences p ON p.tenant_id = m.tenant_id AND p.user_id = m.user_id
                 WHERE m.group_id = \(group) AND m.user_id IS DISTINCT FROM \(author)
-                  AND coalesce(CASE WHEN \(alert)::jsonb->'alert'->>'severity' = 'red' THEN p.push_red ELSE p.push_amber END, true)),
-            fallback AS (
-                INSERT INTO outbox (tenant_id, channel, recipient, template, user_id, data)
-                SELECT m.tenant_id, CASE WHEN f.email IS NOT NULL THEN 'email' ELSE 'sms' END, coalesce(f.email, f.phone), 'alert', m.user_id,
-                       jsonb_build_object('group_name', g.name, 'alert', \(alert)::jsonb, 'fallback', true)
-                FROM memberships m
-                JOIN users u ON u.tenant_id = m.tenant_id AND u.id = m.user_id
-                JOIN groups g ON g.tenant_id = m.tenant_id AND g.id = m.group_id
-                LEFT JOIN user_preferences p ON p.tenant_id = m.tenant_id AND p.user_id = m.user_id
-                CROSS JOIN LATERAL (SELECT CASE WHEN u.email_verified AND coalesce(p.fallback_email, true) THEN u.email END AS email,
-                                           CASE WHEN u.phone_verified AND coalesce(p.fallback_sms, true) THEN u.phone END AS phone) f
-                WHERE \(alert)::jsonb->'alert'->>'severity' = 'red' AND m.group_id = \(group) AND m.user_id IS DISTINCT FROM \(author)
-                  AND u.deleted_at IS NULL AND coalesce(f.email, f.phone) IS NOT NULL
-                  AND NOT EXISTS (SELECT 1 FROM devices d WHERE d.tenant_id = m.tenant_id AND d.user_id = m.user_id)
-                RETURNING id, tenant_id),
+                  AND coalesce(CASE WHEN \(red) THEN p.push_red ELSE p.push_amber END, true)),
             recipients AS (
                 INSERT INTO alert_recipients (tenant_id, group_id, seq, user_id)
                 SELECT DISTINCT tenant_id, group_id, \(seq), user_id FROM targets
@@ -248,7 +235,29 @@ extension OutboxStore {
                                                                        'distance_m', distance, 'critical', coalesce(distance <= nearby_m, false))
                 FROM targets
                 RETURNING id, tenant_id)
-            INSERT INTO outbox_jobs (outbox_id, tenant_id) SELECT id, tenant_id FROM queued UNION ALL SELECT id, tenant_id FROM fallback
+            INSERT INTO outbox_jobs (outbox_id, tenant_id) SELECT id, tenant_id FROM queued
+            """).affectedRows + (red ? try enqueueDevicelessFallback(group: group, excluding: author, alert: alert, on: connection) : 0)
+    }
+
+    /// A red alert by email (else SMS) to every member but the author with no device at all and
+    /// a verified address their fallback allows. Its own statement, run for red alerts only, so
+    /// an amber alert's statement stays as small to plan as it was.
+    private func enqueueDevicelessFallback(group: UUID, excluding author: UUID?, alert: RawJSON, on connection: PostgresConnection) throws -> Int {
+        try connection.query("""
+            WITH fallback AS (
+                INSERT INTO outbox (tenant_id, channel, recipient, template, user_id, data)
+                SELECT m.tenant_id, CASE WHEN f.email IS NOT NULL THEN 'email' ELSE 'sms' END, coalesce(f.email, f.phone), 'alert', m.user_id,
+                       jsonb_build_object('group_name', g.name, 'alert', \(alert)::jsonb, 'fallback', true)
+                FROM memberships m
+                JOIN users u ON u.tenant_id = m.tenant_id AND u.id = m.user_id
+                JOIN groups g ON g.tenant_id = m.tenant_id AND g.id = m.group_id
+                LEFT JOIN user_preferences p ON p.tenant_id = m.tenant_id AND p.user_id = m.user_id
+                CROSS JOIN LATERAL (SELECT CASE WHEN u.email_verified AND coalesce(p.fallback_email, true) THEN u.email END AS email,
+                                           CASE WHEN u.phone_verified AND coalesce(p.fallback_sms, true) THEN u.phone END AS phone) f
+                WHERE m.group_id = \(group) AND m.user_id IS DISTINCT FROM \(author) AND u.deleted_at IS NULL AND coalesce(f.email, f.phone) IS NOT NULL
+                  AND NOT EXISTS (SELECT 1 FROM devices d WHERE d.tenant_id = m.tenant_id AND d.user_id = m.user_id)
+                RETURNING id, tenant_id)
+            INSERT INTO outbox_jobs (outbox_id, tenant_id) SELECT id, tenant_id FROM fallback
             """).affectedRows
     }
 

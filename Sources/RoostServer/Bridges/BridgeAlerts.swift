@@ -68,7 +68,8 @@ struct BridgeAlert: Sendable {
                                                  authorName: bridge.name, message: message, dedupKey: dedupKey, bridge: bridge.id,
                                                  details: details, on: connection)
             if AlertSeverity(severity).raisesAlert {
-                try OutboxStore().enqueueAlertPushes(group: bridge.groupID, seq: posted.seq, excluding: nil, alert: RawJSON(posted.json), on: connection)
+                try OutboxStore().enqueueAlertPushes(group: bridge.groupID, seq: posted.seq, excluding: nil, alert: RawJSON(posted.json),
+                                                     red: severity == AlertSeverity.red.name, on: connection)
             }
             return (true, posted.json)
         }

@@ -78,7 +78,7 @@ enum CheckinAlerts {
                                                  authorName: name, message: message, details: details, on: connection)
             let pushed = try connection.query("SELECT (\(RawJSON(posted.json))::jsonb #- '{alert,details,trail}')::text AS json")
                 .rows[0].decode(String.self, "json")
-            try OutboxStore().enqueueAlertPushes(group: watcher.group, seq: posted.seq, excluding: checkin.userID, alert: RawJSON(pushed),
+            try OutboxStore().enqueueAlertPushes(group: watcher.group, seq: posted.seq, excluding: checkin.userID, alert: RawJSON(pushed), red: true,
                                                  on: connection)
             if hidden {
                 try store.setDuressAlert(checkin.id, group: watcher.group, seq: posted.seq, on: connection)

@@ -112,7 +112,7 @@ struct AnswerCheckinRequest: UserUseCase {
                                      location: location, replyTo: nil)
             let posted = try MessageStore().post(tenant: user.tenantID, group: found.groupID, authorType: "user", authorID: user.id,
                                                  authorName: user.displayName, message: message, on: connection)
-            try OutboxStore().enqueueAlertPushes(group: found.groupID, seq: posted.seq, excluding: user.id, alert: RawJSON(posted.json),
+            try OutboxStore().enqueueAlertPushes(group: found.groupID, seq: posted.seq, excluding: user.id, alert: RawJSON(posted.json), red: true,
                                                  on: connection)
             seq = posted.seq
         }

@@ -58,8 +58,7 @@ struct SMTPClient {
         defer { stream.close() }
         var session = Session(stream: stream)
         if settings.security == .implicitTLS { try stream.startTLS(try requireTLS()) }
-        let steps: [(command: String?, expect: Set<Int>)] = [(nil, [220])]
-        if let refused = try session.run(steps) { return refused }
+        if let refused = try session.run([(nil, [220])]) { return refused }
         var extensions = try session.command("EHLO \(greeting)")
         guard extensions.code == 250 else { return Self.classify(extensions, during: "EHLO") }
         if settings.security == .startTLS {

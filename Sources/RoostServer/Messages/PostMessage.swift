@@ -89,7 +89,8 @@ struct PostMessage: GroupUseCase {
         let posted = try store.post(tenant: caller.user.tenantID, group: group, authorType: "user", authorID: caller.user.id,
                                     authorName: caller.user.displayName, message: message, on: connection)
         if raisesAlert {
-            try OutboxStore().enqueueAlertPushes(group: group, seq: posted.seq, excluding: caller.user.id, alert: RawJSON(posted.json), on: connection)
+            try OutboxStore().enqueueAlertPushes(group: group, seq: posted.seq, excluding: caller.user.id, alert: RawJSON(posted.json),
+                                                 red: message.severity == AlertSeverity.red.name, on: connection)
         } else if message.kind == "chat", try OutboxStore().wantsChatPushes(group: group, excluding: caller.user.id, on: connection),
                   // Chat is not rate-limited, pushes to phones are: a chatty author's later lines wait in the app.
                   try AlertPushes.allowed(RateLimit("chat-push:\(caller.user.tenantID.uuidString):\(group.uuidString):\(caller.user.id.uuidString)",
