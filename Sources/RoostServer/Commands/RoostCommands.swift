@@ -11,7 +11,8 @@ public enum RoostCommands {
     public static func serve(_ configuration: ServerConfiguration) async throws {
         let log = Log(level: configuration.logLevel)
         let addresses = try ListenAddress.parseList(configuration.listen)
-        let delivery = try deliveryChannels(configuration, log: log)
+        let push = try pushSettings(configuration)
+        let delivery = try deliveryChannels(configuration, push: push, log: log)
         let (pool, _) = try await DatabaseStartup.open(configuration, log: log, migrate: configuration.migrate, serving: true)
         defer { pool.close() }
         // The VAPID key is made (or opened) now, so a wrong ROOST_SECRET_KEY stops the start.
@@ -29,7 +30,7 @@ public enum RoostCommands {
             log.warning("serving the test-only WebSocket echo at /v1/conformance/echo")
         }
         let jobs = JobMetrics()
-        let router = try routes(configuration, pool: pool, hub: hub, hashingThreads: max(1, threads))
+        let router = try routes(configuration, pool: pool, hub: hub, hashingThreads: max(1, threads), push: push)
         let server = try HTTPServer(
             router: router, limits: configuration.network, addresses: addresses, threads: threads, log: log,
             accessLog: configuration.accessLog, errorMapper: APIError.mapping)
@@ -69,7 +70,7 @@ public enum RoostCommands {
     /// Every route `roost serve` answers: the API of API.md (described by openapi.yaml, which
     /// a test holds to this list) and, only with `--conformance-echo`, the test-only echo.
     static func routes(
-        _ configuration: ServerConfiguration, pool: ConnectionPool, hub: StreamHub, hashingThreads: Int
+        _ configuration: ServerConfiguration, pool: ConnectionPool, hub: StreamHub, hashingThreads: Int, push: PushSettings? = nil
     ) throws -> Router {
         var builder = Router.Builder()
         OperationsRoutes.add(to: &builder, probe: ReadinessProbe(configuration: pool.configuration))
@@ -77,7 +78,7 @@ public enum RoostCommands {
         let accounts = AccountRoutes(pool: pool, sessionLifetime: configuration.sessionLifetimeSeconds,
                                      sessionMaxAge: configuration.sessionMaxAgeSeconds, hashingThreads: hashingThreads,
                                      invitationLifetime: configuration.invitationLifetimeSeconds, limits: configuration.abuse,
-                                     proxies: try TrustedProxies(parsing: configuration.trustedProxies), push: try pushSettings(configuration))
+                                     proxies: try TrustedProxies(parsing: configuration.trustedProxies), push: try push ?? pushSettings(configuration))
         APIRoutes(accounts: accounts, checkinMinimumSeconds: configuration.checkinMinSeconds, hub: hub).add(to: &builder)
         if configuration.conformanceEcho {
             builder.addWebSocket("/v1/conformance/echo") { _ in EchoSession() }
@@ -107,7 +108,7 @@ public enum RoostCommands {
 
     /// How the outbox delivers each channel (`ROOST_EMAIL`, `ROOST_SMS`, `ROOST_PUSH`, each
     /// defaulting to `ROOST_DELIVERY`), with what each route needs checked before serving.
-    static func deliveryChannels(_ configuration: ServerConfiguration, log: Log) throws -> OutboxWorker.Channels {
+    static func deliveryChannels(_ configuration: ServerConfiguration, push: PushSettings? = nil, log: Log) throws -> OutboxWorker.Channels {
         typealias Route = OutboxWorker.Channels.Route
         var channels = OutboxWorker.Channels()
         let fallback = Route(rawValue: configuration.delivery) ?? .log
@@ -141,7 +142,7 @@ public enum RoostCommands {
         channels.messages = RenderedMessages(override: configuration.templatesDirectory.map { URL(fileURLWithPath: $0) },
                                              publicURL: configuration.publicURL)
         if channels.push == .webpush {
-            let settings = try pushSettings(configuration)
+            let settings = try push ?? pushSettings(configuration)
             guard let subject = settings.subject, subject.hasPrefix("mailto:") || subject.hasPrefix("https://") else {
                 throw ConfigurationError("ROOST_PUSH=webpush needs ROOST_VAPID_SUBJECT, a mailto: or https: contact for the push services")
             }
@@ -153,22 +154,16 @@ public enum RoostCommands {
         return channels
     }
 
-    /// Web Push settings shared by device registration and delivery, from `ROOST_WEBPUSH_HOSTS`,
-    /// `ROOST_VAPID_SUBJECT` and `ROOST_SECRET_KEY`. One per process: the VAPID key is loaded once.
+    /// Web Push settings from `ROOST_WEBPUSH_HOSTS`, `ROOST_VAPID_SUBJECT` and `ROOST_SECRET_KEY`.
+    /// `serve` makes them once and hands the same to device registration and delivery, so the
+    /// VAPID key is loaded once per process.
     static func pushSettings(_ configuration: ServerConfiguration) throws -> PushSettings {
-        let key = "\(configuration.webPushHosts ?? "")\u{0}\(configuration.vapidSubject ?? "")\u{0}\(configuration.secretKey ?? "")"
-        return try pushSettingsCache.withLock { cache in
-            if let cached = cache, cached.key == key { return cached.settings }
-            var settings = PushSettings()
-            if let hosts = configuration.webPushHosts { settings.hosts = try WebPushHosts(parsing: hosts) }
-            settings.subject = configuration.vapidSubject
-            settings.vapid = VAPIDKeys(secretKey: configuration.secretKey)
-            cache = (key, settings)
-            return settings
-        }
+        var settings = PushSettings()
+        if let hosts = configuration.webPushHosts { settings.hosts = try WebPushHosts(parsing: hosts) }
+        settings.subject = configuration.vapidSubject
+        settings.vapid = VAPIDKeys(secretKey: configuration.secretKey)
+        return settings
     }
-
-    private static let pushSettingsCache = Mutex<(key: String, settings: PushSettings)?>(nil)
 
     /// `roost migrate`: apply what is missing and say what was applied.
     public static func migrate(_ configuration: ServerConfiguration) async throws -> [String] {

@@ -5,6 +5,24 @@ import RoostHTTP
 import RoostProtocol
 import Synchronization
 
+/// What one delivery attempt came to, whatever carried it (webhook, SMTP, Web Push).
+enum DeliveryOutcome: Equatable {
+    case delivered
+    /// Worth trying again later.
+    case retry(String)
+    /// No retry would change it.
+    case failed(String)
+    /// The Web Push subscription is gone: its device is removed and the row failed.
+    case gone(String)
+
+    var error: String? {
+        switch self {
+        case .delivered: nil
+        case .retry(let text), .failed(let text), .gone(let text): text
+        }
+    }
+}
+
 /// Delivers the outbox (API.md "Outbound delivery"): claims due jobs (SKIP LOCKED, with a
 /// lease, so any number of nodes deliver each row once), sends each through its channel's
 /// route (`Channels`: one JSON line on stdout, the webhook, SMTP, or Web Push), and retries
@@ -49,31 +67,13 @@ public final class OutboxWorker: Sendable {
             }
         }
 
-        func route(_ message: OutboxMessage, platform: String?) -> Route {
+        func route(_ message: OutboxMessage) -> Route {
             switch message.channel {
             case "email": return email
             case "sms": return sms
             default:
                 guard push == .webpush else { return push }
-                return platform == "webpush" ? .webpush : (webhook != nil ? .webhook : .log)
-            }
-        }
-    }
-
-    /// What one attempt came to.
-    enum Outcome: Equatable {
-        case delivered
-        /// Worth trying again later.
-        case retry(String)
-        /// No retry would change it.
-        case failed(String)
-        /// The Web Push subscription is gone: its device is removed and the row failed.
-        case gone(String)
-
-        var error: String? {
-            switch self {
-            case .delivered: nil
-            case .retry(let text), .failed(let text), .gone(let text): text
+                return message.platform == "webpush" ? .webpush : (webhook != nil ? .webhook : .log)
             }
         }
     }
@@ -257,12 +257,12 @@ public final class OutboxWorker: Sendable {
 
     /// Delivers one row on the worker's own threads (every route but the log blocks on I/O,
     /// each within its timeout).
-    private func attempt(_ message: OutboxMessage, context: Context) async -> Outcome {
+    private func attempt(_ message: OutboxMessage, context: Context) async -> DeliveryOutcome {
         await withCheckedContinuation { continuation in
             deliveryQueue.async {
                 let data = (try? JSONSerialization.jsonObject(with: Data(message.data.utf8))) as? [String: Any] ?? [:]
-                let route = self.channels.route(message, platform: message.platform)
-                let outcome: Outcome
+                let route = self.channels.route(message)
+                let outcome: DeliveryOutcome
                 do {
                     outcome = try self.send(message, data: data, context: context, by: route)
                 } catch {
@@ -273,7 +273,7 @@ public final class OutboxWorker: Sendable {
         }
     }
 
-    private func send(_ message: OutboxMessage, data: [String: Any], context: Context, by route: Channels.Route) throws -> Outcome {
+    private func send(_ message: OutboxMessage, data: [String: Any], context: Context, by route: Channels.Route) throws -> DeliveryOutcome {
         let timeout = options.webhookTimeoutSeconds
         let tenant = context.tenant
         switch route {
@@ -295,11 +295,7 @@ public final class OutboxWorker: Sendable {
             let mail = MailMessage(from: smtp.from, to: message.recipient, subject: rendered.subject, text: rendered.text, html: rendered.html,
                                    date: Date(), messageID: message.id.uuidString.lowercased(),
                                    boundary: "=_roost_" + Digest.hex(Secrets.randomBytes(12)))
-            switch try SMTPClient(settings: smtp, tls: channels.tls, timeoutSeconds: timeout).send(mail) {
-            case .sent: return .delivered
-            case .transient(let text): return .retry(text)
-            case .permanent(let text): return .failed(text)
-            }
+            return try SMTPClient(settings: smtp, tls: channels.tls, timeoutSeconds: timeout).send(mail)
         case .webpush:
             guard let subscription = context.subscription else { return .failed("the Web Push device is no longer registered") }
             guard let settings = channels.webPush, let key = context.vapid, let subject = settings.subject else {
@@ -308,12 +304,7 @@ public final class OutboxWorker: Sendable {
             let notification = try WebPushSender.notification(template: message.template, data: data, locale: tenant?.locale ?? "en",
                                                               messages: channels.messages)
             let sender = WebPushSender(key: key, subject: subject, hosts: settings.hosts, tls: channels.tls, timeoutSeconds: timeout)
-            switch try sender.send(notification, to: subscription) {
-            case .sent: return .delivered
-            case .gone(let text): return .gone(text)
-            case .retry(let text): return .retry(text)
-            case .failed(let text): return .failed(text)
-            }
+            return try sender.send(notification, to: subscription)
         }
     }
 

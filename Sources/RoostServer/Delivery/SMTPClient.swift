@@ -40,12 +40,6 @@ struct SMTPSettings: Sendable {
 /// the dot-stuffed message, QUIT. A 4xx reply at any step is worth another try later, a 5xx is
 /// not; either way the server's words come back. Every step shares one deadline.
 struct SMTPClient {
-    enum Outcome: Equatable {
-        case sent
-        case transient(String)
-        case permanent(String)
-    }
-
     let settings: SMTPSettings
     let tls: TLSClientContext?
     let timeoutSeconds: Int
@@ -53,7 +47,7 @@ struct SMTPClient {
     /// The name Roost greets with: the sender's domain.
     private var greeting: String { settings.from.address.split(separator: "@").last.map(String.init) ?? "localhost" }
 
-    func send(_ message: MailMessage) throws -> Outcome {
+    func send(_ message: MailMessage) throws -> DeliveryOutcome {
         let stream = try OutboundStream(host: settings.host, port: settings.port, deadline: .now + .seconds(timeoutSeconds))
         defer { stream.close() }
         var session = Session(stream: stream)
@@ -63,11 +57,11 @@ struct SMTPClient {
         guard extensions.code == 250 else { return Self.classify(extensions, during: "EHLO") }
         if settings.security == .startTLS {
             guard extensions.lines.dropFirst().contains(where: { $0.uppercased().hasPrefix("STARTTLS") }) else {
-                return .permanent("\(settings.host) does not offer STARTTLS, which smtp:// requires (smtp+plain:// is for a local relay)")
+                return .failed("\(settings.host) does not offer STARTTLS, which smtp:// requires (smtp+plain:// is for a local relay)")
             }
             if let refused = try session.run([("STARTTLS", [220])]) { return refused }
             // Nothing the server sent before TLS may be read as if it came after (CVE-2011-0411).
-            guard session.isDrained else { return .permanent("\(settings.host) sent data after agreeing to STARTTLS") }
+            guard session.isDrained else { return .failed("\(settings.host) sent data after agreeing to STARTTLS") }
             try stream.startTLS(try requireTLS())
             extensions = try session.command("EHLO \(greeting)")
             guard extensions.code == 250 else { return Self.classify(extensions, during: "EHLO") }
@@ -84,7 +78,7 @@ struct SMTPClient {
         try stream.write(MailMessage.dotStuffed(message.rendered()))
         if let refused = try session.run([(nil, [250])], shown: "the message") { return refused }
         _ = try? session.command("QUIT")
-        return .sent
+        return .delivered
     }
 
     private func requireTLS() throws -> TLSClientContext {
@@ -92,9 +86,9 @@ struct SMTPClient {
         return tls
     }
 
-    static func classify(_ reply: SMTPReply, during step: String) -> Outcome {
+    static func classify(_ reply: SMTPReply, during step: String) -> DeliveryOutcome {
         let text = "\(step): \(reply.summary)"
-        return reply.isTransient ? .transient(text) : .permanent(text)
+        return reply.isTransient ? .retry(text) : .failed(text)
     }
 
     /// Commands and their replies over one stream.
@@ -109,7 +103,7 @@ struct SMTPClient {
 
         /// Sends each command (nil: none, just read the reply) and stops at the first reply
         /// not in its expected codes, returning what it means.
-        mutating func run(_ steps: [(command: String?, expect: Set<Int>)], shown: String? = nil) throws -> Outcome? {
+        mutating func run(_ steps: [(command: String?, expect: Set<Int>)], shown: String? = nil) throws -> DeliveryOutcome? {
             for step in steps {
                 let reply = try step.command.map { try command($0) } ?? read()
                 guard step.expect.contains(reply.code) else {

@@ -103,14 +103,6 @@ struct WebPushSender {
     let tls: TLSClientContext?
     let timeoutSeconds: Int
 
-    enum Outcome: Equatable {
-        case sent
-        /// 404 or 410: the subscription is gone; the device goes with it.
-        case gone(String)
-        case retry(String)
-        case failed(String)
-    }
-
     struct Notification {
         let payload: [UInt8]
         let ttl: Int
@@ -118,7 +110,7 @@ struct WebPushSender {
         let topic: String?
     }
 
-    func send(_ notification: Notification, to subscription: WebPushSubscription, now: Date = Date()) throws -> Outcome {
+    func send(_ notification: Notification, to subscription: WebPushSubscription, now: Date = Date()) throws -> DeliveryOutcome {
         // Checked again at sending: the allow-list may have shrunk since the device registered.
         guard let url = hosts.check(endpoint: subscription.endpoint), let host = url.host else {
             return .gone("the endpoint is not on an allowed push service (ROOST_WEBPUSH_HOSTS)")
@@ -133,7 +125,7 @@ struct WebPushSender {
         if let topic = notification.topic { headers.append(("Topic", topic)) }
         let response = try OutboundPost(url: url, headers: headers, timeoutSeconds: timeoutSeconds, tls: tls).send(body)
         switch response.status {
-        case 200..<300: return .sent
+        case 200..<300: return .delivered
         case 404, 410: return .gone("the push service answered \(response.status): the subscription is gone")
         case 429, 500...599:
             return .retry("the push service answered \(response.status)" + (response.headers["retry-after"].map { " (Retry-After: \($0))" } ?? ""))
