@@ -12,8 +12,6 @@ public struct Device: Sendable, Equatable {
 /// A browser's Web Push subscription (RFC 8030, RFC 8291): where to POST and the keys the
 /// payload is encrypted to.
 public struct WebPushSubscription: Sendable, Equatable {
-    public let deviceID: UUID
-    public let userID: UUID
     public let endpoint: String
     public let p256dh: [UInt8]
     public let auth: [UInt8]
@@ -42,15 +40,14 @@ public struct DeviceStore: Sendable {
         return (try decode(row), true)
     }
 
-    /// A Web Push subscription by its endpoint: its keys and whose it is (nil when no device of
-    /// the transaction's tenant has that endpoint, or it was registered without keys).
+    /// A Web Push subscription by its endpoint, with its keys (nil when no device of the
+    /// transaction's tenant has that endpoint, or it was registered without keys).
     public func webPushSubscription(endpoint: String, on connection: PostgresConnection) throws -> WebPushSubscription? {
         try connection.query("""
-            SELECT id, user_id, p256dh, auth FROM devices
+            SELECT p256dh, auth FROM devices
             WHERE platform = 'webpush' AND token = \(endpoint) AND p256dh IS NOT NULL ORDER BY created_at LIMIT 1
             """).first.map {
-            WebPushSubscription(deviceID: try $0.decode(UUID.self, "id"), userID: try $0.decode(UUID.self, "user_id"), endpoint: endpoint,
-                                p256dh: Array(try $0.decode(Data.self, "p256dh")), auth: Array(try $0.decode(Data.self, "auth")))
+            WebPushSubscription(endpoint: endpoint, p256dh: Array(try $0.decode(Data.self, "p256dh")), auth: Array(try $0.decode(Data.self, "auth")))
         }
     }
 

@@ -67,15 +67,14 @@ struct NotificationPreferenceRoutes: Sendable {
             }
             if case .set(let quiet) = quietHours {
                 preferences.quietHours = try quiet.map { quiet throws(APIError) in
-                    let setting = NotificationPreferences.QuietHours(start: quiet.start, end: quiet.end, timeZone: quiet.timeZone)
                     guard QuietHours.minute(quiet.start) != nil, QuietHours.minute(quiet.end) != nil else {
                         throw APIError.invalid("start and end are times of day, HH:MM", "quiet_hours")
                     }
                     guard quiet.start != quiet.end else { throw APIError.invalid("start and end must differ", "quiet_hours") }
-                    guard QuietHours(setting) != nil else {
+                    guard TimeZone(identifier: quiet.timeZone) != nil else {
                         throw APIError.invalid("time_zone must be an IANA time zone such as Europe/Copenhagen", "quiet_hours.time_zone")
                     }
-                    return setting
+                    return NotificationPreferences.QuietHours(start: quiet.start, end: quiet.end, timeZone: quiet.timeZone)
                 }
             }
             if let fallback {

@@ -151,15 +151,15 @@ struct WebPushSender {
             fields["body"] = String(rendered.body.prefix(1000))
             payload = try JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys])
         }
-        // One alert's pushes (raised, re-pushed, all clear) replace each other on the way; so do
-        // one check-in's prompts, and a group's chat lines.
-        let collapse: String? = switch template {
-        case "alert", "alert_closed": groupID.flatMap { group in seq.map { "alert/\(group)/\($0)" } }
-        case "checkin_prompt": fields["checkin_id"].map { "checkin/\($0)" }
-        case "chat": groupID.map { "chat/\($0)" }
-        default: nil
+        // How long a push may wait for the device, and what it collapses with on the way: one
+        // alert's pushes (raised, re-pushed, all clear) replace each other; so do one check-in's
+        // prompts, and a group's chat lines.
+        let (ttl, collapse): (Int, String?) = switch template {
+        case "alert", "alert_closed": (6 * 3600, groupID.flatMap { group in seq.map { "alert/\(group)/\($0)" } })
+        case "checkin_prompt": (900, fields["checkin_id"].map { "checkin/\($0)" })
+        case "chat": (24 * 3600, groupID.map { "chat/\($0)" })
+        default: (24 * 3600, nil)
         }
-        let ttl = template == "checkin_prompt" ? 900 : (template == "alert" || template == "alert_closed") ? 6 * 3600 : 24 * 3600
         return Notification(payload: Array(payload), ttl: ttl, urgent: urgent,
                             topic: collapse.map { String(Secrets.base64URL(Digest.sha256(Array($0.utf8))).prefix(32)) })
     }
