@@ -125,17 +125,18 @@ public enum HTTPResponseWriter {
     }
 }
 
-/// The IMF-fixdate of RFC 9110 §5.6.7: `Sun, 06 Nov 1994 08:49:37 GMT`.
+/// The IMF-fixdate of RFC 9110 §5.6.7: `Sun, 06 Nov 1994 08:49:37 GMT`; with `zone: "+0000"`,
+/// the same moment as an email's `Date` (RFC 5322 §3.3).
 public enum HTTPDate {
     private static let days = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"]
     private static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
 
-    public static func format(secondsSince1970 seconds: Int64) -> String {
+    public static func format(secondsSince1970 seconds: Int64, zone: String = "GMT") -> String {
         let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
         let secondOfDay = seconds - days * 86_400
         let (year, month, day) = CivilCalendar.date(days: days)
         let weekday = Self.days[Int(((days % 7) + 7) % 7)]
-        return "\(weekday), \(two(day)) \(months[Int(month - 1)]) \(year) \(two(secondOfDay / 3600)):\(two(secondOfDay / 60 % 60)):\(two(secondOfDay % 60)) GMT"
+        return "\(weekday), \(two(day)) \(months[Int(month - 1)]) \(year) \(two(secondOfDay / 3600)):\(two(secondOfDay / 60 % 60)):\(two(secondOfDay % 60)) \(zone)"
     }
 
     private static func two(_ value: Int64) -> String {

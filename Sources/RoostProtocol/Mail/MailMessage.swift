@@ -143,13 +143,6 @@ public struct MailMessage: Sendable {
 
     /// `Mon, 23 Nov 2026 19:41:51 +0000`.
     public static func rfc5322Date(_ date: Date) -> String {
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = TimeZone(identifier: "UTC")!
-        let parts = calendar.dateComponents([.year, .month, .day, .hour, .minute, .second, .weekday], from: date)
-        let days = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
-        let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
-        func two(_ value: Int?) -> String { let value = value ?? 0; return value < 10 ? "0\(value)" : "\(value)" }
-        return "\(days[(parts.weekday ?? 1) - 1]), \(two(parts.day)) \(months[(parts.month ?? 1) - 1]) \(parts.year ?? 1970) "
-            + "\(two(parts.hour)):\(two(parts.minute)):\(two(parts.second)) +0000"
+        HTTPDate.format(secondsSince1970: Int64(date.timeIntervalSince1970.rounded(.down)), zone: "+0000")
     }
 }
