@@ -118,12 +118,6 @@ public struct CheckinRequestStore: Sendable {
             """).first.map { (try $0.decode(String.self, "location"), try $0.decode(Date.self, "location_at")) }
     }
 
-    /// Whether the user lets an unanswered request share their newest place (off unless set).
-    public func sharesPlace(_ user: UUID, on connection: PostgresConnection) throws -> Bool {
-        try connection.query("SELECT share_location_on_unanswered_request AS share FROM user_preferences WHERE user_id = \(user)")
-            .first?.decode(Bool.self, "share") ?? false
-    }
-
     private func decode(_ row: PostgresRow) throws -> CheckinRequest {
         CheckinRequest(
             id: try row.decode(UUID.self, "id"), groupID: try row.decode(UUID.self, "group_id"), requesterID: try row.decode(UUID.self, "requester_id"),

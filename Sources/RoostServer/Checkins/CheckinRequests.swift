@@ -145,7 +145,7 @@ struct CheckinRequestExpiries: Sendable {
             try store.dropExpiry(job.id, on: connection)
             return nil
         }
-        let place = try store.sharesPlace(request.addresseeID, on: connection) ? try store.newestPlace(of: request.addresseeID, on: connection) : nil
+        let place = try PreferenceStore().load(request.addresseeID, on: connection).shareLocationOnUnansweredRequest ? try store.newestPlace(of: request.addresseeID, on: connection) : nil
         let expired = try store.expire(request.id, sharing: place, on: connection)
         try CheckinRequests.tell(request.requesterID, expired, notice: .checkinRequestExpired, push: "checkin_request_expired",
                                  tenant: job.tenant, on: connection)
