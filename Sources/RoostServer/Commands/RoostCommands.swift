@@ -30,7 +30,8 @@ public enum RoostCommands {
             log.warning("serving the test-only WebSocket echo at /v1/conformance/echo")
         }
         let jobs = JobMetrics()
-        let router = try routes(configuration, pool: pool, hub: hub, hashingThreads: max(1, threads), push: push)
+        let web = try webApp(configuration, log: log)
+        let router = try routes(configuration, pool: pool, hub: hub, hashingThreads: max(1, threads), push: push, web: web)
         let server = try HTTPServer(
             router: router, limits: configuration.network, addresses: addresses, threads: threads, log: log,
             accessLog: configuration.accessLog, errorMapper: APIError.mapping)
@@ -68,9 +69,11 @@ public enum RoostCommands {
     }
 
     /// Every route `roost serve` answers: the API of API.md (described by openapi.yaml, which
-    /// a test holds to this list) and, only with `--conformance-echo`, the test-only echo.
+    /// a test holds to this list), the web app's files and, only with `--conformance-echo`,
+    /// the test-only echo.
     static func routes(
-        _ configuration: ServerConfiguration, pool: ConnectionPool, hub: StreamHub, hashingThreads: Int, push: PushSettings? = nil
+        _ configuration: ServerConfiguration, pool: ConnectionPool, hub: StreamHub, hashingThreads: Int, push: PushSettings? = nil,
+        web: WebApp? = nil
     ) throws -> Router {
         var builder = Router.Builder()
         OperationsRoutes.add(to: &builder, probe: ReadinessProbe(configuration: pool.configuration))
@@ -80,10 +83,25 @@ public enum RoostCommands {
                                      invitationLifetime: configuration.invitationLifetimeSeconds, limits: configuration.abuse,
                                      proxies: try TrustedProxies(parsing: configuration.trustedProxies), push: try push ?? pushSettings(configuration))
         APIRoutes(accounts: accounts, checkinMinimumSeconds: configuration.checkinMinSeconds, hub: hub).add(to: &builder)
+        web?.add(to: &builder)
         if configuration.conformanceEcho {
             builder.addWebSocket("/v1/conformance/echo") { _ in EchoSession() }
         }
         return builder.build()
+    }
+
+    /// The web app (`ROOST_WEB_DIR`, else the shipped `web/`); nil when turned off or, with
+    /// a warning, when no `web/` ships beside the binary.
+    static func webApp(_ configuration: ServerConfiguration, log: Log) throws -> WebApp? {
+        if configuration.webDirectory == "off" { return nil }
+        guard let folder = configuration.webDirectory.map({ URL(fileURLWithPath: $0) }) ?? WebApp.shippedFolder() else {
+            log.warning("no web/ folder beside the executable or in the working directory: serving the API only (set ROOST_WEB_DIR)")
+            return nil
+        }
+        let app = try WebApp(folder: folder)
+        log.info("serving the web app", ["folder": folder.path, "files": String(app.files.count),
+                                         "bytes": String(app.files.reduce(0) { $0 + $1.body.count })])
+        return app
     }
 
     /// The operator's `/metrics` listener (`ROOST_METRICS_LISTEN`, `off` for none): one event

@@ -29,6 +29,8 @@ public struct ServerConfiguration: Sendable {
     public var templatesDirectory: String?
     /// Where people reach Roost (`https://watch.example.org`): links in rendered messages.
     public var publicURL: String?
+    /// The web app's folder; nil: the shipped `web/`; "off": no web app.
+    public var webDirectory: String?
     public var deliveryTimeoutSeconds = 10
     /// Push services Web Push endpoints may be on; nil: the public browser services.
     public var webPushHosts: String?

@@ -47,6 +47,8 @@ struct ServerSetting: Sendable {
              "a folder like templates/ whose files replace the shipped ones (templates/<locale>/<name>.{txt,html,push})") {
             $0.templatesDirectory = $1
         },
+        text("--web-dir", "ROOST_WEB_DIR", "PATH|off", "the shipped web/",
+             "the folder of the web app served at / (off: serve the API only)") { $0.webDirectory = $1 },
         text("--public-url", "ROOST_PUBLIC_URL", "URL", "none: messages carry codes, not links",
              "where people reach Roost (https://watch.example.org): links in email and Web Push") { $0.publicURL = $1 },
         text("--webpush-hosts", "ROOST_WEBPUSH_HOSTS", "HOST,...", "fcm.googleapis.com,updates.push.services.mozilla.com,*.push.apple.com,*.notify.windows.com",

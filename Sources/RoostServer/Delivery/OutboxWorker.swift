@@ -291,6 +291,7 @@ public final class OutboxWorker: Sendable {
             guard MailAddress.isPlainAddress(message.recipient) else { return .failed("not an address SMTP can send to") }
             var fields = data
             fields["tenant_name"] = tenant?.name ?? ""
+            fields["tenant"] = tenant?.slug
             let rendered = try channels.messages.email(message.template, locale: tenant?.locale ?? "en", data: fields)
             let mail = MailMessage(from: smtp.from, to: message.recipient, subject: rendered.subject, text: rendered.text, html: rendered.html,
                                    date: Date(), messageID: message.id.uuidString.lowercased(),

@@ -83,7 +83,7 @@ final class RenderedMessages: Sendable {
     }
 
     /// The delivery's data with what templates show but rows do not keep: the app's address and
-    /// a link carrying the delivery's token (`/#/<template>?token=…`, where the web app takes
+    /// a link carrying the delivery's token (`/#/<template>?token=…&tenant=…`, where the web app takes
     /// it), a map link for an alert's place, its first photo's absolute address, and flags for
     /// its severity.
     func enriched(_ data: [String: Any], template: String) -> [String: Any] {
@@ -92,7 +92,9 @@ final class RenderedMessages: Sendable {
             context["app_url"] = publicURL
             if let token = data["token"] as? String {
                 let query = token.addingPercentEncoding(withAllowedCharacters: .urlQueryAllowed.subtracting(CharacterSet(charactersIn: "&+=#"))) ?? token
-                context["link"] = "\(publicURL)/#/\(template)?token=\(query)"
+                // The tenant's slug rides along: someone not yet signed in must know where to register.
+                let tenant = (data["tenant"] as? String).map { "&tenant=\($0)" } ?? ""
+                context["link"] = "\(publicURL)/#/\(template)?token=\(query)\(tenant)"
             }
         }
         if var alert = data["alert"] as? [String: Any] ?? data["message"] as? [String: Any] {

@@ -1,0 +1,161 @@
+// An alert: what and where, who answered and how, how many have seen it, the answer buttons,
+// responders' live locations, replies, and closing or reopening it with a resolution.
+
+import { api, path, session } from "../api.js";
+import { errorBox, field, form, h, mapLink, mount, severityLabel, showError, time, toast } from "../ui.js";
+
+const RESPONSES = [["seen", "Seen"], ["on_my_way", "On my way"], ["cannot_help", "Can't help"]];
+const RESPONSE_TEXT = Object.fromEntries(RESPONSES);
+
+export async function show({ main, params: [groupID, seqText], stream }) {
+  const seq = Number(seqText);
+  const me = session.user;
+  const details = h("div");
+  const answers = h("section", { "aria-labelledby": "answers-heading" });
+  const locations = h("section", { "aria-labelledby": "locations-heading" });
+  const replies = h("section", { "aria-labelledby": "replies-heading" });
+  const box = errorBox();
+  const buttons = h("div", { class: "row", role: "group", "aria-label": "Your answer" });
+  const lifecycle = h("div");
+  let message = null;
+  let sharing = null;
+
+  async function refresh() {
+    message = await api("GET", path`/v1/groups/${groupID}/messages/${seq}`);
+    if (!message.alert) throw new Error("That message is not an alert.");
+    renderDetails();
+  }
+
+  function renderDetails() {
+    const alert = message.alert;
+    const receipts = alert.receipts;
+    details.replaceChildren(h("div", { class: `card message alert-${alert.severity}` },
+      h("p", {}, h("span", { class: "severity" }, severityLabel(alert.severity)), ` · ${alert.status === "open" ? "Open" : "Closed"}`,
+        alert.escalation_level ? ` · escalated (level ${alert.escalation_level})` : ""),
+      h("p", { class: "text" }, message.text || message.template?.replaceAll("_", " ") || "Alert"),
+      h("p", { class: "small muted" }, "Raised by ", message.author?.display_name ?? "someone", " · ", time(message.created_at),
+        alert.repeat_count ? ` · repeated ${alert.repeat_count} times` : ""),
+      message.location ? h("p", {}, mapLink(message.location)) : null,
+      message.attachments?.map((attachment) => h("img", { src: attachment.url, alt: "Photo attached to the alert", width: attachment.width, height: attachment.height })),
+      receipts ? h("p", { class: "seen", dataset: { seen: String(receipts.seen) } },
+        `Seen by ${receipts.seen} of ${receipts.members} member${receipts.members === 1 ? "" : "s"}`,
+        ` · ${receipts.acknowledged} answered · ${receipts.pushed} notified`) : null,
+      alert.status === "closed" ? h("p", {}, "Closed ", alert.closed_by?.display_name ? `by ${alert.closed_by.display_name} ` : "", time(alert.closed_at),
+        alert.resolution ? `: ${alert.resolution}` : "") : null));
+
+    answers.replaceChildren(h("h2", { id: "answers-heading" }, "Answers"),
+      alert.acks.length
+        ? h("ul", { class: "answers" }, alert.acks.map((ack) => h("li", { dataset: { user: ack.user_id, response: ack.response } },
+          h("strong", {}, ack.display_name ?? "A member"), `: ${RESPONSE_TEXT[ack.response] ?? ack.response}`, ack.note ? ` (“${ack.note}”)` : "", " · ", time(ack.at))))
+        : h("p", { class: "muted" }, "Nobody has answered yet."),
+      alert.nearby?.length ? [h("h3", {}, "Neighbours nearest the place"), h("ul", { class: "answers" }, alert.nearby.map((near) =>
+        h("li", {}, `${near.display_name}: ${Math.round(near.distance_m)} m away`, near.response ? ` · ${RESPONSE_TEXT[near.response]}` : "")))] : null);
+
+    const mine = alert.acks.find((ack) => ack.user_id === me?.id)?.response;
+    buttons.replaceChildren(...(alert.status === "open" ? RESPONSES.map(([value, text]) =>
+      h("button", { type: "button", class: mine === value ? "" : "secondary", "aria-pressed": String(mine === value), onclick: () => answer(value) }, text)) : []));
+    if (alert.status === "open" && (mine === "on_my_way" || message.author?.id === me?.id)) {
+      buttons.append(h("button", { type: "button", class: "secondary", "aria-pressed": String(!!sharing), onclick: toggleSharing },
+        sharing ? "Stop sharing my location" : "Share my live location"));
+    }
+    renderLifecycle();
+  }
+
+  function renderLifecycle() {
+    const open = message.alert.status === "open";
+    lifecycle.replaceChildren(form({
+      label: open ? "Close the alert" : "Reopen the alert",
+      fields: open ? [field({ label: "Resolution", name: "resolution", optional: true, maxlength: 1000, hint: "What happened, for the group's record (“False alarm, the cat”)." })] : [],
+      submit: open ? "Close alert" : "Reopen alert",
+      action: async (values) => {
+        const body = open && values.resolution ? { resolution: values.resolution } : open ? {} : undefined;
+        await api("POST", path`/v1/groups/${groupID}/alerts/${seq}/${open ? "close" : "reopen"}`, body);
+        toast(open ? "Alert closed. Everyone told has been sent the all clear." : "Alert reopened.");
+        await refresh();
+      },
+    }));
+  }
+
+  async function answer(response) {
+    showError(box, null);
+    try {
+      message = await api("POST", path`/v1/groups/${groupID}/alerts/${seq}/ack`, { response });
+      await refresh();
+      toast(`You answered “${RESPONSE_TEXT[response]}”.`);
+    } catch (error) {
+      showError(box, error);
+    }
+  }
+
+  function toggleSharing() {
+    if (sharing) {
+      navigator.geolocation.clearWatch(sharing);
+      sharing = null;
+      renderDetails();
+      return;
+    }
+    if (!navigator.geolocation) return showError(box, new Error("This browser cannot share a location."));
+    let last = 0;
+    sharing = navigator.geolocation.watchPosition((position) => {
+      if (Date.now() - last < 2000) return; // the server keeps one point per person per 2 s
+      last = Date.now();
+      api("POST", path`/v1/groups/${groupID}/alerts/${seq}/live-location`, {
+        lat: position.coords.latitude, lon: position.coords.longitude, accuracy_m: Math.round(position.coords.accuracy),
+      }).catch((error) => showError(box, error));
+    }, () => showError(box, new Error("Your location is not available: allow it in the browser's settings.")), { enableHighAccuracy: true });
+    renderDetails();
+  }
+
+  async function refreshLocations() {
+    const answer = await api("GET", path`/v1/groups/${groupID}/alerts/${seq}/live-locations`).catch(() => null);
+    if (!answer) return;
+    locations.replaceChildren(...(answer.items.length ? [h("h2", { id: "locations-heading" }, "On their way"),
+      h("ul", { class: "answers" }, answer.items.map((point) => h("li", {}, h("strong", {}, point.display_name), " ",
+        mapLink(point), point.battery != null ? ` · battery ${point.battery}%` : "", " · ", time(point.at))))] : []));
+  }
+
+  async function refreshReplies() {
+    const answer = await api("GET", path`/v1/groups/${groupID}/messages/${seq}/replies?limit=100`).catch(() => null);
+    if (!answer) return;
+    replies.replaceChildren(h("h2", { id: "replies-heading" }, "Replies"),
+      answer.items.length ? h("ol", { class: "chat" }, answer.items.map((reply) => h("li", { class: "message" },
+        h("div", { class: "meta" }, reply.author?.display_name ?? "Someone", " · ", time(reply.created_at)), h("p", { class: "text" }, reply.text))))
+        : h("p", { class: "muted" }, "No replies yet."),
+      form({
+        label: "Reply to the alert",
+        fields: [field({ label: "Reply", name: "text", type: "textarea", rows: 2, maxlength: 4000 })],
+        submit: "Send reply",
+        action: async (values, element) => {
+          await api("POST", path`/v1/groups/${groupID}/messages`, { client_msg_id: crypto.randomUUID(), kind: "chat", text: values.text ?? "", reply_to: seq });
+          element.reset();
+          await refreshReplies();
+        },
+      }));
+  }
+
+  await refresh();
+  await Promise.all([refreshLocations(), refreshReplies()]);
+  mount(main, `${severityLabel(message.alert.severity)} in the group`,
+    h("p", {}, h("a", { href: `#/g/${groupID}` }, "Back to the group")),
+    details, box, buttons, answers, locations, replies, h("section", { "aria-label": "Close or reopen" }, lifecycle));
+
+  const onEvent = (event) => {
+    const frame = event.detail;
+    if (frame.group_id !== groupID) return;
+    if (frame.data?.seq === seq || frame.data?.reply_to === seq) {
+      refresh().catch(() => {});
+      if (frame.data?.reply_to === seq) refreshReplies();
+    }
+  };
+  const onNotice = (event) => {
+    const notice = event.detail;
+    if ((notice.event === "location.updated" || notice.event === "location.ended") && notice.data?.seq === seq) refreshLocations();
+  };
+  stream?.addEventListener("event", onEvent);
+  stream?.addEventListener("notice", onNotice);
+  return () => {
+    if (sharing) navigator.geolocation.clearWatch(sharing);
+    stream?.removeEventListener("event", onEvent);
+    stream?.removeEventListener("notice", onNotice);
+  };
+}
