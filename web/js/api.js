@@ -49,10 +49,12 @@ export class ApiError extends Error {
 
   /** The sentence to show: the API's message, and how long to wait after a 429 or 503. */
   get sentence() {
+    const text = this.message.charAt(0).toUpperCase() + this.message.slice(1);
+    const sentence = /[.!?]$/.test(text) ? text : `${text}.`;
     if (this.retryAfter && (this.status === 429 || this.status === 503)) {
-      return `${this.message} Try again in ${waitText(this.retryAfter)}.`;
+      return `${sentence} Try again in ${waitText(this.retryAfter)}.`;
     }
-    return this.message;
+    return sentence;
   }
 }
 

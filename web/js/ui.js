@@ -1,4 +1,4 @@
-// Small DOM helpers: elements built with text nodes only (never innerHTML), labelled form
+// Small DOM helpers: elements built with text nodes only (never parsed from strings), labelled form
 // fields, errors shown in place and announced to screen readers.
 
 import { ApiError } from "./api.js";
@@ -23,6 +23,12 @@ function append(element, children) {
     if (child === null || child === undefined || child === false) continue;
     element.append(child instanceof Node ? child : document.createTextNode(String(child)));
   }
+}
+
+/** Replaces `element`'s children, skipping null, undefined and false as h() does. */
+export function fill(element, ...children) {
+  element.replaceChildren(...children.flat(Infinity).filter((child) => child !== null && child !== undefined && child !== false));
+  return element;
 }
 
 let counter = 0;
@@ -131,9 +137,13 @@ export function toast(text) {
 /** Replaces the screen's content and moves focus to its heading, as a page change would. */
 export function mount(main, title, ...children) {
   const heading = h("h1", { tabindex: "-1" }, title);
-  main.replaceChildren(heading, ...children.flat(Infinity).filter((child) => child !== null && child !== undefined && child !== false));
+  fill(main, heading, children);
   document.title = `${title} · Roost`;
   heading.focus({ preventScroll: false });
+  if (!mount.shown) {
+    mount.shown = true;
+    performance.mark("roost:first-screen"); // read by the browser tests
+  }
   return heading;
 }
 

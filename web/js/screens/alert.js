@@ -2,7 +2,7 @@
 // responders' live locations, replies, and closing or reopening it with a resolution.
 
 import { api, path, session } from "../api.js";
-import { errorBox, field, form, h, mapLink, mount, severityLabel, showError, time, toast } from "../ui.js";
+import { errorBox, field, fill, form, h, mapLink, mount, severityLabel, showError, time, toast } from "../ui.js";
 
 const RESPONSES = [["seen", "Seen"], ["on_my_way", "On my way"], ["cannot_help", "Can't help"]];
 const RESPONSE_TEXT = Object.fromEntries(RESPONSES);
@@ -12,8 +12,8 @@ export async function show({ main, params: [groupID, seqText], stream }) {
   const me = session.user;
   const details = h("div");
   const answers = h("section", { "aria-labelledby": "answers-heading" });
-  const locations = h("section", { "aria-labelledby": "locations-heading" });
-  const replies = h("section", { "aria-labelledby": "replies-heading" });
+  const locations = h("section", { "aria-label": "Live locations" });
+  const replies = h("section", { "aria-label": "Replies" });
   const box = errorBox();
   const buttons = h("div", { class: "row", role: "group", "aria-label": "Your answer" });
   const lifecycle = h("div");
@@ -29,7 +29,7 @@ export async function show({ main, params: [groupID, seqText], stream }) {
   function renderDetails() {
     const alert = message.alert;
     const receipts = alert.receipts;
-    details.replaceChildren(h("div", { class: `card message alert-${alert.severity}` },
+    fill(details, h("div", { class: `card message alert-${alert.severity}` },
       h("p", {}, h("span", { class: "severity" }, severityLabel(alert.severity)), ` · ${alert.status === "open" ? "Open" : "Closed"}`,
         alert.escalation_level ? ` · escalated (level ${alert.escalation_level})` : ""),
       h("p", { class: "text" }, message.text || message.template?.replaceAll("_", " ") || "Alert"),
@@ -43,7 +43,7 @@ export async function show({ main, params: [groupID, seqText], stream }) {
       alert.status === "closed" ? h("p", {}, "Closed ", alert.closed_by?.display_name ? `by ${alert.closed_by.display_name} ` : "", time(alert.closed_at),
         alert.resolution ? `: ${alert.resolution}` : "") : null));
 
-    answers.replaceChildren(h("h2", { id: "answers-heading" }, "Answers"),
+    fill(answers, h("h2", { id: "answers-heading" }, "Answers"),
       alert.acks.length
         ? h("ul", { class: "answers" }, alert.acks.map((ack) => h("li", { dataset: { user: ack.user_id, response: ack.response } },
           h("strong", {}, ack.display_name ?? "A member"), `: ${RESPONSE_TEXT[ack.response] ?? ack.response}`, ack.note ? ` (“${ack.note}”)` : "", " · ", time(ack.at))))
@@ -52,7 +52,7 @@ export async function show({ main, params: [groupID, seqText], stream }) {
         h("li", {}, `${near.display_name}: ${Math.round(near.distance_m)} m away`, near.response ? ` · ${RESPONSE_TEXT[near.response]}` : "")))] : null);
 
     const mine = alert.acks.find((ack) => ack.user_id === me?.id)?.response;
-    buttons.replaceChildren(...(alert.status === "open" ? RESPONSES.map(([value, text]) =>
+    fill(buttons, ...(alert.status === "open" ? RESPONSES.map(([value, text]) =>
       h("button", { type: "button", class: mine === value ? "" : "secondary", "aria-pressed": String(mine === value), onclick: () => answer(value) }, text)) : []));
     if (alert.status === "open" && (mine === "on_my_way" || message.author?.id === me?.id)) {
       buttons.append(h("button", { type: "button", class: "secondary", "aria-pressed": String(!!sharing), onclick: toggleSharing },
@@ -63,7 +63,7 @@ export async function show({ main, params: [groupID, seqText], stream }) {
 
   function renderLifecycle() {
     const open = message.alert.status === "open";
-    lifecycle.replaceChildren(form({
+    fill(lifecycle, form({
       label: open ? "Close the alert" : "Reopen the alert",
       fields: open ? [field({ label: "Resolution", name: "resolution", optional: true, maxlength: 1000, hint: "What happened, for the group's record (“False alarm, the cat”)." })] : [],
       submit: open ? "Close alert" : "Reopen alert",
@@ -81,6 +81,7 @@ export async function show({ main, params: [groupID, seqText], stream }) {
     try {
       message = await api("POST", path`/v1/groups/${groupID}/alerts/${seq}/ack`, { response });
       await refresh();
+      buttons.querySelector('[aria-pressed="true"]')?.focus(); // the buttons were redrawn: keep the keyboard's place
       toast(`You answered “${RESPONSE_TEXT[response]}”.`);
     } catch (error) {
       showError(box, error);
@@ -109,7 +110,7 @@ export async function show({ main, params: [groupID, seqText], stream }) {
   async function refreshLocations() {
     const answer = await api("GET", path`/v1/groups/${groupID}/alerts/${seq}/live-locations`).catch(() => null);
     if (!answer) return;
-    locations.replaceChildren(...(answer.items.length ? [h("h2", { id: "locations-heading" }, "On their way"),
+    fill(locations, ...(answer.items.length ? [h("h2", { id: "locations-heading" }, "On their way"),
       h("ul", { class: "answers" }, answer.items.map((point) => h("li", {}, h("strong", {}, point.display_name), " ",
         mapLink(point), point.battery != null ? ` · battery ${point.battery}%` : "", " · ", time(point.at))))] : []));
   }
@@ -117,7 +118,7 @@ export async function show({ main, params: [groupID, seqText], stream }) {
   async function refreshReplies() {
     const answer = await api("GET", path`/v1/groups/${groupID}/messages/${seq}/replies?limit=100`).catch(() => null);
     if (!answer) return;
-    replies.replaceChildren(h("h2", { id: "replies-heading" }, "Replies"),
+    fill(replies, h("h2", { id: "replies-heading" }, "Replies"),
       answer.items.length ? h("ol", { class: "chat" }, answer.items.map((reply) => h("li", { class: "message" },
         h("div", { class: "meta" }, reply.author?.display_name ?? "Someone", " · ", time(reply.created_at)), h("p", { class: "text" }, reply.text))))
         : h("p", { class: "muted" }, "No replies yet."),

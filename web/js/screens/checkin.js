@@ -2,7 +2,7 @@
 // (on a PIN pad once PINs are set) or "I need help"; answer and send check-in requests.
 
 import { api, ApiError, path } from "../api.js";
-import { currentPosition, errorBox, field, form, h, mapLink, mount, showError, time, toast } from "../ui.js";
+import { currentPosition, errorBox, field, fill, form, h, mapLink, mount, showError, time, toast } from "../ui.js";
 
 const PINS_KEY = "roost.pins";
 
@@ -21,7 +21,7 @@ export async function show({ main, stream, navigate }) {
     timers.clear();
     watches.forEach((watch) => navigator.geolocation?.clearWatch(watch));
     watches.clear();
-    active.replaceChildren(h("h2", { id: "active-heading" }, "Your check-ins"),
+    fill(active, h("h2", { id: "active-heading" }, "Your check-ins"),
       answer.items.length ? answer.items.map(card) : h("p", { class: "muted" }, "None running. Start one before you walk home alone."));
   }
 
@@ -57,7 +57,7 @@ export async function show({ main, stream, navigate }) {
       } catch (error) {
         if (error instanceof ApiError && error.code === "pin_required") {
           localStorage.setItem(PINS_KEY, "1");
-          pad.replaceChildren(pinPad((entered) => end(action, entered)));
+          fill(pad, pinPad((entered) => end(action, entered)));
           pad.querySelector("button")?.focus();
           return;
         }
@@ -70,12 +70,12 @@ export async function show({ main, stream, navigate }) {
         checkin.note ? ` · ${checkin.note}` : ""),
       clock, spoken, box,
       h("div", { class: "row" },
-        h("button", { type: "button", class: "big", onclick: () => (pinsSet ? pad.replaceChildren(pinPad((pin) => end("complete", pin))) : end("complete")) }, "I'm safe"),
+        h("button", { type: "button", class: "big", onclick: () => (pinsSet ? fill(pad, pinPad((pin) => end("complete", pin))) : end("complete")) }, "I'm safe"),
         h("button", { type: "button", class: "big danger", onclick: () => help(checkin, box) }, "I need help")),
       pad,
       h("div", { class: "row" },
         h("button", { type: "button", class: "secondary", onclick: () => extend(checkin, box) }, "15 more minutes"),
-        h("button", { type: "button", class: "secondary", onclick: () => (pinsSet ? pad.replaceChildren(pinPad((pin) => end("cancel", pin))) : end("cancel")) }, "Cancel check-in")));
+        h("button", { type: "button", class: "secondary", onclick: () => (pinsSet ? fill(pad, pinPad((pin) => end("cancel", pin))) : end("cancel")) }, "Cancel check-in")));
   }
 
   async function extend(checkin, box) {
@@ -123,14 +123,14 @@ export async function show({ main, stream, navigate }) {
         await refresh();
       },
     });
-    starter.replaceChildren(h("h2", { id: "start-heading" }, "Start a check-in"),
+    fill(starter, h("h2", { id: "start-heading" }, "Start a check-in"),
       groups.items.length ? h("div", { class: "panel" }, startForm) : h("p", {}, "Join a group first: its members watch over your walk."));
   }
 
   async function refreshRequests() {
     const [received, sent] = await Promise.all([api("GET", "/v1/checkin-requests?role=received"), api("GET", "/v1/checkin-requests?role=sent")]);
     const ask = askForm();
-    requests.replaceChildren(h("h2", { id: "requests-heading" }, "Check-in requests"),
+    fill(requests, h("h2", { id: "requests-heading" }, "Check-in requests"),
       h("h3", {}, "Asked of you"),
       received.items.length ? h("ul", { class: "answers" }, received.items.map(receivedItem)) : h("p", { class: "muted" }, "Nobody has asked."),
       h("h3", {}, "You asked"),
@@ -164,7 +164,7 @@ export async function show({ main, stream, navigate }) {
       const select = memberField.querySelector("select");
       if (!event.target.value) return;
       const members = await api("GET", path`/v1/groups/${event.target.value}/members?limit=200`).catch(() => ({ items: [] }));
-      select.replaceChildren(...members.items.filter((member) => member.user_id !== me.id).map((member) => h("option", { value: member.user_id }, member.display_name)));
+      fill(select, ...members.items.filter((member) => member.user_id !== me.id).map((member) => h("option", { value: member.user_id }, member.display_name)));
     });
     return h("details", { class: "panel" }, h("summary", {}, "Ask someone to check in"), form({
       label: "Ask someone to check in",

@@ -3,7 +3,7 @@
 // location.
 
 import { api, path, session } from "../api.js";
-import { currentPosition, errorBox, field, h, mapLink, mount, severityLabel, showError, time, toast } from "../ui.js";
+import { currentPosition, errorBox, field, fill, h, mapLink, mount, severityLabel, showError, time, toast } from "../ui.js";
 
 const HOLD_MS = 1200;
 
@@ -138,7 +138,7 @@ export async function show({ main, params: [groupID], stream, navigate }) {
   async function refreshAlerts() {
     const answer = await api("GET", path`/v1/groups/${groupID}/alerts?status=open`).catch(() => null);
     if (!answer) return;
-    alertsBox.replaceChildren(...(answer.items.length ? [
+    fill(alertsBox, ...(answer.items.length ? [
       h("h2", {}, "Open alerts"),
       h("ul", { class: "groups" }, answer.items.map((alert) => h("li", {},
         h("a", { class: `group-link message alert-${alert.alert?.severity}`, href: `#/g/${groupID}/alert/${alert.seq}` },

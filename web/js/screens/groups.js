@@ -3,21 +3,21 @@
 // starting a new group live here too.
 
 import { api, path } from "../api.js";
-import { field, form, h, mount, time, toast } from "../ui.js";
+import { field, fill, form, h, mount, time, toast } from "../ui.js";
 
 export async function show({ main, stream, navigate }) {
   const list = h("ul", { class: "groups", "aria-label": "Your groups" });
-  const invitations = h("section", { "aria-labelledby": "invitations-heading" });
+  const invitations = h("section", { "aria-label": "Invitations" });
 
   async function refresh() {
     const answer = await api("GET", "/v1/groups?limit=200");
-    list.replaceChildren(...(answer.items.length ? answer.items.map(item) : [h("li", { class: "muted" }, "You are not in a group yet. Start one below, or ask your organiser for an invitation.")]));
+    fill(list, ...(answer.items.length ? answer.items.map(item) : [h("li", { class: "muted" }, "You are not in a group yet. Start one below, or ask your organiser for an invitation.")]));
   }
 
   async function refreshInvitations() {
     const answer = await api("GET", "/v1/invitations");
-    if (!answer.items.length) return invitations.replaceChildren();
-    invitations.replaceChildren(h("h2", { id: "invitations-heading" }, "Invitations"), h("ul", { class: "groups" }, answer.items.map((invitation) =>
+    if (!answer.items.length) return fill(invitations, );
+    fill(invitations, h("h2", { id: "invitations-heading" }, "Invitations"), h("ul", { class: "groups" }, answer.items.map((invitation) =>
       h("li", { class: "card row spread" },
         h("span", {}, h("strong", {}, invitation.group_name ?? invitation.group?.name ?? "A group"), " invited you"),
         h("span", { class: "row" },

@@ -3,7 +3,7 @@
 
 import { api, ApiError, path, session } from "../api.js";
 import { signedIn } from "../app.js";
-import { errorBox, field, form, h, mount, showError, toast } from "../ui.js";
+import { errorBox, field, fill, form, h, mount, showError, toast } from "../ui.js";
 
 export async function show(context) {
   const { main, query, navigate } = context;
@@ -56,10 +56,10 @@ function signIn(main, tenant, invitation, navigate, tab) {
   const tabs = h("div", { class: "tabs", role: "tablist", "aria-label": "Sign in or register" });
 
   function render() {
-    tabs.replaceChildren(
+    fill(tabs, 
       h("button", { type: "button", role: "tab", "aria-selected": String(mode === "signin"), onclick: () => { mode = "signin"; render(); } }, "Sign in"),
       canRegister ? h("button", { type: "button", role: "tab", "aria-selected": String(mode === "register"), onclick: () => { mode = "register"; render(); } }, "Create account") : null);
-    panel.replaceChildren(mode === "signin" ? signInForm() : registerForm());
+    fill(panel, mode === "signin" ? signInForm() : registerForm());
   }
 
   function identity(values) {
@@ -77,6 +77,11 @@ function signIn(main, tenant, invitation, navigate, tab) {
       } catch (error) {
         toast(error.sentence ?? error.message);
       }
+    }
+    if (invitation) {
+      // A new account made with an invitation is in exactly the invitation's group: open it.
+      const groups = await api("GET", "/v1/groups").catch(() => null);
+      if (groups?.items.length === 1) return navigate(`/g/${groups.items[0].id}`);
     }
     navigate("/groups");
   }
@@ -159,7 +164,7 @@ function resetPassword(main, tenant, navigate) {
     action: async (values) => {
       const login = (values.login ?? "").includes("@") ? { email: values.login } : { phone: values.login };
       await api("POST", "/v1/auth/password-reset", { tenant: tenant.slug, ...login }, { anonymous: true });
-      second.replaceChildren(h("p", { class: "notice", role: "status" }, "If that account exists, a code is on its way. It is valid for one hour."), confirm(login));
+      fill(second, h("p", { class: "notice", role: "status" }, "If that account exists, a code is on its way. It is valid for one hour."), confirm(login));
       second.querySelector("input")?.focus();
     },
   });

@@ -3,7 +3,7 @@
 
 import { api, path, session } from "../api.js";
 import { logOut } from "../app.js";
-import { currentPosition, errorBox, field, form, h, mount, showError, time, toast } from "../ui.js";
+import { currentPosition, errorBox, field, fill, form, h, mount, showError, time, toast } from "../ui.js";
 
 export async function show({ main, navigate }) {
   const [me, preferences] = await Promise.all([api("GET", "/v1/me"), api("GET", "/v1/me/notifications")]);
@@ -15,7 +15,7 @@ export async function show({ main, navigate }) {
     label: "Profile",
     fields: [
       field({ label: "Your name", name: "display_name", value: me.display_name, required: true, maxlength: 100, autocomplete: "name" }),
-      field({ label: "Home address", name: "address", value: me.home?.address ?? "", optional: true, autocomplete: "street-address", hint: "Shown only to people in your groups." }),
+      field({ label: "Home address", name: "address", value: me.home?.address ?? "", optional: true, autocomplete: "address-line1", hint: "Shown only to people in your groups." }),
       field({ label: "Notes for neighbours", name: "notes", value: me.home?.notes ?? "", optional: true, hint: "A spare key with number 12, a dog called Max…" }),
       field({ label: "Use where I am now as my home's place on the map", name: "here", type: "checkbox", checked: false }),
     ],
@@ -61,7 +61,7 @@ export async function show({ main, navigate }) {
   async function refreshDevices() {
     const answer = await api("GET", "/v1/me/devices");
     const box = errorBox();
-    devices.replaceChildren(h("h2", { id: "devices-heading" }, "Devices"), box,
+    fill(devices, h("h2", { id: "devices-heading" }, "Devices"), box,
       answer.items.length ? h("ul", { class: "answers" }, answer.items.map((device) => h("li", { class: "row spread" },
         h("span", {}, device.platform === "webpush" ? "A browser" : device.platform, " · added ", time(device.created_at)),
         h("button", { type: "button", class: "secondary", onclick: async () => {
@@ -73,7 +73,7 @@ export async function show({ main, navigate }) {
 
   async function refreshSessions() {
     const answer = await api("GET", "/v1/me/sessions");
-    sessions.replaceChildren(h("h2", {}, "Where you are signed in"),
+    fill(sessions, h("h2", {}, "Where you are signed in"),
       h("table", {}, h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Device"), h("th", { scope: "col" }, "Last used"), h("th", { scope: "col" }, h("span", { class: "visually-hidden" }, "Action")))),
         h("tbody", {}, answer.items.map((item) => h("tr", {},
           h("td", {}, item.client || "Unknown", item.current ? " (this one)" : ""),
@@ -94,8 +94,8 @@ export async function show({ main, navigate }) {
   const pins = form({
     label: "PINs for check-ins",
     fields: [
-      field({ label: "Safe PIN", name: "safe_pin", type: "password", inputmode: "numeric", pattern: "[0-9]{4,8}", autocomplete: "off", hint: "4 to 8 digits: ends a check-in." }),
-      field({ label: "Duress PIN", name: "duress_pin", type: "password", inputmode: "numeric", pattern: "[0-9]{4,8}", autocomplete: "off",
+      field({ label: "Safe PIN", name: "safe_pin", type: "password", inputmode: "numeric", pattern: "[0-9]{4,8}", autocomplete: "new-password", hint: "4 to 8 digits: ends a check-in." }),
+      field({ label: "Duress PIN", name: "duress_pin", type: "password", inputmode: "numeric", pattern: "[0-9]{4,8}", autocomplete: "new-password",
         hint: "Looks exactly like the safe one, but silently tells your group you are in danger." }),
     ],
     submit: "Set PINs",

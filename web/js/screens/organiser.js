@@ -3,7 +3,7 @@
 // A plain member sees the member list and can leave.
 
 import { api, path, session } from "../api.js";
-import { errorBox, field, form, h, mount, showError, time, toast } from "../ui.js";
+import { errorBox, field, fill, form, h, mount, showError, time, toast } from "../ui.js";
 
 export async function show({ main, params: [groupID], navigate }) {
   const me = session.user;
@@ -30,7 +30,7 @@ export async function show({ main, params: [groupID], navigate }) {
         showError(box, error);
       }
     };
-    sections.members.replaceChildren(h("h2", { id: "members-heading" }, `Members (${answer.items.length})`), box,
+    fill(sections.members, h("h2", { id: "members-heading" }, `Members (${answer.items.length})`), box,
       h("table", {}, h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Name"), h("th", { scope: "col" }, "Role"), h("th", { scope: "col" }, "Joined"),
         manager ? h("th", { scope: "col" }, h("span", { class: "visually-hidden" }, "Actions")) : null)),
       h("tbody", {}, answer.items.map((member) => h("tr", { dataset: { user: member.user_id } },
@@ -78,7 +78,7 @@ export async function show({ main, params: [groupID], navigate }) {
         await invitations();
       },
     });
-    sections.invitations.replaceChildren(h("h2", { id: "invitations-heading" }, "Invitations"), invite,
+    fill(sections.invitations, h("h2", { id: "invitations-heading" }, "Invitations"), invite,
       answer.items.length ? h("ul", { class: "answers" }, answer.items.map((item) => h("li", { class: "row spread" },
         h("span", {}, item.email ?? item.phone, ` · ${item.role} · ${item.status}`, item.status === "pending" ? [" · until ", time(item.expires_at)] : ""),
         item.status === "pending" ? h("button", { type: "button", class: "secondary", onclick: async () => {
@@ -105,12 +105,12 @@ export async function show({ main, params: [groupID], navigate }) {
         element.reset();
         await bridges();
         sections.bridges.insertBefore(shownOnce, sections.bridges.children[1]);
-        shownOnce.replaceChildren(h("div", { class: "notice stack", role: "status" },
+        fill(shownOnce, h("div", { class: "notice stack", role: "status" },
           h("p", {}, h("strong", {}, "Copy these now: they are shown only once.")),
           secret("Key", created.key), created.secret ? secret("Signing secret", created.secret) : null));
       },
     });
-    sections.bridges.replaceChildren(h("h2", { id: "bridges-heading" }, "Bridges (alarm panels, cameras)"),
+    fill(sections.bridges, h("h2", { id: "bridges-heading" }, "Bridges (alarm panels, cameras)"),
       answer.items.length ? h("ul", { class: "answers" }, answer.items.map((bridge) => h("li", { class: "row spread" },
         h("span", {}, bridge.name, bridge.last_seen_at ? [" · last heard ", time(bridge.last_seen_at)] : " · never heard from"),
         h("button", { type: "button", class: "secondary", onclick: async () => {
@@ -150,7 +150,7 @@ export async function show({ main, params: [groupID], navigate }) {
         showError(box, error, save);
       }
     });
-    sections.templates.replaceChildren(h("h2", { id: "templates-heading" }, "Alert and message templates"),
+    fill(sections.templates, h("h2", { id: "templates-heading" }, "Alert and message templates"),
       h("p", { class: "small muted" }, "Members raise these with one gesture."), save);
   }
 
@@ -186,7 +186,7 @@ export async function show({ main, params: [groupID], navigate }) {
         await escalation();
       },
     });
-    sections.escalation.replaceChildren(h("h2", { id: "escalation-heading" }, "Escalation"), settings,
+    fill(sections.escalation, h("h2", { id: "escalation-heading" }, "Escalation"), settings,
       h("h3", {}, "Escalation contacts"),
       contacts.items.length ? h("ul", { class: "answers" }, contacts.items.map((contact) => h("li", { class: "row spread" },
         h("span", {}, `${contact.name} · ${contact.email ?? contact.phone} · ${contact.confirmed ? "confirmed" : "not confirmed yet"}`),
@@ -199,7 +199,7 @@ export async function show({ main, params: [groupID], navigate }) {
 
   async function audit() {
     const answer = await api("GET", path`/v1/groups/${groupID}/audit?limit=50`);
-    sections.audit.replaceChildren(h("h2", { id: "audit-heading" }, "Audit log"),
+    fill(sections.audit, h("h2", { id: "audit-heading" }, "Audit log"),
       answer.items.length ? h("table", {}, h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "When"), h("th", { scope: "col" }, "Who"), h("th", { scope: "col" }, "What"))),
         h("tbody", {}, answer.items.map((entry) => h("tr", {}, h("td", {}, time(entry.at)), h("td", {}, entry.actor.display_name ?? entry.actor.type),
           h("td", {}, entry.action.replace(".", " "), entry.target ? ` (${entry.target.type})` : ""))))) : h("p", { class: "muted" }, "Nothing yet."));

@@ -2,7 +2,7 @@
 // was last seen and whether the alert is still open, refreshed every 30 s. No account needed.
 
 import { api, path } from "../api.js";
-import { errorBox, h, mapLink, mount, showError, time } from "../ui.js";
+import { errorBox, fill, h, mapLink, mount, showError, time } from "../ui.js";
 
 export async function show({ main, query }) {
   const token = query.get("token") ?? "";
@@ -14,7 +14,7 @@ export async function show({ main, query }) {
     try {
       const status = await api("GET", path`/v1/public/checkins/${token}`, undefined, { anonymous: true });
       showError(box, null);
-      body.replaceChildren(
+      fill(body, 
         h("p", {}, h("strong", {}, status.name), `: ${status.status}`, status.alert_status ? ` · alert ${status.alert_status}` : ""),
         status.last_location ? h("p", {}, "Last known place: ", mapLink(status.last_location), status.at ? [" at ", time(status.at)] : "") : h("p", {}, "No place shared."),
         status.battery != null ? h("p", {}, `Phone battery ${status.battery}%`) : null);

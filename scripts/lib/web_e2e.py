@@ -1,0 +1,427 @@
+"""The web app end to end, in real headless Chromium against a real `roost serve`.
+
+Two neighbours in two browsers (the organiser on a desktop-sized window, the neighbour on a
+phone-sized one): the organiser registers, starts a group and invites by email; the neighbour
+joins from the invitation's link; a red alert raised from a template with press-and-hold shows
+up live in the other browser, is answered "On my way", and the answer shows up live in the
+first; the server restarts and both browsers catch up with nothing missing or doubled; a
+check-in runs out and the watcher sees the alert. Bad input shows the API's message in place
+(unknown community, wrong password, 429 with its wait, a revoked invitation). axe-core checks
+every screen visited for serious or critical violations, and no page logs a script error.
+
+Usage: web_e2e.py ROOST_BINARY [--screenshots DIR]
+Environment: DATABASE_URL, ROOST_MIGRATION_DATABASE_URL (as for `roost serve`).
+"""
+
+import argparse
+import datetime
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+from axe_selenium_python import Axe
+from selenium import webdriver
+from selenium.webdriver.common.action_chains import ActionChains
+from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions as EC
+from selenium.webdriver.support.ui import Select, WebDriverWait
+
+PASSWORD = "a long enough password"
+PHONE = {"width": 390, "height": 844, "deviceScaleFactor": 2, "mobile": True}
+DESKTOP = {"width": 1280, "height": 900, "deviceScaleFactor": 1, "mobile": False}
+HOME = {"latitude": 55.6761, "longitude": 12.5683, "accuracy": 20}
+
+
+def say(text):
+    print(f"web-test: {text}", flush=True)
+
+
+class Failure(Exception):
+    pass
+
+
+def check(condition, message):
+    if not condition:
+        raise Failure(message)
+
+
+class Server:
+    """`roost serve` as a child process: log delivery (one JSON line per message on stdout)."""
+
+    def __init__(self, binary, workdir):
+        self.binary = binary
+        self.log_path = os.path.join(workdir, "roost.log")
+        self.admin = secrets.token_urlsafe(24)
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.process = None
+
+    def start(self):
+        log = open(self.log_path, "a")
+        env = dict(os.environ, ROOST_ADMIN_TOKEN=self.admin, ROOST_DELIVERY="log", ROOST_PUBLIC_URL=self.base)
+        self.process = subprocess.Popen(
+            [self.binary, "serve", "--listen", f"127.0.0.1:{self.port}", "--metrics-listen", "off", "--checkin-min-s", "1",
+             "--registrations-per-address-per-hour", "1000000"], stdout=log, stderr=log, env=env)
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            check(self.process.poll() is None, f"roost serve exited; see {self.log_path}")
+            try:
+                with urllib.request.urlopen(self.base + "/readyz", timeout=1):
+                    return
+            except (urllib.error.URLError, ConnectionError):
+                time.sleep(0.1)
+        raise Failure("roost serve was not ready within 30 s")
+
+    def stop(self):
+        if self.process and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            self.process.wait(timeout=30)
+
+    def deliveries(self, template):
+        """The log route's delivery lines of one template, oldest first."""
+        found = []
+        with open(self.log_path) as log:
+            for line in log:
+                if line.startswith("{") and '"channel"' in line:
+                    try:
+                        entry = json.loads(line)
+                    except json.JSONDecodeError:
+                        continue
+                    if entry.get("template") == template:
+                        found.append(entry)
+        return found
+
+    def api(self, method, path, body=None, token=None, expect=None):
+        headers = {"Content-Type": "application/json"}
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
+        data = json.dumps(body).encode() if body is not None else None
+        request = urllib.request.Request(self.base + path, method=method, data=data, headers=headers)
+        try:
+            with urllib.request.urlopen(request, timeout=10) as response:
+                status, text = response.status, response.read()
+        except urllib.error.HTTPError as error:
+            status, text = error.code, error.read()
+        if expect is not None:
+            check(status == expect, f"{method} {path}: expected {expect}, got {status} {text[:200]!r}")
+        return json.loads(text) if text else None
+
+
+class Browser:
+    """One neighbour's Chromium, with geolocation granted and a console watched for errors."""
+
+    def __init__(self, name, server, size):
+        options = webdriver.ChromeOptions()
+        options.binary_location = os.environ.get("ROOST_TEST_CHROMIUM", "/usr/bin/chromium")
+        for argument in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--window-size=1280,900",
+                         "--lang=en-GB"]:
+            options.add_argument(argument)
+        options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+        service = webdriver.ChromeService(executable_path=os.environ.get("ROOST_TEST_CHROMEDRIVER", "/usr/bin/chromedriver"))
+        self.driver = webdriver.Chrome(service=service, options=options)
+        self.name = name
+        self.server = server
+        self.size = size
+        self.errors = []
+        self.driver.execute_cdp_cmd("Browser.grantPermissions", {"origin": server.base, "permissions": ["geolocation"]})
+        self.driver.execute_cdp_cmd("Emulation.setGeolocationOverride", HOME)
+        self.driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", size)
+
+    def open(self, path):
+        self.driver.get(self.server.base + path)
+
+    def wait(self, condition, timeout=10, message=""):
+        try:
+            return WebDriverWait(self.driver, timeout, poll_frequency=0.05,
+                                 ignored_exceptions=(StaleElementReferenceException, NoSuchElementException)).until(condition)
+        except Exception as error:
+            raise Failure(f"{self.name}: {message or condition} (within {timeout} s); screen: {self.main_text()[:600]!r}") from error
+
+    def heading(self, text, timeout=10, exact=False):
+        def shown(driver):
+            headings = driver.find_elements(By.CSS_SELECTOR, "main h1")
+            return bool(headings) and (headings[0].text == text if exact else text in headings[0].text)
+        self.wait(shown, timeout, f"heading {text!r}")
+
+    def find(self, css):
+        return self.driver.find_element(By.CSS_SELECTOR, css)
+
+    def all(self, css):
+        return self.driver.find_elements(By.CSS_SELECTOR, css)
+
+    def button(self, text, within="main"):
+        return self.wait(EC.element_to_be_clickable((By.XPATH, f"//{within}//button[normalize-space()={json.dumps(text)}]")),
+                         message=f"button {text!r}")
+
+    def fill(self, name, value, within="main"):
+        element = self.wait(EC.visibility_of_element_located((By.CSS_SELECTOR, f"{within} [name={json.dumps(name)}]")),
+                            message=f"field {name!r}")
+        element.clear()
+        element.send_keys(value)
+        return element
+
+    def main_text(self):
+        try:
+            return self.find("main").text
+        except Exception:
+            return ""
+
+    def error_text(self, timeout=10):
+        """The text of the visible in-place error box, waiting for one to appear."""
+        self.wait(lambda driver: any(box.text.strip() for box in driver.find_elements(By.CSS_SELECTOR, "main .error")), timeout,
+                  "an error shown in place")
+        return " ".join(box.text.strip() for box in self.all("main .error") if box.text.strip())
+
+    def token(self):
+        return self.driver.execute_script("return JSON.parse(localStorage.getItem('roost.session')).token")
+
+    def seqs(self):
+        return [int(element.get_attribute("data-seq")) for element in self.all("ol.chat > li[data-seq]")]
+
+    def console_errors(self):
+        """Script errors logged since the last call (network status lines are the API's answers, shown in place)."""
+        for entry in self.driver.get_log("browser"):
+            if entry["level"] == "SEVERE" and entry.get("source") != "network":
+                self.errors.append(entry["message"])
+        found, self.errors = self.errors, []
+        return found
+
+    def axe(self, screen):
+        axe = Axe(self.driver)
+        axe.inject()
+        results = axe.run(options={"resultTypes": ["violations"]})
+        bad = [violation for violation in results["violations"] if violation.get("impact") in ("serious", "critical")]
+        check(not bad, f"{self.name} on {screen}: axe found " + "; ".join(
+            f"{violation['id']} ({violation['impact']}): {violation['help']} at {[node['target'] for node in violation['nodes']][:3]}"
+            for violation in bad))
+        return len(results["violations"])
+
+    def screenshot(self, directory, screen):
+        if not directory:
+            return
+        for label, size in (("phone", PHONE), ("desktop", DESKTOP)):
+            self.driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", size)
+            time.sleep(0.3)  # let layout settle at the new width before the picture
+            self.driver.save_screenshot(os.path.join(directory, f"{screen}-{label}.png"))
+        self.driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", self.size)
+
+    def quit(self):
+        self.driver.quit()
+
+
+def hold(browser, element, seconds=1.6):
+    # Released where it is: the screen may already have moved on to the alert.
+    ActionChains(browser.driver).click_and_hold(element).pause(seconds).release().perform()
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("binary")
+    parser.add_argument("--screenshots")
+    args = parser.parse_args()
+    shots = args.screenshots
+    if shots:
+        os.makedirs(shots, exist_ok=True)
+
+    workdir = tempfile.mkdtemp(prefix="roost-web-")
+    server = Server(args.binary, workdir)
+    server.start()
+    browsers = []
+    started = time.time()
+    audited = []
+    try:
+        slug = "web-" + secrets.token_hex(3)
+        server.api("POST", "/v1/admin/tenants", {"slug": slug, "name": "Oak Street watch", "registration": "open"}, server.admin, expect=201)
+
+        ann = Browser("organiser (desktop)", server, DESKTOP)
+        browsers.append(ann)
+        bob = Browser("neighbour (phone)", server, PHONE)
+        browsers.append(bob)
+
+        # The first screen, and bad input shown in place.
+        ann.open("/")
+        ann.heading("Welcome to Roost")
+        first = ann.driver.execute_script("return performance.getEntriesByName('roost:first-screen')[0].startTime")
+        say(f"first screen drawn {first:.0f} ms after navigation started")
+        audited.append(("join", ann.axe("join")))
+        ann.fill("tenant", "no-such-place\n")
+        check("There is no community called" in ann.error_text(), "an unknown community is named in place")
+        ann.fill("tenant", slug + "\n")
+        ann.heading("Oak Street watch")
+        ann.fill("login", "nobody@example.org")
+        ann.fill("password", "not the password\n")
+        refused = ann.error_text()
+        check("do not match an account" in refused, f"a wrong password shows the API's message, not {refused!r}")
+        for _ in range(5):
+            server.api("POST", "/v1/auth/login", {"tenant": slug, "email": "nobody@example.org", "password": "wrong again"})
+        ann.fill("password", "not the password either\n")
+        ann.wait(lambda driver: "Try again in" in ann.error_text(), message="the 429 with its wait")
+        say(f"errors in place: {refused!r}; then {ann.error_text()!r}")
+        audited.append(("sign in", ann.axe("sign in")))
+        ann.screenshot(shots, "join")
+
+        # The organiser registers and starts a group.
+        ann.button("Create account").click()
+        ann.fill("display_name", "Ann Organiser")
+        ann.fill("login", "ann@example.org")
+        ann.fill("password", PASSWORD + "\n")
+        ann.heading("Your groups")
+        ann.find("details summary").click()
+        ann.fill("name", "Oak Street north\n")
+        ann.heading("Oak Street north", exact=True)
+        group_id = ann.driver.current_url.rsplit("/", 1)[1]
+        ann_token = ann.token()
+        server.api("PUT", f"/v1/groups/{group_id}/templates", {"templates": [
+            {"key": "break_in", "text": "Someone is breaking in", "kind": "alert", "severity": "red"},
+            {"key": "suspicious", "text": "Suspicious person on the street", "kind": "alert", "severity": "amber"}]}, ann_token, expect=200)
+
+        # Invitations by email from the organiser's screen; a revoked one fails in place.
+        ann.open(f"/#/g/{group_id}/manage")
+        ann.heading("members and settings")
+        for address in ("carol@example.org", "bob@example.org"):
+            ann.fill("address", address)
+            ann.button("Send invitation").click()
+            ann.wait(lambda driver: address in ann.main_text(), message=f"the invitation to {address} listed")
+        audited.append(("organiser", ann.axe("organiser")))
+        ann.screenshot(shots, "organiser")
+        deadline = time.time() + 15
+        while time.time() < deadline and len(server.deliveries("invitation")) < 2:
+            time.sleep(0.1)
+        links = {entry["to"]: entry["data"]["token"] for entry in server.deliveries("invitation")}
+        check({"carol@example.org", "bob@example.org"} <= set(links), f"both invitations delivered, got {list(links)}")
+        invitations = server.api("GET", f"/v1/groups/{group_id}/invitations", token=ann_token)["items"]
+        carol = next(item for item in invitations if item["email"] == "carol@example.org")
+        server.api("DELETE", f"/v1/groups/{group_id}/invitations/{carol['id']}", token=ann_token, expect=204)
+
+        bob.open(f"/join?token={links['carol@example.org']}&tenant={slug}")
+        bob.heading("Oak Street watch")
+        bob.fill("display_name", "Carol")
+        bob.fill("login", "carol@example.org")
+        bob.fill("password", PASSWORD + "\n")
+        expired = bob.error_text()
+        check(expired and "undefined" not in expired, f"a revoked invitation's 410 is shown in place, got {expired!r}")
+        say(f"revoked invitation: {expired!r}")
+
+        # The neighbour joins from the invitation's link.
+        bob.open(f"/join?token={links['bob@example.org']}&tenant={slug}")
+        bob.heading("Oak Street watch")
+        check("You have been invited" in bob.main_text(), "the invitation is explained")
+        bob.fill("display_name", "Bob Neighbour")
+        bob.fill("login", "bob@example.org")
+        bob.fill("password", PASSWORD + "\n")
+        bob.heading("Oak Street north", exact=True)
+        bob_token = bob.token()
+        audited.append(("group", bob.axe("group")))
+
+        # A red alert from a template, with one deliberate gesture; the other browser sees it live.
+        ann.open(f"/#/g/{group_id}")
+        ann.heading("Oak Street north", exact=True)
+        ann.wait(lambda driver: ann.find("#connection").text == "", message="the stream online")
+        bob.wait(lambda driver: bob.find("#connection").text == "", message="the stream online")
+        Select(ann.find("main select[name=template]")).select_by_value("break_in")
+        before = set(bob.seqs())
+        hold_button = ann.button("Hold to raise the alert")
+        ActionChains(ann.driver).click_and_hold(hold_button).pause(0.3).release(hold_button).perform()
+        check("Not sent" in ann.main_text(), "a short press sends nothing")
+        hold(ann, hold_button)
+        bob.wait(EC.presence_of_element_located((By.CSS_SELECTOR, "ol.chat > li.alert-red")), 5, "the red alert live")
+        shown_at = time.time()
+        alert_seq = int(bob.find("ol.chat > li.alert-red").get_attribute("data-seq"))
+        alert = server.api("GET", f"/v1/groups/{group_id}/messages/{alert_seq}", token=ann_token)
+        created = datetime.datetime.fromisoformat(alert["created_at"].replace("Z", "+00:00")).timestamp()
+        say(f"the red alert showed in the other browser {(shown_at - created) * 1000:.0f} ms after the server stored it")
+        check(shown_at - created < 2.0, f"the red alert must show within 2 s, took {shown_at - created:.2f} s")
+        check(alert_seq not in before, "the alert is new")
+        check(alert["template"] == "break_in" and alert["alert"]["severity"] == "red", f"raised from the template: {alert['template']}")
+        check(alert["location"] and abs(alert["location"]["lat"] - HOME["latitude"]) < 1e-3, "with the browser's location")
+        bob.screenshot(shots, "group")
+
+        ann.heading("Red alert")  # the raiser lands on the alert
+        bob.driver.find_element(By.XPATH, "//ol[@class='chat']/li[contains(@class,'alert-red')]//a[normalize-space()='Open alert']").click()
+        bob.heading("Red alert")
+        bob.button("On my way").click()
+        ann.wait(EC.presence_of_element_located((By.CSS_SELECTOR, "li[data-response=on_my_way]")), 5, "the answer live on the raiser's screen")
+        check("Bob Neighbour" in ann.find("li[data-response=on_my_way]").text, "the answer names who")
+        ann.wait(lambda driver: "Seen by" in ann.main_text(), message="seen by N")
+        audited.append(("alert", bob.axe("alert")))
+        ann.screenshot(shots, "alert")
+
+        # The stream drops (server restarted): both catch up, nothing missing or doubled.
+        ann.open(f"/#/g/{group_id}")
+        ann.heading("Oak Street north", exact=True)
+        bob.open(f"/#/g/{group_id}")
+        bob.heading("Oak Street north", exact=True)
+        for browser in (ann, bob):
+            browser.wait(lambda driver, b=browser: b.find("#connection").text == "", message="the stream online")
+        server.stop()
+        for browser in (ann, bob):
+            browser.wait(lambda driver, b=browser: "Reconnecting" in b.find("#connection").text, 10, "a visible reconnecting state")
+        server.start()
+        posted = []
+        for index in range(6):
+            token = ann_token if index % 2 == 0 else bob_token
+            message = server.api("POST", f"/v1/groups/{group_id}/messages",
+                                 {"client_msg_id": secrets.token_hex(8), "kind": "chat", "text": f"after the restart {index}"}, token, expect=201)
+            posted.append(message["seq"])
+        history = sorted(item["seq"] for item in server.api("GET", f"/v1/groups/{group_id}/messages?limit=200", token=ann_token)["items"])
+        for browser in (ann, bob):
+            browser.wait(lambda driver, b=browser: set(posted) <= set(b.seqs()), 20, "every message posted after the restart")
+            browser.wait(lambda driver, b=browser: b.find("#connection").text == "", message="online again")
+            shown = browser.seqs()
+            check(len(shown) == len(set(shown)), f"{browser.name}: a message shown twice: {shown}")
+            check(shown == sorted(shown), f"{browser.name}: out of order: {shown}")
+            check(shown == [seq for seq in history if seq >= shown[0]], f"{browser.name}: missing messages: shown {shown}, history {history}")
+        say(f"after the restart both browsers show seqs {ann.seqs()} once each, in order")
+
+        # A check-in runs out: the watcher's browser shows the red alert.
+        checkin = server.api("POST", "/v1/checkins", {"group_id": group_id, "due_in_s": 2, "grace_s": 0, "note": "Walking home from the station"},
+                             bob_token, expect=201)
+        ann.wait(lambda driver: any("missed" in element.text.lower() or "Walking home" in element.text
+                                    for element in ann.all("ol.chat > li.alert-red")), 30, "the missed check-in's alert")
+        say(f"missed check-in {checkin['id']} shown to the watcher")
+
+        bob.open("/#/checkin")
+        bob.heading("Check-in")
+        audited.append(("check-in", bob.axe("check-in")))
+        bob.screenshot(shots, "checkin")
+        bob.open("/#/me")
+        bob.heading("Me")
+        audited.append(("me", bob.axe("me")))
+        bob.screenshot(shots, "me")
+        bob.open("/#/groups")
+        bob.heading("Your groups")
+        bob.wait(lambda driver: "Oak Street north" in bob.main_text(), message="the group listed")
+        audited.append(("groups", bob.axe("groups")))
+        bob.screenshot(shots, "groups")
+
+        for browser in browsers:
+            errors = browser.console_errors()
+            check(not errors, f"{browser.name} logged script errors: {errors}")
+        say("axe: no serious or critical violations on " + ", ".join(f"{screen} ({minor} minor)" for screen, minor in audited))
+        say(f"passed in {time.time() - started:.0f} s")
+    finally:
+        for browser in browsers:
+            try:
+                browser.quit()
+            except Exception:
+                pass
+        server.stop()
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except Failure as failure:
+        print(f"web-test: FAILED: {failure}", file=sys.stderr)
+        sys.exit(1)
