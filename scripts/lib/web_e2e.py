@@ -210,7 +210,8 @@ class Browser:
     def screenshot(self, directory, screen):
         if not directory:
             return
-        for label, size in (("phone", PHONE), ("desktop", DESKTOP)):
+        # At one device pixel per CSS pixel: the pictures are for README, not for the Retina.
+        for label, size in (("phone", dict(PHONE, deviceScaleFactor=1)), ("desktop", DESKTOP)):
             self.driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", size)
             time.sleep(0.3)  # let layout settle at the new width before the picture
             self.driver.save_screenshot(os.path.join(directory, f"{screen}-{label}.png"))
