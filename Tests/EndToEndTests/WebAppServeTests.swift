@@ -37,6 +37,23 @@ import Testing
         let head = try #require(await client.readResponseHeadOnly())
         #expect(head.status == 200 && head.body.isEmpty)
 
+        // A browser that takes gzip gets the compressed representation, tagged apart; Python's
+        // decoder gives back exactly the plain body.
+        client.send("GET /js/app.js HTTP/1.1\r\nHost: roost\r\nAccept-Encoding: gzip, deflate, br\r\n\r\n")
+        let compressed = try #require(await client.readResponse())
+        #expect(compressed.headers["content-encoding"] == "gzip" && compressed.headers["vary"] == "Accept-Encoding")
+        #expect(compressed.headers["etag"] != script.headers["etag"] && compressed.body.count * 2 < script.body.count)
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("roost-app-\(UUID().uuidString).js.gz")
+        try Data(compressed.body).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let python = ProcessInfo.processInfo.environment["ROOST_TEST_PYTHON"] ?? "/usr/bin/python3"
+        let decoded = try await Subprocess.run(python, ["-c", "import gzip,sys; sys.stdout.write(gzip.decompress(open(sys.argv[1],'rb').read()).decode())", file.path])
+        #expect(decoded.output == script.text)
+        client.send("GET /js/app.js HTTP/1.1\r\nHost: roost\r\nAccept-Encoding: gzip;q=0, identity\r\n\r\n")
+        #expect(await client.readResponse()?.headers["content-encoding"] == nil)
+        client.send("GET /icon-192.png HTTP/1.1\r\nHost: roost\r\nAccept-Encoding: gzip\r\n\r\n")
+        #expect(await client.readResponse().map { $0.status == 200 && $0.headers["content-encoding"] == nil } == true)
+
         // Everything else stays the API's: a JSON 404, and no directory walking.
         client.send("GET /nothing-here HTTP/1.1\r\nHost: roost\r\n\r\n")
         let missing = try #require(await client.readResponse())

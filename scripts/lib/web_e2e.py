@@ -18,6 +18,7 @@ import datetime
 import json
 import os
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
@@ -36,7 +37,7 @@ from selenium.webdriver.support import expected_conditions as EC
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
 PASSWORD = "a long enough password"
-PHONE = {"width": 390, "height": 844, "deviceScaleFactor": 2, "mobile": True}
+PHONE = {"width": 360, "height": 780, "deviceScaleFactor": 2, "mobile": True}
 DESKTOP = {"width": 1280, "height": 900, "deviceScaleFactor": 1, "mobile": False}
 HOME = {"latitude": 55.6761, "longitude": 12.5683, "accuracy": 20}
 
@@ -241,6 +242,7 @@ def main():
     browsers = []
     started = time.time()
     audited = []
+    passed = False
     try:
         slug = "web-" + secrets.token_hex(3)
         server.api("POST", "/v1/admin/tenants", {"slug": slug, "name": "Oak Street watch", "registration": "open"}, server.admin, expect=201)
@@ -358,6 +360,26 @@ def main():
         audited.append(("alert", bob.axe("alert")))
         ann.screenshot(shots, "alert")
 
+        # A photo from the phone, shown (through its signed address, under the page's CSP) on the desktop.
+        bob.open(f"/#/g/{group_id}")
+        bob.heading("Oak Street north", exact=True)
+        photo = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "web", "icon-192.png")
+        bob.find("main input[type=file]").send_keys(os.path.abspath(photo))
+        bob.fill("text", "Found this on the pavement\n")
+        ann.open(f"/#/g/{group_id}")
+        ann.heading("Oak Street north", exact=True)
+        ann.wait(lambda driver: driver.execute_script(
+            "const image = document.querySelector('ol.chat .attachments img'); return !!image && image.complete && image.naturalWidth === 192"),
+            10, "the photo loaded in the other browser")
+
+        # The same alert raised from the keyboard alone: Tab to the button, hold Space.
+        Select(bob.find("main select[name=template]")).select_by_value("suspicious")
+        keyboard_button = bob.button("Hold to raise the alert")
+        bob.driver.execute_script("arguments[0].focus()", keyboard_button)
+        ActionChains(bob.driver).key_down(" ").pause(1.6).key_up(" ").perform()
+        bob.heading("Amber alert")
+        ann.wait(EC.presence_of_element_located((By.CSS_SELECTOR, "ol.chat > li.alert-amber")), 5, "the keyboard's amber alert live")
+
         # The stream drops (server restarted): both catch up, nothing missing or doubled.
         ann.open(f"/#/g/{group_id}")
         ann.heading("Oak Street north", exact=True)
@@ -411,6 +433,7 @@ def main():
             check(not errors, f"{browser.name} logged script errors: {errors}")
         say("axe: no serious or critical violations on " + ", ".join(f"{screen} ({minor} minor)" for screen, minor in audited))
         say(f"passed in {time.time() - started:.0f} s")
+        passed = True
     finally:
         for browser in browsers:
             try:
@@ -418,6 +441,10 @@ def main():
             except Exception:
                 pass
         server.stop()
+        if passed:
+            shutil.rmtree(workdir, ignore_errors=True)
+        else:
+            say(f"the server's log is kept in {server.log_path}")
 
 
 if __name__ == "__main__":

@@ -100,7 +100,8 @@ public enum RoostCommands {
         }
         let app = try WebApp(folder: folder)
         log.info("serving the web app", ["folder": folder.path, "files": String(app.files.count),
-                                         "bytes": String(app.files.reduce(0) { $0 + $1.body.count })])
+                                         "bytes": String(app.files.reduce(0) { $0 + $1.body.count }),
+                                         "gzip_bytes": String(app.files.reduce(0) { $0 + ($1.gzipped ?? $1.body).count })])
         return app
     }
 

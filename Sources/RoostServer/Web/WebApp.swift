@@ -5,14 +5,16 @@ import RoostProtocol
 /// The web app of `web/`, read once at start and answered from memory on the event loop
 /// (a few dozen small files): `ETag` from the bytes, `Cache-Control: no-cache` so a browser
 /// revalidates (a 304 costs one round trip and no body; there is no build step to put
-/// hashes in names), and a Content-Security-Policy that lets the page load nothing but
-/// its own origin.
+/// hashes in names), gzip made once at start for the text files (`Vary: Accept-Encoding`),
+/// and a Content-Security-Policy that lets the page load nothing but its own origin.
 struct WebApp: Sendable {
     struct File: Sendable {
         let path: String
         let body: [UInt8]
         let contentType: String
         let etag: String
+        /// The body gzip-compressed, when that saves at least a tenth (text; not the PNGs).
+        let gzipped: [UInt8]?
     }
 
     /// What the app may load: its own scripts, styles, images (and the `blob:` previews of a
@@ -44,7 +46,9 @@ struct WebApp: Sendable {
             let relative = String(url.standardizedFileURL.path.dropFirst(root.count))
             let body = Array(try Data(contentsOf: url))
             let digest = Digest.sha256(body).prefix(12).map { String(format: "%02x", $0) }.joined()
-            files.append(File(path: relative.hasPrefix("/") ? relative : "/" + relative, body: body, contentType: type, etag: "\"\(digest)\""))
+            let compressed = Self.compressible(type) ? Gzip.compress(body) : nil
+            files.append(File(path: relative.hasPrefix("/") ? relative : "/" + relative, body: body, contentType: type, etag: "\"\(digest)\"",
+                              gzipped: compressed.flatMap { $0.count * 10 <= body.count * 9 ? $0 : nil }))
         }
         guard files.contains(where: { $0.path == "/index.html" }) else {
             throw ConfigurationError("the web app's folder \(folder.path) has no index.html")
@@ -63,6 +67,22 @@ struct WebApp: Sendable {
         "txt": "text/plain; charset=utf-8", "ico": "image/x-icon",
     ]
 
+    static func compressible(_ contentType: String) -> Bool {
+        contentType.hasPrefix("text/") || contentType.hasPrefix("application/") || contentType.hasPrefix("image/svg")
+    }
+
+    /// Whether an `Accept-Encoding` value takes gzip (a `q=0` refuses it, RFC 9110 §12.5.3).
+    static func acceptsGzip(_ header: String?) -> Bool {
+        guard let header else { return false }
+        for item in header.split(separator: ",") {
+            let parts = item.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+            guard parts.first == "gzip" || parts.first == "x-gzip" || parts.first == "*" else { continue }
+            let refused = parts.dropFirst().contains { $0.hasPrefix("q=") && (Double($0.dropFirst(2)) ?? 1) == 0 }
+            if !refused { return true }
+        }
+        return false
+    }
+
     /// Adds a GET route per file, and the app's entry paths.
     func add(to builder: inout Router.Builder) {
         for file in files {
@@ -76,19 +96,39 @@ struct WebApp: Sendable {
 
     private static func responder(_ file: File) -> InlineHandler {
         var headers: HTTPHeaders = [
-            "Content-Type": file.contentType, "ETag": file.etag, "Cache-Control": "no-cache",
-            "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer",
+            "Content-Type": file.contentType, "Cache-Control": "no-cache", "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer",
         ]
         if file.contentType.hasPrefix("text/html") {
             headers.add("Content-Security-Policy", contentSecurityPolicy)
             headers.add("X-Frame-Options", "DENY")
         }
-        let ok = HTTPResponse(status: .ok, headers: headers, body: file.body)
-        let notModified = HTTPResponse(status: .notModified, headers: headers)
+        if file.gzipped != nil { headers.add("Vary", "Accept-Encoding") }
+        // Each encoding is its own representation, with its own tag (RFC 9110 §8.8.3).
+        let plain = Variant(headers: headers, etag: file.etag, body: file.body)
+        let gzip = file.gzipped.map { body -> Variant in
+            var headers = headers
+            headers.add("Content-Encoding", "gzip")
+            return Variant(headers: headers, etag: String(file.etag.dropLast()) + "-gz\"", body: body)
+        }
         return { context in
-            guard let tags = context.request.headers["If-None-Match"] else { return ok }
-            let matches = tags == "*" || tags.split(separator: ",").contains { $0.trimmingCharacters(in: .whitespaces) == file.etag }
-            return matches ? notModified : ok
+            let variant = gzip.flatMap { acceptsGzip(context.request.headers["Accept-Encoding"]) ? $0 : nil } ?? plain
+            guard let tags = context.request.headers["If-None-Match"] else { return variant.ok }
+            let matches = tags == "*" || tags.split(separator: ",").contains { $0.trimmingCharacters(in: .whitespaces) == variant.etag }
+            return matches ? variant.notModified : variant.ok
+        }
+    }
+
+    private struct Variant: Sendable {
+        let etag: String
+        let ok: HTTPResponse
+        let notModified: HTTPResponse
+
+        init(headers: HTTPHeaders, etag: String, body: [UInt8]) {
+            var headers = headers
+            headers.add("ETag", etag)
+            self.etag = etag
+            ok = HTTPResponse(status: .ok, headers: headers, body: body)
+            notModified = HTTPResponse(status: .notModified, headers: headers)
         }
     }
 }
