@@ -428,6 +428,15 @@ def main():
         audited.append(("groups", bob.axe("groups")))
         bob.screenshot(shots, "groups")
 
+        # Offline, the service worker still opens the app shell, and the screen says what is wrong.
+        bob.wait(lambda driver: driver.execute_script("return !!navigator.serviceWorker.controller"), 10, "the service worker in control")
+        bob.driver.execute_cdp_cmd("Network.enable", {})
+        bob.driver.execute_cdp_cmd("Network.emulateNetworkConditions", {"offline": True, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1})
+        bob.driver.refresh()
+        bob.wait(lambda driver: "cannot be reached" in bob.main_text(), 10, "the offline app shell with its error in place")
+        bob.driver.execute_cdp_cmd("Network.emulateNetworkConditions", {"offline": False, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1})
+        say("offline: the service worker served the app shell, which said Roost cannot be reached")
+
         for browser in browsers:
             errors = browser.console_errors()
             check(not errors, f"{browser.name} logged script errors: {errors}")
