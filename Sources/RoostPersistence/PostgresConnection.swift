@@ -180,6 +180,15 @@ public final class PostgresConnection: @unchecked Sendable {
         return PostgresResult(rows: rows, affectedRows: affected)
     }
 
+    /// Errors after which this connection must not be lent again, whatever libpq's status
+    /// says yet: the server is shutting down or restarting (57P01–57P03), the link failed
+    /// (class 08), or the server turned out to be a standby (25006, after a failover or a
+    /// switchover demoted it), where a fresh connection finds the new primary (a multi-host
+    /// URL with `target_session_attrs=read-write`).
+    static func endsTheSession(_ sqlState: String) -> Bool {
+        sqlState.hasPrefix("57P0") || sqlState.hasPrefix("08") || sqlState == "25006"
+    }
+
     private func error(from result: OpaquePointer) -> DatabaseError {
         func field(_ code: Character) -> String? {
             guard let value = PQresultErrorField(result, Int32(code.asciiValue!)) else { return nil }
@@ -187,7 +196,7 @@ public final class PostgresConnection: @unchecked Sendable {
         }
         let sqlState = field("C")
         let message = field("M") ?? String(cString: PQresultErrorMessage(result)).trimmingWhitespace()
-        if PQstatus(handle) != CONNECTION_OK {
+        if PQstatus(handle) != CONNECTION_OK || sqlState.map(Self.endsTheSession) == true {
             isBroken = true
             return DatabaseError(.connectionLost, "the database connection was lost: \(message)", sqlState: sqlState)
         }

@@ -131,6 +131,26 @@ struct ConnectionPoolTests {
         #expect(pool.statistics.open == 1)
     }
 
+    @Test func aConnectionThatFindsAStandbyIsReportedAsLostAndReplaced() async throws {
+        // After a switchover a pooled connection can sit on a server that is now a standby; its
+        // write fails with 25006. That is the database being away (503), not a bug (500), and the
+        // connection goes, so the next one (libpq, target_session_attrs=read-write) finds the primary.
+        let name = "roost-standby-\(UUID().uuidString.prefix(8))"
+        let pool = makePool(size: 1, timeout: .seconds(10), name: name)
+        defer { pool.close() }
+        let firstPID = try await pool.withConnection { $0.backendPID }
+        await #expect {
+            try await pool.withConnection { connection in
+                try connection.run(script: "SET default_transaction_read_only = on")
+                try connection.withTransaction { try $0.query("CREATE TEMPORARY TABLE roost_standby_probe (n int)") }
+            }
+        } throws: { error in
+            (error as? DatabaseError).map { $0.code == .connectionLost && $0.sqlState == "25006" } == true
+        }
+        let secondPID = try await pool.withConnection { $0.backendPID }
+        #expect(secondPID != firstPID)
+    }
+
     @Test func anUnreachableServerIsItsOwnError() async throws {
         let pool = ConnectionPool(
             configuration: .init(connectionString: "postgresql:///roost?host=/nonexistent-roost-socket&port=1"),
