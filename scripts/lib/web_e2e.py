@@ -359,6 +359,12 @@ def main():
         ann.wait(lambda driver: "Seen by" in ann.main_text(), message="seen by N")
         audited.append(("alert", bob.axe("alert")))
         ann.screenshot(shots, "alert")
+        check(not bob.all("main section[aria-label='Close or reopen']"), "a member who did not raise it cannot close it")
+        ann.fill("resolution", "False alarm: the neighbour's cat")
+        ann.button("Close alert").click()
+        bob.wait(lambda driver: "False alarm: the neighbour's cat" in bob.main_text(), 5, "the close, with its resolution, live")
+        ann.button("Reopen alert").click()
+        bob.wait(lambda driver: "Open" in bob.find("main .card .severity").find_element(By.XPATH, "..").text, 5, "the reopen, live")
 
         # A photo from the phone, shown (through its signed address, under the page's CSP) on the desktop.
         bob.open(f"/#/g/{group_id}")
@@ -428,7 +434,23 @@ def main():
         audited.append(("groups", bob.axe("groups")))
         bob.screenshot(shots, "groups")
 
+        # The screens reached from messages, with no account: a bad link's error shown in place.
+        bob.open(f"/#/reset?tenant={slug}")
+        bob.heading("Reset your password")
+        audited.append(("password reset", bob.axe("password reset")))
+        bob.open("/#/checkin-status?token=not-a-token")
+        bob.heading("Check-in status")
+        check(bob.error_text(), "an unknown status link says so in place")
+        audited.append(("check-in status", bob.axe("check-in status")))
+        bob.open("/#/escalation_contact_confirm?token=not-a-token")
+        bob.heading("escalation contact")
+        bob.button("Confirm").click()
+        check(bob.error_text(), "an unknown confirmation link says so in place")
+        audited.append(("contact confirmation", bob.axe("contact confirmation")))
+
         # Offline, the service worker still opens the app shell, and the screen says what is wrong.
+        bob.open("/#/groups")
+        bob.heading("Your groups")
         bob.wait(lambda driver: driver.execute_script("return !!navigator.serviceWorker.controller"), 10, "the service worker in control")
         bob.driver.execute_cdp_cmd("Network.enable", {})
         bob.driver.execute_cdp_cmd("Network.emulateNetworkConditions", {"offline": True, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1})

@@ -134,11 +134,12 @@ export async function show({ main, params: [groupID, seqText], stream }) {
       }));
   }
 
-  await refresh();
-  await Promise.all([refreshLocations(), refreshReplies()]);
+  const [group] = await Promise.all([api("GET", path`/v1/groups/${groupID}`), refresh(), refreshLocations(), refreshReplies()]);
+  // Closing is for the alert's author and the group's managers (API.md): others do not see the form.
+  const mayClose = group.role === "owner" || group.role === "admin" || message.author?.id === me?.id;
   mount(main, `${severityLabel(message.alert.severity)} in the group`,
     h("p", {}, h("a", { href: `#/g/${groupID}` }, "Back to the group")),
-    details, box, buttons, answers, locations, replies, h("section", { "aria-label": "Close or reopen" }, lifecycle));
+    details, box, buttons, answers, locations, replies, mayClose ? h("section", { "aria-label": "Close or reopen" }, lifecycle) : null);
 
   const onEvent = (event) => {
     const frame = event.detail;
