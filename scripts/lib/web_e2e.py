@@ -448,6 +448,27 @@ def main():
         check(bob.error_text(), "an unknown confirmation link says so in place")
         audited.append(("contact confirmation", bob.axe("contact confirmation")))
 
+        # A Web Push as Roost sends it (the JSON of WebPushSender.notification), handed to the service
+        # worker by Chromium itself: a notification with the alert's two answers, one per alert.
+        ann.driver.execute_cdp_cmd("Browser.grantPermissions", {"origin": server.base, "permissions": ["geolocation", "notifications"]})
+        ann.wait(lambda driver: driver.execute_script("return !!navigator.serviceWorker.controller"), 10, "the service worker in control")
+        push = {"template": "alert", "title": "Red alert in Oak Street north", "body": "Ann Organiser: Someone is breaking in",
+                "group_id": group_id, "seq": alert_seq}
+        ann.driver.execute_cdp_cmd("ServiceWorker.enable", {})
+        for registration in ("0", "1", "2"):  # the profile's only registration; its id is not exposed to the page
+            try:
+                ann.driver.execute_cdp_cmd("ServiceWorker.deliverPushMessage",
+                                           {"origin": server.base + "/", "registrationId": registration, "data": json.dumps(push)})
+            except Exception:
+                pass
+        shown = ann.wait(lambda driver: driver.execute_async_script(
+            "const done = arguments[0]; navigator.serviceWorker.ready.then((r) => r.getNotifications())"
+            ".then((list) => done(list.length ? list.map((n) => ({title: n.title, tag: n.tag, actions: n.actions.map((a) => a.action)})) : null))"),
+            10, "the push's notification")
+        check(len(shown) == 1 and shown[0]["title"] == push["title"] and shown[0]["actions"] == ["on_my_way", "seen"]
+              and shown[0]["tag"] == f"alert-{group_id}-{alert_seq}", f"the notification: {shown}")
+        say(f"a Web Push payload became one notification with the actions {shown[0]['actions']}")
+
         # Offline, the service worker still opens the app shell, and the screen says what is wrong.
         bob.open("/#/groups")
         bob.heading("Your groups")
