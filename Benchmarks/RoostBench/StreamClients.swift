@@ -50,6 +50,9 @@ final class StreamClients: @unchecked Sendable {
     let closed = Atomic<Int>(0)
     /// Why connections failed: the socket error of a failed connect (last seen), and counts.
     let connectFailures = Atomic<Int>(0), lastConnectError = Atomic<Int>(0), refusals = Atomic<Int>(0)
+    /// Reads that returned data, and those the kernel stamped with their arrival time.
+    private let reads = Atomic<Int>(0), stampedReads = Atomic<Int>(0)
+    var readStamps: (reads: Int, stamped: Int) { (reads.load(ordering: .relaxed), stampedReads.load(ordering: .relaxed)) }
     /// Reconnects after a refusal (503), a close before `resumed` (1013 while the database is
     /// busy) or a failed connect, as a real client does, up to `retryLimit` times a connection
     /// with growing delays; 0 (the default) fails at once. Set before `start`.
@@ -59,6 +62,12 @@ final class StreamClients: @unchecked Sendable {
     private var reconnects: [(due: UInt64, id: Int)] = []
     private let stopping = Atomic<Bool>(false)
     private var buffer = [UInt8](repeating: 0, count: 65_536)  // one receive buffer for the loop
+    /// CLOCK_REALTIME minus CLOCK_MONOTONIC, read once: kernel receive stamps are wall-clock time.
+    private let wallMinusMonotonic: UInt64 = {
+        var wall = timespec()
+        clock_gettime(CLOCK_REALTIME, &wall)
+        return UInt64(wall.tv_sec) * 1_000_000_000 + UInt64(wall.tv_nsec) &- now()
+    }()
     private let finished = DispatchSemaphore(value: 0)
 
     var count: Int { connections.count }
@@ -137,6 +146,10 @@ final class StreamClients: @unchecked Sendable {
 
     private func open(_ id: Int) {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+        // Each read carries the time the kernel received its data, so a frame that waited in
+        // the socket buffer while the loop read others is timed when it arrived.
+        var timestamps: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &timestamps, socklen_t(MemoryLayout<Int32>.size))
         if let source {
             // The port is chosen at connect (IP_BIND_ADDRESS_NO_PORT), so ports still in
             // TIME_WAIT from an earlier run do not exhaust the range at bind.
@@ -222,19 +235,54 @@ final class StreamClients: @unchecked Sendable {
             return
         }
         while connections[id].phase == .handshaking || connections[id].phase == .open {
-            let fd = connections[id].fd
-            let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            let (count, arrival) = receive(connections[id].fd)
             if count == 0 || (count < 0 && errno != EAGAIN && errno != EWOULDBLOCK) { return fail(id) }
             if count < 0 { return }
             let bytes = Array(buffer[0..<count])
             switch kind {
-            case .roost(_, let resume): receiveRoost(id, bytes, resume: resume)
-            case .mqtt: receiveMQTT(id, bytes)
+            case .roost(_, let resume): receiveRoost(id, bytes, arrival: arrival, resume: resume)
+            case .mqtt: receiveMQTT(id, bytes, arrival: arrival)
             }
         }
     }
 
-    private func receiveRoost(_ id: Int, _ received: [UInt8], resume: (Int) -> String) {
+    /// One `recvmsg` into the loop's buffer: the byte count (or -1) and when the kernel received
+    /// the data (`SCM_TIMESTAMPNS`, wall clock, turned into `now()`'s monotonic clock), or the
+    /// time of the read when the kernel gave none.
+    private func receive(_ fd: Int32) -> (Int, UInt64) {
+        var control = [UInt64](repeating: 0, count: 8)  // room for one cmsghdr and a timespec, 8-aligned
+        var stamp: timespec?
+        let count = buffer.withUnsafeMutableBytes { data -> Int in
+            control.withUnsafeMutableBytes { controlBytes -> Int in
+                var vector = iovec(iov_base: data.baseAddress, iov_len: data.count)
+                return withUnsafeMutablePointer(to: &vector) { vectorPointer -> Int in
+                    var message = msghdr()
+                    message.msg_iov = vectorPointer
+                    message.msg_iovlen = 1
+                    message.msg_control = controlBytes.baseAddress
+                    message.msg_controllen = controlBytes.count
+                    let count = recvmsg(fd, &message, 0)
+                    // The first control message: {cmsg_len: size_t, cmsg_level: Int32, cmsg_type: Int32}, then its data.
+                    let headerSize = MemoryLayout<Int>.size + 2 * MemoryLayout<Int32>.size
+                    if count > 0, message.msg_controllen >= headerSize + MemoryLayout<timespec>.size {
+                        let level = controlBytes.load(fromByteOffset: MemoryLayout<Int>.size, as: Int32.self)
+                        let type = controlBytes.load(fromByteOffset: MemoryLayout<Int>.size + 4, as: Int32.self)
+                        if level == SOL_SOCKET, type == SO_TIMESTAMPNS {
+                            stamp = controlBytes.loadUnaligned(fromByteOffset: headerSize, as: timespec.self)
+                        }
+                    }
+                    return count
+                }
+            }
+        }
+        if count > 0 { reads.add(1, ordering: .relaxed) }
+        guard let stamp else { return (count, now()) }
+        stampedReads.add(1, ordering: .relaxed)
+        let wall = UInt64(stamp.tv_sec) * 1_000_000_000 + UInt64(stamp.tv_nsec)
+        return (count, wall &- wallMinusMonotonic)
+    }
+
+    private func receiveRoost(_ id: Int, _ received: [UInt8], arrival: UInt64, resume: (Int) -> String) {
         var bytes = received
         if connections[id].phase == .handshaking {
             connections[id].head += bytes
@@ -258,7 +306,7 @@ final class StreamClients: @unchecked Sendable {
                 switch message {
                 case .text(let text):
                     if let post = Self.marker(text.utf8, needle: needle) {
-                        onDelivery(id, post, now(), text.utf8.count)
+                        onDelivery(id, post, arrival, text.utf8.count)
                     } else if text.hasPrefix(#"{"type":"resumed""#), !connections[id].resumed {
                         connections[id].resumed = true
                         resumed.add(1, ordering: .relaxed)
@@ -276,7 +324,7 @@ final class StreamClients: @unchecked Sendable {
         }
     }
 
-    private func receiveMQTT(_ id: Int, _ bytes: [UInt8]) {
+    private func receiveMQTT(_ id: Int, _ bytes: [UInt8], arrival: UInt64) {
         connections[id].mqtt.feed(bytes)
         while let (type, body) = connections[id].mqtt.next() {
             switch type {
@@ -288,7 +336,7 @@ final class StreamClients: @unchecked Sendable {
                 resumed.add(1, ordering: .relaxed)
             case MQTT.publish:
                 let payload = MQTT.payload(ofPublish: body)
-                if let post = Self.marker(payload, needle: needle) { onDelivery(id, post, now(), payload.count) }
+                if let post = Self.marker(payload, needle: needle) { onDelivery(id, post, arrival, payload.count) }
             case MQTT.connack where body.count == 2 && body[body.startIndex + 1] != 0:
                 return fail(id)  // connection refused
             default:

@@ -7,6 +7,13 @@ import Glibc
 #endif
 
 /// Monotonic nanoseconds.
+/// This process's CPU time so far (user and system, all threads), in seconds.
+func processCPUSeconds() -> Double {
+    var usage = rusage()
+    getrusage(Int32(RUSAGE_SELF.rawValue), &usage)
+    return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+}
+
 func now() -> UInt64 {
     var time = timespec()
     clock_gettime(CLOCK_MONOTONIC, &time)
@@ -29,6 +36,27 @@ func cpuSeconds(pid: Int32) -> Double {
     // After the command: state is field 3; utime and stime are fields 14 and 15 (1-based).
     guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
     return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+}
+
+/// CPU seconds PostgreSQL has used: the postmaster with the children it has reaped (backends
+/// that ended), plus every child still running, from /proc. The difference over a step is the
+/// database's share of it, backends that came and went included.
+func databaseCPUSeconds(postmaster: Int32) -> Double {
+    func fields(_ pid: String) -> [Substring]? {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8), let close = text.lastIndex(of: ")") else { return nil }
+        return text[text.index(after: close)...].split(separator: " ")
+    }
+    let ticks = Double(sysconf(Int32(_SC_CLK_TCK)))
+    // After the command: ppid is field 4, utime..cstime fields 14-17 (1-based); here 0-based from field 3.
+    guard let own = fields(String(postmaster)), own.count > 14 else { return 0 }
+    var total = own[11...14].compactMap { Double($0) }.reduce(0, +)
+    let parent = String(postmaster)
+    for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] where entry.first?.isNumber == true {
+        guard let child = fields(entry), child.count > 12, child[1] == parent,
+              let user = Double(child[11]), let system = Double(child[12]) else { continue }
+        total += user + system
+    }
+    return total / ticks
 }
 
 /// Samples a process's resident memory every 10 ms from `init` until `stop`: the baseline, and

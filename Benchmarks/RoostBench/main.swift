@@ -24,6 +24,8 @@ struct Options {
     var port: UInt16 = 8080
     var databaseURL = ProcessInfo.processInfo.environment["DATABASE_URL"] ?? ""
     var serverPIDs: [Int32] = []
+    /// The PostgreSQL postmaster, whose backends' CPU is counted with the server's when given.
+    var databasePID: Int32?
     var members = 1000
     var groups = 100
     var alerts = 100
@@ -60,6 +62,7 @@ struct Options {
             case "--port": port = UInt16(try number())
             case "--database-url": databaseURL = value
             case "--server-pid", "--server-pids": serverPIDs = value.split(separator: ",").compactMap { Int32($0) }
+            case "--database-pid": databasePID = Int32(try number())
             case "--members": members = try number()
             case "--groups": groups = try number()
             case "--alerts": alerts = try number()
@@ -92,7 +95,7 @@ struct Options {
 
     static let usage = """
         usage: roost-bench connections|alert|live-location|fanout|posts|resume-storm --port PORT --server-pid PID[,PID...]
-               [--broker roost|mqtt] [--database-url URL] [--results FILE] [--latencies FILE]
+               [--broker roost|mqtt] [--database-url URL] [--database-pid POSTMASTER] [--results FILE] [--latencies FILE]
                connections:  [--connections N] [--per-worker N]
                alert:        [--members N] [--alerts N]
                live-location: [--members N] [--sharers S] [--seconds T]
