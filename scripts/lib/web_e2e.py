@@ -457,16 +457,21 @@ def main():
         push = {"template": "alert", "title": "Red alert in Oak Street north", "body": "Ann Organiser: Someone is breaking in",
                 "group_id": group_id, "seq": alert_seq}
         ann.driver.execute_cdp_cmd("ServiceWorker.enable", {})
-        for registration in ("0", "1", "2"):  # the profile's only registration; its id is not exposed to the page
-            try:
-                ann.driver.execute_cdp_cmd("ServiceWorker.deliverPushMessage",
-                                           {"origin": server.base + "/", "registrationId": registration, "data": json.dumps(push)})
-            except Exception:
-                pass
-        shown = ann.wait(lambda driver: driver.execute_async_script(
-            "const done = arguments[0]; navigator.serviceWorker.ready.then((r) => r.getNotifications())"
-            ".then((list) => done(list.length ? list.map((n) => ({title: n.title, tag: n.tag, actions: n.actions.map((a) => a.action)})) : null))"),
-            10, "the push's notification")
+        list_notifications = ("const done = arguments[0]; navigator.serviceWorker.ready.then((r) => r.getNotifications())"
+                              ".then((list) => done(list.map((n) => ({title: n.title, tag: n.tag, actions: n.actions.map((a) => a.action)}))))")
+        shown = []
+        deadline = time.time() + 20
+        while time.time() < deadline and not shown:
+            # The profile's only registration; DevTools learns of it asynchronously and its id is not
+            # exposed to the page, so each small id is tried until the notification shows.
+            for registration in range(10):
+                try:
+                    ann.driver.execute_cdp_cmd("ServiceWorker.deliverPushMessage",
+                                               {"origin": server.base + "/", "registrationId": str(registration), "data": json.dumps(push)})
+                except Exception:
+                    pass
+            time.sleep(0.5)
+            shown = ann.driver.execute_async_script(list_notifications)
         check(len(shown) == 1 and shown[0]["title"] == push["title"] and shown[0]["actions"] == ["on_my_way", "seen"]
               and shown[0]["tag"] == f"alert-{group_id}-{alert_seq}", f"the notification: {shown}")
         say(f"a Web Push payload became one notification with the actions {shown[0]['actions']}")
