@@ -20,16 +20,15 @@ import json
 import os
 import secrets
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
 import websockets
+
+from roost_process import Failure, RoostServe, check, http
 
 STREAMS = 200
 MEMBERS = 20
@@ -42,73 +41,13 @@ def say(text):
     print(f"ha-test: {text}", flush=True)
 
 
-class Failure(Exception):
-    pass
-
-
-def check(condition, message):
-    if not condition:
-        raise Failure(message)
-
-
-def free_port():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def http(method, url, body=None, token=None, timeout=10):
-    """(status, parsed body); status 0 when the connection failed."""
-    headers = {"Content-Type": "application/json"}
-    if token:
-        headers["Authorization"] = f"Bearer {token}"
-    data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(url, method=method, data=data, headers=headers)
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            text = response.read()
-            return response.status, (json.loads(text) if text else None)
-    except urllib.error.HTTPError as error:
-        text = error.read()
-        try:
-            return error.code, json.loads(text) if text else None
-        except json.JSONDecodeError:
-            return error.code, None
-    except (urllib.error.URLError, ConnectionError, TimeoutError, socket.timeout, OSError):
-        return 0, None
-
-
-class Node:
+class Node(RoostServe):
     def __init__(self, binary, name, workdir, admin, outbox):
-        self.name = name
-        self.port = free_port()
-        self.base = f"http://127.0.0.1:{self.port}"
-        self.log_path = os.path.join(workdir, f"{name}.log")
-        env = dict(os.environ, ROOST_ADMIN_TOKEN=admin, ROOST_DELIVERY="log")
-        for limit in ("ROOST_REGISTRATIONS_PER_ADDRESS_PER_HOUR", "ROOST_INVITATIONS_PER_SENDER_PER_DAY", "ROOST_INVITATIONS_PER_GROUP_PER_DAY",
-                      "ROOST_INVITATIONS_PER_RECIPIENT_PER_DAY", "ROOST_ALERTS_PER_USER_PER_HOUR"):
-            env[limit] = "1000000"
-        arguments = [binary, "serve", "--listen", f"127.0.0.1:{self.port}", "--metrics-listen", "off", "--no-access-log"]
-        if not outbox:
-            arguments.append("--no-outbox-worker")
-        self.process = subprocess.Popen(arguments, stdout=open(self.log_path, "a"), stderr=subprocess.STDOUT, env=env)
-
-    def wait_ready(self):
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            check(self.process.poll() is None, f"{self.name} exited; see {self.log_path}")
-            if http("GET", self.base + "/readyz", timeout=1)[0] == 200:
-                return
-            time.sleep(0.1)
-        raise Failure(f"{self.name} was not ready within 60 s")
-
-    def stop(self):
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
+        limits = ("ROOST_REGISTRATIONS_PER_ADDRESS_PER_HOUR", "ROOST_INVITATIONS_PER_SENDER_PER_DAY", "ROOST_INVITATIONS_PER_GROUP_PER_DAY",
+                  "ROOST_INVITATIONS_PER_RECIPIENT_PER_DAY", "ROOST_ALERTS_PER_USER_PER_HOUR")
+        super().__init__(binary, os.path.join(workdir, f"{name}.log"), name=name,
+                         environment={"ROOST_ADMIN_TOKEN": admin, **{limit: "1000000" for limit in limits}},
+                         arguments=("--no-access-log",) + (() if outbox else ("--no-outbox-worker",)))
 
 
 class Patroni:
@@ -244,12 +183,7 @@ def setup(nodes, admin):
     deadline = time.time() + 60
     invitations = {}
     while time.time() < deadline and len(invitations) < MEMBERS - 1:
-        invitations = {}
-        with open(nodes[0].log_path) as log:
-            for line in log:
-                if line.startswith("{") and '"template":"invitation"' in line:
-                    entry = json.loads(line)
-                    invitations[entry["to"]] = entry["data"]["token"]
+        invitations = {entry["to"]: entry["data"]["token"] for entry in nodes[0].deliveries("invitation", tenant=slug)}
         time.sleep(0.2)
     check(len(invitations) == MEMBERS - 1, f"invitations delivered: {len(invitations)}")
     for index in range(1, MEMBERS):
@@ -288,10 +222,9 @@ async def main():
     patroni = Patroni()
     workdir = tempfile.mkdtemp(prefix="roost-ha-test-")
     admin = secrets.token_urlsafe(24)
-    nodes = [Node(args.binary, "node1", workdir, admin, outbox=True)]
-    nodes[0].wait_ready()  # the first node migrates; the second finds the schema in place
-    nodes.append(Node(args.binary, "node2", workdir, admin, outbox=False))
-    nodes[1].wait_ready()
+    nodes = [Node(args.binary, "node1", workdir, admin, outbox=True), Node(args.binary, "node2", workdir, admin, outbox=False)]
+    nodes[0].start()  # the first node migrates; the second finds the schema in place
+    nodes[1].start()
     try:
         group, tokens = setup(nodes, admin)
         streams = [Stream(index, nodes[index % 2], tokens[index % MEMBERS], group) for index in range(STREAMS)]

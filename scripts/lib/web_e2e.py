@@ -19,14 +19,9 @@ import json
 import os
 import secrets
 import shutil
-import signal
-import socket
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 
 from axe_selenium_python import Axe
 from selenium import webdriver
@@ -35,6 +30,8 @@ from selenium.common.exceptions import NoSuchElementException, StaleElementRefer
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as EC
 from selenium.webdriver.support.ui import Select, WebDriverWait
+
+from roost_process import Failure, RoostServe, check, http
 
 PASSWORD = "a long enough password"
 PHONE = {"width": 360, "height": 780, "deviceScaleFactor": 2, "mobile": True}
@@ -46,77 +43,20 @@ def say(text):
     print(f"web-test: {text}", flush=True)
 
 
-class Failure(Exception):
-    pass
-
-
-def check(condition, message):
-    if not condition:
-        raise Failure(message)
-
-
-class Server:
-    """`roost serve` as a child process: log delivery (one JSON line per message on stdout)."""
+class Server(RoostServe):
+    """`roost serve` with an operator token, checks down to one second, and links to itself."""
 
     def __init__(self, binary, workdir):
-        self.binary = binary
-        self.log_path = os.path.join(workdir, "roost.log")
         self.admin = secrets.token_urlsafe(24)
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            self.port = probe.getsockname()[1]
-        self.base = f"http://127.0.0.1:{self.port}"
-        self.process = None
-
-    def start(self):
-        log = open(self.log_path, "a")
-        env = dict(os.environ, ROOST_ADMIN_TOKEN=self.admin, ROOST_DELIVERY="log", ROOST_PUBLIC_URL=self.base)
-        self.process = subprocess.Popen(
-            [self.binary, "serve", "--listen", f"127.0.0.1:{self.port}", "--metrics-listen", "off", "--checkin-min-s", "1",
-             "--registrations-per-address-per-hour", "1000000"], stdout=log, stderr=log, env=env)
-        deadline = time.time() + 30
-        while time.time() < deadline:
-            check(self.process.poll() is None, f"roost serve exited; see {self.log_path}")
-            try:
-                with urllib.request.urlopen(self.base + "/readyz", timeout=1):
-                    return
-            except (urllib.error.URLError, ConnectionError):
-                time.sleep(0.1)
-        raise Failure("roost serve was not ready within 30 s")
-
-    def stop(self):
-        if self.process and self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            self.process.wait(timeout=30)
-
-    def deliveries(self, template):
-        """The log route's delivery lines of one template, oldest first."""
-        found = []
-        with open(self.log_path) as log:
-            for line in log:
-                if line.startswith("{") and '"channel"' in line:
-                    try:
-                        entry = json.loads(line)
-                    except json.JSONDecodeError:
-                        continue
-                    if entry.get("template") == template:
-                        found.append(entry)
-        return found
+        super().__init__(binary, os.path.join(workdir, "roost.log"), environment={"ROOST_ADMIN_TOKEN": self.admin},
+                         arguments=("--checkin-min-s", "1", "--registrations-per-address-per-hour", "1000000"))
+        self.environment["ROOST_PUBLIC_URL"] = self.base
 
     def api(self, method, path, body=None, token=None, expect=None):
-        headers = {"Content-Type": "application/json"}
-        if token:
-            headers["Authorization"] = f"Bearer {token}"
-        data = json.dumps(body).encode() if body is not None else None
-        request = urllib.request.Request(self.base + path, method=method, data=data, headers=headers)
-        try:
-            with urllib.request.urlopen(request, timeout=10) as response:
-                status, text = response.status, response.read()
-        except urllib.error.HTTPError as error:
-            status, text = error.code, error.read()
+        status, answer = http(method, self.base + path, body, token)
         if expect is not None:
-            check(status == expect, f"{method} {path}: expected {expect}, got {status} {text[:200]!r}")
-        return json.loads(text) if text else None
+            check(status == expect, f"{method} {path}: expected {expect}, got {status} {str(answer)[:200]}")
+        return answer
 
 
 class Browser:
@@ -238,7 +178,7 @@ def main():
 
     workdir = tempfile.mkdtemp(prefix="roost-web-")
     server = Server(args.binary, workdir)
-    server.start()
+    server.start(ready_within=30)
     browsers = []
     started = time.time()
     audited = []
@@ -299,7 +239,7 @@ def main():
         audited.append(("organiser", ann.axe("organiser")))
         ann.screenshot(shots, "organiser")
         def links():
-            return {entry["to"]: entry["data"]["token"] for entry in server.deliveries("invitation") if entry.get("tenant") == slug}
+            return {entry["to"]: entry["data"]["token"] for entry in server.deliveries("invitation", tenant=slug)}
         deadline = time.time() + 30
         while time.time() < deadline and len(links()) < 2:
             time.sleep(0.1)
@@ -398,7 +338,7 @@ def main():
         server.stop()
         for browser in (ann, bob):
             browser.wait(lambda driver, b=browser: "Reconnecting" in b.find("#connection").text, 10, "a visible reconnecting state")
-        server.start()
+        server.start(ready_within=30)
         posted = []
         for index in range(6):
             token = ann_token if index % 2 == 0 else bob_token
