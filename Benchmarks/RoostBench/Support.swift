@@ -28,35 +28,34 @@ func percentile(_ sorted: [UInt64], _ q: Double) -> UInt64 {
     return sorted[min(sorted.count - 1, max(0, Int((Double(sorted.count) * q).rounded(.up)) - 1))]
 }
 
+/// The fields of /proc/PID/stat after the command, so `[0]` is the state (field 3, 1-based),
+/// `[1]` the parent, `[11]` and `[12]` utime and stime, `[13]` and `[14]` the reaped children's.
+private func procStat(_ pid: String) -> [Substring]? {
+    guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8), let close = text.lastIndex(of: ")") else { return nil }
+    return text[text.index(after: close)...].split(separator: " ")
+}
+
+private let clockTicks = Double(sysconf(Int32(_SC_CLK_TCK)))
+
 /// CPU seconds (user + system) a process has used, from /proc/PID/stat.
 func cpuSeconds(pid: Int32) -> Double {
-    guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-          let close = text.lastIndex(of: ")") else { return 0 }
-    let fields = text[text.index(after: close)...].split(separator: " ")
-    // After the command: state is field 3; utime and stime are fields 14 and 15 (1-based).
-    guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
-    return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    guard let fields = procStat(String(pid)), fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
+    return (user + system) / clockTicks
 }
 
 /// CPU seconds PostgreSQL has used: the postmaster with the children it has reaped (backends
 /// that ended), plus every child still running, from /proc. The difference over a step is the
 /// database's share of it, backends that came and went included.
 func databaseCPUSeconds(postmaster: Int32) -> Double {
-    func fields(_ pid: String) -> [Substring]? {
-        guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8), let close = text.lastIndex(of: ")") else { return nil }
-        return text[text.index(after: close)...].split(separator: " ")
-    }
-    let ticks = Double(sysconf(Int32(_SC_CLK_TCK)))
-    // After the command: ppid is field 4, utime..cstime fields 14-17 (1-based); here 0-based from field 3.
-    guard let own = fields(String(postmaster)), own.count > 14 else { return 0 }
+    guard let own = procStat(String(postmaster)), own.count > 14 else { return 0 }
     var total = own[11...14].compactMap { Double($0) }.reduce(0, +)
     let parent = String(postmaster)
     for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] where entry.first?.isNumber == true {
-        guard let child = fields(entry), child.count > 12, child[1] == parent,
+        guard let child = procStat(entry), child.count > 12, child[1] == parent,
               let user = Double(child[11]), let system = Double(child[12]) else { continue }
         total += user + system
     }
-    return total / ticks
+    return total / clockTicks
 }
 
 /// Samples a process's resident memory every 10 ms from `init` until `stop`: the baseline, and

@@ -45,7 +45,7 @@ struct WebApp: Sendable {
                   let type = Self.contentTypes[url.pathExtension.lowercased()] else { continue }
             let relative = String(url.standardizedFileURL.path.dropFirst(root.count))
             let body = Array(try Data(contentsOf: url))
-            let digest = Digest.sha256(body).prefix(12).map { String(format: "%02x", $0) }.joined()
+            let digest = Digest.hex(Array(Digest.sha256(body).prefix(12)))
             let compressed = Self.compressible(type) ? Gzip.compress(body) : nil
             files.append(File(path: relative.hasPrefix("/") ? relative : "/" + relative, body: body, contentType: type, etag: "\"\(digest)\"",
                               gzipped: compressed.flatMap { $0.count * 10 <= body.count * 9 ? $0 : nil }))
