@@ -111,6 +111,11 @@ export async function api(method, path, body, options = {}) {
   return json;
 }
 
+/** An email address or a phone number typed in one field, as the API's `email` or `phone`. */
+export function byAddress(text) {
+  return text.includes("@") ? { email: text } : { phone: text };
+}
+
 /** Path segments, encoded. */
 export function path(strings, ...values) {
   return strings.reduce((text, part, index) => text + part + (index < values.length ? encodeURIComponent(values[index]) : ""), "");

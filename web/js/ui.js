@@ -168,15 +168,32 @@ export function severityLabel(severity) {
   return { red: "Red alert", amber: "Amber alert", info: "Info" }[severity] ?? "Alert";
 }
 
+/** A Geolocation position as the API's location: {lat, lon, accuracy_m}. */
+function place(position) {
+  return { lat: position.coords.latitude, lon: position.coords.longitude, accuracy_m: Math.round(position.coords.accuracy) };
+}
+
 /** The browser's current position, or null when refused or unavailable within 8 s. */
 export function currentPosition() {
   if (!navigator.geolocation) return Promise.resolve(null);
   return new Promise((resolve) => {
-    navigator.geolocation.getCurrentPosition(
-      (position) => resolve({ lat: position.coords.latitude, lon: position.coords.longitude, accuracy_m: Math.round(position.coords.accuracy) }),
-      () => resolve(null),
+    navigator.geolocation.getCurrentPosition((position) => resolve(place(position)), () => resolve(null),
       { enableHighAccuracy: true, timeout: 8000, maximumAge: 30000 });
   });
+}
+
+/**
+ * Follows the browser's position, handing `send` a place at most once every `everyMs`; the
+ * watch's id for clearWatch, or null when the browser has no geolocation.
+ */
+export function followPosition(everyMs, send, failed = () => {}) {
+  if (!navigator.geolocation) return null;
+  let last = 0;
+  return navigator.geolocation.watchPosition((position) => {
+    if (Date.now() - last < everyMs) return;
+    last = Date.now();
+    send(place(position));
+  }, failed, { enableHighAccuracy: true });
 }
 
 /** A link to the place on OpenStreetMap (the app itself loads nothing from elsewhere). */

@@ -2,7 +2,7 @@
 // responders' live locations, replies, and closing or reopening it with a resolution.
 
 import { api, path, session } from "../api.js";
-import { errorBox, field, fill, form, h, mapLink, mount, severityLabel, showError, time, toast } from "../ui.js";
+import { errorBox, field, fill, followPosition, form, h, mapLink, mount, severityLabel, showError, time, toast } from "../ui.js";
 
 const RESPONSES = [["seen", "Seen"], ["on_my_way", "On my way"], ["cannot_help", "Can't help"]];
 const RESPONSE_TEXT = Object.fromEntries(RESPONSES);
@@ -95,15 +95,10 @@ export async function show({ main, params: [groupID, seqText], stream }) {
       renderDetails();
       return;
     }
-    if (!navigator.geolocation) return showError(box, new Error("This browser cannot share a location."));
-    let last = 0;
-    sharing = navigator.geolocation.watchPosition((position) => {
-      if (Date.now() - last < 2000) return; // the server keeps one point per person per 2 s
-      last = Date.now();
-      api("POST", path`/v1/groups/${groupID}/alerts/${seq}/live-location`, {
-        lat: position.coords.latitude, lon: position.coords.longitude, accuracy_m: Math.round(position.coords.accuracy),
-      }).catch((error) => showError(box, error));
-    }, () => showError(box, new Error("Your location is not available: allow it in the browser's settings.")), { enableHighAccuracy: true });
+    sharing = followPosition(2000, (location) => { // the server keeps one point per person per 2 s
+      api("POST", path`/v1/groups/${groupID}/alerts/${seq}/live-location`, location).catch((error) => showError(box, error));
+    }, () => showError(box, new Error("Your location is not available: allow it in the browser's settings.")));
+    if (sharing === null) return showError(box, new Error("This browser cannot share a location."));
     renderDetails();
   }
 

@@ -2,7 +2,7 @@
 // (on a PIN pad once PINs are set) or "I need help"; answer and send check-in requests.
 
 import { api, ApiError, path } from "../api.js";
-import { currentPosition, errorBox, field, fill, form, h, mapLink, mount, showError, time, toast } from "../ui.js";
+import { currentPosition, errorBox, field, fill, followPosition, form, h, mapLink, mount, showError, time, toast } from "../ui.js";
 
 const PINS_KEY = "roost.pins";
 
@@ -38,15 +38,9 @@ export async function show({ main, stream, navigate }) {
     };
     tick();
     timers.add(setInterval(tick, 1000));
-    if (navigator.geolocation) {
-      let last = 0;
-      watches.add(navigator.geolocation.watchPosition((position) => {
-        if (Date.now() - last < 30000) return;
-        last = Date.now();
-        api("POST", path`/v1/checkins/${checkin.id}/location`, { lat: position.coords.latitude, lon: position.coords.longitude, accuracy_m: Math.round(position.coords.accuracy) })
-          .then(() => null, () => null);
-      }, () => {}, { enableHighAccuracy: true }));
-    }
+    const watch = followPosition(30000, (location) =>
+      api("POST", path`/v1/checkins/${checkin.id}/location`, location).then(() => null, () => null));
+    if (watch !== null) watches.add(watch);
     const pad = h("div");
     const end = async (action, pin) => {
       showError(box, null);

@@ -1,7 +1,7 @@
 // Joining: pick the tenant by its slug (its name comes from tenant discovery), then sign in or
 // create an account; accept an invitation from its link; reset a forgotten password.
 
-import { api, ApiError, path, session } from "../api.js";
+import { api, ApiError, byAddress, path, session } from "../api.js";
 import { signedIn } from "../app.js";
 import { errorBox, field, fill, form, h, mount, showError, toast } from "../ui.js";
 
@@ -63,8 +63,7 @@ function signIn(main, tenant, invitation, navigate, tab) {
   }
 
   function identity(values) {
-    const id = values.login ?? "";
-    return id.includes("@") ? { email: id } : { phone: id };
+    return byAddress(values.login ?? "");
   }
 
   async function finish(answer) {
@@ -162,7 +161,7 @@ function resetPassword(main, tenant, navigate) {
     fields: [field({ label: "Email or phone number", name: "login", required: true, autocomplete: "username" })],
     submit: "Send me a code",
     action: async (values) => {
-      const login = (values.login ?? "").includes("@") ? { email: values.login } : { phone: values.login };
+      const login = byAddress(values.login ?? "");
       await api("POST", "/v1/auth/password-reset", { tenant: tenant.slug, ...login }, { anonymous: true });
       fill(second, h("p", { class: "notice", role: "status" }, "If that account exists, a code is on its way. It is valid for one hour."), confirm(login));
       second.querySelector("input")?.focus();

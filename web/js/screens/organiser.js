@@ -2,7 +2,7 @@
 // (key and secret shown once), templates, escalation settings and contacts, the audit log.
 // A plain member sees the member list and can leave.
 
-import { api, path, session } from "../api.js";
+import { api, byAddress, path, session } from "../api.js";
 import { errorBox, field, fill, form, h, mount, showError, time, toast } from "../ui.js";
 
 export async function show({ main, params: [groupID], navigate }) {
@@ -67,7 +67,7 @@ export async function show({ main, params: [groupID], navigate }) {
       submit: "Send invitation",
       action: async (values, element) => {
         const address = values.address ?? "";
-        const body = address.includes("@") ? { email: address } : { phone: address };
+        const body = byAddress(address);
         if (values.role === "admin") body.role = "admin";
         await api("POST", path`/v1/groups/${groupID}/invitations`, body).catch((error) => {
           if (error.field === "email" || error.field === "phone") error.field = "address";
@@ -180,7 +180,7 @@ export async function show({ main, params: [groupID], navigate }) {
       submit: "Add contact",
       action: async (values, element) => {
         const address = values.address ?? "";
-        await api("POST", path`/v1/groups/${groupID}/escalation-contacts`, { name: values.name ?? "", ...(address.includes("@") ? { email: address } : { phone: address }) });
+        await api("POST", path`/v1/groups/${groupID}/escalation-contacts`, { name: values.name ?? "", ...byAddress(address) });
         element.reset();
         toast("Contact added: they must confirm from the message they get.");
         await escalation();
