@@ -26,6 +26,14 @@ struct RenderedMessagesTests {
         }
     }
 
+    @Test func anInvitationLinksToTheWebAppWithItsTokenAndTenant() throws {
+        // Someone not signed in must know which community to register in (web/js/screens/join.js).
+        let email = try messages.email("invitation", locale: "en", data: ["token": "riv_abc", "tenant": "oak-street", "group_name": "North"])
+        #expect(email.text.contains("https://watch.example.org/#/invitation?token=riv_abc&tenant=oak-street"))
+        let without = try messages.email("invitation", locale: "en", data: ["token": "riv_abc"])
+        #expect(without.text.contains("https://watch.example.org/#/invitation?token=riv_abc") && !without.text.contains("&tenant="))
+    }
+
     @Test func anAlertEmailCarriesGroupSeverityPlaceAndPhotoAndEscapesWhatMembersWrote() throws {
         let data: [String: Any] = ["group_name": "Elm <Row>", "alert": [
             "text": "Broken window at <b>no. 4</b>", "author": ["display_name": "Ann"], "location": ["lat": 55.68, "lon": 12.57],
