@@ -9,12 +9,15 @@ import Glibc
 /// whole ephemeral port range to itself; the servers (several `roost serve` sharing the port
 /// with SO_REUSEPORT when N needs it) are measured from /proc before and after.
 func connectionsScenario(_ options: Options) throws {
-    let mqtt = options.broker == "mqtt"
+    let mqtt = options.broker == "mqtt", xmpp = options.broker == "xmpp"
     let workers = (options.connections + options.perWorker - 1) / options.perWorker
-    print("connections (\(mqtt ? "mosquitto" : "Roost")): \(options.connections) idle \(mqtt ? "MQTT subscriptions" : "authenticated streams") "
+    let what = mqtt ? "MQTT subscriptions" : xmpp ? "XMPP sessions, each in a room of 100" : "authenticated streams"
+    print("connections (\(options.serverName)): \(options.connections) idle \(what) "
           + "from \(workers) client process\(workers == 1 ? "" : "es"), \(options.serverPIDs.count) server process\(options.serverPIDs.count == 1 ? "" : "es")")
     var tokensFile: String?
-    if !mqtt {
+    if xmpp {
+        try Seed.xmppAccounts(databaseURL: options.databaseURL, names: (0..<options.connections).map { "m\($0)" })
+    } else if !mqtt {
         let seed = try Seed.make(databaseURL: options.databaseURL, groups: 1, membersPerGroup: options.connections)
         let path = NSTemporaryDirectory() + "roost-bench-tokens-\(getpid())"
         try seed.members[0].joined(separator: "\n").write(toFile: path, atomically: true, encoding: .utf8)
@@ -33,7 +36,7 @@ func connectionsScenario(_ options: Options) throws {
         let from = worker * options.perWorker, to = min(options.connections, from + options.perWorker)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
-        var arguments = ["connections-worker", "--port", String(options.port), "--broker", options.broker,
+        var arguments = ["connections-worker", "--port", String(options.port), "--broker", options.broker, "--domain", options.domain,
                          "--source", "127.0.0.\(worker + 2)", "--token-range", "\(from)-\(to)"]
         if let tokensFile { arguments += ["--tokens-file", tokensFile] }
         process.arguments = arguments
@@ -73,7 +76,7 @@ func connectionsScenario(_ options: Options) throws {
     print(String(format: "  server anonymous memory %d → %d MiB (RSS %d → %d MiB): %.0f user-space bytes per idle connection (goal ≤ 2,048)",
                  rssBefore / 1024, rssAfter / 1024, residentBefore / 1024, residentAfter / 1024, userBytes))
     print(String(format: "  kernel: %.0f bytes per socket (slab and TCP buffers, both ends counted)", kernelBytes))
-    Report.record(["scenario": "connections", "server": mqtt ? "mosquitto" : "roost", "connections": options.connections, "live": live,
+    Report.record(["scenario": "connections", "server": options.serverName, "connections": options.connections, "live": live,
                    "server_processes": options.serverPIDs.count, "client_processes": workers,
                    "seconds": (ramp * 10).rounded() / 10, "handshakes_per_s": Int(Double(live) / max(ramp, 0.001)),
                    "user_bytes_per_connection": Int(userBytes), "kernel_bytes_per_socket": Int(kernelBytes), "retries": retries,
@@ -91,6 +94,8 @@ func connectionsWorker(_ options: Options) throws {
     let kind: StreamClients.Kind
     if options.broker == "mqtt" {
         kind = .mqtt(topics: options.tokenRange.map { "bench/idle/\($0)" })
+    } else if options.broker == "xmpp" {
+        kind = .xmpp(domain: options.domain, users: options.tokenRange.map { "m\($0)" }, rooms: options.tokenRange.map { "idle-g\($0 / 100)" })
     } else {
         guard let path = options.tokensFile else { throw BenchError("--tokens-file is required") }
         let tokens = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map(String.init)

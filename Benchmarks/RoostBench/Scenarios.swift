@@ -61,14 +61,45 @@ func roostClients(_ options: Options, tokens: [String], ledger: Ledger) -> Strea
     }
 }
 
+/// ejabberd's occupants: accounts `m0`, `m1`, … (and the poster, a MUC service admin), each
+/// joining `room(i)`.
+func xmppClients(_ options: Options, count: Int, room: (Int) -> String, ledger: Ledger) throws -> StreamClients {
+    let users = (0..<count).map { "m\($0)" }
+    try Seed.xmppAccounts(databaseURL: options.databaseURL, names: users + ["poster"])
+    return StreamClients(port: options.port, kind: .xmpp(domain: options.domain, users: users, rooms: (0..<count).map(room))) { _, post, time, bytes in
+        ledger.delivered(post, at: time, bytes: bytes)
+    }
+}
+
+/// ejabberd's poster: one session of the service admin, posting to rooms it has not joined.
+func xmppPublish(_ session: XMPPSession, room: String, marker: Int) -> Bool {
+    (try? session.send(XMPP.groupchat(room: room, domain: session.domain, id: "b\(marker)", text: "bench:\(marker): someone at the gate"))) != nil
+}
+
+/// Roost: REST alerts to a group of N streams. ejabberd: groupchat messages to a room of N
+/// occupants, from the service admin (stored by mod_mam before they are sent on).
 func alertScenario(_ options: Options) throws {
-    print("alert: one alert at a time to a group of \(options.members) connected members, \(options.alerts) alerts")
-    let seed = try Seed.make(databaseURL: options.databaseURL, groups: 1, membersPerGroup: options.members)
+    let xmpp = options.broker == "xmpp"
+    print("alert (\(xmpp ? "ejabberd, XMPP MUC with mod_mam" : "Roost")): one alert at a time to a group of \(options.members) connected members, "
+          + "\(options.alerts) alerts")
     let ledger = Ledger(capacity: options.alerts + 1)
-    let clients = roostClients(options, tokens: seed.members[0], ledger: ledger)
+    let clients: StreamClients
+    let publish: (Int) throws -> Void
+    if xmpp {
+        clients = try xmppClients(options, count: options.members, room: { _ in "alert" }, ledger: ledger)
+        let session = try XMPPSession(port: options.port, domain: options.domain, user: "poster")
+        publish = { index in guard xmppPublish(session, room: "alert", marker: index) else { throw BenchError("ejabberd closed the poster") } }
+    } else {
+        let seed = try Seed.make(databaseURL: options.databaseURL, groups: 1, membersPerGroup: options.members)
+        clients = roostClients(options, tokens: seed.members[0], ledger: ledger)
+        let poster = try HTTPPoster(port: options.port)
+        publish = { index in
+            let status = try post(poster, group: seed.groups[0], index: index, token: seed.posterToken, kind: "alert")
+            guard status == 201 else { throw BenchError("post answered \(status)") }
+        }
+    }
     connect(clients, options)
     defer { clients.stop() }
-    let poster = try HTTPPoster(port: options.port)
     var spans: [UInt64] = []
     var readSpans: [UInt64] = []
     var incomplete = 0
@@ -77,8 +108,7 @@ func alertScenario(_ options: Options) throws {
     let wallStart = now()
     for index in 0..<options.alerts {
         ledger.start(index)
-        let status = try post(poster, group: seed.groups[0], index: index, token: seed.posterToken, kind: "alert")
-        guard status == 201 else { throw BenchError("post answered \(status)") }
+        try publish(index)
         let deadline = now() + 5_000_000_000
         while ledger.state.withLock({ $0.received[index] }) < clients.live.load(ordering: .relaxed) && now() < deadline { usleep(100) }
         let (received, last, read, started) = ledger.state.withLock { ($0.received[index], $0.lastReceipt[index], $0.lastRead[index], $0.started[index]) }
@@ -103,24 +133,28 @@ func alertScenario(_ options: Options) throws {
           + "kernel stamps on \(stamps.stamped - stampsBefore.stamped) of \(stamps.reads - stampsBefore.reads) reads; "
           + String(format: "client CPU %.2f s in %.2f s", clientCPU, wall))
     if incomplete > 0 { print("  \(incomplete) alerts did not reach every member within 5 s") }
-    Report.record(["scenario": "alert", "server": "roost", "members": options.members, "alerts": options.alerts,
+    Report.record(["scenario": "alert", "server": options.serverName, "members": options.members, "alerts": options.alerts,
                    "p50_ms": ms(percentile(spans, 0.5)), "p99_ms": ms(percentile(spans, 0.99)), "max_ms": ms(spans.last ?? 0),
                    "read_p50_ms": ms(percentile(readSpans, 0.5)), "read_p99_ms": ms(percentile(readSpans, 0.99)),
                    "client_cpu_s": clientCPU, "wall_s": wall, "incomplete": incomplete, "goal_p99_ms": goal])
 }
 
 /// Roost: REST posts to G groups of M streams. mosquitto: QoS 0 publishes to G topics of M
-/// subscribers, with payloads the size of Roost's frames.
+/// subscribers, with payloads the size of Roost's frames. ejabberd: groupchat messages (the
+/// same text as Roost's posts) to G rooms of M occupants, archived by mod_mam in PostgreSQL.
 func fanoutScenario(_ options: Options) throws {
-    let mqtt = options.broker == "mqtt"
-    print("fanout (\(mqtt ? "mosquitto, MQTT 3.1.1 QoS 0" : "Roost")): \(options.groups) groups × \(options.members) members, "
+    let mqtt = options.broker == "mqtt", xmpp = options.broker == "xmpp"
+    let label = ["mqtt": "mosquitto, MQTT 3.1.1 QoS 0", "xmpp": "ejabberd, XMPP MUC with mod_mam"][options.broker] ?? "Roost"
+    print("fanout (\(label)): \(options.groups) groups × \(options.members) members, "
           + "posts spread over the groups at fixed rates, \(options.seconds) s a step")
     let perStep = options.rates.map { Int(Double($0) * options.seconds) }
     let ledger = Ledger(capacity: perStep.reduce(0, +) + 1)
-    let seed = mqtt ? nil : try Seed.make(databaseURL: options.databaseURL, groups: options.groups, membersPerGroup: options.members)
+    let seed = mqtt || xmpp ? nil : try Seed.make(databaseURL: options.databaseURL, groups: options.groups, membersPerGroup: options.members)
     let clients: StreamClients
     if let seed {
         clients = roostClients(options, tokens: seed.members.flatMap { $0 }, ledger: ledger)
+    } else if xmpp {
+        clients = try xmppClients(options, count: options.groups * options.members, room: { "fanout-g\($0 / options.members)" }, ledger: ledger)
     } else {
         let topics = (0..<options.groups).flatMap { group in Array(repeating: "bench/g\(group)", count: options.members) }
         clients = StreamClients(port: options.port, kind: .mqtt(topics: topics)) { _, post, time, bytes in ledger.delivered(post, at: time, bytes: bytes) }
@@ -133,6 +167,7 @@ func fanoutScenario(_ options: Options) throws {
     var allSamples: [[UInt64]] = []
     let database = options.databasePID.map { pid in { databaseCPUSeconds(postmaster: pid) } } ?? { 0 }
     let withDatabase = !mqtt && options.databasePID != nil
+    let domain = options.domain
     print("  rate posts/s | deliveries/s | server CPU | deliveries per CPU-s | p50 | p99 | missing"
           + (withDatabase ? " | PostgreSQL CPU | per CPU-s with PostgreSQL" : ""))
     for (rate, count) in zip(options.rates, perStep) {
@@ -149,6 +184,14 @@ func fanoutScenario(_ options: Options) throws {
                 ledger.start(offset + ticket)
                 if (try? post(poster, group: seed.groups[ticket % seed.groups.count], index: offset + ticket, token: seed.posterToken,
                               kind: "chat")) != 201 {
+                    failures.add(1, ordering: .relaxed)
+                }
+            }
+        } else if xmpp {
+            // One connection, as mosquitto's publisher: a groupchat message has no reply to wait for.
+            paced(count: count, rate: rate, threads: 1, make: { try? XMPPSession(port: options.port, domain: domain, user: "poster") }) { session, ticket in
+                ledger.start(offset + ticket)
+                if !xmppPublish(session, room: "fanout-g\(ticket % options.groups)", marker: offset + ticket) {
                     failures.add(1, ordering: .relaxed)
                 }
             }
@@ -192,24 +235,50 @@ func fanoutScenario(_ options: Options) throws {
     // The CDF plot shows every step, so both servers can be compared at the same rates.
     Report.latencies(Array(zip(options.rates, allSamples)).map { (rate: $0.0, sorted: $0.1) })
     if let best = steps.indices.max(by: { (steps[$0]["per_cpu_s"] as! Int) < (steps[$1]["per_cpu_s"] as! Int) }) {
-        Report.record(["scenario": "fanout", "server": mqtt ? "mosquitto" : "roost", "groups": options.groups, "members": options.members,
+        Report.record(["scenario": "fanout", "server": options.serverName, "groups": options.groups, "members": options.members,
                        "steps": steps, "best": steps[best], "frame_bytes": frameBytes])
     }
 }
 
+/// Roost: REST posts, each answered after its commit. ejabberd: each poster is the one occupant
+/// of its own room and waits for its message to come back (MUC sends it on after mod_mam has
+/// stored it), the nearest XMPP has to an acknowledgement.
 func postsScenario(_ options: Options) throws {
-    print("posts: REST message posts, commit included")
-    let seed = try Seed.make(databaseURL: options.databaseURL, groups: 32, membersPerGroup: 1)
+    let xmpp = options.broker == "xmpp"
+    print(xmpp ? "posts: ejabberd groupchat messages, each until its echo (archived first)" : "posts: REST message posts, commit included")
+    /// Each posting thread's own connection, as a function that posts ticket N and says whether it was taken.
+    let make: @Sendable () -> ((Int) -> Bool)?
+    if xmpp {
+        // Each run (as fast as they go, then paced) opens its own sessions, in rooms of their own.
+        let threads = Atomic<Int>(0)
+        try Seed.xmppAccounts(databaseURL: options.databaseURL, names: (0..<(2 * options.concurrency)).map { "p\($0)" })
+        let (port, domain) = (options.port, options.domain)
+        make = {
+            let thread = threads.add(1, ordering: .relaxed).oldValue
+            guard let session = try? XMPPSession(port: port, domain: domain, user: "p\(thread)", room: "posts-\(thread)") else { return nil }
+            return { ticket in
+                (try? session.send(XMPP.groupchat(room: "posts-\(thread)", domain: domain, id: "p\(ticket)", text: "bench:\(ticket): someone at the gate"))) != nil
+                    && (try? session.waitFor(Array("id='p\(ticket)'".utf8))) != nil
+            }
+        }
+    } else {
+        let seed = try Seed.make(databaseURL: options.databaseURL, groups: 32, membersPerGroup: 1)
+        let port = options.port
+        make = {
+            guard let poster = try? HTTPPoster(port: port) else { return nil }
+            return { ticket in
+                (try? post(poster, group: seed.groups[ticket % seed.groups.count], index: ticket, token: seed.posterToken, kind: "chat")) == 201
+            }
+        }
+    }
     func run(rate: Int?) -> (Double, [UInt64], Int) {
         let failures = Atomic<Int>(0)
         let latencies = Mutex<[UInt64]>([])
         let began = now()
         paced(count: rate.map { Int(Double($0) * options.seconds) } ?? .max, rate: rate, threads: options.concurrency,
-              until: began + UInt64(options.seconds * 1e9), make: { try? HTTPPoster(port: options.port) }) { poster, ticket in
+              until: began + UInt64(options.seconds * 1e9), make: make) { postOne, ticket in
             let start = now()
-            if (try? post(poster, group: seed.groups[ticket % seed.groups.count], index: ticket, token: seed.posterToken, kind: "chat")) != 201 {
-                failures.add(1, ordering: .relaxed)
-            }
+            if !postOne(ticket) { failures.add(1, ordering: .relaxed) }
             let took = now() - start
             latencies.withLock { $0.append(took) }
         }
@@ -222,7 +291,7 @@ func postsScenario(_ options: Options) throws {
     print(String(format: "  paced at %d/s: %.0f posts/s achieved, p50 %@, p99 %@%@  (goal: p99 ≤ 10 ms at 2,000/s)", options.pacedRate,
                  Double(pacedSamples.count) / pacedElapsed, milliseconds(percentile(pacedSamples, 0.5)), milliseconds(percentile(pacedSamples, 0.99)),
                  pacedFailed > 0 ? " (\(pacedFailed) failed)" : ""))
-    Report.record(["scenario": "posts", "server": "roost", "concurrency": options.concurrency,
+    Report.record(["scenario": "posts", "server": options.serverName, "concurrency": options.concurrency,
                    "open_rate": Int(Double(samples.count) / elapsed), "open_p99_ms": ms(percentile(samples, 0.99)),
                    "paced_rate": options.pacedRate, "paced_achieved": Int(Double(pacedSamples.count) / pacedElapsed),
                    "paced_p50_ms": ms(percentile(pacedSamples, 0.5)), "paced_p99_ms": ms(percentile(pacedSamples, 0.99)), "failed": failed + pacedFailed])

@@ -53,4 +53,14 @@ struct Seed {
         try connection.query("ANALYZE users, sessions, groups, memberships")
         return seed
     }
+
+    /// ejabberd accounts with these names (password `XMPP.password`, stored plain as
+    /// `auth_password_format: plain` reads it) in ejabberd's own database.
+    static func xmppAccounts(databaseURL: String, names: [String]) throws {
+        let connection = try PostgresConnection.connect(ConnectionConfiguration(connectionString: databaseURL, applicationName: "roost-bench"))
+        try connection.query("""
+            INSERT INTO users (username, password) SELECT name, \(XMPP.password)::text FROM unnest(\(names)::text[]) AS t(name)
+            ON CONFLICT (username) DO UPDATE SET password = excluded.password
+            """)
+    }
 }

@@ -7,14 +7,15 @@ import Synchronization
 import Glibc
 #endif
 
-/// Many subscriber connections on one epoll loop in one thread (no thread per connection),
-/// either Roost streams or MQTT subscriptions to mosquitto, reporting each delivery that
-/// carries a post marker (`bench:<n>:`).
+/// Many subscriber connections on one epoll loop in one thread (no thread per connection):
+/// Roost streams, MQTT subscriptions to mosquitto or XMPP room occupants of ejabberd, reporting
+/// each delivery that carries a post marker (`bench:<n>:`).
 ///
 /// A Roost stream upgrades `/v1/stream` with its session token and sends its `resume` frame
 /// (by default `{}`, so live delivery starts at once); it is live at `101` and counted as
 /// resumed at the `resumed` frame. An MQTT client sends CONNECT and SUBSCRIBE together and is
-/// live (and resumed) at its SUBACK.
+/// live (and resumed) at its SUBACK. An XMPP client opens its stream, authenticates (SASL PLAIN),
+/// binds and joins its room with no history; it is live at the room's presence for itself.
 final class StreamClients: @unchecked Sendable {
     // `@unchecked Sendable`: connection state is touched only by the loop thread; other threads
     // read the atomics and call `stop`.
@@ -23,6 +24,8 @@ final class StreamClients: @unchecked Sendable {
         case roost(tokens: [String], resume: @Sendable (Int) -> String)
         /// Each connection's topic.
         case mqtt(topics: [String])
+        /// Each connection's user and room (`users[i]` joins `rooms[i]` under its own name).
+        case xmpp(domain: String, users: [String], rooms: [String])
     }
 
     /// `waiting`: refused or dropped before it was live, and due to reconnect (`retryLimit`).
@@ -34,6 +37,9 @@ final class StreamClients: @unchecked Sendable {
         var head: [UInt8] = []
         var reader = WebSocketReader(role: .client, maxMessageBytes: 1 << 20)
         var mqtt = MQTT.Reader()
+        var xmpp = XMPP.Splitter()
+        /// The next of `XMPP.milestones` an opening XMPP session waits for.
+        var xmppStep = 0
         var attempts = 0
         var resumed = false
     }
@@ -84,6 +90,7 @@ final class StreamClients: @unchecked Sendable {
         switch kind {
         case .roost(let tokens, _): connections = tokens.map { _ in Connection() }
         case .mqtt(let topics): connections = topics.map { _ in Connection() }
+        case .xmpp(_, let users, _): connections = users.map { _ in Connection() }
         }
         epollFD = epoll_create1(Int32(EPOLL_CLOEXEC))
         self.onDelivery = onDelivery
@@ -175,6 +182,8 @@ final class StreamClients: @unchecked Sendable {
         connections[id].head = []
         connections[id].reader = WebSocketReader(role: .client, maxMessageBytes: 1 << 20)
         connections[id].mqtt = MQTT.Reader()
+        connections[id].xmpp = XMPP.Splitter()
+        connections[id].xmppStep = 0
         var event = epoll_event()
         event.events = UInt32(EPOLLIN.rawValue) | UInt32(EPOLLOUT.rawValue)
         event.data.u64 = UInt64(id)
@@ -213,6 +222,8 @@ final class StreamClients: @unchecked Sendable {
                 + "Authorization: Bearer \(tokens[id])\r\n\r\n").utf8)
         case .mqtt(let topics):
             return MQTT.connect(clientID: "bench-\(getpid())-\(id)") + MQTT.subscribe(topics[id])
+        case .xmpp(let domain, _, _):
+            return XMPP.header(domain: domain)
         }
     }
 
@@ -242,6 +253,7 @@ final class StreamClients: @unchecked Sendable {
             switch kind {
             case .roost(_, let resume): receiveRoost(id, bytes, arrival: arrival, resume: resume)
             case .mqtt: receiveMQTT(id, bytes, arrival: arrival)
+            case .xmpp(let domain, let users, let rooms): receiveXMPP(id, bytes, arrival: arrival, user: users[id], room: rooms[id], domain: domain)
             }
         }
     }
@@ -342,6 +354,35 @@ final class StreamClients: @unchecked Sendable {
             default:
                 break
             }
+        }
+    }
+
+    private func receiveXMPP(_ id: Int, _ received: [UInt8], arrival: UInt64, user: String, room: String, domain: String) {
+        var bytes = received
+        while connections[id].phase == .handshaking {
+            connections[id].head += bytes
+            let step = connections[id].xmppStep
+            guard let index = XMPP.find(XMPP.milestones[step], in: connections[id].head) else {
+                if XMPP.refusals.contains(where: { XMPP.find($0, in: connections[id].head) != nil }) {
+                    refusals.add(1, ordering: .relaxed)
+                    return fail(id)
+                }
+                return
+            }
+            bytes = Array(connections[id].head[(index + XMPP.milestones[step].count)...])
+            connections[id].head = []
+            if step == XMPP.milestones.count - 1 {
+                connections[id].phase = .open
+                connections[id].resumed = true
+                live.add(1, ordering: .relaxed)
+                resumed.add(1, ordering: .relaxed)
+            } else {
+                write(id, XMPP.afterMilestone(step, user: user, room: room, domain: domain))
+                connections[id].xmppStep += 1
+            }
+        }
+        connections[id].xmpp.feed(bytes) { stanza in
+            if let post = Self.marker(stanza, needle: needle) { onDelivery(id, post, arrival, stanza.count) }
         }
     }
 

@@ -4,8 +4,8 @@ import Foundation
 import Glibc
 #endif
 
-// roost-bench: measures a running `roost serve` (or mosquitto, with `--broker mqtt`) from
-// outside: release build; prints figures and the goals beside them, asserts nothing.
+// roost-bench: measures a running `roost serve` (or mosquitto with `--broker mqtt`, ejabberd
+// with `--broker xmpp`) from outside: release build; prints figures and the goals beside them, asserts nothing.
 // scripts/bench (and scripts/bench-stream) run it pinned to the core the server is not on.
 // Scenarios:
 //   connections   N authenticated idle streams (MQTT subscriptions), opened by worker processes
@@ -21,6 +21,8 @@ import Glibc
 struct Options {
     var scenario = ""
     var broker = "roost"
+    /// ejabberd's XMPP domain (`--broker xmpp`).
+    var domain = "bench.local"
     var port: UInt16 = 8080
     var databaseURL = ProcessInfo.processInfo.environment["DATABASE_URL"] ?? ""
     var serverPIDs: [Int32] = []
@@ -45,6 +47,9 @@ struct Options {
 
     var serverPID: Int32 { serverPIDs.first ?? 0 }
 
+    /// The server's name in reports.
+    var serverName: String { ["mqtt": "mosquitto", "xmpp": "ejabberd"][broker] ?? "roost" }
+
     init(_ arguments: [String]) throws {
         var rest = arguments[...]
         guard let scenario = rest.popFirst() else { throw BenchError(Self.usage) }
@@ -57,8 +62,9 @@ struct Options {
             }
             switch flag {
             case "--broker":
-                guard ["roost", "mqtt"].contains(value) else { throw BenchError("--broker is roost or mqtt") }
+                guard ["roost", "mqtt", "xmpp"].contains(value) else { throw BenchError("--broker is roost, mqtt or xmpp") }
                 broker = value
+            case "--domain": domain = value
             case "--port": port = UInt16(try number())
             case "--database-url": databaseURL = value
             case "--server-pid", "--server-pids": serverPIDs = value.split(separator: ",").compactMap { Int32($0) }
@@ -89,13 +95,13 @@ struct Options {
         }
         guard scenario == "connections-worker" || !serverPIDs.isEmpty else { throw BenchError("--server-pid is required\n\(Self.usage)") }
         guard broker == "mqtt" || scenario == "connections-worker" || !databaseURL.isEmpty else {
-            throw BenchError("--database-url is required for Roost\n\(Self.usage)")
+            throw BenchError("--database-url is required for Roost and ejabberd\n\(Self.usage)")
         }
     }
 
     static let usage = """
         usage: roost-bench connections|alert|live-location|fanout|posts|resume-storm --port PORT --server-pid PID[,PID...]
-               [--broker roost|mqtt] [--database-url URL] [--database-pid POSTMASTER] [--results FILE] [--latencies FILE]
+               [--broker roost|mqtt|xmpp] [--domain XMPP-DOMAIN] [--database-url URL] [--database-pid POSTMASTER] [--results FILE] [--latencies FILE]
                connections:  [--connections N] [--per-worker N]
                alert:        [--members N] [--alerts N]
                live-location: [--members N] [--sharers S] [--seconds T]

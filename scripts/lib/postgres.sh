@@ -68,14 +68,24 @@ roost_cluster_init() {
         roost_die "initdb failed; see $dir/initdb.log"
 }
 
-# roost_cluster_start DIR PORT: serves on the Unix socket DIR/run/.s.PGSQL.PORT only (no TCP).
+# roost_cluster_start DIR PORT: serves on the Unix socket DIR/run/.s.PGSQL.PORT, and on TCP only
+# at the addresses in ROOST_PG_LISTEN (none by default).
 roost_cluster_start() {
     local dir port=$2 bindir
     dir=$(cd "$1" && pwd)
     bindir=$(roost_pg_bindir)
     roost_as_owner "$bindir/pg_ctl" -D "$dir/data" -l "$dir/postgres.log" -w -t 60 \
-        -o "-c listen_addresses='' -c unix_socket_directories='$dir/run' -p $port -c max_connections=300 -c fsync=${ROOST_PG_FSYNC:-on}" \
+        -o "-c listen_addresses='${ROOST_PG_LISTEN:-}' -c unix_socket_directories='$dir/run' -p $port -c max_connections=300 -c fsync=${ROOST_PG_FSYNC:-on}" \
         start >/dev/null || roost_die "PostgreSQL did not start; see $dir/postgres.log"
+}
+
+# roost_cluster_trust_tcp DIR PORT ROLE DB: lets ROLE reach DB over TCP on 127.0.0.1 without a
+# password (a throwaway benchmark cluster started with ROOST_PG_LISTEN=127.0.0.1, for servers
+# whose drivers cannot use a Unix socket).
+roost_cluster_trust_tcp() {
+    local dir=$1 port=$2 role=$3 db=$4
+    roost_as_owner sed -i "1i host $db $role 127.0.0.1/32 trust" "$dir/data/pg_hba.conf"
+    roost_psql "$dir" "$port" -tA -c "SELECT pg_reload_conf()" >/dev/null
 }
 
 # roost_cluster_stop DIR [MODE]: stops the cluster if it runs (fast by default).
