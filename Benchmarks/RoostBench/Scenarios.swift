@@ -169,10 +169,11 @@ func fanoutScenario(_ options: Options) throws {
     let withDatabase = !mqtt && options.databasePID != nil
     let domain = options.domain
     print("  rate posts/s | deliveries/s | server CPU | deliveries per CPU-s | p50 | p99 | missing"
-          + (withDatabase ? " | PostgreSQL CPU | per CPU-s with PostgreSQL" : ""))
+          + (withDatabase ? " | PostgreSQL CPU | per CPU-s with PostgreSQL" : "") + " | client CPU (roost-bench)")
     for (rate, count) in zip(options.rates, perStep) {
         let cpuBefore = cpuSeconds(pid: options.serverPID)
         let databaseBefore = database()
+        let clientBefore = processCPUSeconds()
         let latenciesBefore = ledger.state.withLock { $0.latencies.count }
         let began = now()
         let failures = Atomic<Int>(0)
@@ -215,13 +216,16 @@ func fanoutScenario(_ options: Options) throws {
         let delivered = samples.count
         let perCPU = cpu > 0 ? Double(delivered) / cpu : 0
         let databaseCPU = database() - databaseBefore
+        let clientCPU = processCPUSeconds() - clientBefore
         let perCPUWithDatabase = cpu + databaseCPU > 0 ? Double(delivered) / (cpu + databaseCPU) : 0
         print(String(format: "  %6d | %9.0f | %5.2f s | %9.0f | %@ | %@ | %d%@", rate, Double(delivered) / elapsed, cpu, perCPU,
                      milliseconds(percentile(samples, 0.5)), milliseconds(percentile(samples, 0.99)), expected - delivered,
                      failures.load(ordering: .relaxed) > 0 ? " (\(failures.load(ordering: .relaxed)) posts failed)" : "")
-              + (withDatabase ? String(format: " | %5.2f s | %9.0f", databaseCPU, perCPUWithDatabase) : ""))
+              + (withDatabase ? String(format: " | %5.2f s | %9.0f", databaseCPU, perCPUWithDatabase) : "")
+              + String(format: " | client %.2f s", clientCPU))
         var step: [String: Any] = ["rate": rate, "deliveries_per_s": Int(Double(delivered) / elapsed), "cpu_s": cpu, "per_cpu_s": Int(perCPU),
-                                   "p50_ms": ms(percentile(samples, 0.5)), "p99_ms": ms(percentile(samples, 0.99)), "missing": expected - delivered]
+                                   "p50_ms": ms(percentile(samples, 0.5)), "p99_ms": ms(percentile(samples, 0.99)), "missing": expected - delivered,
+                                   "client_cpu_s": clientCPU, "seconds": elapsed]
         if withDatabase {
             step["database_cpu_s"] = databaseCPU
             step["per_cpu_s_with_database"] = Int(perCPUWithDatabase)

@@ -3,7 +3,7 @@
   bench_report.py RESULTS.jsonl WORKDIR OUTPUT_DIR COMMAND
 
 RESULTS.jsonl holds one JSON object a scenario (roost-bench --results); WORKDIR holds the
-latency samples (roost-latency.dat, mosquitto-latency.dat). Prints the table too.
+latency samples (SERVER-latency.dat) and versions.txt. Prints the table too.
 """
 import datetime
 import json
@@ -48,102 +48,127 @@ def main():
                 return result
         return None
 
-    rows = []  # (figure, roost, mosquitto, ratio, goal, verdict)
+    # The servers in the order of the table; a peer is shown when the run measured it.
+    titles = {"roost": "Roost", "mosquitto": "mosquitto", "ejabberd": "ejabberd", "synapse": "Synapse"}
+    present = [name for name in titles if any(r["server"] == name for r in results)]
+    peers = [name for name in present if name != "roost"]
+    rows = []  # (figure, {server: text}, {server: number for the ratio}, goal, verdict)
 
     def verdict(ok):
         return "met" if ok else "not met"
 
-    same = next((r for r in results if r["scenario"] == "connections" and r["server"] == "roost"), None)
-    mqtt = find("connections", "mosquitto")
+    def row(figure, texts, numbers=None, goal="", met=""):
+        rows.append((figure, texts, numbers or {}, goal, met))
+
+    connections = {name: next((r for r in results if r["scenario"] == "connections" and r["server"] == name), None) for name in present}
+    same = connections.get("roost")
     box = [r for r in results if r["scenario"] == "connections" and r["server"] == "roost"][-1:]
     box = box[0] if box and box[0] is not same else None
-    if same:
-        n = same["connections"]
-        ratio = f"{same['user_bytes_per_connection'] / mqtt['user_bytes_per_connection']:.2f}×" if mqtt and mqtt["user_bytes_per_connection"] else ""
-        rows.append((f"user-space bytes per idle connection ({number(n)} on one process)", number(same["user_bytes_per_connection"]),
-                     number(mqtt["user_bytes_per_connection"]) if mqtt else "", ratio, "≤ 2,048",
-                     verdict(same["user_bytes_per_connection"] <= 2048)))
-        rows.append(("kernel bytes per socket (slab and buffers, both ends)", number(same["kernel_bytes_per_socket"]),
-                     number(mqtt["kernel_bytes_per_socket"]) if mqtt else "", "", "", ""))
-        rows.append((f"handshakes/s, ramp to {number(n)} (Roost: authenticated streams)", number(same["handshakes_per_s"]),
-                     number(mqtt["handshakes_per_s"]) if mqtt else "", "", "", ""))
-        rows.append(("connections live on one process", f"{number(same['live'])} of {number(n)}",
-                     f"{number(mqtt['live'])} of {number(mqtt['connections'])}" if mqtt else "", "", "19,000 per process",
-                     verdict(same["live"] >= 19_000)))
+    measured = {name: r for name, r in connections.items() if r}
+    if measured:
+        n = (same or next(iter(measured.values())))["connections"]
+        user = {name: r["user_bytes_per_connection"] for name, r in measured.items()}
+        row(f"user-space bytes per idle connection ({number(n)} on one process)", {k: number(v) for k, v in user.items()}, user, "≤ 2,048",
+            verdict(same["user_bytes_per_connection"] <= 2048) if same else "")
+        kernel = {name: r["kernel_bytes_per_socket"] for name, r in measured.items()}
+        row("kernel bytes per socket (slab and buffers, both ends)", {k: number(v) for k, v in kernel.items()}, kernel)
+        rate = {name: r["handshakes_per_s"] for name, r in measured.items()}
+        row(f"connections opened per second, ramp to {number(n)} (each authenticated)", {k: number(v) for k, v in rate.items()}, rate)
+        row("connections live on one process", {k: f"{number(r['live'])} of {number(r['connections'])}" for k, r in measured.items()}, {},
+            "19,000 per process", verdict(same["live"] >= 19_000) if same else "")
     if box:
         retried = f" ({number(box['retries'])} refused while busy and retried)" if box.get("retries") else ""
-        rows.append((f"connections live on the box ({box['server_processes']} Roost processes, {box['client_processes']} client processes)",
-                     f"{number(box['live'])} of {number(box['connections'])} in {box['seconds']} s{retried}", "", "", "100,000 on the box",
-                     verdict(box["live"] >= 100_000)))
-        rows.append(("user-space bytes per idle connection, on the box", number(box["user_bytes_per_connection"]), "", "", "≤ 2,048",
-                     verdict(box["user_bytes_per_connection"] <= 2048)))
+        row(f"connections live on the box ({box['server_processes']} Roost processes, {box['client_processes']} client processes)",
+            {"roost": f"{number(box['live'])} of {number(box['connections'])} in {box['seconds']} s{retried}"}, {}, "100,000 on the box",
+            verdict(box["live"] >= 100_000))
+        row("user-space bytes per idle connection, on the box", {"roost": number(box["user_bytes_per_connection"])}, {}, "≤ 2,048",
+            verdict(box["user_bytes_per_connection"] <= 2048))
 
-    roost_fanout, mqtt_fanout = find("fanout", "roost"), find("fanout", "mosquitto")
-    if roost_fanout:
-        best, other = roost_fanout["best"], (mqtt_fanout or {}).get("best")
-        ratio = f"{best['per_cpu_s'] / other['per_cpu_s']:.2f}×" if other and other["per_cpu_s"] else ""
-        rows.append((f"fanout {roost_fanout['groups']}×{roost_fanout['members']}: deliveries per server CPU-second (best step)",
-                     number(best["per_cpu_s"]), number(other["per_cpu_s"]) if other else "", ratio,
-                     "≥ 150,000 and ≥ 1.0× mosquitto (stretch 250,000)",
-                     verdict(best["per_cpu_s"] >= 150_000 and (not other or best["per_cpu_s"] >= other["per_cpu_s"]))))
-        if "per_cpu_s_with_database" in best:
-            # mosquitto keeps nothing, so its figure has no database to add.
-            rows.append(("fanout: deliveries per CPU-second of server and PostgreSQL together (that step)",
-                         f"{number(best['per_cpu_s_with_database'])} (PostgreSQL {best['database_cpu_s']:.2f} s of CPU)",
-                         number(other["per_cpu_s"]) if other else "",
-                         f"{best['per_cpu_s_with_database'] / other['per_cpu_s']:.2f}×" if other and other["per_cpu_s"] else "", "", ""))
-        rows.append(("fanout: p99 delivery latency at that step", f"{best['p99_ms']} ms at {number(best['rate'])} posts/s",
-                     f"{other['p99_ms']} ms at {number(other['rate'])} posts/s" if other else "", "", "", ""))
+    fanouts = {name: find("fanout", name) for name in present}
+    fanouts = {name: r for name, r in fanouts.items() if r}
+    roost_fanout = fanouts.get("roost")
+    if fanouts:
+        shape = next(iter(fanouts.values()))
+        best = {name: r["best"] for name, r in fanouts.items()}
+        per_cpu = {name: b["per_cpu_s"] for name, b in best.items()}
+        mqtt_best = per_cpu.get("mosquitto")
+        row(f"fanout {shape['groups']}×{shape['members']}: deliveries per server CPU-second (best step)", {k: number(v) for k, v in per_cpu.items()},
+            per_cpu, "≥ 150,000 and ≥ 1.0× mosquitto (stretch 250,000)",
+            verdict(per_cpu["roost"] >= 150_000 and (mqtt_best is None or per_cpu["roost"] >= mqtt_best)) if "roost" in per_cpu else "")
+        # PostgreSQL's CPU counted with the server's; mosquitto keeps nothing, so it has none to add.
+        together = {name: b.get("per_cpu_s_with_database", b["per_cpu_s"] if name == "mosquitto" else None) for name, b in best.items()}
+        together = {k: v for k, v in together.items() if v is not None}
+        row("fanout: deliveries per CPU-second of server and PostgreSQL together (that step)",
+            {k: number(v) + (f" (PostgreSQL {best[k]['database_cpu_s']:.2f} s)" if "database_cpu_s" in best[k] else " (no database)")
+             for k, v in together.items()}, together)
+        row("fanout: p99 delivery latency at that step", {k: f"{b['p99_ms']} ms at {number(b['rate'])} posts/s" for k, b in best.items()})
         # A server past its knee queues, which batches writes and flatters its CPU figure: compare
-        # them also at the highest rate both carried without queueing (p99 under 100 ms).
-        theirs = {step["rate"]: step for step in (mqtt_fanout or {}).get("steps", [])}
-        common = [step for step in roost_fanout["steps"]
-                  if step["rate"] in theirs and step["p99_ms"] < 100 and theirs[step["rate"]]["p99_ms"] < 100]
+        # them also at the highest rate every server carried without queueing (p99 under 100 ms).
+        calm = {name: {step["rate"]: step for step in r["steps"] if step["p99_ms"] < 100 and step["missing"] == 0} for name, r in fanouts.items()}
+        common = sorted(set.intersection(*(set(steps) for steps in calm.values()))) if calm else []
         if common:
-            ours, peer = common[-1], theirs[common[-1]["rate"]]
-            ratio = f"{ours['per_cpu_s'] / peer['per_cpu_s']:.2f}×" if peer["per_cpu_s"] else ""
-            rows.append((f"fanout: deliveries per server CPU-second at {number(ours['rate'])} posts/s, neither saturated",
-                         f"{number(ours['per_cpu_s'])} (p99 {ours['p99_ms']} ms)", f"{number(peer['per_cpu_s'])} (p99 {peer['p99_ms']} ms)",
-                         ratio, "", ""))
+            rate = common[-1]
+            at = {name: steps[rate] for name, steps in calm.items()}
+            row(f"fanout: deliveries per server CPU-second at {number(rate)} posts/s, none saturated",
+                {k: f"{number(s['per_cpu_s'])} (p99 {s['p99_ms']} ms)" for k, s in at.items()}, {k: s["per_cpu_s"] for k, s in at.items()})
+            both = {k: s.get("per_cpu_s_with_database", s["per_cpu_s"] if k == "mosquitto" else None) for k, s in at.items()}
+            both = {k: v for k, v in both.items() if v is not None}
+            row(f"fanout: the same with PostgreSQL's CPU counted", {k: number(v) for k, v in both.items()}, both)
     for members, goal in ((1000, 20), (10000, 100)):
-        alert = next((r for r in results if r["scenario"] == "alert" and r["members"] == members), None)
-        if alert is None and members == 1000:
-            alert = next((r for r in results if r["scenario"] == "alert" and r["members"] < 10000), None)
-        if alert:
-            rows.append((f"alert to {number(alert['members'])} members, POST → last receipt ({alert['alerts']} alerts)",
-                         f"p50 {alert['p50_ms']} ms, p99 {alert['p99_ms']} ms", "", "", f"p99 ≤ {alert['goal_p99_ms']:.0f} ms",
-                         verdict(alert["p99_ms"] <= alert["goal_p99_ms"])))
+        alerts = {name: next((r for r in results if r["scenario"] == "alert" and r["server"] == name and r["members"] == members), None)
+                  for name in present}
+        if not any(alerts.values()) and members == 1000:
+            alerts = {name: next((r for r in results if r["scenario"] == "alert" and r["server"] == name and r["members"] < 10000), None)
+                      for name in present}
+        alerts = {k: v for k, v in alerts.items() if v}
+        if alerts:
+            shape = alerts.get("roost") or next(iter(alerts.values()))
+            row(f"alert to {number(shape['members'])} members, post → last member's receipt ({shape['alerts']} alerts)",
+                {k: f"p50 {a['p50_ms']} ms, p99 {a['p99_ms']} ms" for k, a in alerts.items()}, {k: a["p99_ms"] for k, a in alerts.items()},
+                f"p99 ≤ {goal} ms", verdict(alerts["roost"]["p99_ms"] <= goal) if "roost" in alerts else "")
     live = find("live-location", "roost")
     if live:
-        rows.append((f"live location: {live['sharers']} sharers every 2 s to {number(live['members'])} members, POST → member's notice",
-                     f"p50 {live['p50_ms']} ms, p99 {live['p99_ms']} ms; server CPU {live['server_cpu_percent']}% of a core "
-                     f"({number(live['told'])} of {number(live['points'])} points told)", "", "", "", ""))
-    posts = find("posts", "roost")
+        row(f"live location: {live['sharers']} sharers every 2 s to {number(live['members'])} members, POST → member's notice",
+            {"roost": f"p50 {live['p50_ms']} ms, p99 {live['p99_ms']} ms; server CPU {live['server_cpu_percent']}% of a core "
+                      f"({number(live['told'])} of {number(live['points'])} points told)"})
+    posts = {name: find("posts", name) for name in present}
+    posts = {k: v for k, v in posts.items() if v}
     if posts:
-        rows.append((f"REST posts at concurrency {posts['concurrency']}, commit included", f"{number(posts['open_rate'])}/s, p99 {posts['open_p99_ms']} ms",
-                     "", "", "", ""))
-        rows.append((f"REST posts paced at {number(posts['paced_rate'])}/s", f"{number(posts['paced_achieved'])}/s, p99 {posts['paced_p99_ms']} ms",
-                     "", "", "p99 ≤ 10 ms at 2,000/s", verdict(posts["paced_p99_ms"] <= 10 and posts["paced_rate"] >= 2000)))
+        concurrency = next(iter(posts.values()))["concurrency"]
+        row(f"message posts at concurrency {concurrency}, each until stored and acknowledged",
+            {k: f"{number(p['open_rate'])}/s, p99 {p['open_p99_ms']} ms" for k, p in posts.items()}, {k: p["open_rate"] for k, p in posts.items()})
+        paced = next(iter(posts.values()))["paced_rate"]
+        row(f"message posts paced at {number(paced)}/s",
+            {k: f"{number(p['paced_achieved'])}/s, p99 {p['paced_p99_ms']} ms" for k, p in posts.items()}, {k: p["paced_p99_ms"] for k, p in posts.items()},
+            "p99 ≤ 10 ms at 2,000/s", verdict(posts["roost"]["paced_p99_ms"] <= 10 and posts["roost"]["paced_rate"] >= 2000) if "roost" in posts else "")
     storm = find("resume-storm", "roost")
     if storm:
-        rows.append((f"resume storm: {number(storm['clients'])} clients reconnect at once, {storm['behind']} events behind",
-                     f"{storm['seconds']} s until all live and caught up ({number(storm['complete'])} complete); "
-                     f"RSS {storm['rss_before_mib']} → peak {storm['rss_peak_mib']} MiB", "", "", "", ""))
+        row(f"resume storm: {number(storm['clients'])} clients reconnect at once, {storm['behind']} events behind",
+            {"roost": f"{storm['seconds']} s until all live and caught up ({number(storm['complete'])} complete); "
+                      f"RSS {storm['rss_before_mib']} → peak {storm['rss_peak_mib']} MiB"})
 
-    table = ["| figure | Roost | mosquitto | Roost ÷ mosquitto | goal | |", "| --- | --- | --- | --- | --- | --- |"]
-    table += ["| " + " | ".join(row) + " |" for row in rows]
+    header = ["figure"] + [titles[name] for name in present] + [f"Roost ÷ {titles[name]}" for name in peers] + ["goal (Roost)", ""]
+    table = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
+    for figure, texts, numbers, goal, met in rows:
+        ratios = [f"{numbers['roost'] / numbers[peer]:.2f}×" if numbers.get("roost") is not None and numbers.get(peer) else ""
+                  for peer in peers]
+        table.append("| " + " | ".join([figure] + [texts.get(name, "") for name in present] + ratios + [goal, met]) + " |")
 
     steps = []
-    for name, result in (("Roost", roost_fanout), ("mosquitto", mqtt_fanout)):
-        for step in (result or {}).get("steps", []):
-            steps.append(f"| {name} | {number(step['rate'])} | {number(step['deliveries_per_s'])} | {step['cpu_s']:.2f} | "
-                         f"{number(step['per_cpu_s'])} | {step['p50_ms']} ms | {step['p99_ms']} ms | {step['missing']} |")
+    for name, result in fanouts.items():
+        for step in result.get("steps", []):
+            database = f"{step['database_cpu_s']:.2f}" if "database_cpu_s" in step else "–"
+            together = number(step["per_cpu_s_with_database"]) if "per_cpu_s_with_database" in step else "–"
+            client = f"{step['client_cpu_s']:.2f}" if "client_cpu_s" in step else "–"
+            steps.append(f"| {titles[name]} | {number(step['rate'])} | {number(step['deliveries_per_s'])} | {step['cpu_s']:.2f} | "
+                         f"{number(step['per_cpu_s'])} | {database} | {together} | {step['p50_ms']} ms | {step['p99_ms']} ms | "
+                         f"{number(step['missing'])} | {client} |")
 
     plot = os.path.join(output, "Benchmarks", "fanout-latency-cdf.png")
     os.makedirs(os.path.dirname(plot), exist_ok=True)
-    # One curve per server and step (rate): Roost solid, mosquitto dashed, a colour per rate.
+    # One curve per server and step (rate): a dash pattern per server, a colour per rate.
     curves = []
-    for name, title, dash in (("roost", "Roost", 1), ("mosquitto", "mosquitto", 2)):
+    for name, title, dash in (("roost", "Roost", 1), ("mosquitto", "mosquitto", 2), ("ejabberd", "ejabberd", 4), ("synapse", "Synapse", 5)):
         path = os.path.join(workdir, f"{name}-latency.dat")
         if not os.path.exists(path):
             continue
@@ -169,30 +194,42 @@ def main():
                 plot = None
 
     today = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    versions_path = os.path.join(workdir, "versions.txt")
+    versions = "; ".join(line.strip() for line in open(versions_path) if line.strip()) if os.path.exists(versions_path) else "not recorded"
+    frame = number((roost_fanout or {}).get("frame_bytes", 0))
     text = f"""# Roost benchmarks
 
 Produced by `{command}` on {today}: machine {machine()}; commit {commit()}.
-Servers run on core 0 (one event loop a Roost process; mosquitto is single-threaded), the
-clients (`roost-bench`, an epoll loop a process) on core 1, PostgreSQL unpinned with fsync on.
+Versions: {versions}.
+Servers run on core 0 (one event loop a Roost process; mosquitto is single-threaded; ejabberd's
+Erlang VM sees the one core), the clients (`roost-bench`, an epoll loop a process) on core 1,
+PostgreSQL unpinned with fsync on.
 
-**Roost persists every message to PostgreSQL before delivering it** (each post is a committed
-transaction, fsync on); mosquitto delivers QoS 0 publishes from memory with persistence off.
-Payloads are the same size (mosquitto's are padded to Roost's mean frame, {number((roost_fanout or {}).get('frame_bytes', 0))}
-bytes), as are the subscribers and the pinning. Server CPU is the broker process's own
-(`/proc/PID/stat`); PostgreSQL's CPU is not counted in Roost's. User-space memory is the growth
-of the servers' anonymous memory (`RssAnon` in `/proc/PID/status`: heap and stacks, not code
-mapped from files) over the idle connections; kernel memory is the growth of slab and TCP
-buffer memory (`/proc/meminfo`, `/proc/net/sockstat`) over both ends' sockets. Roost's streams
-are authenticated (a session lookup and the member's groups read from PostgreSQL at connect);
-a client refused while the database is busy (503, or 1013 before it is live) retries with
-backoff, as real clients do, and the retries are counted.
+**Roost and ejabberd persist every message to PostgreSQL** on the same cluster: Roost commits
+each post before it answers and delivers it; ejabberd's multi-user chat archives each
+groupchat message with mod_mam (its own database, `scripts/lib/peers/ejabberd.yml`) before
+sending it to the room. mosquitto is the floor: QoS 0 publishes from memory, persistence off.
+Roost and ejabberd carry the same message text (ejabberd's stanzas are XMPP's size, Roost's
+frames are {frame} bytes); mosquitto's payloads are padded to Roost's frame. The subscribers
+and pinning are the same. Server CPU is the server process's own (`/proc/PID/stat`);
+PostgreSQL's (the postmaster and every backend, from `/proc`) is reported beside it and both
+together. User-space memory is the growth of the servers' anonymous memory (`RssAnon`: heap
+and stacks, not code mapped from files) over the idle connections; kernel memory is the growth
+of slab and TCP buffer memory over both ends' sockets. Every connection is authenticated:
+Roost's streams by a session lookup and the member's groups read from PostgreSQL, ejabberd's
+sessions by SASL PLAIN against its `users` table and then a room join. A Roost client refused
+while the database is busy (503, or 1013 before it is live) retries with backoff, as real
+clients do, and the retries are counted. Latencies are from the post's start to the kernel's
+receive stamp on the member's socket (`SO_TIMESTAMPNS`). Ratios are Roost ÷ peer: below 1 is
+better for bytes and latencies, above 1 for rates.
 
 {chr(10).join(table)}
 
-Fanout steps (posts spread evenly over the groups at each rate in turn):
+Fanout steps (posts spread evenly over the groups at each rate in turn; client CPU is
+`roost-bench`'s own, on the other core, to show the client was not the limit):
 
-| server | posts/s | deliveries/s | server CPU (s) | deliveries per CPU-s | p50 | p99 | missing |
-| --- | --- | --- | --- | --- | --- | --- | --- |
+| server | posts/s | deliveries/s | server CPU (s) | deliveries per server CPU-s | PostgreSQL CPU (s) | per CPU-s with PostgreSQL | p50 | p99 | missing | client CPU (s) |
+| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
 {chr(10).join(steps)}
 
 {f'![fanout delivery latency CDF](Benchmarks/fanout-latency-cdf.png)' if plot else '(gnuplot was not available: no plot)'}
