@@ -98,7 +98,7 @@ func alertScenario(_ options: Options) throws {
             guard status == 201 else { throw BenchError("post answered \(status)") }
         }
     }
-    connect(clients, options)
+    let (live, _) = connect(clients, options)
     defer { clients.stop() }
     var spans: [UInt64] = []
     var readSpans: [UInt64] = []
@@ -133,7 +133,7 @@ func alertScenario(_ options: Options) throws {
           + "kernel stamps on \(stamps.stamped - stampsBefore.stamped) of \(stamps.reads - stampsBefore.reads) reads; "
           + String(format: "client CPU %.2f s in %.2f s", clientCPU, wall))
     if incomplete > 0 { print("  \(incomplete) alerts did not reach every member within 5 s") }
-    Report.record(["scenario": "alert", "server": options.serverName, "members": options.members, "alerts": options.alerts,
+    Report.record(["scenario": "alert", "server": options.serverName, "members": options.members, "live": live, "alerts": options.alerts,
                    "p50_ms": ms(percentile(spans, 0.5)), "p99_ms": ms(percentile(spans, 0.99)), "max_ms": ms(spans.last ?? 0),
                    "read_p50_ms": ms(percentile(readSpans, 0.5)), "read_p99_ms": ms(percentile(readSpans, 0.99)),
                    "client_cpu_s": clientCPU, "wall_s": wall, "incomplete": incomplete, "goal_p99_ms": goal])
