@@ -1,3 +1,4 @@
+import CLinuxEvents
 import Foundation
 
 #if canImport(Glibc)
