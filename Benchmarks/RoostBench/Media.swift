@@ -10,13 +10,7 @@ import Glibc
 func rawExchange(port: UInt16, _ head: String, body: [UInt8] = []) throws -> (Int, [UInt8]) {
     let fd = try connectLoopback(port: port)
     defer { Glibc.close(fd) }
-    let request = Array(head.utf8) + body
-    var offset = 0
-    while offset < request.count {
-        let sent = request[offset...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-        guard sent > 0 else { throw BenchError("send failed") }
-        offset += sent
-    }
+    guard sendAll(fd, Array(head.utf8) + body) else { throw BenchError("send failed") }
     var received: [UInt8] = []
     var chunk = [UInt8](repeating: 0, count: 65_536)
     var headerEnd: Int?

@@ -38,8 +38,11 @@ final class Ledger: Sendable {
     }
 }
 
+/// What every server is sent as post `marker`: the marker (`bench:<n>:`) the clients count by.
+func postText(_ marker: Int) -> String { "bench:\(marker): someone at the gate" }
+
 func post(_ poster: HTTPPoster, group: UUID, index: Int, token: String, kind: String) throws -> Int {
-    let body = #"{"client_msg_id":"b\#(index)-\#(UUID().uuidString.prefix(8))","kind":"\#(kind)","text":"bench:\#(index): someone at the gate"}"#
+    let body = #"{"client_msg_id":"b\#(index)-\#(UUID().uuidString.prefix(8))","kind":"\#(kind)","text":"\#(postText(index))"}"#
     return try poster.request("POST", "/v1/groups/\(group.uuidString.lowercased())/messages", body: body, token: token).0
 }
 
@@ -73,14 +76,14 @@ func xmppClients(_ options: Options, count: Int, room: (Int) -> String, ledger: 
 
 /// ejabberd's poster: one session of the service admin, posting to rooms it has not joined.
 func xmppPublish(_ session: XMPPSession, room: String, marker: Int) -> Bool {
-    (try? session.send(XMPP.groupchat(room: room, domain: session.domain, id: "b\(marker)", text: "bench:\(marker): someone at the gate"))) != nil
+    (try? session.send(XMPP.groupchat(room: room, domain: session.domain, id: "b\(marker)", text: postText(marker)))) != nil
 }
 
 /// Roost: REST alerts to a group of N streams. ejabberd: groupchat messages to a room of N
 /// occupants, from the service admin (stored by mod_mam before they are sent on).
 func alertScenario(_ options: Options) throws {
     let xmpp = options.broker == "xmpp"
-    print("alert (\(xmpp ? "ejabberd, XMPP MUC with mod_mam" : "Roost")): one alert at a time to a group of \(options.members) connected members, "
+    print("alert (\(options.serverLabel)): one alert at a time to a group of \(options.members) connected members, "
           + "\(options.alerts) alerts")
     let ledger = Ledger(capacity: options.alerts + 1)
     let clients: StreamClients
@@ -144,8 +147,7 @@ func alertScenario(_ options: Options) throws {
 /// same text as Roost's posts) to G rooms of M occupants, archived by mod_mam in PostgreSQL.
 func fanoutScenario(_ options: Options) throws {
     let mqtt = options.broker == "mqtt", xmpp = options.broker == "xmpp"
-    let label = ["mqtt": "mosquitto, MQTT 3.1.1 QoS 0", "xmpp": "ejabberd, XMPP MUC with mod_mam"][options.broker] ?? "Roost"
-    print("fanout (\(label)): \(options.groups) groups × \(options.members) members, "
+    print("fanout (\(options.serverLabel)): \(options.groups) groups × \(options.members) members, "
           + "posts spread over the groups at fixed rates, \(options.seconds) s a step")
     let perStep = options.rates.map { Int(Double($0) * options.seconds) }
     let ledger = Ledger(capacity: perStep.reduce(0, +) + 1)
@@ -261,7 +263,7 @@ func postsScenario(_ options: Options) throws {
             let thread = threads.add(1, ordering: .relaxed).oldValue
             guard let session = try? XMPPSession(port: port, domain: domain, user: "p\(thread)", room: "posts-\(thread)") else { return nil }
             return { ticket in
-                (try? session.send(XMPP.groupchat(room: "posts-\(thread)", domain: domain, id: "p\(ticket)", text: "bench:\(ticket): someone at the gate"))) != nil
+                (try? session.send(XMPP.groupchat(room: "posts-\(thread)", domain: domain, id: "p\(ticket)", text: postText(ticket)))) != nil
                     && (try? session.waitFor(Array("id='p\(ticket)'".utf8))) != nil
             }
         }
@@ -358,7 +360,7 @@ final class MQTTPublisher {
 
     init(port: UInt16) throws {
         fd = try connectLoopback(port: port)
-        guard send(MQTT.connect(clientID: "bench-publisher-\(getpid())")) else { throw BenchError("cannot connect to mosquitto") }
+        guard sendAll(fd, MQTT.connect(clientID: "bench-publisher-\(getpid())")) else { throw BenchError("cannot connect to mosquitto") }
         var connack = [UInt8](repeating: 0, count: 4)
         guard recv(fd, &connack, 4, Int32(MSG_WAITALL)) == 4, connack[0] >> 4 == MQTT.connack, connack[3] == 0 else {
             throw BenchError("mosquitto refused the publisher")
@@ -369,19 +371,9 @@ final class MQTTPublisher {
 
     /// A payload of `size` bytes carrying the post marker, like a Roost frame of that size.
     func publish(_ topic: String, marker: Int, size: Int) -> Bool {
-        var payload = Array(#"{"type":"event","event":"message.created","data":{"text":"bench:\#(marker): someone at the gate"}}"#.utf8)
+        var payload = Array(#"{"type":"event","event":"message.created","data":{"text":"\#(postText(marker))"}}"#.utf8)
         if payload.count < size { payload.insert(contentsOf: [UInt8](repeating: 0x20, count: size - payload.count), at: payload.count - 2) }
-        return send(MQTT.publish(topic, payload))
-    }
-
-    private func send(_ bytes: [UInt8]) -> Bool {
-        var offset = 0
-        while offset < bytes.count {
-            let sent = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            guard sent > 0 else { return false }
-            offset += sent
-        }
-        return true
+        return sendAll(fd, MQTT.publish(topic, payload))
     }
 }
 

@@ -298,7 +298,7 @@ final class StreamClients: @unchecked Sendable {
         var bytes = received
         if connections[id].phase == .handshaking {
             connections[id].head += bytes
-            guard let end = Self.headerEnd(connections[id].head) else { return }
+            guard let end = firstIndex(of: Array("\r\n\r\n".utf8), in: connections[id].head) else { return }
             guard connections[id].head.starts(with: Array("HTTP/1.1 101".utf8)) else {
                 refusals.add(1, ordering: .relaxed)
                 return fail(id)
@@ -362,8 +362,8 @@ final class StreamClients: @unchecked Sendable {
         while connections[id].phase == .handshaking {
             connections[id].head += bytes
             let step = connections[id].xmppStep
-            guard let index = XMPP.find(XMPP.milestones[step], in: connections[id].head) else {
-                if XMPP.refusals.contains(where: { XMPP.find($0, in: connections[id].head) != nil }) {
+            guard let index = firstIndex(of: XMPP.milestones[step], in: connections[id].head) else {
+                if XMPP.refusals.contains(where: { firstIndex(of: $0, in: connections[id].head) != nil }) {
                     refusals.add(1, ordering: .relaxed)
                     return fail(id)
                 }
@@ -401,13 +401,5 @@ final class StreamClients: @unchecked Sendable {
             }
         }
         return value
-    }
-
-    static func headerEnd(_ bytes: [UInt8]) -> Int? {
-        guard bytes.count >= 4 else { return nil }
-        for index in 0...(bytes.count - 4) where bytes[index] == 13 && bytes[index + 1] == 10 && bytes[index + 2] == 13 && bytes[index + 3] == 10 {
-            return index
-        }
-        return nil
     }
 }

@@ -111,6 +111,35 @@ func connectLoopback(port: UInt16) throws -> Int32 {
     return fd
 }
 
+/// Writes all of `bytes` to a blocking socket; false once the peer has gone.
+func sendAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
+    var offset = 0
+    while offset < bytes.count {
+        let sent = bytes[offset...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        guard sent > 0 else { return false }
+        offset += sent
+    }
+    return true
+}
+
+/// Where `needle` first starts in `bytes` at or after `from`. A plain loop: the client's loop
+/// runs it on every XMPP read, where the standard library's `firstRange(of:)` made roost-bench
+/// use about three times the CPU (ejabberd fanout at 400 posts/s: 0.67 s against 0.25 s).
+func firstIndex(of needle: [UInt8], in bytes: [UInt8], from: Int = 0) -> Int? {
+    guard from >= 0, bytes.count - from >= needle.count, let first = needle.first else { return nil }
+    var index = from
+    let last = bytes.count - needle.count
+    while index <= last {
+        if bytes[index] == first {
+            var offset = 1
+            while offset < needle.count && bytes[index + offset] == needle[offset] { offset += 1 }
+            if offset == needle.count { return index }
+        }
+        index += 1
+    }
+    return nil
+}
+
 /// A line of `/proc/PID/status` in kB, e.g. `VmRSS`.
 func statusKilobytes(pid: Int32, _ field: String) -> Int {
     guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return 0 }
@@ -157,16 +186,10 @@ final class HTTPPoster {
         let bytes = Array(body.utf8)
         let head = "\(method) \(path) HTTP/1.1\r\nHost: bench\r\nAuthorization: Bearer \(token)\r\n"
             + "Content-Type: application/json\r\nContent-Length: \(bytes.count)\r\n\r\n"
-        let request = Array(head.utf8) + bytes
-        var offset = 0
-        while offset < request.count {
-            let sent = request[offset...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            guard sent > 0 else { throw BenchError("send failed") }
-            offset += sent
-        }
+        guard sendAll(fd, Array(head.utf8) + bytes) else { throw BenchError("send failed") }
         var chunk = [UInt8](repeating: 0, count: 16_384)
         while true {
-            if let end = find(Array("\r\n\r\n".utf8)) {
+            if let end = firstIndex(of: Array("\r\n\r\n".utf8), in: buffer) {
                 let header = String(decoding: buffer[0..<end], as: UTF8.self)
                 let status = Int(header.split(separator: " ")[1]) ?? 0
                 let length = header.split(separator: "\r\n").first { $0.lowercased().hasPrefix("content-length:") }
@@ -181,14 +204,6 @@ final class HTTPPoster {
             guard count > 0 else { throw BenchError("connection closed") }
             buffer += chunk[0..<count]
         }
-    }
-
-    private func find(_ needle: [UInt8]) -> Int? {
-        guard buffer.count >= needle.count else { return nil }
-        for index in 0...(buffer.count - needle.count) where buffer[index] == needle[0] && Array(buffer[index..<(index + needle.count)]) == needle {
-            return index
-        }
-        return nil
     }
 }
 

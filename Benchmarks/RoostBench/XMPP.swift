@@ -1,4 +1,3 @@
-import CLinuxEvents
 import Foundation
 
 #if canImport(Glibc)
@@ -78,22 +77,7 @@ enum XMPP {
             if consumed > 0 { buffer.removeFirst(consumed) }
         }
 
-        private func find(_ needle: [UInt8], from: Int) -> Int? { XMPP.find(needle, in: buffer, from: from) }
-    }
-
-    static func find(_ needle: [UInt8], in bytes: [UInt8], from: Int = 0) -> Int? {
-        guard bytes.count - from >= needle.count, from >= 0 else { return nil }
-        var index = from
-        let last = bytes.count - needle.count
-        while index <= last {
-            if bytes[index] == needle[0] {
-                var offset = 1
-                while offset < needle.count && bytes[index + offset] == needle[offset] { offset += 1 }
-                if offset == needle.count { return index }
-            }
-            index += 1
-        }
-        return nil
+        private func find(_ needle: [UInt8], from: Int) -> Int? { firstIndex(of: needle, in: buffer, from: from) }
     }
 }
 
@@ -120,23 +104,18 @@ final class XMPPSession {
     deinit { Glibc.close(fd) }
 
     func send(_ bytes: [UInt8]) throws {
-        var offset = 0
-        while offset < bytes.count {
-            let sent = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            guard sent > 0 else { throw BenchError("ejabberd closed the poster's connection") }
-            offset += sent
-        }
+        guard sendAll(fd, bytes) else { throw BenchError("ejabberd closed the poster's connection") }
     }
 
     /// Reads until `needle` arrives; drops what came before it and the needle itself.
     func waitFor(_ needle: [UInt8]) throws {
         var chunk = [UInt8](repeating: 0, count: 16_384)
         while true {
-            if let index = XMPP.find(needle, in: buffer) {
+            if let index = firstIndex(of: needle, in: buffer) {
                 buffer.removeFirst(index + needle.count)
                 return
             }
-            if let refusal = XMPP.refusals.first(where: { XMPP.find($0, in: buffer) != nil }) {
+            if let refusal = XMPP.refusals.first(where: { firstIndex(of: $0, in: buffer) != nil }) {
                 throw BenchError("ejabberd refused the poster (\(String(decoding: refusal, as: UTF8.self))): \(String(decoding: buffer.prefix(300), as: UTF8.self))")
             }
             let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }

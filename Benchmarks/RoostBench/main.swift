@@ -49,6 +49,8 @@ struct Options {
 
     /// The server's name in reports.
     var serverName: String { ["mqtt": "mosquitto", "xmpp": "ejabberd"][broker] ?? "roost" }
+    /// The server and how it is spoken to, in printed headings.
+    var serverLabel: String { ["mqtt": "mosquitto, MQTT 3.1.1 QoS 0", "xmpp": "ejabberd, XMPP MUC with mod_mam"][broker] ?? "Roost" }
 
     init(_ arguments: [String]) throws {
         var rest = arguments[...]
