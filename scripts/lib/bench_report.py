@@ -60,6 +60,12 @@ def main():
     def row(figure, texts, numbers=None, goal="", met=""):
         rows.append((figure, texts, numbers or {}, goal, met))
 
+    def with_database(steps):
+        """{server: deliveries per CPU-second of server and PostgreSQL} of fanout steps; mosquitto
+        keeps nothing, so its own figure stands."""
+        both = {name: step.get("per_cpu_s_with_database", step["per_cpu_s"] if name == "mosquitto" else None) for name, step in steps.items()}
+        return {name: value for name, value in both.items() if value is not None}
+
     connections = {name: next((r for r in results if r["scenario"] == "connections" and r["server"] == name), None) for name in present}
     same = connections.get("roost")
     box = [r for r in results if r["scenario"] == "connections" and r["server"] == "roost"][-1:]
@@ -95,9 +101,7 @@ def main():
         row(f"fanout {shape['groups']}×{shape['members']}: deliveries per server CPU-second (best step)", {k: number(v) for k, v in per_cpu.items()},
             per_cpu, "≥ 150,000 and ≥ 1.0× mosquitto (stretch 250,000)",
             verdict(per_cpu["roost"] >= 150_000 and (mqtt_best is None or per_cpu["roost"] >= mqtt_best)) if "roost" in per_cpu else "")
-        # PostgreSQL's CPU counted with the server's; mosquitto keeps nothing, so it has none to add.
-        together = {name: b.get("per_cpu_s_with_database", b["per_cpu_s"] if name == "mosquitto" else None) for name, b in best.items()}
-        together = {k: v for k, v in together.items() if v is not None}
+        together = with_database(best)
         row("fanout: deliveries per CPU-second of server and PostgreSQL together (that step)",
             {k: number(v) + (f" (PostgreSQL {best[k]['database_cpu_s']:.2f} s)" if "database_cpu_s" in best[k] else " (no database)")
              for k, v in together.items()}, together)
@@ -111,9 +115,8 @@ def main():
             at = {name: steps[rate] for name, steps in calm.items()}
             row(f"fanout: deliveries per server CPU-second at {number(rate)} posts/s, none saturated",
                 {k: f"{number(s['per_cpu_s'])} (p99 {s['p99_ms']} ms)" for k, s in at.items()}, {k: s["per_cpu_s"] for k, s in at.items()})
-            both = {k: s.get("per_cpu_s_with_database", s["per_cpu_s"] if k == "mosquitto" else None) for k, s in at.items()}
-            both = {k: v for k, v in both.items() if v is not None}
-            row(f"fanout: the same with PostgreSQL's CPU counted", {k: number(v) for k, v in both.items()}, both)
+            both = with_database(at)
+            row("fanout: the same with PostgreSQL's CPU counted", {k: number(v) for k, v in both.items()}, both)
     for members, goal in ((1000, 20), (10000, 100)):
         alerts = {name: next((r for r in results if r["scenario"] == "alert" and r["server"] == name and r["members"] == members), None)
                   for name in present}
