@@ -9,18 +9,24 @@ import Glibc
 /// whole ephemeral port range to itself; the servers (several `roost serve` sharing the port
 /// with SO_REUSEPORT when N needs it) are measured from /proc before and after.
 func connectionsScenario(_ options: Options) throws {
-    let mqtt = options.broker == "mqtt", xmpp = options.broker == "xmpp"
+    let mqtt = options.broker == "mqtt", xmpp = options.broker == "xmpp", matrix = options.broker == "matrix"
     let workers = (options.connections + options.perWorker - 1) / options.perWorker
-    let what = mqtt ? "MQTT subscriptions" : xmpp ? "XMPP sessions, each in a room of 100" : "authenticated streams"
+    let what = mqtt ? "MQTT subscriptions" : xmpp ? "XMPP sessions, each in a room of 100"
+        : matrix ? "Matrix /sync long-polls, each member of a room of 100" : "authenticated streams"
     print("connections (\(options.serverName)): \(options.connections) idle \(what) "
           + "from \(workers) client process\(workers == 1 ? "" : "es"), \(options.serverPIDs.count) server process\(options.serverPIDs.count == 1 ? "" : "es")")
-    var tokensFile: String?
+    var tokens: [String]?
     if xmpp {
         try Seed.xmppAccounts(databaseURL: options.databaseURL, names: (0..<options.connections).map { "m\($0)" })
+    } else if matrix {
+        tokens = try matrixMembers(options, count: options.connections, rooms: (options.connections + 99) / 100, roomOf: { $0 / 100 }).tokens
     } else if !mqtt {
-        let seed = try Seed.make(databaseURL: options.databaseURL, groups: 1, membersPerGroup: options.connections)
+        tokens = try Seed.make(databaseURL: options.databaseURL, groups: 1, membersPerGroup: options.connections).members[0]
+    }
+    var tokensFile: String?
+    if let tokens {
         let path = NSTemporaryDirectory() + "roost-bench-tokens-\(getpid())"
-        try seed.members[0].joined(separator: "\n").write(toFile: path, atomically: true, encoding: .utf8)
+        try tokens.joined(separator: "\n").write(toFile: path, atomically: true, encoding: .utf8)
         tokensFile = path
     }
     defer { if let tokensFile { unlink(tokensFile) } }
@@ -100,7 +106,8 @@ func connectionsWorker(_ options: Options) throws {
         guard let path = options.tokensFile else { throw BenchError("--tokens-file is required") }
         let tokens = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map(String.init)
         guard options.tokenRange.upperBound <= tokens.count else { throw BenchError("--token-range exceeds the tokens") }
-        kind = .roost(tokens: Array(tokens[options.tokenRange]), resume: { _ in #"{"type":"resume","cursors":{}}"# })
+        let mine = Array(tokens[options.tokenRange])
+        kind = options.broker == "matrix" ? .matrix(tokens: mine) : .roost(tokens: mine, resume: { _ in #"{"type":"resume","cursors":{}}"# })
     }
     let clients = StreamClients(port: options.port, kind: kind, source: options.source) { _, _, _, _ in }
     clients.retryLimit = 12

@@ -8,14 +8,16 @@ import Glibc
 #endif
 
 /// Many subscriber connections on one epoll loop in one thread (no thread per connection):
-/// Roost streams, MQTT subscriptions to mosquitto or XMPP room occupants of ejabberd, reporting
-/// each delivery that carries a post marker (`bench:<n>:`).
+/// Roost streams, MQTT subscriptions to mosquitto, XMPP room occupants of ejabberd or Matrix
+/// `/sync` long-polls to Synapse, reporting each delivery that carries a post marker (`bench:<n>:`).
 ///
 /// A Roost stream upgrades `/v1/stream` with its session token and sends its `resume` frame
 /// (by default `{}`, so live delivery starts at once); it is live at `101` and counted as
 /// resumed at the `resumed` frame. An MQTT client sends CONNECT and SUBSCRIBE together and is
 /// live (and resumed) at its SUBACK. An XMPP client opens its stream, authenticates (SASL PLAIN),
-/// binds and joins its room with no history; it is live at the room's presence for itself.
+/// binds and joins its room with no history; it is live at the room's presence for itself. A
+/// Matrix client (already joined to its room) sends its first `/sync`; it is live at the answer
+/// and long-polls from then on, each request sent as the last one's answer arrives.
 final class StreamClients: @unchecked Sendable {
     // `@unchecked Sendable`: connection state is touched only by the loop thread; other threads
     // read the atomics and call `stop`.
@@ -26,6 +28,8 @@ final class StreamClients: @unchecked Sendable {
         case mqtt(topics: [String])
         /// Each connection's user and room (`users[i]` joins `rooms[i]` under its own name).
         case xmpp(domain: String, users: [String], rooms: [String])
+        /// Each connection's access token.
+        case matrix(tokens: [String])
     }
 
     /// `waiting`: refused or dropped before it was live, and due to reconnect (`retryLimit`).
@@ -40,6 +44,7 @@ final class StreamClients: @unchecked Sendable {
         var xmpp = XMPP.Splitter()
         /// The next of `XMPP.milestones` an opening XMPP session waits for.
         var xmppStep = 0
+        var http = HTTPResponseReader()
         var attempts = 0
         var resumed = false
     }
@@ -91,6 +96,7 @@ final class StreamClients: @unchecked Sendable {
         case .roost(let tokens, _): connections = tokens.map { _ in Connection() }
         case .mqtt(let topics): connections = topics.map { _ in Connection() }
         case .xmpp(_, let users, _): connections = users.map { _ in Connection() }
+        case .matrix(let tokens): connections = tokens.map { _ in Connection() }
         }
         epollFD = epoll_create1(Int32(EPOLL_CLOEXEC))
         self.onDelivery = onDelivery
@@ -184,6 +190,7 @@ final class StreamClients: @unchecked Sendable {
         connections[id].mqtt = MQTT.Reader()
         connections[id].xmpp = XMPP.Splitter()
         connections[id].xmppStep = 0
+        connections[id].http = HTTPResponseReader()
         var event = epoll_event()
         event.events = UInt32(EPOLLIN.rawValue) | UInt32(EPOLLOUT.rawValue)
         event.data.u64 = UInt64(id)
@@ -224,6 +231,8 @@ final class StreamClients: @unchecked Sendable {
             return MQTT.connect(clientID: "bench-\(getpid())-\(id)") + MQTT.subscribe(topics[id])
         case .xmpp(let domain, _, _):
             return XMPP.header(domain: domain)
+        case .matrix(let tokens):
+            return Matrix.sync(token: tokens[id], since: nil)
         }
     }
 
@@ -254,6 +263,7 @@ final class StreamClients: @unchecked Sendable {
             case .roost(_, let resume): receiveRoost(id, bytes, arrival: arrival, resume: resume)
             case .mqtt: receiveMQTT(id, bytes, arrival: arrival)
             case .xmpp(let domain, let users, let rooms): receiveXMPP(id, bytes, arrival: arrival, user: users[id], room: rooms[id], domain: domain)
+            case .matrix(let tokens): receiveMatrix(id, bytes, arrival: arrival, token: tokens[id])
             }
         }
     }
@@ -384,6 +394,44 @@ final class StreamClients: @unchecked Sendable {
         connections[id].xmpp.feed(bytes) { stanza in
             if let post = Self.marker(stanza, needle: needle) { onDelivery(id, post, arrival, stanza.count) }
         }
+    }
+
+    private func receiveMatrix(_ id: Int, _ bytes: [UInt8], arrival: UInt64, token: String) {
+        connections[id].http.feed(bytes)
+        while let (status, body) = connections[id].http.next() {
+            guard status == 200, let since = Matrix.nextBatch(in: body) else {
+                refusals.add(1, ordering: .relaxed)
+                return fail(id)
+            }
+            if connections[id].phase == .handshaking {
+                connections[id].phase = .open
+                connections[id].resumed = true
+                live.add(1, ordering: .relaxed)
+                resumed.add(1, ordering: .relaxed)
+            } else {
+                // One answer carries every message since the last: each is a delivery.
+                let posts = Self.markers(body, needle: needle)
+                for post in posts { onDelivery(id, post, arrival, body.count / posts.count) }
+            }
+            write(id, Matrix.sync(token: token, since: since))
+        }
+    }
+
+    /// The whole number after each `needle` in `bytes`.
+    static func markers(_ bytes: [UInt8], needle: [UInt8]) -> [Int] {
+        var found: [Int] = []
+        var from = 0
+        while let start = firstIndex(of: needle, in: bytes, from: from) {
+            var index = start + needle.count
+            var value = 0
+            while index < bytes.count, bytes[index] >= 48, bytes[index] <= 57 {
+                value = value * 10 + Int(bytes[index] - 48)
+                index += 1
+            }
+            if index > start + needle.count { found.append(value) }
+            from = index
+        }
+        return found
     }
 
     /// The whole number after `needle` in a delivered frame or payload, if any.

@@ -165,7 +165,7 @@ struct BenchError: Error, CustomStringConvertible {
 final class HTTPPoster {
     private var fd: Int32 = -1
     private let port: UInt16
-    private var buffer: [UInt8] = []
+    private var reader = HTTPResponseReader()
 
     init(port: UInt16) throws {
         self.port = port
@@ -178,7 +178,7 @@ final class HTTPPoster {
         if fd >= 0 { Glibc.close(fd) }
         fd = -1
         fd = try connectLoopback(port: port)
-        buffer = []
+        reader = HTTPResponseReader()
     }
 
     /// Sends one request and returns the status and body.
@@ -189,27 +189,59 @@ final class HTTPPoster {
         guard sendAll(fd, Array(head.utf8) + bytes) else { throw BenchError("send failed") }
         var chunk = [UInt8](repeating: 0, count: 16_384)
         while true {
-            if let end = firstIndex(of: Array("\r\n\r\n".utf8), in: buffer) {
-                let header = String(decoding: buffer[0..<end], as: UTF8.self)
-                let status = Int(header.split(separator: " ")[1]) ?? 0
-                let length = header.split(separator: "\r\n").first { $0.lowercased().hasPrefix("content-length:") }
-                    .flatMap { Int($0.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) } ?? 0
-                if buffer.count >= end + 4 + length {
-                    let text = String(decoding: buffer[(end + 4)..<(end + 4 + length)], as: UTF8.self)
-                    buffer.removeFirst(end + 4 + length)
-                    return (status, text)
-                }
-            }
+            if let (status, body) = reader.next() { return (status, String(decoding: body, as: UTF8.self)) }
             let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
             guard count > 0 else { throw BenchError("connection closed") }
-            buffer += chunk[0..<count]
+            reader.feed(chunk[0..<count])
         }
     }
 }
 
+/// HTTP/1.1 responses out of a byte stream, framed by Content-Length or chunked (Synapse's
+/// JSON comes chunked). Trailers are not expected; a response without either framing is taken
+/// to have no body.
+struct HTTPResponseReader {
+    private var buffer: [UInt8] = []
+    private static let crlf = Array("\r\n".utf8), headEnd = Array("\r\n\r\n".utf8)
+
+    mutating func feed<Bytes: Sequence>(_ bytes: Bytes) where Bytes.Element == UInt8 { buffer += bytes }
+
+    /// The next whole response's status and body, or nil until more bytes arrive.
+    mutating func next() -> (status: Int, body: [UInt8])? {
+        guard let end = firstIndex(of: Self.headEnd, in: buffer) else { return nil }
+        let lines = String(decoding: buffer[0..<end], as: UTF8.self).lowercased().split(separator: "\r\n")
+        let status = lines.first.flatMap { $0.split(separator: " ").dropFirst().first }.flatMap { Int($0) } ?? 0
+        func header(_ name: String) -> String? {
+            lines.dropFirst().first { $0.hasPrefix(name + ":") }.map { $0.dropFirst(name.count + 1).trimmingCharacters(in: .whitespaces) }
+        }
+        var position = end + Self.headEnd.count
+        var body: [UInt8] = []
+        if header("transfer-encoding") == "chunked" {
+            while true {
+                guard let lineEnd = firstIndex(of: Self.crlf, in: buffer, from: position) else { return nil }
+                let sizeLine = String(decoding: buffer[position..<lineEnd], as: UTF8.self).prefix { $0 != ";" }
+                let size = Int(sizeLine.trimmingCharacters(in: .whitespaces), radix: 16) ?? 0
+                position = lineEnd + Self.crlf.count
+                guard buffer.count >= position + size + Self.crlf.count else { return nil }
+                if size == 0 { break }
+                body += buffer[position..<(position + size)]
+                position += size + Self.crlf.count
+            }
+            position += Self.crlf.count
+        } else {
+            let length = header("content-length").flatMap { Int($0) } ?? 0
+            guard buffer.count >= position + length else { return nil }
+            body = Array(buffer[position..<(position + length)])
+            position += length
+        }
+        buffer.removeFirst(position)
+        return (status, body)
+    }
+}
+
 /// Runs `body(ticket)` for tickets 0..<count on `threads` threads, each ticket no earlier than
-/// `began + ticket / rate` (as fast as the threads go without a rate); `deadline` stops an
-/// unbounded run. Each thread gets its own `State` from `make` (a connection, say).
+/// `began + ticket / rate` (as fast as the threads go without a rate); no ticket starts after
+/// `deadline`. Each thread gets its own `State` from `make` (a connection, say).
 func paced<State>(count: Int = .max, rate: Int?, threads: Int, until deadline: UInt64? = nil,
                   make: @escaping @Sendable () -> State?, _ body: @escaping @Sendable (inout State, Int) -> Void) {
     let next = Atomic<Int>(0)
@@ -223,11 +255,12 @@ func paced<State>(count: Int = .max, rate: Int?, threads: Int, until deadline: U
             while true {
                 let ticket = next.add(1, ordering: .relaxed).oldValue
                 guard ticket < count else { return }
+                // A paced run ends at the deadline too: a server slower than the rate is not
+                // waited for until it has taken every ticket.
+                if let deadline, now() >= deadline { return }
                 if let rate {
                     let wait = Int64(began + UInt64(Double(ticket) / Double(rate) * 1e9)) - Int64(now())
                     if wait > 0 { usleep(UInt32(wait / 1000)) }
-                } else if let deadline, now() >= deadline {
-                    return
                 }
                 body(&state, ticket)
             }

@@ -5,7 +5,7 @@ import Glibc
 #endif
 
 // roost-bench: measures a running `roost serve` (or mosquitto with `--broker mqtt`, ejabberd
-// with `--broker xmpp`) from outside: release build; prints figures and the goals beside them, asserts nothing.
+// with `--broker xmpp`, Synapse with `--broker matrix`) from outside: release build; prints figures and the goals beside them, asserts nothing.
 // scripts/bench (and scripts/bench-stream) run it pinned to the core the server is not on.
 // Scenarios:
 //   connections   N authenticated idle streams (MQTT subscriptions), opened by worker processes
@@ -48,9 +48,11 @@ struct Options {
     var serverPID: Int32 { serverPIDs.first ?? 0 }
 
     /// The server's name in reports.
-    var serverName: String { ["mqtt": "mosquitto", "xmpp": "ejabberd"][broker] ?? "roost" }
+    var serverName: String { ["mqtt": "mosquitto", "xmpp": "ejabberd", "matrix": "synapse"][broker] ?? "roost" }
     /// The server and how it is spoken to, in printed headings.
-    var serverLabel: String { ["mqtt": "mosquitto, MQTT 3.1.1 QoS 0", "xmpp": "ejabberd, XMPP MUC with mod_mam"][broker] ?? "Roost" }
+    var serverLabel: String {
+        ["mqtt": "mosquitto, MQTT 3.1.1 QoS 0", "xmpp": "ejabberd, XMPP MUC with mod_mam", "matrix": "Synapse, Matrix rooms with /sync long-polls"][broker] ?? "Roost"
+    }
 
     init(_ arguments: [String]) throws {
         var rest = arguments[...]
@@ -64,7 +66,7 @@ struct Options {
             }
             switch flag {
             case "--broker":
-                guard ["roost", "mqtt", "xmpp"].contains(value) else { throw BenchError("--broker is roost, mqtt or xmpp") }
+                guard ["roost", "mqtt", "xmpp", "matrix"].contains(value) else { throw BenchError("--broker is roost, mqtt, xmpp or matrix") }
                 broker = value
             case "--domain": domain = value
             case "--port": port = UInt16(try number())
@@ -96,14 +98,14 @@ struct Options {
             }
         }
         guard scenario == "connections-worker" || !serverPIDs.isEmpty else { throw BenchError("--server-pid is required\n\(Self.usage)") }
-        guard broker == "mqtt" || scenario == "connections-worker" || !databaseURL.isEmpty else {
+        guard broker == "mqtt" || broker == "matrix" || scenario == "connections-worker" || !databaseURL.isEmpty else {
             throw BenchError("--database-url is required for Roost and ejabberd\n\(Self.usage)")
         }
     }
 
     static let usage = """
         usage: roost-bench connections|alert|live-location|fanout|posts|resume-storm --port PORT --server-pid PID[,PID...]
-               [--broker roost|mqtt|xmpp] [--domain XMPP-DOMAIN] [--database-url URL] [--database-pid POSTMASTER] [--results FILE] [--latencies FILE]
+               [--broker roost|mqtt|xmpp|matrix] [--domain XMPP-DOMAIN] [--database-url URL] [--database-pid POSTMASTER] [--results FILE] [--latencies FILE]
                connections:  [--connections N] [--per-worker N]
                alert:        [--members N] [--alerts N]
                live-location: [--members N] [--sharers S] [--seconds T]
