@@ -73,13 +73,17 @@ def main():
     measured = {name: r for name, r in connections.items() if r}
     if measured:
         n = (same or next(iter(measured.values())))["connections"]
+        # A server measured at another count (Synapse: its joins are slow to set up) says so.
+        def at(name):
+            return "" if measured[name]["connections"] == n else f" (at {number(measured[name]['connections'])})"
+
         user = {name: r["user_bytes_per_connection"] for name, r in measured.items()}
-        row(f"user-space bytes per idle connection ({number(n)} on one process)", {k: number(v) for k, v in user.items()}, user, "≤ 2,048",
+        row(f"user-space bytes per idle connection ({number(n)} on one process)", {k: number(v) + at(k) for k, v in user.items()}, user, "≤ 2,048",
             verdict(same["user_bytes_per_connection"] <= 2048) if same else "")
         kernel = {name: r["kernel_bytes_per_socket"] for name, r in measured.items()}
-        row("kernel bytes per socket (slab and buffers, both ends)", {k: number(v) for k, v in kernel.items()}, kernel)
+        row("kernel bytes per socket (slab and buffers, both ends)", {k: number(v) + at(k) for k, v in kernel.items()}, kernel)
         rate = {name: r["handshakes_per_s"] for name, r in measured.items()}
-        row(f"connections opened per second, ramp to {number(n)} (each authenticated)", {k: number(v) for k, v in rate.items()}, rate)
+        row(f"connections opened per second, ramp to {number(n)} (each authenticated)", {k: number(v) + at(k) for k, v in rate.items()}, rate)
         row("connections live on one process", {k: f"{number(r['live'])} of {number(r['connections'])}" for k, r in measured.items()}, {},
             "19,000 per process", verdict(same["live"] >= 19_000) if same else "")
     if box:
@@ -95,10 +99,17 @@ def main():
     roost_fanout = fanouts.get("roost")
     if fanouts:
         shape = next(iter(fanouts.values()))
+
+        def groups(name):
+            """A server run with fewer groups of the same size (Synapse) says so."""
+            r = fanouts[name]
+            return "" if (r["groups"], r["members"]) == (shape["groups"], shape["members"]) else f" ({r['groups']}×{r['members']})"
+
         best = {name: r["best"] for name, r in fanouts.items()}
         per_cpu = {name: b["per_cpu_s"] for name, b in best.items()}
         mqtt_best = per_cpu.get("mosquitto")
-        row(f"fanout {shape['groups']}×{shape['members']}: deliveries per server CPU-second (best step)", {k: number(v) for k, v in per_cpu.items()},
+        row(f"fanout {shape['groups']}×{shape['members']}: deliveries per server CPU-second (best step)",
+            {k: number(v) + groups(k) for k, v in per_cpu.items()},
             per_cpu, "≥ 150,000 and ≥ 1.0× mosquitto (stretch 250,000)",
             verdict(per_cpu["roost"] >= 150_000 and (mqtt_best is None or per_cpu["roost"] >= mqtt_best)) if "roost" in per_cpu else "")
         together = with_database(best)
@@ -108,13 +119,22 @@ def main():
         row("fanout: p99 delivery latency at that step", {k: f"{b['p99_ms']} ms at {number(b['rate'])} posts/s" for k, b in best.items()})
         # A server past its knee queues, which batches writes and flatters its CPU figure: compare
         # them also at the highest rate every server carried without queueing (p99 under 100 ms).
+        # A server stepped through other rates (Synapse's are lower) shows its own highest such
+        # step, with its rate.
         calm = {name: {step["rate"]: step for step in r["steps"] if step["p99_ms"] < 100 and step["missing"] == 0} for name, r in fanouts.items()}
-        common = sorted(set.intersection(*(set(steps) for steps in calm.values()))) if calm else []
+        reference = set(step["rate"] for step in (roost_fanout or shape)["steps"])
+        alike = {name: steps for name, steps in calm.items() if set(steps) & reference}
+        common = sorted(set.intersection(*(set(steps) for steps in alike.values()))) if alike else []
         if common:
             rate = common[-1]
-            at = {name: steps[rate] for name, steps in calm.items()}
+            at = {name: steps[rate] for name, steps in alike.items()}
+            at.update({name: steps[max(steps)] for name, steps in calm.items() if name not in alike and steps})
+
+            def own_rate(name):
+                return "" if at[name]["rate"] == rate else f" at {number(at[name]['rate'])} posts/s"
+
             row(f"fanout: deliveries per server CPU-second at {number(rate)} posts/s, none saturated",
-                {k: f"{number(s['per_cpu_s'])} (p99 {s['p99_ms']} ms)" for k, s in at.items()}, {k: s["per_cpu_s"] for k, s in at.items()})
+                {k: f"{number(s['per_cpu_s'])} (p99 {s['p99_ms']} ms{own_rate(k)})" for k, s in at.items()}, {k: s["per_cpu_s"] for k, s in at.items()})
             both = with_database(at)
             row("fanout: the same with PostgreSQL's CPU counted", {k: number(v) for k, v in both.items()}, both)
     for members, goal in ((1000, 20), (10000, 100)):
@@ -128,6 +148,8 @@ def main():
             shape = alerts.get("roost") or next(iter(alerts.values()))
             row(f"alert to {number(shape['members'])} members, post → last member's receipt ({shape['alerts']} alerts)",
                 {k: f"p50 {a['p50_ms']} ms, p99 {a['p99_ms']} ms" + (f" (only {number(a['live'])} connected)" if a.get("live", a["members"]) < a["members"] else "")
+                 + (f" of {a['alerts']} alerts (not every member within 30 s: {a['incomplete']})" if a.get("incomplete") else "")
+                 + (f" of {a['alerts']} alerts" if a["alerts"] != shape["alerts"] and not a.get("incomplete") else "")
                  for k, a in alerts.items()},
                 {k: a["p99_ms"] for k, a in alerts.items() if a.get("live", a["members"]) == a["members"]},
                 f"p99 ≤ {goal} ms", verdict(alerts["roost"]["p99_ms"] <= goal) if "roost" in alerts else "")
@@ -142,6 +164,13 @@ def main():
         concurrency = next(iter(posts.values()))["concurrency"]
         row(f"message posts at concurrency {concurrency}, each until stored and acknowledged",
             {k: f"{number(p['open_rate'])}/s, p99 {p['open_p99_ms']} ms" for k, p in posts.items()}, {k: p["open_rate"] for k, p in posts.items()})
+        costs = {k: p for k, p in posts.items() if "open_cpu_s" in p and p["open_rate"]}
+        if costs:
+            def per_post(p, key):
+                return p[key] * 1000 / (p["open_rate"] * p["open_seconds"])
+            row("CPU per post at that concurrency: server + PostgreSQL",
+                {k: f"{per_post(p, 'open_cpu_s'):.2f} + {per_post(p, 'open_database_cpu_s'):.2f} ms" for k, p in costs.items()},
+                {k: per_post(p, "open_cpu_s") + per_post(p, "open_database_cpu_s") for k, p in costs.items()})
         paced = next(iter(posts.values()))["paced_rate"]
         row(f"message posts paced at {number(paced)}/s",
             {k: f"{number(p['paced_achieved'])}/s, p99 {p['paced_p99_ms']} ms" for k, p in posts.items()}, {k: p["paced_p99_ms"] for k, p in posts.items()},
@@ -207,22 +236,28 @@ def main():
 Produced by `{command}` on {today}: machine {machine()}; commit {commit()}.
 Versions: {versions}.
 Servers run on core 0 (one event loop a Roost process; mosquitto is single-threaded; ejabberd's
-Erlang VM sees the one core), the clients (`roost-bench`, an epoll loop a process) on core 1,
+Erlang VM sees the one core; Synapse is one Python process), the clients (`roost-bench`, an epoll loop a process) on core 1,
 PostgreSQL unpinned with fsync on.
 
-**Roost and ejabberd persist every message to PostgreSQL** on the same cluster: Roost commits
-each post before it answers and delivers it; ejabberd's multi-user chat archives each
+**Roost, ejabberd and Synapse persist every message to PostgreSQL** on the same cluster: Roost
+commits each post before it answers and delivers it; ejabberd's multi-user chat archives each
 groupchat message with mod_mam (its own database, `scripts/lib/peers/ejabberd.yml`) before
-sending it to the room. mosquitto is the floor: QoS 0 publishes from memory, persistence off.
-Roost and ejabberd carry the same message text (ejabberd's stanzas are XMPP's size, Roost's
-frames are {frame} bytes); mosquitto's payloads are padded to Roost's frame. The subscribers
+sending it to the room; Synapse persists each event in its own database
+(`scripts/lib/peers/synapse.yaml`) before it answers `/send`, and its members long-poll `/sync`
+with a filter that keeps each answer to the new messages' bodies. mosquitto is the floor: QoS 0
+publishes from memory, persistence off. Roost, ejabberd and Synapse carry the same message text
+(each in its protocol's framing; Roost's frames are {frame} bytes); mosquitto's payloads are
+padded to Roost's frame. Synapse takes about 25 ms of its CPU to join a member to a room, so it
+gets fewer rooms of the same 100 members, fewer idle members, and lower rates; its figures say
+where their sizes differ. The subscribers
 and pinning are the same. Server CPU is the server process's own (`/proc/PID/stat`);
 PostgreSQL's (the postmaster and every backend, from `/proc`) is reported beside it and both
 together. User-space memory is the growth of the servers' anonymous memory (`RssAnon`: heap
 and stacks, not code mapped from files) over the idle connections; kernel memory is the growth
 of slab and TCP buffer memory over both ends' sockets. Every connection is authenticated:
 Roost's streams by a session lookup and the member's groups read from PostgreSQL, ejabberd's
-sessions by SASL PLAIN against its `users` table and then a room join. A Roost client refused
+sessions by SASL PLAIN against its `users` table and then a room join, Synapse's `/sync`
+requests by access token (accounts registered through an application service). A Roost client refused
 while the database is busy (503, or 1013 before it is live) retries with backoff, as real
 clients do, and the retries are counted. Latencies are from the post's start to the kernel's
 receive stamp on the member's socket (`SO_TIMESTAMPNS`). Ratios are Roost ÷ peer: below 1 is
