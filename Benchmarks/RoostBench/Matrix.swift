@@ -48,6 +48,10 @@ enum Matrix {
 /// One keep-alive connection to Synapse for setting up and posting (blocking).
 final class MatrixClient {
     private let http: HTTPPoster
+    /// Numbers each message's transaction ID within the process: Synapse answers a repeated
+    /// (room, transaction) with the first event, without sending anything, and the posts
+    /// scenario's two runs reuse their rooms and post numbers.
+    private static let transactions = Atomic<Int>(0)
 
     init(port: UInt16) throws { http = try HTTPPoster(port: port) }
 
@@ -81,7 +85,8 @@ final class MatrixClient {
     /// Sends post `marker` to `room` as the application service's sender; true once Synapse has
     /// persisted it (its 200).
     func send(room: String, marker: Int) -> Bool {
-        (try? call("PUT", "/rooms/\(Matrix.path(room: room))/send/m.room.message/b\(marker)-\(getpid())",
+        let transaction = Self.transactions.add(1, ordering: .relaxed).oldValue
+        return (try? call("PUT", "/rooms/\(Matrix.path(room: room))/send/m.room.message/b\(marker)-\(getpid())-\(transaction)",
                    ["msgtype": "m.text", "body": postText(marker)])) != nil
     }
 }
