@@ -5,32 +5,14 @@ import Synchronization
 import Glibc
 #endif
 
-/// One raw HTTP/1.1 exchange on a fresh connection: the status and the body (read by its
-/// `Content-Length`), with `extra` headers.
+/// One raw HTTP/1.1 exchange (`head` with its blank line, then `body`) on a fresh connection:
+/// the answer's status and body.
 func rawExchange(port: UInt16, _ head: String, body: [UInt8] = []) throws -> (Int, [UInt8]) {
     let fd = try connectLoopback(port: port)
     defer { Glibc.close(fd) }
     guard sendAll(fd, Array(head.utf8) + body) else { throw BenchError("send failed") }
-    var received: [UInt8] = []
-    var chunk = [UInt8](repeating: 0, count: 65_536)
-    var headerEnd: Int?
-    var length = 0
-    while true {
-        let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-        guard count > 0 else { throw BenchError("connection closed") }
-        let searchFrom = max(0, received.count - 3)
-        received += chunk[0..<count]
-        if headerEnd == nil, let end = received[searchFrom...].firstRange(of: Array("\r\n\r\n".utf8))?.lowerBound {
-            headerEnd = end
-            let header = String(decoding: received[0..<end], as: UTF8.self).lowercased()
-            length = header.split(separator: "\r\n").first { $0.hasPrefix("content-length:") }
-                .flatMap { Int($0.dropFirst(15).trimmingCharacters(in: .whitespaces)) } ?? 0
-        }
-        if let end = headerEnd, received.count >= end + 4 + length {
-            let status = Int(String(decoding: received[9..<12], as: UTF8.self)) ?? 0
-            return (status, Array(received[(end + 4)..<(end + 4 + length)]))
-        }
-    }
+    var reader = HTTPResponseReader()
+    return try reader.receive(from: fd)
 }
 
 /// A JPEG of about `size` bytes (its scan is not a real picture, but every byte of it passes

@@ -6,7 +6,6 @@ import Synchronization
 import Glibc
 #endif
 
-/// Monotonic nanoseconds.
 /// This process's CPU time so far (user and system, all threads), in seconds.
 func processCPUSeconds() -> Double {
     var usage = rusage()
@@ -14,6 +13,7 @@ func processCPUSeconds() -> Double {
     return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
 }
 
+/// Monotonic nanoseconds.
 func now() -> UInt64 {
     var time = timespec()
     clock_gettime(CLOCK_MONOTONIC, &time)
@@ -187,13 +187,8 @@ final class HTTPPoster {
         let head = "\(method) \(path) HTTP/1.1\r\nHost: bench\r\nAuthorization: Bearer \(token)\r\n"
             + "Content-Type: application/json\r\nContent-Length: \(bytes.count)\r\n\r\n"
         guard sendAll(fd, Array(head.utf8) + bytes) else { throw BenchError("send failed") }
-        var chunk = [UInt8](repeating: 0, count: 16_384)
-        while true {
-            if let (status, body) = reader.next() { return (status, String(decoding: body, as: UTF8.self)) }
-            let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            guard count > 0 else { throw BenchError("connection closed") }
-            reader.feed(chunk[0..<count])
-        }
+        let (status, answer) = try reader.receive(from: fd)
+        return (status, String(decoding: answer, as: UTF8.self))
     }
 }
 
@@ -236,6 +231,17 @@ struct HTTPResponseReader {
         }
         buffer.removeFirst(position)
         return (status, body)
+    }
+
+    /// Reads a blocking socket until the next whole response is here.
+    mutating func receive(from fd: Int32) throws -> (status: Int, body: [UInt8]) {
+        var chunk = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            if let response = next() { return response }
+            let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            guard count > 0 else { throw BenchError("connection closed") }
+            feed(chunk[0..<count])
+        }
     }
 }
 
