@@ -36,6 +36,11 @@ final class Ledger: Sendable {
             state.frameBytes += bytes
         }
     }
+
+    /// Clients of `kind` whose every delivery is recorded here.
+    func clients(_ options: Options, _ kind: StreamClients.Kind, needle: String = "bench:") -> StreamClients {
+        StreamClients(port: options.port, kind: kind, needle: needle) { _, post, time, bytes in self.delivered(post, at: time, bytes: bytes) }
+    }
 }
 
 /// What every server is sent as post `marker`: the marker (`bench:<n>:`) the clients count by.
@@ -59,9 +64,7 @@ func connect(_ clients: StreamClients, _ options: Options, inFlight: Int = 256, 
 }
 
 func roostClients(_ options: Options, tokens: [String], ledger: Ledger) -> StreamClients {
-    StreamClients(port: options.port, kind: .roost(tokens: tokens, resume: { _ in #"{"type":"resume","cursors":{}}"# })) { _, post, time, bytes in
-        ledger.delivered(post, at: time, bytes: bytes)
-    }
+    ledger.clients(options, .roost(tokens: tokens, resume: { _ in #"{"type":"resume","cursors":{}}"# }))
 }
 
 /// ejabberd's occupants: accounts `m0`, `m1`, … (and the poster, a MUC service admin), each
@@ -69,19 +72,14 @@ func roostClients(_ options: Options, tokens: [String], ledger: Ledger) -> Strea
 func xmppClients(_ options: Options, count: Int, room: (Int) -> String, ledger: Ledger) throws -> StreamClients {
     let users = (0..<count).map { "m\($0)" }
     try Seed.xmppAccounts(databaseURL: options.databaseURL, names: users + ["poster"])
-    return StreamClients(port: options.port, kind: .xmpp(domain: options.domain, users: users, rooms: (0..<count).map(room))) { _, post, time, bytes in
-        ledger.delivered(post, at: time, bytes: bytes)
-    }
+    return ledger.clients(options, .xmpp(domain: options.domain, users: users, rooms: (0..<count).map(room)))
 }
 
 /// Synapse's members: `count` accounts, member `i` joined to room `roomOf(i)` of `rooms`, each
 /// long-polling `/sync`; and the rooms' IDs.
 func matrixClients(_ options: Options, count: Int, rooms: Int, roomOf: @escaping @Sendable (Int) -> Int, ledger: Ledger) throws -> (StreamClients, [String]) {
     let (tokens, roomIDs) = try matrixMembers(options, count: count, rooms: rooms, roomOf: roomOf)
-    let clients = StreamClients(port: options.port, kind: .matrix(tokens: tokens)) { _, post, time, bytes in
-        ledger.delivered(post, at: time, bytes: bytes)
-    }
-    return (clients, roomIDs)
+    return (ledger.clients(options, .matrix(tokens: tokens)), roomIDs)
 }
 
 /// ejabberd's poster: one session of the service admin, posting to rooms it has not joined.
@@ -181,7 +179,7 @@ func fanoutScenario(_ options: Options) throws {
         clients = try xmppClients(options, count: options.groups * options.members, room: { "fanout-g\($0 / options.members)" }, ledger: ledger)
     } else {
         let topics = (0..<options.groups).flatMap { group in Array(repeating: "bench/g\(group)", count: options.members) }
-        clients = StreamClients(port: options.port, kind: .mqtt(topics: topics)) { _, post, time, bytes in ledger.delivered(post, at: time, bytes: bytes) }
+        clients = ledger.clients(options, .mqtt(topics: topics))
     }
     connect(clients, options)
     defer { clients.stop() }
@@ -189,14 +187,13 @@ func fanoutScenario(_ options: Options) throws {
     var first = 0
     var steps: [[String: Any]] = []
     var allSamples: [[UInt64]] = []
-    let database = options.databasePID.map { pid in { databaseCPUSeconds(postmaster: pid) } } ?? { 0 }
     let withDatabase = !mqtt && options.databasePID != nil
     let domain = options.domain
     print("  rate posts/s | deliveries/s | server CPU | deliveries per CPU-s | p50 | p99 | missing"
           + (withDatabase ? " | PostgreSQL CPU | per CPU-s with PostgreSQL" : "") + " | client CPU (roost-bench)")
     for (rate, count) in zip(options.rates, perStep) {
         let cpuBefore = cpuSeconds(pid: options.serverPID)
-        let databaseBefore = database()
+        let databaseBefore = options.databaseCPU()
         let clientBefore = processCPUSeconds()
         let latenciesBefore = ledger.state.withLock { $0.latencies.count }
         let began = now()
@@ -247,7 +244,7 @@ func fanoutScenario(_ options: Options) throws {
         allSamples.append(samples)
         let delivered = samples.count
         let perCPU = cpu > 0 ? Double(delivered) / cpu : 0
-        let databaseCPU = database() - databaseBefore
+        let databaseCPU = options.databaseCPU() - databaseBefore
         let clientCPU = processCPUSeconds() - clientBefore
         let perCPUWithDatabase = cpu + databaseCPU > 0 ? Double(delivered) / (cpu + databaseCPU) : 0
         print(String(format: "  %6d | %9.0f | %5.2f s | %9.0f | %@ | %@ | %d%@", rate, Double(delivered) / elapsed, cpu, perCPU,
@@ -318,14 +315,13 @@ func postsScenario(_ options: Options) throws {
             }
         }
     }
-    let database = options.databasePID.map { pid in { databaseCPUSeconds(postmaster: pid) } } ?? { 0 }
     /// The server's and PostgreSQL's CPU over each run: where a post's time goes.
     var cpu: [(server: Double, database: Double)] = []
     func run(rate: Int?) -> (Double, [UInt64], Int) {
         let failures = Atomic<Int>(0)
         let latencies = Mutex<[UInt64]>([])
-        let (serverBefore, databaseBefore) = (cpuSeconds(pid: options.serverPID), database())
-        defer { cpu.append((cpuSeconds(pid: options.serverPID) - serverBefore, database() - databaseBefore)) }
+        let (serverBefore, databaseBefore) = (cpuSeconds(pid: options.serverPID), options.databaseCPU())
+        defer { cpu.append((cpuSeconds(pid: options.serverPID) - serverBefore, options.databaseCPU() - databaseBefore)) }
         let began = now()
         paced(count: rate.map { Int(Double($0) * options.seconds) } ?? .max, rate: rate, threads: options.concurrency,
               until: began + UInt64(options.seconds * 1e9), make: make) { postOne, ticket in
@@ -440,8 +436,7 @@ func liveLocationScenario(_ options: Options) throws {
     let seed = try Seed.make(databaseURL: options.databaseURL, groups: 1, membersPerGroup: options.members)
     let group = seed.groups[0].uuidString.lowercased()
     let ledger = Ledger(capacity: sharers * rounds + 1)
-    let clients = StreamClients(port: options.port, kind: .roost(tokens: seed.members[0], resume: { _ in #"{"type":"resume","cursors":{}}"# }),
-                                needle: #""accuracy_m":"#) { _, point, time, bytes in ledger.delivered(point, at: time, bytes: bytes) }
+    let clients = ledger.clients(options, .roost(tokens: seed.members[0], resume: { _ in #"{"type":"resume","cursors":{}}"# }), needle: #""accuracy_m":"#)
     connect(clients, options)
     defer { clients.stop() }
 

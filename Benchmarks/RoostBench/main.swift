@@ -47,6 +47,9 @@ struct Options {
 
     var serverPID: Int32 { serverPIDs.first ?? 0 }
 
+    /// PostgreSQL's CPU seconds so far, counted with the server's (0 without `--database-pid`).
+    func databaseCPU() -> Double { databasePID.map { databaseCPUSeconds(postmaster: $0) } ?? 0 }
+
     /// The server's name in reports.
     var serverName: String { ["mqtt": "mosquitto", "xmpp": "ejabberd", "matrix": "synapse"][broker] ?? "roost" }
     /// The server and how it is spoken to, in printed headings.
