@@ -410,44 +410,41 @@ final class StreamClients: @unchecked Sendable {
                 resumed.add(1, ordering: .relaxed)
             } else {
                 // One answer carries every message since the last: each is a delivery.
-                let posts = Self.markers(body, needle: needle)
+                var posts: [Int] = []
+                Self.scanMarkers(body, needle: needle) { posts.append($0); return true }
                 for post in posts { onDelivery(id, post, arrival, body.count / posts.count) }
             }
             write(id, Matrix.sync(token: token, since: since))
         }
     }
 
-    /// The whole number after each `needle` in `bytes`.
-    static func markers(_ bytes: [UInt8], needle: [UInt8]) -> [Int] {
-        var found: [Int] = []
-        var from = 0
-        while let start = firstIndex(of: needle, in: bytes, from: from) {
-            var index = start + needle.count
-            var value = 0
-            while index < bytes.count, bytes[index] >= 48, bytes[index] <= 57 {
-                value = value * 10 + Int(bytes[index] - 48)
-                index += 1
-            }
-            if index > start + needle.count { found.append(value) }
-            from = index
-        }
-        return found
-    }
-
-    /// The whole number after `needle` in a delivered frame or payload, if any.
-    static func marker<Bytes: Collection>(_ bytes: Bytes, needle: [UInt8]) -> Int? where Bytes.Element == UInt8 {
+    /// The whole number after each `needle` in `bytes`, in order, given to `found` until it
+    /// returns false.
+    static func scanMarkers<Bytes: Collection>(_ bytes: Bytes, needle: [UInt8], _ found: (Int) -> Bool) where Bytes.Element == UInt8 {
         var matched = 0
         var value: Int?
         for byte in bytes {
             if matched == needle.count {
-                guard byte >= 48 && byte <= 57 else { break }
-                value = (value ?? 0) * 10 + Int(byte - 48)
-            } else if byte == needle[matched] {
+                if byte >= 48 && byte <= 57 {
+                    value = (value ?? 0) * 10 + Int(byte - 48)
+                    continue
+                }
+                if let number = value, !found(number) { return }
+                (matched, value) = (0, nil)
+            }
+            if byte == needle[matched] {
                 matched += 1
             } else {
                 matched = byte == needle[0] ? 1 : 0
             }
         }
-        return value
+        if let value { _ = found(value) }
+    }
+
+    /// The whole number after the first `needle` in a delivered frame or payload, if any.
+    static func marker<Bytes: Collection>(_ bytes: Bytes, needle: [UInt8]) -> Int? where Bytes.Element == UInt8 {
+        var first: Int?
+        scanMarkers(bytes, needle: needle) { first = $0; return false }
+        return first
     }
 }
