@@ -74,16 +74,16 @@ def main():
     if measured:
         n = (same or next(iter(measured.values())))["connections"]
         # A server measured at another count (Synapse: its joins are slow to set up) says so.
-        def at(name):
+        def count_differs(name):
             return "" if measured[name]["connections"] == n else f" (at {number(measured[name]['connections'])})"
 
         user = {name: r["user_bytes_per_connection"] for name, r in measured.items()}
-        row(f"user-space bytes per idle connection ({number(n)} on one process)", {k: number(v) + at(k) for k, v in user.items()}, user, "≤ 2,048",
+        row(f"user-space bytes per idle connection ({number(n)} on one process)", {k: number(v) + count_differs(k) for k, v in user.items()}, user, "≤ 2,048",
             verdict(same["user_bytes_per_connection"] <= 2048) if same else "")
         kernel = {name: r["kernel_bytes_per_socket"] for name, r in measured.items()}
-        row("kernel bytes per socket (slab and buffers, both ends)", {k: number(v) + at(k) for k, v in kernel.items()}, kernel)
+        row("kernel bytes per socket (slab and buffers, both ends)", {k: number(v) + count_differs(k) for k, v in kernel.items()}, kernel)
         rate = {name: r["handshakes_per_s"] for name, r in measured.items()}
-        row(f"connections opened per second, ramp to {number(n)} (each authenticated)", {k: number(v) + at(k) for k, v in rate.items()}, rate)
+        row(f"connections opened per second, ramp to {number(n)} (each authenticated)", {k: number(v) + count_differs(k) for k, v in rate.items()}, rate)
         row("connections live on one process", {k: f"{number(r['live'])} of {number(r['connections'])}" for k, r in measured.items()}, {},
             "19,000 per process", verdict(same["live"] >= 19_000) if same else "")
     if box:
@@ -249,8 +249,7 @@ publishes from memory, persistence off. Roost, ejabberd and Synapse carry the sa
 (each in its protocol's framing; Roost's frames are {frame} bytes); mosquitto's payloads are
 padded to Roost's frame. Synapse takes about 25 ms of its CPU to join a member to a room, so it
 gets fewer rooms of the same 100 members, fewer idle members, and lower rates; its figures say
-where their sizes differ. The subscribers
-and pinning are the same. Server CPU is the server process's own (`/proc/PID/stat`);
+where their sizes differ. The pinning is the same for all. Server CPU is the server process's own (`/proc/PID/stat`);
 PostgreSQL's (the postmaster and every backend, from `/proc`) is reported beside it and both
 together. User-space memory is the growth of the servers' anonymous memory (`RssAnon`: heap
 and stacks, not code mapped from files) over the idle connections; kernel memory is the growth
@@ -261,7 +260,7 @@ requests by access token (accounts registered through an application service). A
 while the database is busy (503, or 1013 before it is live) retries with backoff, as real
 clients do, and the retries are counted. Latencies are from the post's start to the kernel's
 receive stamp on the member's socket (`SO_TIMESTAMPNS`). Ratios are Roost ÷ peer: below 1 is
-better for bytes and latencies, above 1 for rates.
+better for bytes, latencies and CPU per post, above 1 for rates.
 
 {chr(10).join(table)}
 
