@@ -11,7 +11,7 @@ the gap. Printed: the time from the kill to the first acknowledged post after it
 (with asynchronous replication) how many acknowledged posts the failover lost.
 
 Usage (under scripts/ha, which sets DATABASE_URL and ROOST_HA_*):
-    ha_failover.py ROOST_BINARY [--switchover] [--expect-loss-allowed]
+    ha_failover.py ROOST_BINARY [--switchover] [--loss-allowed]
 """
 
 import argparse
