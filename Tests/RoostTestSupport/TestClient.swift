@@ -11,6 +11,8 @@ import Glibc
 public final class TestClient: @unchecked Sendable {
     public let fd: Int32
     private var pending: [UInt8] = []
+    /// Every byte read from the socket so far.
+    public private(set) var bytesRead = 0
 
     public struct Response: Sendable {
         public let status: Int
@@ -57,6 +59,7 @@ public final class TestClient: @unchecked Sendable {
         let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
         // A close with unread input arrives as a reset: for the client that is a close too.
         if count < 0 { return errno == ECONNRESET ? [] : nil }
+        bytesRead += count
         return Array(buffer[0..<count])
     }
 

@@ -351,6 +351,7 @@ final class HTTPConnection: EventHandler {
         do {
             let drained = try outbound.write(to: fd)
             waitingForWritable = !drained
+            context.bytesWritten.add(before - outbound.byteCount, ordering: .relaxed)
         } catch {
             close()
             return

@@ -45,6 +45,8 @@ final class ServerContext: Sendable {
     let openConnections = Atomic<Int>(0)
     let runningHandlers = Atomic<Int>(0)
     let requestsServed = Atomic<Int>(0)
+    /// Bytes every connection has handed to its socket (HTTP and WebSocket).
+    let bytesWritten = Atomic<Int>(0)
     let shuttingDown = Atomic<Bool>(false)
     let metrics = ServerMetrics()
     private let connectionsByAddress = Mutex<[String: Int]>([:])
