@@ -45,7 +45,8 @@ public final class HTTPServer: Sendable {
 
     public var openConnections: Int { context.openConnections.load(ordering: .relaxed) }
     public var requestsServed: Int { context.requestsServed.load(ordering: .relaxed) }
-    /// Bytes handed to client sockets so far: a write that makes progress raises it.
+    /// Bytes written from outbound queues so far: all of HTTP's, and the WebSocket frames that
+    /// had to wait. A pending write that makes progress raises it.
     public var bytesWritten: Int { context.bytesWritten.load(ordering: .relaxed) }
     public var runningHandlers: Int { context.runningHandlers.load(ordering: .relaxed) }
 

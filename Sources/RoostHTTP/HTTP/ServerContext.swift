@@ -45,7 +45,8 @@ final class ServerContext: Sendable {
     let openConnections = Atomic<Int>(0)
     let runningHandlers = Atomic<Int>(0)
     let requestsServed = Atomic<Int>(0)
-    /// Bytes every connection has handed to its socket (HTTP and WebSocket).
+    /// Bytes written from the connections' outbound queues (`flush`): every HTTP response byte,
+    /// and the WebSocket frames that waited in a queue (a frame sent at once is not counted here).
     let bytesWritten = Atomic<Int>(0)
     let shuttingDown = Atomic<Bool>(false)
     let metrics = ServerMetrics()
