@@ -346,16 +346,22 @@ final class StreamClients: @unchecked Sendable {
         }
     }
 
+    /// Live and resumed in one step (MQTT's SUBACK, XMPP's own room presence, Matrix's first
+    /// `/sync` answer): these protocols have no history to catch up on first.
+    private func openResumed(_ id: Int) {
+        connections[id].phase = .open
+        connections[id].resumed = true
+        live.add(1, ordering: .relaxed)
+        resumed.add(1, ordering: .relaxed)
+    }
+
     private func receiveMQTT(_ id: Int, _ bytes: [UInt8], arrival: UInt64) {
         connections[id].mqtt.feed(bytes)
         while let (type, body) = connections[id].mqtt.next() {
             switch type {
             case MQTT.suback:
                 guard connections[id].phase == .handshaking else { continue }
-                connections[id].phase = .open
-                connections[id].resumed = true
-                live.add(1, ordering: .relaxed)
-                resumed.add(1, ordering: .relaxed)
+                openResumed(id)
             case MQTT.publish:
                 let payload = MQTT.payload(ofPublish: body)
                 if let post = Self.marker(payload, needle: needle) { onDelivery(id, post, arrival, payload.count) }
@@ -382,10 +388,7 @@ final class StreamClients: @unchecked Sendable {
             bytes = Array(connections[id].head[(index + XMPP.milestones[step].count)...])
             connections[id].head = []
             if step == XMPP.milestones.count - 1 {
-                connections[id].phase = .open
-                connections[id].resumed = true
-                live.add(1, ordering: .relaxed)
-                resumed.add(1, ordering: .relaxed)
+                openResumed(id)
             } else {
                 write(id, XMPP.afterMilestone(step, user: user, room: room, domain: domain))
                 connections[id].xmppStep += 1
@@ -404,10 +407,7 @@ final class StreamClients: @unchecked Sendable {
                 return fail(id)
             }
             if connections[id].phase == .handshaking {
-                connections[id].phase = .open
-                connections[id].resumed = true
-                live.add(1, ordering: .relaxed)
-                resumed.add(1, ordering: .relaxed)
+                openResumed(id)
             } else {
                 // One answer carries every message since the last: each is a delivery.
                 var posts: [Int] = []
