@@ -92,9 +92,9 @@ final class MatrixClient {
 }
 
 /// Synapse's members for a scenario: `rooms` new rooms and `count` new accounts (their names
-/// unique to this run), member `i` joined to room `roomOf(i)` when given; their access tokens
-/// and the rooms' IDs. Registration and joins go 16 at a time.
-func matrixMembers(_ options: Options, count: Int, rooms: Int, roomOf: (@Sendable (Int) -> Int)?) throws -> (tokens: [String], rooms: [String]) {
+/// unique to this run), member `i` joined to room `roomOf(i)`; their access tokens and the
+/// rooms' IDs. Registration and joins go 16 at a time.
+func matrixMembers(_ options: Options, count: Int, rooms: Int, roomOf: @escaping @Sendable (Int) -> Int) throws -> (tokens: [String], rooms: [String]) {
     let started = now()
     let setup = try MatrixClient(port: options.port)
     let roomIDs = try (0..<rooms).map { try setup.createRoom("bench-\(getpid())-\($0)") }
@@ -104,7 +104,7 @@ func matrixMembers(_ options: Options, count: Int, rooms: Int, roomOf: (@Sendabl
     paced(count: count, rate: nil, threads: 16, make: { try? MatrixClient(port: options.port) }) { client, index in
         do {
             let token = try client.register(prefix + String(index))
-            if let roomOf { try client.join(roomIDs[roomOf(index)], token: token) }
+            try client.join(roomIDs[roomOf(index)], token: token)
             tokens.withLock { $0[index] = token }
         } catch {
             failure.withLock { $0 = $0 ?? "\(error)" }
@@ -113,7 +113,6 @@ func matrixMembers(_ options: Options, count: Int, rooms: Int, roomOf: (@Sendabl
     if let failure = failure.withLock({ $0 }) { throw BenchError("setting up Synapse's members: \(failure)") }
     let registered = tokens.withLock { $0.compactMap { $0 } }
     guard registered.count == count else { throw BenchError("only \(registered.count) of \(count) Synapse accounts were set up") }
-    print(String(format: "  %d accounts registered%@ in %.1f s", count, roomOf == nil ? "" : " and joined to \(rooms) rooms",
-                 Double(now() - started) / 1e9))
+    print(String(format: "  %d accounts registered and joined to %d rooms in %.1f s", count, rooms, Double(now() - started) / 1e9))
     return (registered, roomIDs)
 }
