@@ -63,8 +63,9 @@ func connect(_ clients: StreamClients, _ options: Options, inFlight: Int = 256, 
     return (live, Double(live) / elapsed)
 }
 
-func roostClients(_ options: Options, tokens: [String], ledger: Ledger) -> StreamClients {
-    ledger.clients(options, .roost(tokens: tokens, resume: { _ in #"{"type":"resume","cursors":{}}"# }))
+/// Roost streams resumed with no cursors (live from now on), counting frames that carry `needle`.
+func roostClients(_ options: Options, tokens: [String], ledger: Ledger, needle: String = "bench:") -> StreamClients {
+    ledger.clients(options, .roost(tokens: tokens, resume: { _ in #"{"type":"resume","cursors":{}}"# }), needle: needle)
 }
 
 /// ejabberd's occupants: accounts `m0`, `m1`, … (and the poster, a MUC service admin), each
@@ -436,7 +437,7 @@ func liveLocationScenario(_ options: Options) throws {
     let seed = try Seed.make(databaseURL: options.databaseURL, groups: 1, membersPerGroup: options.members)
     let group = seed.groups[0].uuidString.lowercased()
     let ledger = Ledger(capacity: sharers * rounds + 1)
-    let clients = ledger.clients(options, .roost(tokens: seed.members[0], resume: { _ in #"{"type":"resume","cursors":{}}"# }), needle: #""accuracy_m":"#)
+    let clients = roostClients(options, tokens: seed.members[0], ledger: ledger, needle: #""accuracy_m":"#)
     connect(clients, options)
     defer { clients.stop() }
 
