@@ -202,7 +202,7 @@ def main():
     os.makedirs(os.path.dirname(plot), exist_ok=True)
     # One curve per server and step (rate): a dash pattern per server, a colour per rate.
     curves = []
-    for name, title, dash in (("roost", "Roost", 1), ("mosquitto", "mosquitto", 2), ("ejabberd", "ejabberd", 4), ("synapse", "Synapse", 5)):
+    for (name, title), dash in zip(titles.items(), (1, 2, 4, 5)):
         path = os.path.join(workdir, f"{name}-latency.dat")
         if not os.path.exists(path):
             continue

@@ -96,7 +96,8 @@ roost_cluster_stop() {
     roost_as_owner "$bindir/pg_ctl" -D "$dir/data" -m "$mode" -w -t 30 stop >/dev/null 2>&1 || true
 }
 
-# roost_psql DIR PORT SQL...: runs SQL as the cluster's superuser over the socket.
+# roost_psql DIR PORT ARGS...: psql as the cluster's superuser on database postgres over the socket;
+# a -U or -d in ARGS takes the place of either (psql keeps the last).
 roost_psql() {
     local dir=$1 port=$2
     shift 2
