@@ -4,8 +4,8 @@ import RoostProtocol
 /// of the source one at a time, each only while the connection's queue is below half its
 /// bound, so a slow reader holds the producer back and the connection's memory stays bounded
 /// however long the body. Each piece is a chunk (RFC 9112 §7.1); the end writes the last chunk
-/// and lets the responses pipelined behind it leave. A source that throws closes the
-/// connection: the client sees a chunked body without its end, never a complete-looking one.
+/// and lets the responses pipelined behind it leave. A source that throws is logged and closes
+/// the connection: the client sees a body without its end, never a complete-looking one.
 extension HTTPConnection {
     /// Asks for the next piece when one is wanted and none is on its way.
     func pumpStream() {
@@ -30,7 +30,9 @@ extension HTTPConnection {
         fetchingPiece = false
         guard !isClosed, activeStream == stream else { return }
         switch piece {
-        case .failure:
+        case .failure(let error):
+            // The head is out, so no error response can follow: the client sees a cut body.
+            context.log.error("response body failed; connection closed", ["peer": peer, "error": "\(error)"])
             close()
         case .success(let bytes?):
             if !bytes.isEmpty { outbound.append(stream.length == nil ? ResponseStream.chunk(bytes) : bytes) }
