@@ -40,7 +40,8 @@ struct MediaTests {
         if let token { request += "Authorization: Bearer \(token)\r\n" }
         for (name, value) in headers { request += "\(name): \(value)\r\n" }
         client.send(request + "\r\n")
-        return try #require(await client.readResponse())
+        let response = await client.readResponse()
+        return try #require(response, "GET \(path): no whole response; \(client.bytesRead) bytes read, then \(client.lastReadEnd ?? "?")")
     }
 
     static func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {
@@ -184,7 +185,10 @@ struct MediaTests {
         }
         let purges = RetentionJobs(pool: api.pool, runner: JobRunner(metrics: JobMetrics(), log: Log(level: .error)))
         let tenant = try await api.inTenant { tenant, _ in tenant }
-        for _ in 0..<200 where try await Self.get(api, "/v1/media/\(oldID)", token: ann.token).status == 200 {
+        // A `while`, not `for … where`: that would ask all 200 times, whatever the answers.
+        var rounds = 0
+        while rounds < 200, try await Self.get(api, "/v1/media/\(oldID)", token: ann.token).status == 200 {
+            rounds += 1
             try await purges.runOnce(tenant: tenant)
             try await Task.sleep(for: .milliseconds(20))
         }
@@ -270,7 +274,9 @@ struct MediaTests {
         }
         let tenant = try await api.inTenant { tenant, _ in tenant }
         let expiries = MediaExpiries(pool: api.pool, runner: JobRunner(metrics: JobMetrics(), log: Log(level: .error)))
-        for _ in 0..<200 where try await api.inTenant({ _, connection in try connection.query("SELECT 1 FROM media").first != nil }) {
+        var rounds = 0
+        while rounds < 200, try await api.inTenant({ _, connection in try connection.query("SELECT 1 FROM media").first != nil }) {
+            rounds += 1
             try await expiries.runOnce(tenant: tenant)  // another suite's node may take some first
             try await Task.sleep(for: .milliseconds(20))
         }

@@ -49,6 +49,10 @@ public final class TestClient: @unchecked Sendable {
         }
     }
 
+    /// How the last read that returned nothing ended ("EOF", "reset", "timeout", an errno), for
+    /// a failing test to say what the server did.
+    public private(set) var lastReadEnd: String?
+
     /// Reads up to `max` bytes once; [] on EOF or reset; nil on timeout or error.
     public func readSome(max: Int = 65_536) -> [UInt8]? {
         if !pending.isEmpty {
@@ -56,9 +60,18 @@ public final class TestClient: @unchecked Sendable {
             return pending
         }
         var buffer = [UInt8](repeating: 0, count: max)
-        let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-        // A close with unread input arrives as a reset: for the client that is a close too.
-        if count < 0 { return errno == ECONNRESET ? [] : nil }
+        var count: Int
+        // A signal caught by any thread of the test process ends a recv on a socket with a
+        // receive timeout with EINTR, whatever SA_RESTART says (signal(7)): that is no answer.
+        repeat {
+            count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        } while count < 0 && errno == EINTR
+        if count <= 0 {
+            let error = errno
+            lastReadEnd = count == 0 ? "EOF" : error == ECONNRESET ? "reset" : error == EAGAIN ? "timeout" : "errno \(error)"
+            // A close with unread input arrives as a reset: for the client that is a close too.
+            if count < 0 { return error == ECONNRESET ? [] : nil }
+        }
         bytesRead += count
         return Array(buffer[0..<count])
     }
