@@ -14,7 +14,8 @@ import Glibc
 //   alert         one alert at a time to a group of N connected members: POST start → last receipt
 //   fanout        G groups × M members, posts (MQTT publishes) at stepped rates: deliveries per
 //                 server CPU-second and latency at each step
-//   posts         REST posts at concurrency C: requests/s and p99 (commit included); then paced
+//   posts         REST posts at concurrency C: requests/s and p99 (commit included); then paced,
+//                 and at each rate of a sweep (the highest rate whose p99 stays ≤ 10 ms)
 //   resume-storm  C clients reconnect at once, each E events behind: time until all are live,
 //                 and the server's peak memory
 
@@ -35,6 +36,11 @@ struct Options {
     var seconds = 5.0
     var concurrency = 32
     var pacedRate = 2000
+    /// Posts: further paced runs, to find the highest rate with p99 ≤ 10 ms.
+    var pacedSweep: [Int] = []
+    /// The event loops the measured server runs (`roost serve --threads`), recorded with the
+    /// fanout's figures when more than one.
+    var serverLoops = 1
     var connections = 10_000
     var perWorker = 18_000
     var clients = 5000
@@ -83,6 +89,8 @@ struct Options {
             case "--seconds": seconds = Double(value) ?? seconds
             case "--concurrency": concurrency = try number()
             case "--paced-rate": pacedRate = try number()
+            case "--paced-sweep": pacedSweep = value.split(separator: ",").compactMap { Int($0) }
+            case "--server-loops": serverLoops = max(1, try number())
             case "--connections": connections = try number()
             case "--per-worker": perWorker = max(1, try number())
             case "--clients": clients = try number()
@@ -112,8 +120,8 @@ struct Options {
                connections:  [--connections N] [--per-worker N]
                alert:        [--members N] [--alerts N]
                live-location: [--members N] [--sharers S] [--seconds T]
-               fanout:       [--groups G] [--members M] [--rates R1,R2,..] [--seconds S] [--payload-bytes B (mqtt)]
-               posts:        [--concurrency C] [--seconds S] [--paced-rate R]
+               fanout:       [--groups G] [--members M] [--rates R1,R2,..] [--seconds S] [--payload-bytes B (mqtt)] [--server-loops N]
+               posts:        [--concurrency C] [--seconds S] [--paced-rate R] [--paced-sweep R1,R2,..]
                resume-storm: [--clients C] [--behind E]
                media:        [--concurrency C] [--seconds S]
         """
