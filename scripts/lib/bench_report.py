@@ -259,7 +259,7 @@ def main():
 
 Produced by `{command}` on {today}: machine {machine()}; commit {commit()}.
 Versions: {versions}.
-Servers run on core 0 (one event loop a Roost process; mosquitto is single-threaded; ejabberd's
+Servers run on core 0 (one event loop a Roost process, but for the fanout rows that say two; mosquitto is single-threaded; ejabberd's
 Erlang VM sees the one core; Synapse is one Python process), the clients (`roost-bench`, an epoll loop a process) on core 1,
 PostgreSQL unpinned with fsync on.
 
