@@ -196,9 +196,10 @@ def main():
                 if above:
                     text += f"; at {number(above[0]['rate'])}/s: {number(above[0]['achieved'])}/s, p99 {above[0]['p99_ms']} ms"
                 return text, (fine[-1]["rate"] if fine else 0)
+            found = {k: highest(p) for k, p in swept.items()}
             row("message posts: the highest paced rate with p99 ≤ 10 ms (rates tried: "
                 + "; ".join(f"{titles[k]} {', '.join(number(s['rate']) for s in p['sweep'])}" for k, p in swept.items()) + ")",
-                {k: highest(p)[0] for k, p in swept.items()}, {k: highest(p)[1] for k, p in swept.items()})
+                {k: text for k, (text, _) in found.items()}, {k: rate for k, (_, rate) in found.items()})
     storm = find("resume-storm", "roost")
     if storm:
         row(f"resume storm: {number(storm['clients'])} clients reconnect at once, {storm['behind']} events behind",
