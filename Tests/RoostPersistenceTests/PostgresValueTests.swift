@@ -135,4 +135,30 @@ struct PostgresValueTests {
         let stored = try connection.query("SELECT v FROM \(unsafeRaw: table)").rows.map { try $0.decode(String.self, "v") }
         #expect(stored == [hostile])
     }
+
+    @Test func aSplicedFragmentKeepsItsParametersInOrderAndLeavesDollarTextAlone() throws {
+        // Ten parameters before the fragment, so `$1`..`$3` inside it become `$11`..`$13`.
+        let inner: SQLQuery = "\(2) * \(3) + length(\("$1$2")) + length('$1')"
+        let query: SQLQuery = """
+            SELECT \(1) + \(1) + \(1) + \(1) + \(1) + \(1) + \(1) + \(1) + \(1) + \(1) AS ten,
+                   \(fragment: inner) AS inner, \("after") AS after\(fragment: "")
+            """
+        #expect(query.binds.count == 14)
+        let row = try connection.query(query).rows[0]
+        #expect(try row.decode(Int.self, "ten") == 10)
+        #expect(try row.decode(Int.self, "inner") == 2 * 3 + 4 + 2)
+        #expect(try row.decode(String.self, "after") == "after")
+        // A fragment spliced twice, and one inside another, still number in order.
+        let twice: SQLQuery = "SELECT \(fragment: "\("a") || \(fragment: "\("b")")") || (\(fragment: inner))::text AS v"
+        #expect(try connection.query(twice).rows[0].decode(String.self, "v") == "ab12")
+    }
+
+    @Test func aFragmentOfExplicitSQLIsRefusedWhenSpliced() throws {
+        let explicit = SQLQuery("$1::int", binds: [PostgresBind(type: .int8, text: "1")])
+        #expect {
+            try connection.query("SELECT \(fragment: explicit) AS v")
+        } throws: { error in
+            (error as? DatabaseError)?.message.contains("cannot be spliced") == true
+        }
+    }
 }

@@ -109,6 +109,40 @@ struct UseCaseTests {
         #expect(try street.events().map(\.event) == [.memberJoined, .messageCreated, .messageCreated])
     }
 
+    /// A post's answer and its event's data are built before the rows are read back (the seq
+    /// and time filled in by the statement that writes them): they must say what a later read
+    /// of the tables says, for a chat line, a red alert with a place and a reply.
+    @Test func aPostAnswersWithTheMessageItsTablesAndItsEventShow() throws {
+        let street = try Street()
+        let hostile = "Gate \"open\" at no. 4 $1 '); DROP TABLE messages; -- \u{1F6A8}\n\u{2028}é"
+        let posts = [
+            try post(street, "chat-1", text: hostile),
+            try PostMessage(group: street.group, clientMessageID: "alert-1", kind: "alert", text: "Smoke", severity: "red", template: nil,
+                            location: Location(lat: 51.5, lon: -0.125, accuracyM: 12), replyTo: nil, alertsPerHour: 10),
+            try PostMessage(group: street.group, clientMessageID: "reply-1", kind: "chat", text: "On my way", severity: nil, template: nil,
+                            location: nil, replyTo: 3, alertsPerHour: 10),
+        ]
+        func object(_ json: String?) -> NSDictionary? {
+            json.flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? NSDictionary }
+        }
+        var answers: [String] = []
+        for (message, author) in zip(posts, [street.member, street.member, street.admin]) {
+            answers.append(try street.run(message, by: author).json)
+        }
+        let events = try street.events().filter { $0.event == .messageCreated }
+        #expect(events.count == 3)
+        for (answer, event) in zip(answers, events) {
+            let stored = try street.connection.withTenantTransaction(street.tenant) {
+                try MessageStore().message(group: street.group, seq: event.seq, on: $0)
+            }
+            #expect(object(answer) != nil && object(answer) == object(stored), "answer \(answer) against the tables' \(stored ?? "nothing")")
+            #expect(object(answer) == object(event.data))
+            #expect((object(answer)?["seq"] as? Int).map(Int64.init) == event.seq)
+        }
+        #expect(field(answers[0], "text") == hostile)
+        #expect(field(answers[1], "alert", "severity") == "red" && field(answers[1], "alert", "status") == "open")
+    }
+
     @Test func onlyTheAuthorAndTheManagersCloseAnAlertAndEachChangeIsOneEvent() throws {
         let street = try Street()
         let raised = try street.run(try post(street, "a-1", kind: "alert", text: "Gate left open"), by: street.member)

@@ -9,6 +9,60 @@ public struct RawJSON: PostgresEncodable, Sendable {
     public func postgresText() -> String? { text }
 }
 
+/// An event's data whose JSON names the event's own seq and time (a message carries both),
+/// which only the appending statement learns: text with holes for them, filled by PostgreSQL
+/// in that statement (`GroupEventLog.append(..., data:projections:on:)`).
+public struct EventDataText: Sendable {
+    public enum Piece: Sendable, Equatable {
+        case text(String)
+        /// The event's seq, as a JSON number.
+        case seq
+        /// The event's time as the API writes it, without quotes.
+        case at
+    }
+
+    public private(set) var pieces: [Piece] = []
+
+    public init() {}
+
+    public mutating func append(_ text: String) {
+        if case .text(let last)? = pieces.last {
+            pieces[pieces.count - 1] = .text(last + text)
+        } else {
+            pieces.append(.text(text))
+        }
+    }
+
+    public mutating func appendSeq() { pieces.append(.seq) }
+    public mutating func appendAt() { pieces.append(.at) }
+
+    /// The text with its holes filled, as the statement fills them.
+    public func filled(seq: Int64, at: String) -> String {
+        pieces.map { piece in
+            switch piece {
+            case .text(let text): text
+            case .seq: String(seq)
+            case .at: at
+            }
+        }.joined()
+    }
+
+    /// The SQL expression that fills the holes from columns `seq` and `at`.
+    var assembled: SQLQuery {
+        guard !pieces.isEmpty else { return "''" }
+        var sql = SQLQuery.StringInterpolation(literalCapacity: 16 * pieces.count, interpolationCount: pieces.count)
+        for (index, piece) in pieces.enumerated() {
+            if index > 0 { sql.appendLiteral(" || ") }
+            switch piece {
+            case .text(let text): sql.appendInterpolation(text)
+            case .seq: sql.appendLiteral("seq::text")
+            case .at: sql.appendLiteral("at")
+            }
+        }
+        return SQLQuery(stringInterpolation: sql)
+    }
+}
+
 /// One appended event: its group, its place in the group's log, and when it happened.
 public struct AppendedEvent: Sendable, Equatable {
     public let tenant: UUID
@@ -60,34 +114,40 @@ public struct GroupEventLog: Sendable {
         return try AppendedEvent(tenant: tenant, group: group, seq: row.decode(Int64.self, "seq"), at: row.decode(Date.self, "created_at"))
     }
 
-    /// Appends an event whose data names its own seq or time (a message carries both): the seq
-    /// and time are taken first, then `data` is built from them and the event inserted and
-    /// announced. Two statements.
+    /// Appends an event whose data names its own seq and time (a message carries both), with
+    /// the caller's projections of it, in one statement: the seq is taken, PostgreSQL fills
+    /// `data`'s holes, inserts and announces the event, and runs `projections`: further `WITH`
+    /// items, each starting with a comma, that read the new event's `seq` and `created_at`
+    /// from `appended`. Returns the event and its data as text (the bytes the stream sends).
     @discardableResult
     public func append(
         tenant: UUID, group: UUID, event: GroupEventKind, actorType: String?, actorID: UUID?, subject: UUID? = nil,
-        hiddenFrom: UUID? = nil, on connection: PostgresConnection, data: (_ seq: Int64, _ at: String) throws -> RawJSON
+        hiddenFrom: UUID? = nil, data: EventDataText, projections: SQLQuery = "", on connection: PostgresConnection
     ) throws -> (event: AppendedEvent, data: String) {
-        guard let next = try connection.query("""
-            UPDATE groups SET last_seq = last_seq + 1 WHERE id = \(group)
-            RETURNING last_seq, now() AS created_at, \(unsafeRaw: Self.atText.replacingOccurrences(of: "created_at", with: "now()")) AS at
+        let header = NodeNotice.eventHeaderParts(tenant: tenant, group: group, subject: subject, hiddenFrom: hiddenFrom)
+        let frame = StreamEvent.frameParts(group: group, event: event)
+        guard let row = try connection.query("""
+            WITH next AS (
+                UPDATE groups SET last_seq = last_seq + 1 WHERE id = \(group)
+                RETURNING last_seq AS seq, now() AS created_at, \(unsafeRaw: Self.atText.replacingOccurrences(of: "created_at", with: "now()")) AS at),
+            filled AS (SELECT seq, created_at, at, \(fragment: data.assembled) AS data FROM next),
+            appended AS (
+                INSERT INTO group_events (tenant_id, group_id, seq, event, actor_type, actor_id, data, hidden_from, created_at)
+                SELECT \(tenant), \(group), seq, \(event.name), \(actorType), \(actorID), data::jsonb, \(hiddenFrom), created_at FROM filled
+                RETURNING seq, created_at)
+            \(fragment: projections),
+            framed AS (
+                SELECT seq, created_at, data, \(header.beforeSeq) || seq || \(header.afterSeq) AS header,
+                       \(frame.beforeSeq) || seq || \(frame.beforeAt) || at || \(frame.beforeData) || data || '}' AS frame
+                FROM filled)
+            SELECT seq, created_at, data, pg_notify(\(Self.channel), CASE WHEN octet_length(header) + 1 + octet_length(frame) < \(NodeNotice.maxBytes)
+                                                                        THEN header || E'\\n' || frame ELSE header END) AS notified
+            FROM framed
             """).first else {
             throw DatabaseError(.client, "group \(group) does not exist in this tenant")
         }
-        let seq = try next.decode(Int64.self, "last_seq")
-        let at = try next.decode(String.self, "at")
-        let text = try data(seq, at).text
-        // Everything the notice needs is known now: insert and notify in one statement.
-        let frame = StreamEvent(group: group, seq: seq, event: event, at: at, data: text).frameJSON
-        let payload = NodeNotice.event(.init(tenant: tenant, group: group, seq: seq, subject: subject, hiddenFrom: hiddenFrom, frame: frame)).payload
-        try connection.query("""
-            WITH inserted AS (
-                INSERT INTO group_events (tenant_id, group_id, seq, event, actor_type, actor_id, data, hidden_from)
-                VALUES (\(tenant), \(group), \(seq), \(event.name), \(actorType), \(actorID), \(RawJSON(text)), \(hiddenFrom))
-                RETURNING seq)
-            SELECT pg_notify(\(Self.channel), \(payload)) FROM inserted
-            """)
-        return (AppendedEvent(tenant: tenant, group: group, seq: seq, at: try next.decode(Date.self, "created_at")), text)
+        return (AppendedEvent(tenant: tenant, group: group, seq: try row.decode(Int64.self, "seq"), at: try row.decode(Date.self, "created_at")),
+                try row.decode(String.self, "data"))
     }
 
     /// RFC 3339 UTC with milliseconds, as the API writes times.

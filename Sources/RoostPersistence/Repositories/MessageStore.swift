@@ -110,9 +110,10 @@ public struct MessageStore: Sendable {
         try connection.query("SELECT 1 FROM messages WHERE group_id = \(group) AND seq = \(seq)").first != nil
     }
 
-    /// Posts a message (and its alert): the `message.created` event, whose data is the finished
-    /// message (built here, so no read-back is needed), and the projections, in three
-    /// statements. A repeat of `client_msg_id` by the same author surfaces as `uniqueViolation`.
+    /// Posts a message (and its alert) in one statement: the `message.created` event, whose
+    /// data is the finished message (its seq and time filled in by the statement, so no read-back
+    /// is needed), with the messages and alerts rows. A repeat of `client_msg_id` by the same
+    /// author surfaces as `uniqueViolation`.
     public func post(
         tenant: UUID, group: UUID, authorType: String, authorID: UUID?, authorName: String, message: NewMessage,
         dedupKey: String? = nil, bridge: UUID? = nil, details: String? = nil, on connection: PostgresConnection
@@ -120,24 +121,24 @@ public struct MessageStore: Sendable {
         let id = UUID()
         let (event, json) = try GroupEventLog().append(
             tenant: tenant, group: group, event: .messageCreated, actorType: authorType, actorID: authorID, hiddenFrom: message.hiddenFrom,
-            on: connection
-        ) { seq, at in
-            RawJSON(Self.json(id: id, group: group, seq: seq, at: at, authorType: authorType, authorID: authorID, authorName: authorName,
-                              message: message, dedupKey: dedupKey, details: details))
-        }
-        try connection.query("""
-            WITH posted AS (
-                INSERT INTO messages (tenant_id, group_id, seq, id, author_type, author_id, kind, text, template, location, reply_to,
-                                      client_msg_id, system_key, created_at, hidden_from)
-                VALUES (\(tenant), \(group), \(event.seq), \(id), \(authorType), \(authorID), \(message.kind), \(message.text),
-                        \(message.template), \(message.location.map(RawJSON.init)), \(message.replyTo), \(message.clientMessageID),
-                        \(message.systemKey), now(), \(message.hiddenFrom))
-                RETURNING seq)
-            INSERT INTO alerts (tenant_id, group_id, seq, severity, opened_at, dedup_key, bridge_id, details, hidden_from)
-            SELECT \(tenant), \(group), seq, \(message.severity ?? "amber"), now(), \(dedupKey), \(bridge), \(details.map(RawJSON.init)),
-                   \(message.hiddenFrom) FROM posted
-            WHERE \(message.kind) = 'alert'
-            """)
+            data: Self.json(id: id, group: group, authorType: authorType, authorID: authorID, authorName: authorName, message: message,
+                            dedupKey: dedupKey, details: details),
+            projections: """
+                , posted AS (
+                    INSERT INTO messages (tenant_id, group_id, seq, id, author_type, author_id, kind, text, template, location, reply_to,
+                                          client_msg_id, system_key, created_at, hidden_from)
+                    SELECT \(tenant), \(group), seq, \(id), \(authorType), \(authorID), \(message.kind), \(message.text),
+                           \(message.template), \(message.location.map(RawJSON.init)), \(message.replyTo), \(message.clientMessageID),
+                           \(message.systemKey), created_at, \(message.hiddenFrom)
+                    FROM appended
+                    RETURNING seq, created_at),
+                alerted AS (
+                    INSERT INTO alerts (tenant_id, group_id, seq, severity, opened_at, dedup_key, bridge_id, details, hidden_from)
+                    SELECT \(tenant), \(group), seq, \(message.severity ?? "amber"), created_at, \(dedupKey), \(bridge),
+                           \(details.map(RawJSON.init)), \(message.hiddenFrom)
+                    FROM posted WHERE \(message.kind) = 'alert')
+                """,
+            on: connection)
         try MediaStore().link(message.attachments.ids, tenant: tenant, group: group, seq: event.seq, on: connection)
         if message.kind == "alert" && message.severity == AlertSeverity.red.name {
             try EscalationStore().schedule(tenant: tenant, group: group, seq: event.seq, on: connection)
@@ -145,18 +146,28 @@ public struct MessageStore: Sendable {
         return (event.seq, json)
     }
 
-    /// A new message as the API shows it (the same shape `messageJSON` builds from the tables).
-    static func json(id: UUID, group: UUID, seq: Int64, at: String, authorType: String, authorID: UUID?, authorName: String,
-                     message: NewMessage, dedupKey: String?, details: String? = nil) -> String {
+    /// A new message as the API shows it (the same shape `messageJSON` builds from the tables),
+    /// with holes for its seq and time.
+    static func json(id: UUID, group: UUID, authorType: String, authorID: UUID?, authorName: String,
+                     message: NewMessage, dedupKey: String?, details: String? = nil) -> EventDataText {
         func quote(_ text: String?) -> String { text.map(JSONString.quote) ?? "null" }
-        let author = "{\"type\":\(quote(authorType)),\"id\":\(quote(authorID?.uuidString.lowercased())),\"display_name\":\(quote(authorName))}"
-        let alert = message.kind != "alert" ? "null"
-            : "{\"severity\":\(quote(message.severity ?? "amber")),\"status\":\"open\",\"opened_at\":\(quote(at)),\"closed_at\":null,"
-                + "\"closed_by\":null,\"resolution\":null,\"dedup_key\":\(quote(dedupKey)),\"repeat_count\":0,\"details\":\(details ?? "null"),\"escalation_level\":0,\"acks\":[]}"
-        return "{\"id\":\(quote(id.uuidString.lowercased())),\"group_id\":\(quote(group.uuidString.lowercased())),\"seq\":\(seq),"
-            + "\"kind\":\(quote(message.kind)),\"author\":\(author),\"text\":\(quote(message.text)),\"template\":\(quote(message.template)),"
-            + "\"location\":\(message.location ?? "null"),\"reply_to\":\(message.replyTo.map(String.init) ?? "null"),\"created_at\":\(quote(at)),"
-            + "\"client_msg_id\":\(quote(message.clientMessageID)),\"redacted\":false,\"attachments\":\(message.attachments.json),\"alert\":\(alert)}"
+        var json = EventDataText()
+        json.append("{\"id\":\(quote(id.uuidString.lowercased())),\"group_id\":\(quote(group.uuidString.lowercased())),\"seq\":")
+        json.appendSeq()
+        json.append(",\"kind\":\(quote(message.kind)),\"author\":{\"type\":\(quote(authorType)),\"id\":\(quote(authorID?.uuidString.lowercased())),"
+            + "\"display_name\":\(quote(authorName))},\"text\":\(quote(message.text)),\"template\":\(quote(message.template)),"
+            + "\"location\":\(message.location ?? "null"),\"reply_to\":\(message.replyTo.map(String.init) ?? "null"),\"created_at\":\"")
+        json.appendAt()
+        json.append("\",\"client_msg_id\":\(quote(message.clientMessageID)),\"redacted\":false,\"attachments\":\(message.attachments.json),\"alert\":")
+        if message.kind == "alert" {
+            json.append("{\"severity\":\(quote(message.severity ?? "amber")),\"status\":\"open\",\"opened_at\":\"")
+            json.appendAt()
+            json.append("\",\"closed_at\":null,\"closed_by\":null,\"resolution\":null,\"dedup_key\":\(quote(dedupKey)),\"repeat_count\":0,"
+                + "\"details\":\(details ?? "null"),\"escalation_level\":0,\"acks\":[]}}")
+        } else {
+            json.append("null}")
+        }
+        return json
     }
 
     /// Newest first, before `seq` (exclusive) when given.

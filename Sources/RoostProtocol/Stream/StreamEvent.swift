@@ -37,9 +37,16 @@ public struct StreamEvent: Sendable, Equatable {
 
     /// The frame around its seq and its time: `beforeSeq + seq + beforeAt + at + afterAt`.
     public static func frameParts(group: UUID, event: GroupEventKind, data: String) -> (beforeSeq: String, beforeAt: String, afterAt: String) {
+        let parts = frameParts(group: group, event: event)
+        return (parts.beforeSeq, parts.beforeAt, parts.beforeData + data + "}")
+    }
+
+    /// The frame around its seq, its time and its data, for data the database assembles too:
+    /// `beforeSeq + seq + beforeAt + at + beforeData + data + "}"`.
+    public static func frameParts(group: UUID, event: GroupEventKind) -> (beforeSeq: String, beforeAt: String, beforeData: String) {
         ("{\"type\":\"event\",\"group_id\":\"\(group.uuidString.lowercased())\",\"seq\":",
          ",\"event\":\(JSONString.quote(event.name)),\"at\":\"",
-         "\",\"data\":\(data)}")
+         "\",\"data\":")
     }
 
     /// The `event` name in a frame built by `frameJSON` (the first `"event":"` key: `type`,
