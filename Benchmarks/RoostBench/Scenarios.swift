@@ -346,7 +346,8 @@ func postsScenario(_ options: Options) throws {
         print(String(format: "  paced at %d/s: %d/s achieved, p50 %@, p99 %@%@%@; CPU server %.2f s, PostgreSQL %.2f s in %.2f s", rate, achieved,
                      milliseconds(percentile(sorted, 0.5)), milliseconds(percentile(sorted, 0.99)), failed > 0 ? " (\(failed) failed)" : "", goal,
                      cpu.last!.server, cpu.last!.database, took))
-        return ["rate": rate, "achieved": achieved, "p50_ms": ms(percentile(sorted, 0.5)), "p99_ms": ms(percentile(sorted, 0.99)), "failed": failed]
+        return ["rate": rate, "achieved": achieved, "p50_ms": ms(percentile(sorted, 0.5)), "p99_ms": ms(percentile(sorted, 0.99)), "failed": failed,
+                "cpu_s": cpu.last!.server, "database_cpu_s": cpu.last!.database, "seconds": took]
     }
     let atGoal = pacedRun(options.pacedRate, goal: "  (goal: p99 ≤ 10 ms at 2,000/s)")
     // The sweep: where p99 crosses 10 ms, which the goal's rate may be beyond on a small machine.
@@ -355,6 +356,7 @@ func postsScenario(_ options: Options) throws {
                    "open_rate": Int(Double(samples.count) / elapsed), "open_p99_ms": ms(percentile(samples, 0.99)),
                    "paced_rate": options.pacedRate, "paced_achieved": atGoal["achieved"]!,
                    "paced_p50_ms": atGoal["p50_ms"]!, "paced_p99_ms": atGoal["p99_ms"]!, "failed": failed + (atGoal["failed"] as! Int),
+                   "paced_cpu_s": atGoal["cpu_s"]!, "paced_database_cpu_s": atGoal["database_cpu_s"]!, "paced_seconds": atGoal["seconds"]!,
                    "open_cpu_s": cpu[0].server, "open_database_cpu_s": cpu[0].database, "open_seconds": elapsed])
 }
 
