@@ -20,16 +20,17 @@ extension PostgresConnection {
         retries: Int = 0,
         _ body: (PostgresConnection) throws -> Result
     ) throws -> Result {
-        try withTransaction(isolation: isolation, retries: retries, prelude: "", body)
+        try withTransaction(retries: retries, begin: { try $0.run(script: "BEGIN ISOLATION LEVEL \(isolation.sql)") }, body)
     }
 
+    /// `begin` opens the transaction (it may run more than BEGIN: whatever it runs is inside).
     private func withTransaction<Result>(
-        isolation: IsolationLevel, retries: Int, prelude: String, _ body: (PostgresConnection) throws -> Result
+        retries: Int, begin: (PostgresConnection) throws -> Void, _ body: (PostgresConnection) throws -> Result
     ) throws -> Result {
         var attempt = 0
         while true {
             do {
-                return try runTransactionOnce(isolation: isolation, prelude: prelude, body)
+                return try runTransactionOnce(begin: begin, body)
             } catch let error as DatabaseError where error.isRetryableTransactionFailure && attempt < retries {
                 attempt += 1
             }
@@ -46,8 +47,29 @@ extension PostgresConnection {
         retries: Int = 0,
         _ body: (PostgresConnection) throws -> Result
     ) throws -> Result {
-        try withTransaction(isolation: isolation, retries: retries,
-                            prelude: "; " + Self.setTenant(tenant), body)
+        try withTransaction(retries: retries, begin: { try $0.run(script: "BEGIN ISOLATION LEVEL \(isolation.sql); " + Self.setTenant(tenant)) }, body)
+    }
+
+    /// A tenant transaction whose first statement, `opening` (a request's session lookup), is
+    /// sent with BEGIN and the tenant in one round trip (`pipeline`); `body` gets its result.
+    @discardableResult
+    public func withTenantTransaction<Result>(
+        _ tenant: UUID,
+        isolation: IsolationLevel = .readCommitted,
+        retries: Int = 0,
+        opening: SQLQuery,
+        _ body: (PostgresResult, PostgresConnection) throws -> Result
+    ) throws -> Result {
+        var opened: PostgresResult?
+        return try withTransaction(retries: retries, begin: { connection in
+            opened = try connection.pipeline([
+                "BEGIN ISOLATION LEVEL \(unsafeRaw: isolation.sql)",
+                "SELECT set_config('roost.tenant_id', \(tenant.uuidString.lowercased()), true)",
+                opening,
+            ])[2]
+        }) { connection in
+            try body(opened!, connection)
+        }
     }
 
     /// Switches the open transaction to `tenant` (a job claimed across tenants, then handled
@@ -68,10 +90,10 @@ extension PostgresConnection {
     }
 
     private func runTransactionOnce<Result>(
-        isolation: IsolationLevel, prelude: String, _ body: (PostgresConnection) throws -> Result
+        begin: (PostgresConnection) throws -> Void, _ body: (PostgresConnection) throws -> Result
     ) throws -> Result {
         do {
-            try run(script: "BEGIN ISOLATION LEVEL \(isolation.sql)" + prelude)
+            try begin(self)
         } catch {
             rollBackQuietly()  // BEGIN took effect even if what followed it failed
             throw error

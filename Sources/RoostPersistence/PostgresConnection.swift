@@ -66,6 +66,68 @@ public final class PostgresConnection: @unchecked Sendable {
     /// Runs one parameterised statement and copies its rows out.
     @discardableResult
     public func query(_ query: SQLQuery) throws -> PostgresResult {
+        try validate(query)
+        let name = try statementName(query)
+        return try consume(withParameters(query) { count, types, values, lengths, formats in
+            if let name { return PQexecPrepared(handle, name, count, values, lengths, formats, 0) }
+            return PQexecParams(handle, query.sql, count, types, values, lengths, formats, 0)
+        })
+    }
+
+    /// Runs `queries` in one round trip (libpq's pipeline mode: all are sent, then one Sync)
+    /// and returns their results in order. When one fails, PostgreSQL runs none after it; its
+    /// error is thrown once every answer has been read, so the connection is ready again. A
+    /// transaction begun by one of them stays open after the call, as with `query`.
+    public func pipeline(_ queries: [SQLQuery]) throws -> [PostgresResult] {
+        // Preparing blocks, which pipeline mode forbids: every statement is prepared first.
+        let names = try queries.map { query in
+            try validate(query)
+            return try statementName(query)
+        }
+        guard PQenterPipelineMode(handle) == 1 else {
+            throw DatabaseError(.client, "libpq could not enter pipeline mode: \(lastErrorMessage)")
+        }
+        for (query, name) in zip(queries, names) {
+            let sent = withParameters(query) { count, types, values, lengths, formats in
+                if let name { return PQsendQueryPrepared(handle, name, count, values, lengths, formats, 0) }
+                return PQsendQueryParams(handle, query.sql, count, types, values, lengths, formats, 0)
+            }
+            guard sent == 1 else { throw lostInPipeline() }
+        }
+        guard PQpipelineSync(handle) == 1 else { throw lostInPipeline() }
+        var results: [PostgresResult] = []
+        var failure: DatabaseError?
+        for _ in queries {
+            // Each statement's one result, then the null that ends it.
+            guard let result = PQgetResult(handle) else { throw lostInPipeline() }
+            switch PQresultStatus(result) {
+            case PGRES_TUPLES_OK, PGRES_COMMAND_OK: results.append(copyRows(result))
+            case PGRES_PIPELINE_ABORTED: break  // not run: an earlier statement failed
+            default: failure = failure ?? error(from: result)
+            }
+            PQclear(result)
+            if let extra = PQgetResult(handle) {
+                PQclear(extra)
+                throw lostInPipeline()
+            }
+        }
+        guard let sync = PQgetResult(handle) else { throw lostInPipeline() }
+        let synced = PQresultStatus(sync) == PGRES_PIPELINE_SYNC
+        PQclear(sync)
+        guard synced, PQexitPipelineMode(handle) == 1 else { throw lostInPipeline() }
+        if let failure { throw failure }
+        return results
+    }
+
+    /// A pipeline out of step with libpq (a send failed, the link dropped, or an answer came
+    /// that was not expected): the connection is not used again.
+    private func lostInPipeline() -> DatabaseError {
+        isBroken = true
+        return DatabaseError(.connectionLost, "the database connection failed in a pipeline: \(lastErrorMessage)")
+    }
+
+    /// Refuses a query whose parameters could not be encoded or hold a NUL, before anything is sent.
+    private func validate(_ query: SQLQuery) throws {
         if let failure = query.encodingFailure {
             throw DatabaseError(.client, "a query parameter could not be encoded: \(failure)")
         }
@@ -75,6 +137,15 @@ public final class PostgresConnection: @unchecked Sendable {
             throw DatabaseError(
                 .characterNotInRepertoire, "parameter $\(index + 1) contains a NUL character, which PostgreSQL text cannot hold")
         }
+    }
+
+    /// Calls `body` with `query`'s parameters as libpq takes them: count, types, values (C
+    /// strings, or bytes for binary ones), lengths and formats (nil when all are text).
+    private func withParameters<Result>(
+        _ query: SQLQuery,
+        _ body: (Int32, [Oid], [UnsafePointer<CChar>?], [Int32]?, [Int32]?) -> Result
+    ) -> Result {
+        let binds = query.binds
         let types = binds.map { $0.type.oid }
         // Text parameters as C strings; binary ones (bytea) as their bytes with a length.
         let texts: [UnsafeMutablePointer<CChar>?] = binds.map { bind in
@@ -90,10 +161,11 @@ public final class PostgresConnection: @unchecked Sendable {
         let anyBinary = binds.contains { $0.binary != nil }
         let lengths: [Int32]? = anyBinary ? binds.map { Int32($0.binary?.count ?? 0) } : nil
         let formats: [Int32]? = anyBinary ? binds.map { $0.binary == nil ? 0 : 1 } : nil
-        if let name = try statementName(query.sql, types: types) {
-            return try consume(PQexecPrepared(handle, name, Int32(binds.count), values, lengths, formats, 0))
-        }
-        return try consume(PQexecParams(handle, query.sql, Int32(binds.count), types, values, lengths, formats, 0))
+        return body(Int32(binds.count), types, values, lengths, formats)
+    }
+
+    private func statementName(_ query: SQLQuery) throws -> String? {
+        try statementName(query.sql, types: query.binds.map { $0.type.oid })
     }
 
     /// The name of `sql` prepared on this connection, preparing it the first time; nil once the

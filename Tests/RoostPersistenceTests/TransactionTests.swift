@@ -97,4 +97,71 @@ struct TransactionTests {
         let after = try connection.query("SELECT coalesce(current_setting('roost.tenant_id', true), '') AS t").rows[0]
         #expect(try after.decode(String.self, "t") == "")
     }
+
+    @Test func aTransactionOpenedWithItsFirstStatementSetsTheTenantBeforeItAndLastsNoLonger() throws {
+        let connection = try TestDatabase.connect()
+        let tenant = UUID()
+        // The opening statement already sees the tenant: it is set in the same round trip, before it.
+        let (opened, inside) = try connection.withTenantTransaction(
+            tenant, opening: "SELECT current_setting('roost.tenant_id', true) AS t, \(41) + 1 AS answer"
+        ) { found, connection in
+            (try found.rows[0].decode(String.self, "t"),
+             try connection.query("SELECT current_setting('roost.tenant_id', true) AS t, now() < statement_timestamp() AS earlier").rows[0])
+        }
+        #expect(opened == tenant.uuidString.lowercased())
+        // The body runs in the transaction the pipeline began: its local setting and its start time hold.
+        #expect(try inside.decode(String.self, "t") == tenant.uuidString.lowercased())
+        #expect(try inside.decode(Bool.self, "earlier"))
+        let after = try connection.query("SELECT coalesce(current_setting('roost.tenant_id', true), '') AS t").rows[0]
+        #expect(try after.decode(String.self, "t") == "")
+    }
+
+    @Test func aFailingOpeningStatementRollsBackAndTheConnectionServesOn() throws {
+        let connection = try TestDatabase.connect()
+        let table = "roost_open_\(UUID().uuidString.prefix(8).lowercased())"
+        try connection.run(script: "CREATE TABLE \(table) (v int)")
+        defer { _ = try? connection.run(script: "DROP TABLE \(table)") }
+        var ran = false
+        #expect {
+            try connection.withTenantTransaction(UUID(), opening: "SELECT 1 / \(0) AS v") { _, _ in ran = true }
+        } throws: { error in
+            (error as? DatabaseError)?.sqlState == "22012"
+        }
+        #expect(!ran)
+        #expect(!connection.isBroken)
+        try connection.withTenantTransaction(UUID(), opening: "INSERT INTO \(unsafeRaw: table) VALUES (\(7))") { inserted, connection in
+            #expect(inserted.affectedRows == 1)
+        }
+        #expect(try connection.query("SELECT sum(v) AS s FROM \(unsafeRaw: table)").rows[0].decode(Int.self, "s") == 7)
+    }
+
+    @Test func aPipelineAnswersInOrderAndStopsAtItsFirstFailure() throws {
+        let connection = try TestDatabase.connect()
+        let table = "roost_pipe_\(UUID().uuidString.prefix(8).lowercased())"
+        try connection.run(script: "CREATE TABLE \(table) (v int)")
+        defer { _ = try? connection.run(script: "DROP TABLE \(table)") }
+        let results = try connection.pipeline([
+            "INSERT INTO \(unsafeRaw: table) VALUES (\(1)), (\(2))",
+            "SELECT \("Elm") AS street, \(Data([0, 255])) AS bytes",
+            "SELECT sum(v) AS s FROM \(unsafeRaw: table)",
+        ])
+        #expect(results.count == 3 && results[0].affectedRows == 2)
+        #expect(try results[1].rows[0].decode(String.self, "street") == "Elm")
+        #expect(try results[1].rows[0].decode(Data.self, "bytes") == Data([0, 255]))
+        // Outside BEGIN the pipeline is one implicit transaction: the insert saw by the sum.
+        #expect(try results[2].rows[0].decode(Int.self, "s") == 3)
+
+        #expect {
+            try connection.pipeline([
+                "INSERT INTO \(unsafeRaw: table) VALUES (\(10))",
+                "SELECT 1 / \(0) AS v",
+                "INSERT INTO \(unsafeRaw: table) VALUES (\(100))",
+            ])
+        } throws: { error in
+            (error as? DatabaseError)?.sqlState == "22012"
+        }
+        // Nothing of the failed pipeline stayed, and the connection answers the next query.
+        #expect(!connection.isBroken)
+        #expect(try connection.query("SELECT sum(v) AS s FROM \(unsafeRaw: table)").rows[0].decode(Int.self, "s") == 3)
+    }
 }

@@ -175,21 +175,25 @@ public struct UserStore: Sendable {
     /// never past `maxAge` seconds after sign-in. The user becomes the transaction's viewer
     /// (`PostgresConnection.setViewer`): what is hidden from them stays hidden for the rest of it.
     public func sessionUser(tokenHash: [UInt8], lifetime: Int, maxAge: Int, on connection: PostgresConnection) throws -> User? {
-        let hash = Data(tokenHash)
-        guard let row = try connection.query("""
-            SELECT u.id, u.tenant_id, u.email, u.phone, u.email_verified, u.phone_verified, u.display_name,
-                   u.password_hash, u.created_at, s.last_used_at < now() - interval '1 minute' AS stale,
-                   set_config('roost.viewer_id', u.id::text, true) AS viewer
-            FROM sessions s JOIN users u ON u.tenant_id = s.tenant_id AND u.id = s.user_id
-            WHERE s.token_hash = \(hash) AND s.expires_at > now() AND u.deleted_at IS NULL
-            """).first else { return nil }
-        if try row.decode(Bool.self, "stale") {
-            try connection.query("""
-                UPDATE sessions SET last_used_at = now(),
-                                    expires_at = least(now() + \(lifetime) * interval '1 second', created_at + \(maxAge) * interval '1 second')
-                WHERE token_hash = \(hash)
-                """)
-        }
+        try sessionUser(connection.query(sessionUserQuery(tokenHash: tokenHash)), tokenHash: tokenHash, lifetime: lifetime, maxAge: maxAge,
+                        on: connection)
+    }
+
+    /// `sessionUser`'s lookup, for a caller that sends it with BEGIN (`withTenantTransaction(_:opening:)`).
+    public func sessionUserQuery(tokenHash: [UInt8]) -> SQLQuery {
+        """
+        SELECT u.id, u.tenant_id, u.email, u.phone, u.email_verified, u.phone_verified, u.display_name,
+               u.password_hash, u.created_at, s.last_used_at < now() - interval '1 minute' AS stale,
+               set_config('roost.viewer_id', u.id::text, true) AS viewer
+        FROM sessions s JOIN users u ON u.tenant_id = s.tenant_id AND u.id = s.user_id
+        WHERE s.token_hash = \(Data(tokenHash)) AND s.expires_at > now() AND u.deleted_at IS NULL
+        """
+    }
+
+    /// The user `sessionUserQuery` found, if any, the session's expiry slid forward.
+    public func sessionUser(_ found: PostgresResult, tokenHash: [UInt8], lifetime: Int, maxAge: Int, on connection: PostgresConnection) throws -> User? {
+        guard let row = found.first else { return nil }
+        try slideExpiry(row, tokenHash: tokenHash, lifetime: lifetime, maxAge: maxAge, on: connection)
         return try decode(row)
     }
 
@@ -198,25 +202,41 @@ public struct UserStore: Sendable {
     /// session is not live or the user is not a member (`sessionUser` then tells which). The user
     /// becomes the transaction's viewer, as with `sessionUser`.
     public func sessionMember(tokenHash: [UInt8], group: UUID, lifetime: Int, maxAge: Int, on connection: PostgresConnection) throws -> (User, String)? {
-        let hash = Data(tokenHash)
-        guard let row = try connection.query("""
-            SELECT u.id, u.tenant_id, u.email, u.phone, u.email_verified, u.phone_verified, u.display_name,
-                   u.password_hash, u.created_at, s.last_used_at < now() - interval '1 minute' AS stale, m.role,
-                   set_config('roost.viewer_id', u.id::text, true) AS viewer
-            FROM sessions s
-            JOIN users u ON u.tenant_id = s.tenant_id AND u.id = s.user_id
-            JOIN memberships m ON m.tenant_id = u.tenant_id AND m.user_id = u.id AND m.group_id = \(group)
-            WHERE s.token_hash = \(hash) AND s.expires_at > now() AND u.deleted_at IS NULL
-            FOR UPDATE OF m
-            """).first else { return nil }
-        if try row.decode(Bool.self, "stale") {
-            try connection.query("""
-                UPDATE sessions SET last_used_at = now(),
-                                    expires_at = least(now() + \(lifetime) * interval '1 second', created_at + \(maxAge) * interval '1 second')
-                WHERE token_hash = \(hash)
-                """)
-        }
+        try sessionMember(connection.query(sessionMemberQuery(tokenHash: tokenHash, group: group)), tokenHash: tokenHash, lifetime: lifetime,
+                          maxAge: maxAge, on: connection)
+    }
+
+    /// `sessionMember`'s lookup, for a caller that sends it with BEGIN (`withTenantTransaction(_:opening:)`).
+    public func sessionMemberQuery(tokenHash: [UInt8], group: UUID) -> SQLQuery {
+        """
+        SELECT u.id, u.tenant_id, u.email, u.phone, u.email_verified, u.phone_verified, u.display_name,
+               u.password_hash, u.created_at, s.last_used_at < now() - interval '1 minute' AS stale, m.role,
+               set_config('roost.viewer_id', u.id::text, true) AS viewer
+        FROM sessions s
+        JOIN users u ON u.tenant_id = s.tenant_id AND u.id = s.user_id
+        JOIN memberships m ON m.tenant_id = u.tenant_id AND m.user_id = u.id AND m.group_id = \(group)
+        WHERE s.token_hash = \(Data(tokenHash)) AND s.expires_at > now() AND u.deleted_at IS NULL
+        FOR UPDATE OF m
+        """
+    }
+
+    /// The member `sessionMemberQuery` found, if any, with their role; the session's expiry slid forward.
+    public func sessionMember(_ found: PostgresResult, tokenHash: [UInt8], lifetime: Int, maxAge: Int, on connection: PostgresConnection) throws
+        -> (User, String)?
+    {
+        guard let row = found.first else { return nil }
+        try slideExpiry(row, tokenHash: tokenHash, lifetime: lifetime, maxAge: maxAge, on: connection)
         return (try decode(row), try row.decode(String.self, "role"))
+    }
+
+    /// Moves a session's expiry on when its row says it was last used over a minute ago.
+    private func slideExpiry(_ row: PostgresRow, tokenHash: [UInt8], lifetime: Int, maxAge: Int, on connection: PostgresConnection) throws {
+        guard try row.decode(Bool.self, "stale") else { return }
+        try connection.query("""
+            UPDATE sessions SET last_used_at = now(),
+                                expires_at = least(now() + \(lifetime) * interval '1 second', created_at + \(maxAge) * interval '1 second')
+            WHERE token_hash = \(Data(tokenHash))
+            """)
     }
 
     /// Whether the session whose token hash is `hex` exists and has not expired: a lookup by the

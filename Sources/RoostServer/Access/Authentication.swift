@@ -26,23 +26,26 @@ struct Authentication: Sendable {
     /// The signed-in user, or 401: the token's tenant is set before its session is looked up.
     func user(_ token: TenantToken) async throws -> User {
         let (lifetime, maxAge) = (sessionLifetime, sessionMaxAge)
+        let users = UserStore()
         guard let user = try await pool.withConnection({ connection in
-            try connection.withTenantTransaction(token.tenant) {
-                try UserStore().sessionUser(tokenHash: token.hash, lifetime: lifetime, maxAge: maxAge, on: $0)
+            try connection.withTenantTransaction(token.tenant, opening: users.sessionUserQuery(tokenHash: token.hash)) { found, connection in
+                try users.sessionUser(found, tokenHash: token.hash, lifetime: lifetime, maxAge: maxAge, on: connection)
             }
         }) else { throw Self.sessionEnded }
         return user
     }
 
     /// Runs `body` in one transaction of the token's tenant as the signed-in user (401 when the
-    /// session has ended): the session is checked in the transaction that does the work.
+    /// session has ended): the session is checked in the transaction that does the work, in the
+    /// round trip that begins it.
     func asUser<Value: Sendable>(
         _ token: TenantToken, _ body: @escaping @Sendable (User, PostgresConnection) throws -> Value
     ) async throws -> Value {
         let (lifetime, maxAge) = (sessionLifetime, sessionMaxAge)
+        let users = UserStore()
         return try await pool.withConnection { connection in
-            try connection.withTenantTransaction(token.tenant) { connection in
-                guard let user = try UserStore().sessionUser(tokenHash: token.hash, lifetime: lifetime, maxAge: maxAge, on: connection) else {
+            try connection.withTenantTransaction(token.tenant, opening: users.sessionUserQuery(tokenHash: token.hash)) { found, connection in
+                guard let user = try users.sessionUser(found, tokenHash: token.hash, lifetime: lifetime, maxAge: maxAge, on: connection) else {
                     throw Self.sessionEnded
                 }
                 return try body(user, connection)
@@ -57,12 +60,13 @@ struct Authentication: Sendable {
     func inGroup<Value: Sendable>(
         _ token: TenantToken, _ group: UUID, _ body: @escaping @Sendable (GroupCaller, PostgresConnection) throws -> Value
     ) async throws -> Value {
-        // The session and the membership are checked by one statement in the same transaction.
+        // The session and the membership are checked by one statement in the same transaction,
+        // sent with its BEGIN.
         let (lifetime, maxAge) = (sessionLifetime, sessionMaxAge)
+        let users = UserStore()
         return try await pool.withConnection { connection in
-            try connection.withTenantTransaction(token.tenant) { connection in
-                let users = UserStore()
-                guard let (user, role) = try users.sessionMember(tokenHash: token.hash, group: group, lifetime: lifetime, maxAge: maxAge, on: connection) else {
+            try connection.withTenantTransaction(token.tenant, opening: users.sessionMemberQuery(tokenHash: token.hash, group: group)) { found, connection in
+                guard let (user, role) = try users.sessionMember(found, tokenHash: token.hash, lifetime: lifetime, maxAge: maxAge, on: connection) else {
                     // Which answer: no session (401), or not a member of such a group (404).
                     guard try users.sessionUser(tokenHash: token.hash, lifetime: lifetime, maxAge: maxAge, on: connection) != nil else { throw Self.sessionEnded }
                     throw APIError.noSuchGroup
