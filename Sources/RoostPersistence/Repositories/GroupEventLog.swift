@@ -118,12 +118,15 @@ public struct GroupEventLog: Sendable {
     /// the caller's projections of it, in one statement: the seq is taken, PostgreSQL fills
     /// `data`'s holes, inserts and announces the event, and runs `projections`: further `WITH`
     /// items, each starting with a comma, that read the new event's `seq` and `created_at`
-    /// from `appended`. Returns the event and its data as text (the bytes the stream sends).
+    /// from `appended`. `answer`, a boolean SQL expression, is evaluated by the same statement
+    /// (a question the caller would otherwise ask in a round trip of its own). Returns the
+    /// event, its data as text (the bytes the stream sends) and the answer.
     @discardableResult
     public func append(
         tenant: UUID, group: UUID, event: GroupEventKind, actorType: String?, actorID: UUID?, subject: UUID? = nil,
-        hiddenFrom: UUID? = nil, data: EventDataText, projections: SQLQuery = "", on connection: PostgresConnection
-    ) throws -> (event: AppendedEvent, data: String) {
+        hiddenFrom: UUID? = nil, data: EventDataText, projections: SQLQuery = "", answer: SQLQuery = "NULL",
+        on connection: PostgresConnection
+    ) throws -> (event: AppendedEvent, data: String, answer: Bool?) {
         let header = NodeNotice.eventHeaderParts(tenant: tenant, group: group, subject: subject, hiddenFrom: hiddenFrom)
         let frame = StreamEvent.frameParts(group: group, event: event)
         guard let row = try connection.query("""
@@ -141,13 +144,14 @@ public struct GroupEventLog: Sendable {
                        \(frame.beforeSeq) || seq || \(frame.beforeAt) || at || \(frame.beforeData) || data || '}' AS frame
                 FROM filled)
             SELECT seq, created_at, data, pg_notify(\(Self.channel), CASE WHEN octet_length(header) + 1 + octet_length(frame) < \(NodeNotice.maxBytes)
-                                                                        THEN header || E'\\n' || frame ELSE header END) AS notified
+                                                                        THEN header || E'\\n' || frame ELSE header END) AS notified,
+                   (\(fragment: answer))::bool AS answer
             FROM framed
             """).first else {
             throw DatabaseError(.client, "group \(group) does not exist in this tenant")
         }
         return (AppendedEvent(tenant: tenant, group: group, seq: try row.decode(Int64.self, "seq"), at: try row.decode(Date.self, "created_at")),
-                try row.decode(String.self, "data"))
+                try row.decode(String.self, "data"), try row.decode(Bool?.self, "answer"))
     }
 
     /// RFC 3339 UTC with milliseconds, as the API writes times.

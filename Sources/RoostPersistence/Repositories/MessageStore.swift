@@ -113,13 +113,15 @@ public struct MessageStore: Sendable {
     /// Posts a message (and its alert) in one statement: the `message.created` event, whose
     /// data is the finished message (its seq and time filled in by the statement, so no read-back
     /// is needed), with the messages and alerts rows. A repeat of `client_msg_id` by the same
-    /// author surfaces as `uniqueViolation`.
+    /// author surfaces as `uniqueViolation`. `asking`: a condition the statement answers too
+    /// (`answer`, nil when none was asked), e.g. whether anyone wants a push of it.
     public func post(
         tenant: UUID, group: UUID, authorType: String, authorID: UUID?, authorName: String, message: NewMessage,
-        dedupKey: String? = nil, bridge: UUID? = nil, details: String? = nil, on connection: PostgresConnection
-    ) throws -> (seq: Int64, json: String) {
+        dedupKey: String? = nil, bridge: UUID? = nil, details: String? = nil, asking question: SQLQuery = "NULL",
+        on connection: PostgresConnection
+    ) throws -> (seq: Int64, json: String, answer: Bool?) {
         let id = UUID()
-        let (event, json) = try GroupEventLog().append(
+        let (event, json, answer) = try GroupEventLog().append(
             tenant: tenant, group: group, event: .messageCreated, actorType: authorType, actorID: authorID, hiddenFrom: message.hiddenFrom,
             data: Self.json(id: id, group: group, authorType: authorType, authorID: authorID, authorName: authorName, message: message,
                             dedupKey: dedupKey, details: details),
@@ -138,12 +140,12 @@ public struct MessageStore: Sendable {
                            \(details.map(RawJSON.init)), \(message.hiddenFrom)
                     FROM posted WHERE \(message.kind) = 'alert')
                 """,
-            on: connection)
+            answer: question, on: connection)
         try MediaStore().link(message.attachments.ids, tenant: tenant, group: group, seq: event.seq, on: connection)
         if message.kind == "alert" && message.severity == AlertSeverity.red.name {
             try EscalationStore().schedule(tenant: tenant, group: group, seq: event.seq, on: connection)
         }
-        return (event.seq, json)
+        return (event.seq, json, answer)
     }
 
     /// A new message as the API shows it (the same shape `messageJSON` builds from the tables),

@@ -261,14 +261,15 @@ extension OutboxStore {
             """).affectedRows
     }
 
-    /// Whether any member of the group but the author asked for chat pushes: one indexed read
-    /// (most groups have none), so a chat message costs no more unless someone wants them.
-    public func wantsChatPushes(group: UUID, excluding author: UUID, on connection: PostgresConnection) throws -> Bool {
-        try connection.query("""
-            SELECT EXISTS (SELECT 1 FROM user_preferences p
-                           JOIN memberships m ON m.tenant_id = p.tenant_id AND m.user_id = p.user_id AND m.group_id = \(group)
-                           WHERE p.push_chat AND p.user_id <> \(author)) AS wanted
-            """).rows[0].decode(Bool.self, "wanted")
+    /// Whether any member of the group but the author asked for chat pushes, as a condition
+    /// for the post's own statement to answer (`MessageStore.post(..., asking:)`): one indexed
+    /// read (most groups have none), so a chat message costs no more unless someone wants them.
+    public func chatPushesWanted(group: UUID, excluding author: UUID) -> SQLQuery {
+        """
+        EXISTS (SELECT 1 FROM user_preferences p
+                JOIN memberships m ON m.tenant_id = p.tenant_id AND m.user_id = p.user_id AND m.group_id = \(group)
+                WHERE p.push_chat AND p.user_id <> \(author))
+        """
     }
 
     /// One `push` delivery (template `chat`) per device of every member of the group but the

@@ -85,13 +85,16 @@ struct PostMessage: GroupUseCase {
             try Throttle.count([RateLimit("alert:\(caller.user.tenantID.uuidString):\(caller.user.id.uuidString)", limit: alertsPerHour,
                                           window: Throttle.hour)], "too many alerts raised this hour", on: connection)
         }
-        // A repeated client_msg_id fails the insert (uniqueViolation): see `Repeat`.
+        // A repeated client_msg_id fails the insert (uniqueViolation): see `Repeat`. A chat line
+        // asks in the same statement whether anyone wants it pushed.
         let posted = try store.post(tenant: caller.user.tenantID, group: group, authorType: "user", authorID: caller.user.id,
-                                    authorName: caller.user.displayName, message: message, on: connection)
+                                    authorName: caller.user.displayName, message: message,
+                                    asking: message.kind == "chat" ? OutboxStore().chatPushesWanted(group: group, excluding: caller.user.id) : "NULL",
+                                    on: connection)
         if raisesAlert {
             try OutboxStore().enqueueAlertPushes(group: group, seq: posted.seq, excluding: caller.user.id, alert: RawJSON(posted.json),
                                                  red: message.severity == AlertSeverity.red.name, on: connection)
-        } else if message.kind == "chat", try OutboxStore().wantsChatPushes(group: group, excluding: caller.user.id, on: connection),
+        } else if message.kind == "chat", posted.answer == true,
                   // Chat is not rate-limited, pushes to phones are: a chatty author's later lines wait in the app.
                   try AlertPushes.allowed(RateLimit("chat-push:\(caller.user.tenantID.uuidString):\(group.uuidString):\(caller.user.id.uuidString)",
                                                     limit: Self.chatPushesPerAuthorPerHour, window: Throttle.hour), on: connection) {
