@@ -11,9 +11,9 @@ public struct RawJSON: PostgresEncodable, Sendable {
 
 /// An event's data whose JSON names the event's own seq and time (a message carries both),
 /// which only the appending statement learns: text with holes for them, filled by PostgreSQL
-/// in that statement (`GroupEventLog.append(..., data:projections:on:)`).
+/// in that statement (`GroupEventLog.append(..., data:projections:answer:on:)`).
 public struct EventDataText: Sendable {
-    public enum Piece: Sendable, Equatable {
+    private enum Piece: Sendable {
         case text(String)
         /// The event's seq, as a JSON number.
         case seq
@@ -21,7 +21,7 @@ public struct EventDataText: Sendable {
         case at
     }
 
-    public private(set) var pieces: [Piece] = []
+    private var pieces: [Piece] = []
 
     public init() {}
 
@@ -35,17 +35,6 @@ public struct EventDataText: Sendable {
 
     public mutating func appendSeq() { pieces.append(.seq) }
     public mutating func appendAt() { pieces.append(.at) }
-
-    /// The text with its holes filled, as the statement fills them.
-    public func filled(seq: Int64, at: String) -> String {
-        pieces.map { piece in
-            switch piece {
-            case .text(let text): text
-            case .seq: String(seq)
-            case .at: at
-            }
-        }.joined()
-    }
 
     /// The SQL expression that fills the holes from columns `seq` and `at`.
     var assembled: SQLQuery {
