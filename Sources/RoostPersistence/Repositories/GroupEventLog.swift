@@ -25,6 +25,11 @@ public struct EventDataText: Sendable {
 
     public init() {}
 
+    /// Data that names neither its seq nor its time: no holes.
+    public init(_ text: String) {
+        pieces = [.text(text)]
+    }
+
     public mutating func append(_ text: String) {
         if case .text(let last)? = pieces.last {
             pieces[pieces.count - 1] = .text(last + text)
@@ -79,49 +84,32 @@ public struct GroupEventLog: Sendable {
         tenant: UUID, group: UUID, event: GroupEventKind, actorType: String?, actorID: UUID?, data: RawJSON, subject: UUID? = nil,
         hiddenFrom: UUID? = nil, on connection: PostgresConnection
     ) throws -> AppendedEvent {
-        // The notice (with the event's frame, when it fits) is assembled by the same statement,
-        // the only place the seq is known before the round trip ends, from the parts its
-        // owners give: `NodeNotice` the header, `StreamEvent` the frame.
-        let header = NodeNotice.eventHeaderParts(tenant: tenant, group: group, subject: subject, hiddenFrom: hiddenFrom)
-        let frame = StreamEvent.frameParts(group: group, event: event, data: data.text)
-        guard let row = try connection.query("""
-            WITH next AS (UPDATE groups SET last_seq = last_seq + 1 WHERE id = \(group) RETURNING last_seq),
-            inserted AS (
-                INSERT INTO group_events (tenant_id, group_id, seq, event, actor_type, actor_id, data, hidden_from)
-                SELECT \(tenant), \(group), last_seq, \(event.name), \(actorType), \(actorID), \(data), \(hiddenFrom) FROM next
-                RETURNING seq, created_at, \(unsafeRaw: Self.atText) AS at),
-            framed AS (
-                SELECT seq, created_at, \(header.beforeSeq) || seq || \(header.afterSeq) AS header,
-                       \(frame.beforeSeq) || seq || \(frame.beforeAt) || at || \(frame.afterAt) AS frame
-                FROM inserted)
-            SELECT seq, created_at, pg_notify(\(Self.channel), CASE WHEN octet_length(header) + 1 + octet_length(frame) < \(NodeNotice.maxBytes)
-                                                                  THEN header || E'\\n' || frame ELSE header END) AS notified
-            FROM framed
-            """).first else {
-            throw DatabaseError(.client, "group \(group) does not exist in this tenant")
-        }
-        return try AppendedEvent(tenant: tenant, group: group, seq: row.decode(Int64.self, "seq"), at: row.decode(Date.self, "created_at"))
+        try append(tenant: tenant, group: group, event: event, actorType: actorType, actorID: actorID, subject: subject, hiddenFrom: hiddenFrom,
+                   data: EventDataText(data.text), on: connection).event
     }
 
-    /// Appends an event whose data names its own seq and time (a message carries both), with
-    /// the caller's projections of it, in one statement: the seq is taken, PostgreSQL fills
-    /// `data`'s holes, inserts and announces the event, and runs `projections`: further `WITH`
-    /// items, each starting with a comma, that read the new event's `seq` and `created_at`
-    /// from `appended`. `answer`, a boolean SQL expression, is evaluated by the same statement
-    /// (a question the caller would otherwise ask in a round trip of its own). Returns the
-    /// event, its data as text (the bytes the stream sends) and the answer.
+    /// Appends an event, with the caller's projections of it, in one statement: the seq is
+    /// taken, PostgreSQL fills `data`'s holes (a message names its own seq and time), inserts
+    /// and announces the event, and runs `projections`: further `WITH` items, each starting
+    /// with a comma, that read the new event's `seq` and `created_at` from `appended`.
+    /// `answer`, a boolean SQL expression, is evaluated by the same statement (a question the
+    /// caller would otherwise ask in a round trip of its own). Returns the event, its data as
+    /// text (the bytes the stream sends) and the answer.
     @discardableResult
     public func append(
         tenant: UUID, group: UUID, event: GroupEventKind, actorType: String?, actorID: UUID?, subject: UUID? = nil,
         hiddenFrom: UUID? = nil, data: EventDataText, projections: SQLQuery = "", answer: SQLQuery = "NULL",
         on connection: PostgresConnection
     ) throws -> (event: AppendedEvent, data: String, answer: Bool?) {
+        // The notice (with the event's frame, when it fits) is assembled by the same statement,
+        // the only place the seq is known before the round trip ends, from the parts its
+        // owners give: `NodeNotice` the header, `StreamEvent` the frame.
         let header = NodeNotice.eventHeaderParts(tenant: tenant, group: group, subject: subject, hiddenFrom: hiddenFrom)
         let frame = StreamEvent.frameParts(group: group, event: event)
         guard let row = try connection.query("""
             WITH next AS (
                 UPDATE groups SET last_seq = last_seq + 1 WHERE id = \(group)
-                RETURNING last_seq AS seq, now() AS created_at, \(unsafeRaw: Self.atText.replacingOccurrences(of: "created_at", with: "now()")) AS at),
+                RETURNING last_seq AS seq, now() AS created_at, to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS at),
             filled AS (SELECT seq, created_at, at, \(fragment: data.assembled) AS data FROM next),
             appended AS (
                 INSERT INTO group_events (tenant_id, group_id, seq, event, actor_type, actor_id, data, hidden_from, created_at)
@@ -142,9 +130,6 @@ public struct GroupEventLog: Sendable {
         return (AppendedEvent(tenant: tenant, group: group, seq: try row.decode(Int64.self, "seq"), at: try row.decode(Date.self, "created_at")),
                 try row.decode(String.self, "data"), try row.decode(Bool?.self, "answer"))
     }
-
-    /// RFC 3339 UTC with milliseconds, as the API writes times.
-    static let atText = #"to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')"#
 
     /// Sends a stream notice (`{"type":"notice","event":..,"data":..}`) to one user's streams on every node.
     public static func notifyUser(tenant: UUID, user: UUID, event: NoticeKind, data: String, on connection: PostgresConnection) throws {

@@ -25,8 +25,8 @@ public struct StreamEvent: Sendable, Equatable {
 
     /// `{"type":"event","group_id","seq","event","at","data"}`.
     public var frameJSON: String {
-        let parts = Self.frameParts(group: group, event: event, data: data)
-        return parts.beforeSeq + String(seq) + parts.beforeAt + at + parts.afterAt
+        let parts = Self.frameParts(group: group, event: event)
+        return parts.beforeSeq + String(seq) + parts.beforeAt + at + parts.beforeData + data + "}"
     }
 
     /// The event as `GET /v1/groups/{gid}/events` lists it: the frame without its `type`.
@@ -35,14 +35,8 @@ public struct StreamEvent: Sendable, Equatable {
             + "\"at\":\(JSONString.quote(at)),\"data\":\(data)}"
     }
 
-    /// The frame around its seq and its time: `beforeSeq + seq + beforeAt + at + afterAt`.
-    public static func frameParts(group: UUID, event: GroupEventKind, data: String) -> (beforeSeq: String, beforeAt: String, afterAt: String) {
-        let parts = frameParts(group: group, event: event)
-        return (parts.beforeSeq, parts.beforeAt, parts.beforeData + data + "}")
-    }
-
-    /// The frame around its seq, its time and its data, for data the database assembles too:
-    /// `beforeSeq + seq + beforeAt + at + beforeData + data + "}"`.
+    /// The frame around its seq, its time and its data, for the statement that appends an
+    /// event to assemble: `beforeSeq + seq + beforeAt + at + beforeData + data + "}"`.
     public static func frameParts(group: UUID, event: GroupEventKind) -> (beforeSeq: String, beforeAt: String, beforeData: String) {
         ("{\"type\":\"event\",\"group_id\":\"\(group.uuidString.lowercased())\",\"seq\":",
          ",\"event\":\(JSONString.quote(event.name)),\"at\":\"",
