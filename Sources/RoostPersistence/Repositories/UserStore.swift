@@ -198,15 +198,10 @@ public struct UserStore: Sendable {
     }
 
     /// The user of a live session with their role in `group`, the membership row locked
-    /// FOR UPDATE, in one statement (the common case of every group request); nil when the
-    /// session is not live or the user is not a member (`sessionUser` then tells which). The user
+    /// FOR UPDATE, in one statement (the common case of every group request), for a caller
+    /// that sends it with BEGIN (`withTenantTransaction(_:opening:)`); no row when the session
+    /// is not live or the user is not a member (`sessionUser` then tells which). The user
     /// becomes the transaction's viewer, as with `sessionUser`.
-    public func sessionMember(tokenHash: [UInt8], group: UUID, lifetime: Int, maxAge: Int, on connection: PostgresConnection) throws -> (User, String)? {
-        try sessionMember(connection.query(sessionMemberQuery(tokenHash: tokenHash, group: group)), tokenHash: tokenHash, lifetime: lifetime,
-                          maxAge: maxAge, on: connection)
-    }
-
-    /// `sessionMember`'s lookup, for a caller that sends it with BEGIN (`withTenantTransaction(_:opening:)`).
     public func sessionMemberQuery(tokenHash: [UInt8], group: UUID) -> SQLQuery {
         """
         SELECT u.id, u.tenant_id, u.email, u.phone, u.email_verified, u.phone_verified, u.display_name,

@@ -94,7 +94,7 @@ struct PostMessage: GroupUseCase {
         if raisesAlert {
             try OutboxStore().enqueueAlertPushes(group: group, seq: posted.seq, excluding: caller.user.id, alert: RawJSON(posted.json),
                                                  red: message.severity == AlertSeverity.red.name, on: connection)
-        } else if message.kind == "chat", posted.answer == true,
+        } else if posted.answer == true,  // someone wants this chat line pushed (only chat asks)
                   // Chat is not rate-limited, pushes to phones are: a chatty author's later lines wait in the app.
                   try AlertPushes.allowed(RateLimit("chat-push:\(caller.user.tenantID.uuidString):\(group.uuidString):\(caller.user.id.uuidString)",
                                                     limit: Self.chatPushesPerAuthorPerHour, window: Throttle.hour), on: connection) {
