@@ -6,6 +6,9 @@ import Synchronization
 ///
 /// - At most `maxConnections` are open; a caller that finds none free waits in line until
 ///   its deadline, then gets `DatabaseError.unavailable` (the API's 503), never an unbounded queue.
+///   Every waiter has the same timeout and joins at the back, so the line is in deadline order
+///   and one timer, set for the front waiter's deadline, serves the whole line (a timer per
+///   waiter lived, with its closure, for the whole timeout even after the waiter was served).
 /// - A connection that broke while lent out is discarded on return and its slot reopened
 ///   lazily; an idle one is checked before it is lent, so a terminated backend or a restarted
 ///   server costs a reconnect, not a failed request.
@@ -30,25 +33,40 @@ public final class ConnectionPool: Sendable {
     }
 
     private struct Waiter {
-        let id: UInt64
+        let deadline: DispatchTime
         let continuation: CheckedContinuation<Grant, any Error>
     }
 
     private struct State {
         var idle: [PostgresConnection] = []
         var open = 0
+        /// In joining order, which is deadline order.
         var waiters: [Waiter] = []
-        var nextWaiterID: UInt64 = 0
+        /// The deadline the timer is set for, if it is set.
+        var timerDeadline: DispatchTime?
         var isClosed = false
     }
 
     public let configuration: ConnectionConfiguration
     public let options: Options
     private let state = Mutex(State())
+    private let timer = LineTimer()
+
+    /// The waiting line's one timer. `@unchecked Sendable`: a dispatch source may be scheduled
+    /// and cancelled from any thread, and the pool schedules it only with its state locked.
+    private final class LineTimer: @unchecked Sendable {
+        let source = DispatchSource.makeTimerSource(queue: .global())
+    }
 
     public init(configuration: ConnectionConfiguration, options: Options = Options()) {
         self.configuration = configuration
         self.options = options
+        timer.source.setEventHandler { [weak self] in self?.expireWaiters() }
+        timer.source.activate()
+    }
+
+    deinit {
+        timer.source.cancel()
     }
 
     /// Lends a connection to `body`, run on the blocking queue, and takes it back afterwards.
@@ -95,6 +113,7 @@ public final class ConnectionPool: Sendable {
 
     /// Closes idle connections and fails every waiter; lent connections close on return.
     public func close() {
+        timer.source.cancel()
         let waiters = state.withLock { state -> [Waiter] in
             state.isClosed = true
             state.open -= state.idle.count
@@ -129,28 +148,37 @@ public final class ConnectionPool: Sendable {
                     state.open += 1
                     return .success(.openSlot)
                 }
-                let id = state.nextWaiterID
-                state.nextWaiterID += 1
-                state.waiters.append(Waiter(id: id, continuation: continuation))
-                scheduleTimeout(waiter: id)
+                let deadline = DispatchTime.now() + options.acquireTimeout.timeInterval
+                state.waiters.append(Waiter(deadline: deadline, continuation: continuation))
+                if state.timerDeadline == nil { setTimer(for: deadline, in: &state) }
                 return nil
             }
             if let immediate { continuation.resume(with: immediate) }
         }
     }
 
-    private func scheduleTimeout(waiter id: UInt64) {
+    /// Sets the one timer; called with the state locked, so the deadline it records is the one set.
+    private func setTimer(for deadline: DispatchTime, in state: inout State) {
+        state.timerDeadline = deadline
+        timer.source.schedule(deadline: deadline, repeating: .never)
+    }
+
+    /// The timer fired: fails the waiters whose deadline has passed, from the front of the line,
+    /// and sets the timer for the next one (waiters served meanwhile have left the line).
+    private func expireWaiters() {
+        let now = DispatchTime.now()
+        let expired = state.withLock { state -> [Waiter] in
+            state.timerDeadline = nil
+            let due = Array(state.waiters.prefix { $0.deadline <= now })
+            state.waiters.removeFirst(due.count)
+            if let next = state.waiters.first, !state.isClosed { setTimer(for: next.deadline, in: &state) }
+            return due
+        }
         let timeout = options.acquireTimeout
-        DispatchQueue.global().asyncAfter(deadline: .now() + timeout.timeInterval) { [weak self] in
-            guard let self else { return }
-            let expired = self.state.withLock { state -> Waiter? in
-                guard let index = state.waiters.firstIndex(where: { $0.id == id }) else { return nil }
-                return state.waiters.remove(at: index)
-            }
-            expired?.continuation.resume(
+        for waiter in expired {
+            waiter.continuation.resume(
                 throwing: DatabaseError(
-                    .unavailable,
-                    "no database connection became free within \(timeout) (pool of \(self.options.maxConnections))"))
+                    .unavailable, "no database connection became free within \(timeout) (pool of \(options.maxConnections))"))
         }
     }
 

@@ -39,6 +39,42 @@ struct ConnectionPoolTests {
         #expect(try await pool.query("SELECT 1 AS n").rows[0].decode(Int.self, "n") == 1)
     }
 
+    /// One timer serves the whole line: each waiter fails at its own deadline, the later
+    /// joiner after the earlier one and not before its own timeout, and a waiter served before
+    /// its deadline is not failed when the timer set for it fires.
+    @Test func eachWaiterInLineFailsAtItsOwnDeadline() async throws {
+        let timeout = Duration.milliseconds(800)
+        let pool = makePool(size: 1, timeout: timeout)
+        defer { pool.close() }
+        let release = DispatchSemaphore(value: 0)
+        let holder = await hold(pool, until: release)
+        func waiter() -> Task<Duration, Never> {
+            Task {
+                let started = ContinuousClock.now
+                do { _ = try await pool.query("SELECT 1") } catch { return ContinuousClock.now - started }
+                return .zero  // served, which this test's waiters never are
+            }
+        }
+        let first = waiter()
+        while pool.statistics.waiting < 1 { await Task.yield() }
+        try await Task.sleep(for: .milliseconds(400))  // the second joins half a timeout later
+        let second = waiter()
+        while pool.statistics.waiting < 2 { await Task.yield() }
+        #expect(await first.value >= .milliseconds(750))
+        #expect(pool.statistics.waiting == 1, "the later joiner outlives the earlier one's deadline")
+        #expect(await second.value >= .milliseconds(750))
+        #expect(pool.statistics.waiting == 0)
+
+        // A waiter served before its deadline: the timer set for it finds nobody to fail.
+        let served = Task { try await pool.query("SELECT 5 AS n").rows[0].decode(Int.self, "n") }
+        while pool.statistics.waiting < 1 { await Task.yield() }
+        release.signal()
+        try await holder.value
+        #expect(try await served.value == 5)
+        try await Task.sleep(for: timeout + .milliseconds(200))
+        #expect(try await pool.query("SELECT 6 AS n").rows[0].decode(Int.self, "n") == 6)
+    }
+
     @Test func aWaiterGetsTheConnectionWhenItIsReturned() async throws {
         let pool = makePool(size: 1, timeout: .seconds(30))
         defer { pool.close() }
