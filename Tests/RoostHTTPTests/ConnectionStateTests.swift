@@ -25,13 +25,6 @@ struct ResponseQueueTests {
         #expect(queue.finish(first, [200]) == [.write([200]), .write([101]), .switchProtocols])
         #expect(queue.hasWaiting, "a response after the upgrade is never written as HTTP")
     }
-
-    @Test func aResponseDroppedAfterCloseIsNoLongerOwed() {
-        var queue = ResponseQueue()
-        _ = queue.take()
-        queue.drop()
-        #expect(queue.inFlight == 0)
-    }
 }
 
 struct ConnectionDeadlineTests {

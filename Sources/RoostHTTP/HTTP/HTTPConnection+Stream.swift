@@ -9,9 +9,9 @@ import RoostProtocol
 extension HTTPConnection {
     /// Asks for the next piece when one is wanted and none is on its way.
     func pumpStream() {
-        guard let stream = activeStream, !fetchingPiece, !isClosed,
+        guard let http, let stream = http.activeStream, !http.fetchingPiece,
               outbound.byteCount < context.limits.maxOutboundQueueBytes / 2 else { return }
-        fetchingPiece = true
+        http.fetchingPiece = true
         let bound = LoopBound(value: self)
         let loop = self.loop
         let source = stream.source
@@ -27,8 +27,8 @@ extension HTTPConnection {
     }
 
     private func received(_ piece: Result<[UInt8]?, any Error>, from stream: ResponseStream) {
-        fetchingPiece = false
-        guard !isClosed, activeStream == stream else { return }
+        http?.fetchingPiece = false
+        guard let http, http.activeStream == stream else { return }  // closed meanwhile
         switch piece {
         case .failure(let error):
             // The head is out, so no error response can follow: the client sees a cut body.
@@ -39,8 +39,8 @@ extension HTTPConnection {
             flush()  // asks for the next piece when the queue has room
         case .success(nil):
             if stream.length == nil { outbound.append(ResponseStream.end) }
-            activeStream = nil
-            guard apply(responses.endStream()) else { return }
+            http.activeStream = nil
+            guard apply(http.responses.endStream(), of: http) else { return }
             flush()
             resumeRequests()
             closeIfDone()

@@ -25,15 +25,15 @@ extension HTTPConnection {
         let stream = RequestBodyStream(highWater: Self.uploadHighWater, lowWater: Self.uploadLowWater) {
             loop.execute { bound.value.uploadDrained() }
         }
-        upload = Upload(number: number, stream: stream)
+        http?.upload = Upload(number: number, stream: stream)
         rearmUploadTimer()
         return stream
     }
 
     func receivedUploadPart(_ part: [UInt8]) {
-        guard upload != nil else { return }
-        if upload!.stream.push(part) {
-            upload!.paused = true
+        guard let http, http.upload != nil else { return }
+        if http.upload!.stream.push(part) {
+            http.upload!.paused = true
             cancelUploadTimer()  // the server is behind, not the client
         } else {
             rearmUploadTimer()
@@ -42,8 +42,8 @@ extension HTTPConnection {
 
     /// The handler took enough: read again, from what the parser already holds.
     private func uploadDrained() {
-        guard upload?.paused == true, !isClosed else { return }
-        upload!.paused = false
+        guard let http, http.upload?.paused == true else { return }
+        http.upload!.paused = false
         rearmUploadTimer()
         updateInterest()
         resumeRequests()
@@ -51,20 +51,20 @@ extension HTTPConnection {
 
     /// The body ended (`failing` nil) or will not: either way the connection is done with it.
     func endUpload(failing error: APIError?) {
-        guard let upload else { return }
+        guard let http, let upload = http.upload else { return }
         if let error { upload.stream.fail(error) } else { upload.stream.end() }
         cancelUploadTimer()
-        self.upload = nil
+        http.upload = nil
     }
 
     private func rearmUploadTimer() {
         cancelUploadTimer()
         let bound = LoopBound(value: self)
         let milliseconds = context.limits.idleTimeoutMilliseconds
-        upload?.timer = loop.schedule(afterNanoseconds: UInt64(milliseconds) * 1_000_000) {
+        http?.upload?.timer = loop.schedule(afterNanoseconds: UInt64(milliseconds) * 1_000_000) {
             let connection = bound.value
-            guard connection.upload != nil else { return }
-            connection.upload?.timer = nil
+            guard connection.http?.upload != nil else { return }
+            connection.http?.upload?.timer = nil
             connection.stopReading = true
             connection.closeWhenDrained = true
             connection.endUpload(failing: APIError(.requestTimeout, code: "timeout",
@@ -74,9 +74,9 @@ extension HTTPConnection {
     }
 
     private func cancelUploadTimer() {
-        if let token = upload?.timer {
+        if let token = http?.upload?.timer {
             loop.cancelTimer(token)
-            upload?.timer = nil
+            http?.upload?.timer = nil
         }
     }
 }

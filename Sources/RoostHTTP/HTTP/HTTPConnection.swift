@@ -19,20 +19,33 @@ final class HTTPConnection: EventHandler {
     unowned let loop: EventLoop
     let context: ServerContext
 
-    /// The HTTP parser, boxed: a connection that becomes a WebSocket lets go of it, and with
-    /// it the parser's inline state, a few hundred bytes of every idle stream.
-    final class RequestParser {
+    /// What only an HTTP connection needs, boxed: a connection that becomes a WebSocket lets go
+    /// of it (the parser's inline state and buffers, the response queue and its table, streamed
+    /// bodies, the upload), a few hundred bytes of every idle stream.
+    final class HTTPState {
         var parser: HTTPRequestParser
+        var responses = ResponseQueue()
+        /// The session of an accepted upgrade, until its 101 is written.
+        var pendingUpgrade: WebSocketSession?
+        /// Streamed bodies whose heads wait for earlier responses, by response number.
+        var waitingStreams: [Int: ResponseStream] = [:]
+        /// The streamed body being written (`HTTPConnection+Stream.swift`), and whether a piece
+        /// of it is being fetched.
+        var activeStream: ResponseStream?
+        var fetchingPiece = false
+        /// The request body being streamed to its handler (`HTTPConnection+Upload.swift`).
+        var upload: Upload?
+
         init(_ parser: HTTPRequestParser) { self.parser = parser }
     }
 
     /// What the connection is: each mode holds what only it needs.
     enum Mode {
         /// Reading and answering requests.
-        case http(RequestParser)
+        case http(HTTPState)
         /// An upgrade request was taken: no more requests are read; the bytes after it wait in
         /// the parser for the WebSocket, once the acceptor has answered and the 101 is written.
-        case upgrading(RequestParser)
+        case upgrading(HTTPState)
         /// Switched protocols (see HTTPConnection+WebSocket.swift).
         case webSocket(WebSocketState)
         case closed(wasWebSocket: Bool)
@@ -40,7 +53,6 @@ final class HTTPConnection: EventHandler {
     private(set) var mode: Mode
 
     var outbound = OutboundBuffer()
-    var responses = ResponseQueue()
     /// No more requests are read (Connection: close, a parse error, shutdown, peer EOF).
     var stopReading = false
     /// Close once every owed response is written (or, for a WebSocket, the close frame).
@@ -53,20 +65,10 @@ final class HTTPConnection: EventHandler {
     /// loop, never by nesting calls.
     private var processing = false
     private var deadline: (token: UInt64, kind: ConnectionDeadline)?
-    /// The session of an accepted upgrade, until its 101 is written.
-    var pendingUpgrade: WebSocketSession?
-    /// Streamed bodies whose heads wait for earlier responses, by response number.
-    var waitingStreams: [Int: ResponseStream] = [:]
-    /// The streamed body being written (`HTTPConnection+Stream.swift`), and whether a piece
-    /// of it is being fetched.
-    var activeStream: ResponseStream?
-    var fetchingPiece = false
-    /// The request body being streamed to its handler (`HTTPConnection+Upload.swift`).
-    var upload: Upload?
     /// Called once when the connection closes (the server's bookkeeping).
     var onClose: ((HTTPConnection) -> Void)?
 
-    var http: RequestParser? {
+    var http: HTTPState? {
         switch mode {
         case .http(let parser), .upgrading(let parser): parser
         case .webSocket, .closed: nil
@@ -94,7 +96,7 @@ final class HTTPConnection: EventHandler {
         self.peer = peer
         self.loop = loop
         self.context = context
-        self.mode = .http(RequestParser(HTTPRequestParser(limits: context.parserLimits)))
+        self.mode = .http(HTTPState(HTTPRequestParser(limits: context.parserLimits)))
     }
 
     func start() throws {
@@ -151,8 +153,9 @@ final class HTTPConnection: EventHandler {
     /// Whether to take more requests now: not beyond the pipelining depth, and not while a
     /// client that is not reading has more than a queue's worth of answers waiting.
     private var wantsMoreRequests: Bool {
-        if let upload { return !upload.paused }  // a streaming body is read as its handler takes it
-        return responses.inFlight < context.limits.maxPipelinedRequests && outbound.byteCount <= context.limits.maxOutboundQueueBytes
+        guard let http else { return false }
+        if let upload = http.upload { return !upload.paused }  // a streaming body is read as its handler takes it
+        return http.responses.inFlight < context.limits.maxPipelinedRequests && outbound.byteCount <= context.limits.maxOutboundQueueBytes
     }
 
     private func processRequests() {
@@ -166,7 +169,7 @@ final class HTTPConnection: EventHandler {
                 stopReading = true
                 closeWhenDrained = true
                 // A body that breaks while its handler takes it is the handler's to answer.
-                guard upload == nil else {
+                guard http.upload == nil else {
                     endUpload(failing: error.apiError)
                     return
                 }
@@ -197,6 +200,7 @@ final class HTTPConnection: EventHandler {
     }
 
     private func dispatch(_ request: HTTPRequest, streamingBody: Bool = false) {
+        guard let http else { return }
         let started = loop.now
         let keepAlive = request.keepAlive && !context.shuttingDown.load(ordering: .relaxed)
         if !keepAlive {
@@ -225,13 +229,13 @@ final class HTTPConnection: EventHandler {
                 respondImmediately(HTTPResponse(error), keepAlive: keepAlive, started: started, method: request.method.rawValue, route: pattern, requestID: requestID)
                 return
             }
-            let number = responses.take()
+            let number = http.responses.take()
             var requestContext = RequestContext(request: request, route: pattern, parameters: parameters, requestID: requestID, peer: peer)
             if streamingBody {
                 requestContext.bodyStream = beginUpload(number)
                 // A client waiting for `100 Continue` (curl does past 1 MiB) sends at once rather than
                 // after its timeout; only when nothing is owed before it, so responses keep their order.
-                if request.headers["Expect"]?.lowercased() == "100-continue" && responses.inFlight == 1 && outbound.isEmpty {
+                if request.headers["Expect"]?.lowercased() == "100-continue" && http.responses.inFlight == 1 && outbound.isEmpty {
                     outbound.append(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8))
                     flush()
                 }
@@ -283,7 +287,8 @@ final class HTTPConnection: EventHandler {
     }
 
     func respondImmediately(_ response: HTTPResponse, keepAlive: Bool, started: UInt64, method: String, route: String, requestID: String) {
-        finish(responses.take(), response, keepAlive: keepAlive, isHead: method == "HEAD", started: started, method: method, route: route,
+        guard let http else { return }
+        finish(http.responses.take(), response, keepAlive: keepAlive, isHead: method == "HEAD", started: started, method: method, route: route,
                requestID: requestID)
     }
 
@@ -292,12 +297,10 @@ final class HTTPConnection: EventHandler {
         _ number: Int, _ response: HTTPResponse, keepAlive: Bool, isHead: Bool, started: UInt64,
         method: String, route: String, requestID: String
     ) {
-        guard !isClosed else {
-            responses.drop()
-            return
-        }
+        // A closed connection let go of its responses with the rest of its HTTP state.
+        guard !isClosed, let http else { return }
         // Answered before its body was all read (refused, say): the rest is not read.
-        if let upload, upload.number == number {
+        if let upload = http.upload, upload.number == number {
             endUpload(failing: APIError(.badRequest, code: "invalid_request", message: "the request was answered before its body ended"))
             stopReading = true
             closeWhenDrained = true
@@ -315,8 +318,8 @@ final class HTTPConnection: EventHandler {
         context.completed(CompletedRequest(requestID: requestID, method: method, route: route, status: response.status.code,
                                            nanoseconds: loop.clock.now() - started, bodyBytes: response.body.count, peer: peer))
         let streamed = response.stream != nil && !isHead
-        if streamed { waitingStreams[number] = response.stream }
-        guard apply(responses.finish(number, bytes, streamed: streamed)) else { return }
+        if streamed { http.waitingStreams[number] = response.stream }
+        guard apply(http.responses.finish(number, bytes, streamed: streamed), of: http) else { return }
         flush()
         resumeRequests()
         closeIfDone()
@@ -324,19 +327,19 @@ final class HTTPConnection: EventHandler {
     }
 
     /// Carries out what the response queue released; false when the connection left HTTP.
-    func apply(_ releases: [ResponseQueue.Release]) -> Bool {
+    func apply(_ releases: [ResponseQueue.Release], of http: HTTPState) -> Bool {
         for release in releases {
             switch release {
             case .write(let bytes):
                 outbound.append(bytes)
             case .switchProtocols:
-                guard let session = pendingUpgrade else { continue }
-                pendingUpgrade = nil
+                guard let session = http.pendingUpgrade else { continue }
+                http.pendingUpgrade = nil
                 enterWebSocketMode(session)
                 flush()
                 return false
             case .startStream(let number):
-                activeStream = waitingStreams.removeValue(forKey: number)
+                http.activeStream = http.waitingStreams.removeValue(forKey: number)
             }
         }
         return true
@@ -380,18 +383,19 @@ final class HTTPConnection: EventHandler {
     }
 
     func closeIfDone() {
-        if closeWhenDrained && webSocket != nil && outbound.isEmpty { close(); return }
-        if closeWhenDrained && responses.inFlight == 0 && outbound.isEmpty && !responses.hasWaiting && !responses.streaming { close() }
+        guard closeWhenDrained && outbound.isEmpty else { return }
+        if webSocket != nil { close(); return }
+        if let http, http.responses.inFlight == 0 && !http.responses.hasWaiting && !http.responses.streaming { close() }
     }
 
     // MARK: - Deadlines
 
     /// `progress`: output was just written, which restarts a running write deadline.
     private func rearmDeadline(progress: Bool = false) {
-        guard !isClosed, webSocket == nil else { return }
+        guard !isClosed, let http else { return }
         let decision = ConnectionDeadline.decide(current: deadline?.kind, outputPending: !outbound.isEmpty,
-                                                 responsesOwed: responses.inFlight > 0 || responses.streaming,
-                                                 midRequest: !(http?.parser.isIdle ?? true), progress: progress)
+                                                 responsesOwed: http.responses.inFlight > 0 || http.responses.streaming,
+                                                 midRequest: !http.parser.isIdle, progress: progress)
         if decision == .keep { return }
         if let current = deadline {
             loop.cancelTimer(current.token)
@@ -409,14 +413,13 @@ final class HTTPConnection: EventHandler {
     /// Closes at once (shutdown of an idle keep-alive connection, deadline, error).
     func close() {
         guard !isClosed else { return }
+        endUpload(failing: APIError(.badRequest, code: "invalid_request", message: "the connection closed before the request body ended"))
         let webSocket = self.webSocket
+        // HTTP's state goes with the mode: streamed bodies, a piece on its way finds the connection closed.
         mode = .closed(wasWebSocket: webSocket != nil)
         if let deadline { loop.cancelTimer(deadline.token) }
         loop.deregister(fd)
         outbound.discard()
-        endUpload(failing: APIError(.badRequest, code: "invalid_request", message: "the connection closed before the request body ended"))
-        activeStream = nil
-        waitingStreams = [:]
         reportQueue()
         if let webSocket {
             webSocket.cancelTimers(on: loop)
@@ -436,7 +439,7 @@ final class HTTPConnection: EventHandler {
         }
         // Requests already in the socket are answered (with Connection: close, since the server
         // is shutting down) rather than dropped with the connection.
-        if !stopReading && responses.inFlight == 0 { readAvailable() }
+        if !stopReading && http?.responses.inFlight == 0 { readAvailable() }
         stopReading = true
         closeWhenDrained = true
         updateInterest()

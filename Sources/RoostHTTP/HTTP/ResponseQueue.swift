@@ -75,11 +75,6 @@ struct ResponseQueue {
         }
         return releases
     }
-
-    /// A finished response that is not written (the connection closed first).
-    mutating func drop() {
-        inFlight -= 1
-    }
 }
 
 /// Which client deadline runs on an HTTP connection, decided from its state alone (the

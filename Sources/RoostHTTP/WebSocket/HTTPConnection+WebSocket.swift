@@ -42,7 +42,8 @@ extension HTTPConnection {
         case .success(let response):
             handshake = response
         }
-        let number = responses.take()
+        guard let http else { return }
+        let number = http.responses.take()
         let bound = LoopBound(value: self)
         let loop = self.loop
         let server = context
@@ -57,8 +58,8 @@ extension HTTPConnection {
                 let connection = bound.value
                 switch outcome {
                 case .success(let session):
-                    connection.pendingUpgrade = session
-                    connection.responses.upgrade(at: number)
+                    connection.http?.pendingUpgrade = session
+                    connection.http?.responses.upgrade(at: number)
                     connection.finish(number, handshake, keepAlive: true, isHead: false, started: started, method: "GET",
                                       route: requestContext.route, requestID: requestContext.requestID)
                 case .failure(let error):
