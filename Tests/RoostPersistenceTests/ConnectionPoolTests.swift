@@ -39,30 +39,30 @@ struct ConnectionPoolTests {
         #expect(try await pool.query("SELECT 1 AS n").rows[0].decode(Int.self, "n") == 1)
     }
 
-    /// One timer serves the whole line: each waiter fails at its own deadline, the later
-    /// joiner after the earlier one and not before its own timeout, and a waiter served before
-    /// its deadline is not failed when the timer set for it fires.
+    /// One timer serves the whole line: each waiter fails at its own deadline, so the later
+    /// joiner fails after the earlier one and not before its own timeout; and a waiter served
+    /// before its deadline is not failed when the timer set for it fires.
     @Test func eachWaiterInLineFailsAtItsOwnDeadline() async throws {
-        let timeout = Duration.milliseconds(800)
+        let timeout = Duration.seconds(2)
         let pool = makePool(size: 1, timeout: timeout)
         defer { pool.close() }
         let release = DispatchSemaphore(value: 0)
         let holder = await hold(pool, until: release)
-        func waiter() -> Task<Duration, Never> {
+        /// How long the waiter waited, and when it gave up.
+        func waiter() -> Task<(waited: Duration, ended: ContinuousClock.Instant)?, Never> {
             Task {
                 let started = ContinuousClock.now
-                do { _ = try await pool.query("SELECT 1") } catch { return ContinuousClock.now - started }
-                return .zero  // served, which this test's waiters never are
+                do { _ = try await pool.query("SELECT 1") } catch { return (ContinuousClock.now - started, ContinuousClock.now) }
+                return nil  // served, which these two never are
             }
         }
         let first = waiter()
-        while pool.statistics.waiting < 1 { await Task.yield() }
-        try await Task.sleep(for: .milliseconds(400))  // the second joins half a timeout later
+        try await Task.sleep(for: .seconds(1))  // the second joins about half a timeout later
         let second = waiter()
-        while pool.statistics.waiting < 2 { await Task.yield() }
-        #expect(await first.value >= .milliseconds(750))
-        #expect(pool.statistics.waiting == 1, "the later joiner outlives the earlier one's deadline")
-        #expect(await second.value >= .milliseconds(750))
+        let (earlier, later) = (await first.value, await second.value)
+        #expect(earlier.map { $0.waited >= timeout - .milliseconds(50) } == true)
+        #expect(later.map { $0.waited >= timeout - .milliseconds(50) } == true, "not failed at the earlier joiner's deadline")
+        #expect(earlier.map { e in later.map { e.ended < $0.ended } == true } == true)
         #expect(pool.statistics.waiting == 0)
 
         // A waiter served before its deadline: the timer set for it finds nobody to fail.
