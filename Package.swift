@@ -73,7 +73,7 @@ let package = Package(
         // Helpers the database-backed tests share: the throwaway database, scratch clusters, subprocesses.
         .target(name: "RoostTestSupport", dependencies: ["RoostPersistence", "RoostProtocol"], path: "Tests/RoostTestSupport"),
         .testTarget(name: "RoostProtocolTests", dependencies: ["RoostProtocol", "RoostTestSupport"]),
-        .testTarget(name: "RoostHTTPTests", dependencies: ["RoostHTTP", "RoostProtocol"]),
+        .testTarget(name: "RoostHTTPTests", dependencies: ["RoostHTTP", "RoostProtocol", "RoostTestSupport"]),
         .testTarget(name: "RoostPersistenceTests", dependencies: ["RoostPersistence", "RoostTestSupport"]),
         .testTarget(name: "RoostFanoutTests", dependencies: ["RoostFanout", "RoostProtocol", "RoostTestSupport"]),
         .testTarget(name: "RoostServerTests", dependencies: ["RoostServer", "RoostHTTP", "RoostTestSupport"]),

@@ -1,36 +1,50 @@
-/// Deadlines of one event loop, earliest first (a binary min-heap). Cancelled timers stay in
-/// the heap and are skipped when they come due, so cancelling is O(1).
+/// Deadlines of one event loop, earliest first (a binary min-heap of deadlines and tokens).
+///
+/// Cancelling is O(1) and lets go of the action at once, with whatever it holds (a closed
+/// connection, say, whose idle deadline was a minute away); the heap entry stays and is skipped
+/// when it comes due. Once cancelled entries outnumber the live ones the heap is rebuilt without
+/// them, so a loop that schedules and cancels a deadline per request stays as small as its
+/// live timers.
 struct TimerHeap {
     struct Entry {
         let deadline: UInt64
         let token: UInt64
-        let action: () -> Void
     }
 
     private var entries: [Entry] = []
-    private var live: Set<UInt64> = []
+    /// The live timers' actions, by token: a cancelled token has none.
+    private var actions: [UInt64: () -> Void] = [:]
     private var nextToken: UInt64 = 1
 
-    var isEmpty: Bool { live.isEmpty }
+    var isEmpty: Bool { actions.isEmpty }
+
+    /// Entries held, live and cancelled (for tests of the bound).
+    var storedEntries: Int { entries.count }
 
     mutating func schedule(at deadline: UInt64, _ action: @escaping () -> Void) -> UInt64 {
         let token = nextToken
         nextToken += 1
-        live.insert(token)
-        entries.append(Entry(deadline: deadline, token: token, action: action))
+        actions[token] = action
+        entries.append(Entry(deadline: deadline, token: token))
         siftUp(entries.count - 1)
         return token
     }
 
     mutating func cancel(_ token: UInt64) {
-        live.remove(token)
-        if live.isEmpty { entries.removeAll(keepingCapacity: true) }
+        guard actions.removeValue(forKey: token) != nil else { return }
+        if actions.isEmpty {
+            entries.removeAll(keepingCapacity: true)
+        } else if entries.count > 2 * actions.count + 64 {
+            // Amortised O(1): at least `actions.count + 64` cancellations come before the next.
+            entries = entries.filter { actions[$0.token] != nil }
+            for index in stride(from: entries.count / 2 - 1, through: 0, by: -1) { siftDown(index) }
+        }
     }
 
     /// The earliest live deadline, dropping cancelled entries on the way.
     mutating func nextDeadline() -> UInt64? {
         while let first = entries.first {
-            if live.contains(first.token) { return first.deadline }
+            if actions[first.token] != nil { return first.deadline }
             popFirst()
         }
         return nil
@@ -41,7 +55,7 @@ struct TimerHeap {
         var due: [() -> Void] = []
         while let first = entries.first, first.deadline <= now {
             popFirst()
-            if live.remove(first.token) != nil { due.append(first.action) }
+            if let action = actions.removeValue(forKey: first.token) { due.append(action) }
         }
         return due
     }
