@@ -415,7 +415,8 @@ final class HTTPConnection: EventHandler {
         guard !isClosed else { return }
         endUpload(failing: APIError(.badRequest, code: "invalid_request", message: "the connection closed before the request body ended"))
         let webSocket = self.webSocket
-        // HTTP's state goes with the mode: streamed bodies, a piece on its way finds the connection closed.
+        // The HTTP state goes with the mode: its streamed bodies are dropped, and a piece on its
+        // way finds the connection closed.
         mode = .closed(wasWebSocket: webSocket != nil)
         if let deadline { loop.cancelTimer(deadline.token) }
         loop.deregister(fd)

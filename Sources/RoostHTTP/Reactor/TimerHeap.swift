@@ -3,8 +3,8 @@
 /// Cancelling is O(1) and lets go of the action at once, with whatever it holds (a closed
 /// connection, say, whose idle deadline was a minute away); the heap entry stays and is skipped
 /// when it comes due. Once cancelled entries outnumber the live ones the heap is rebuilt without
-/// them, so a loop that schedules and cancels a deadline per request stays as small as its
-/// live timers.
+/// them, so a loop that schedules and cancels a deadline per request holds at most about twice
+/// its live timers.
 struct TimerHeap {
     struct Entry {
         let deadline: UInt64
