@@ -181,13 +181,7 @@ public struct UserStore: Sendable {
 
     /// `sessionUser`'s lookup, for a caller that sends it with BEGIN (`withTenantTransaction(_:opening:)`).
     public func sessionUserQuery(tokenHash: [UInt8]) -> SQLQuery {
-        """
-        SELECT u.id, u.tenant_id, u.email, u.phone, u.email_verified, u.phone_verified, u.display_name,
-               u.password_hash, u.created_at, s.last_used_at < now() - interval '1 minute' AS stale,
-               set_config('roost.viewer_id', u.id::text, true) AS viewer
-        FROM sessions s JOIN users u ON u.tenant_id = s.tenant_id AND u.id = s.user_id
-        WHERE s.token_hash = \(Data(tokenHash)) AND s.expires_at > now() AND u.deleted_at IS NULL
-        """
+        sessionQuery(tokenHash: tokenHash, member: nil)
     }
 
     /// The user `sessionUserQuery` found, if any, the session's expiry slid forward.
@@ -203,16 +197,24 @@ public struct UserStore: Sendable {
     /// is not live or the user is not a member (`sessionUser` then tells which). The user
     /// becomes the transaction's viewer, as with `sessionUser`.
     public func sessionMemberQuery(tokenHash: [UInt8], group: UUID) -> SQLQuery {
-        """
-        SELECT u.id, u.tenant_id, u.email, u.phone, u.email_verified, u.phone_verified, u.display_name,
-               u.password_hash, u.created_at, s.last_used_at < now() - interval '1 minute' AS stale, m.role,
-               set_config('roost.viewer_id', u.id::text, true) AS viewer
-        FROM sessions s
-        JOIN users u ON u.tenant_id = s.tenant_id AND u.id = s.user_id
-        JOIN memberships m ON m.tenant_id = u.tenant_id AND m.user_id = u.id AND m.group_id = \(group)
-        WHERE s.token_hash = \(Data(tokenHash)) AND s.expires_at > now() AND u.deleted_at IS NULL
-        FOR UPDATE OF m
-        """
+        sessionQuery(tokenHash: tokenHash, member: group)
+    }
+
+    /// The one session lookup both use (what makes a session live is written once): the user,
+    /// whether the session is stale, the viewer set; with `member`, the membership's role and
+    /// its row locked.
+    private func sessionQuery(tokenHash: [UInt8], member group: UUID?) -> SQLQuery {
+        let membership: SQLQuery = group.map { "JOIN memberships m ON m.tenant_id = u.tenant_id AND m.user_id = u.id AND m.group_id = \($0)" } ?? ""
+        return """
+            SELECT u.id, u.tenant_id, u.email, u.phone, u.email_verified, u.phone_verified, u.display_name,
+                   u.password_hash, u.created_at, s.last_used_at < now() - interval '1 minute' AS stale,
+                   set_config('roost.viewer_id', u.id::text, true) AS viewer\(unsafeRaw: group == nil ? "" : ", m.role")
+            FROM sessions s
+            JOIN users u ON u.tenant_id = s.tenant_id AND u.id = s.user_id
+            \(fragment: membership)
+            WHERE s.token_hash = \(Data(tokenHash)) AND s.expires_at > now() AND u.deleted_at IS NULL
+            \(unsafeRaw: group == nil ? "" : "FOR UPDATE OF m")
+            """
     }
 
     /// The member `sessionMemberQuery` found, if any, with their role; the session's expiry slid forward.
