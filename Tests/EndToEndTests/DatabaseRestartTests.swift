@@ -81,7 +81,7 @@ struct DatabaseRestartTests {
         // Every stream ends with every seq once, in order (resuming if the server closed it).
         let check = try PostgresConnection.connect(ConnectionConfiguration(connectionString: url))
         let tenant = try #require(try TenantStore().find(slug: "restart", on: check)).id
-        let last = try check.withTenantTransaction(tenant) { try $0.query("SELECT last_seq FROM groups").rows[0].decode(Int.self, "last_seq") }
+        let last = try check.withTenantTransaction(tenant) { try $0.query("SELECT last_seq FROM group_seqs").rows[0].decode(Int.self, "last_seq") }
         for index in streams.indices {
             var (port, client, seen) = streams[index]
             while (seen.last ?? 1) < last {

@@ -46,7 +46,7 @@ struct ExportProcessTests {
                     SELECT \(tenant), \(group), s, 'user', \(user), 'chat', 'Message ' || s || ': the white van is parked by number 12 again'
                     FROM generate_series(2, \(count + 1)) s
                     """)
-                try connection.query("UPDATE groups SET last_seq = \(count + 1) WHERE id = \(group)")
+                try connection.query("UPDATE group_seqs SET last_seq = \(count + 1) WHERE group_id = \(group)")
             }
             _ = try await api.call("GET", "/v1/me", token: token)  // warm
             let before = try Self.memory(of: node.process.pid)

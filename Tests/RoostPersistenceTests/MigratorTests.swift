@@ -92,6 +92,40 @@ struct MigratorTests {
         }
     }
 
+    /// 0023 moves each group's event counter into `group_seqs`: a group written before it
+    /// carries on from its own last seq, and deleting it still deletes its events.
+    @Test func groupCountersMovedOutOfGroupsKeepTheirSeqs() throws {
+        let before = migrations.filter { $0.version < 23 }
+        try TestDatabase.withScratchDatabase { database in
+            let connection = try TestDatabase.connect(database: database)
+            try Migrator(migrations: before).run(on: connection)
+            let tenant = try TenantStore().create(slug: "counted", name: "Counted", registration: .open, on: connection).id
+            let (busy, quiet) = (UUID(), UUID())
+            try connection.withTenantTransaction(tenant) { connection in
+                try connection.query("""
+                    INSERT INTO groups (tenant_id, id, name, last_seq) VALUES (\(tenant), \(busy), 'Busy', 7), (\(tenant), \(quiet), 'Quiet', 0)
+                    """)
+                try connection.query("""
+                    INSERT INTO group_events (tenant_id, group_id, seq, event) SELECT \(tenant), \(busy), s, 'member.joined' FROM generate_series(1, 7) s
+                    """)
+            }
+            #expect(try Migrator(migrations: migrations).run(on: connection).map(\.version) == Array(23...migrations.count))
+            try connection.withTenantTransaction(tenant) { connection in
+                let counters = try connection.query("SELECT group_id, last_seq FROM group_seqs").rows
+                    .map { (try $0.decode(UUID.self, "group_id"), try $0.decode(Int64.self, "last_seq")) }
+                #expect(Dictionary(uniqueKeysWithValues: counters) == [busy: 7, quiet: 0])
+                let appended = try GroupEventLog().append(tenant: tenant, group: busy, event: .memberJoined, actorType: nil, actorID: nil,
+                                                          data: RawJSON("{}"), on: connection)
+                #expect(appended.seq == 8)
+                #expect(try GroupStore().group(id: busy, on: connection)?.lastSeq == 8)
+                try GroupStore().delete(group: busy, on: connection)
+                let left = try connection.query("SELECT (SELECT count(*) FROM group_events) AS events, (SELECT count(*) FROM group_seqs) AS counters")
+                    .rows[0]
+                #expect(try left.decode(Int.self, "events") == 0 && left.decode(Int.self, "counters") == 1)
+            }
+        }
+    }
+
     @Test func misnamedFilesAreRefused() throws {
         for name in ["1_short.sql", "0001-dash.sql", "0001_Upper.sql", "abcd_x.sql"] {
             let folder = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("roost-mig-\(UUID().uuidString)")

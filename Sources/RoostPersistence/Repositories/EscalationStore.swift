@@ -64,13 +64,14 @@ public struct EscalationStore: Sendable {
         }
     }
 
-    /// The alert of a claimed escalation, with its group and alert rows locked for the change,
-    /// in the order every change takes them (group, then alert); `.busy` when a member is
-    /// changing the group right now (the scheduler never waits on a request, which waits on
-    /// nothing the scheduler holds), nil when the alert is gone.
+    /// The alert of a claimed escalation, with its group's event counter and alert rows locked
+    /// for the change, in the order every change takes them (counter, then alert); `.busy` when
+    /// a member is changing the group right now (the scheduler never waits on a request, which
+    /// waits on nothing the scheduler holds), nil when the alert is gone.
     public func alert(of escalation: ClaimedEscalation, on connection: PostgresConnection) throws -> Claim? {
         guard let group = try connection.query("""
-            SELECT escalate_after_s FROM groups WHERE id = \(escalation.group) FOR UPDATE SKIP LOCKED
+            SELECT g.escalate_after_s FROM groups g JOIN group_seqs s ON s.tenant_id = g.tenant_id AND s.group_id = g.id
+            WHERE g.id = \(escalation.group) FOR UPDATE OF s SKIP LOCKED
             """).first else {
             return try connection.query("SELECT 1 FROM groups WHERE id = \(escalation.group)").first == nil ? nil : .busy
         }

@@ -108,7 +108,7 @@ public struct GroupEventLog: Sendable {
         let frame = StreamEvent.frameParts(group: group, event: event)
         guard let row = try connection.query("""
             WITH next AS (
-                UPDATE groups SET last_seq = last_seq + 1 WHERE id = \(group)
+                UPDATE group_seqs SET last_seq = last_seq + 1 WHERE group_id = \(group)
                 RETURNING last_seq AS seq, now() AS created_at, to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS at),
             filled AS (SELECT seq, created_at, at, \(fragment: data.assembled) AS data FROM next),
             appended AS (

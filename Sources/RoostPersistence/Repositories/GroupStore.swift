@@ -57,9 +57,12 @@ public struct GroupStore: Sendable {
 
     /// A new group owned by `owner`, whose joining is the group's first event.
     public func create(tenant: UUID, owner: UUID, name: String, description: String, on connection: PostgresConnection) throws -> WatchGroup {
+        // The group and its event counter (`group_seqs`), which its events hang from.
         let id = try connection.query("""
-            INSERT INTO groups (tenant_id, name, description, created_by) VALUES (\(tenant), \(name), \(description), \(owner))
-            RETURNING id
+            WITH created AS (
+                INSERT INTO groups (tenant_id, name, description, created_by) VALUES (\(tenant), \(name), \(description), \(owner))
+                RETURNING tenant_id, id)
+            INSERT INTO group_seqs (tenant_id, group_id) SELECT tenant_id, id FROM created RETURNING group_id AS id
             """).rows[0].decode(UUID.self, "id")
         try connection.query("""
             INSERT INTO memberships (tenant_id, group_id, user_id, role) VALUES (\(tenant), \(id), \(owner), 'owner')
@@ -74,8 +77,9 @@ public struct GroupStore: Sendable {
 
     public func group(id: UUID, on connection: PostgresConnection) throws -> WatchGroup? {
         try connection.query("""
-            SELECT id, name, description, last_seq, created_at, escalate_after_s, nearby_m, retention_days, purged_through + 1 AS oldest_seq
-            FROM groups WHERE id = \(id)
+            SELECT g.id, g.name, g.description, s.last_seq, g.created_at, g.escalate_after_s, g.nearby_m, g.retention_days,
+                   g.purged_through + 1 AS oldest_seq
+            FROM groups g JOIN group_seqs s ON s.tenant_id = g.tenant_id AND s.group_id = g.id WHERE g.id = \(id)
             """).first.map {
             WatchGroup(id: try $0.decode(UUID.self, "id"), name: try $0.decode(String.self, "name"),
                        description: try $0.decode(String.self, "description"), lastSeq: try $0.decode(Int64.self, "last_seq"),
@@ -96,7 +100,7 @@ public struct GroupStore: Sendable {
     /// The ids and newest seqs of the user's groups (what a stream subscribes to).
     public func subscriptions(of user: UUID, on connection: PostgresConnection) throws -> [(group: UUID, lastSeq: Int64)] {
         try connection.query("""
-            SELECT g.id, g.last_seq FROM memberships m JOIN groups g ON g.tenant_id = m.tenant_id AND g.id = m.group_id
+            SELECT s.group_id AS id, s.last_seq FROM memberships m JOIN group_seqs s ON s.tenant_id = m.tenant_id AND s.group_id = m.group_id
             WHERE m.user_id = \(user)
             """).rows.map { (try $0.decode(UUID.self, "id"), try $0.decode(Int64.self, "last_seq")) }
     }
@@ -106,7 +110,7 @@ public struct GroupStore: Sendable {
     /// of them after the group named `after` (a name and an id, as the previous page ended).
     public func groups(of user: UUID, after: (name: String, id: UUID)?, limit: Int, on connection: PostgresConnection) throws -> [GroupSummary] {
         try connection.query("""
-            SELECT g.id, g.name, m.role, g.last_seq,
+            SELECT g.id, g.name, m.role, s.last_seq,
                    (SELECT count(*) FROM alerts a WHERE a.tenant_id = g.tenant_id AND a.group_id = g.id AND a.status = 'open') AS open_alerts,
                    (SELECT count(*) FROM (SELECT 1 FROM messages x WHERE x.tenant_id = g.tenant_id AND x.group_id = g.id AND x.seq > m.read_seq
                        AND x.author_id IS DISTINCT FROM m.user_id LIMIT \(Self.unreadCap)) u) AS unread,
@@ -114,6 +118,7 @@ public struct GroupStore: Sendable {
                        AND x.author_id IS DISTINCT FROM m.user_id AND x.kind = 'alert' LIMIT \(Self.unreadCap)) u) AS unread_alerts,
                    lm.seq AS last_seq_message, lm.kind AS last_kind, lm.text AS last_text, lm.author_name AS last_author, lm.created_at AS last_at
             FROM memberships m JOIN groups g ON g.tenant_id = m.tenant_id AND g.id = m.group_id
+            JOIN group_seqs s ON s.tenant_id = g.tenant_id AND s.group_id = g.id
             LEFT JOIN LATERAL (
                 SELECT x.seq, x.kind, left(x.text, 140) AS text, coalesce(xu.display_name, xb.name, x.author_type) AS author_name,
                        to_char(x.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS created_at
@@ -139,7 +144,7 @@ public struct GroupStore: Sendable {
     public func addMember(tenant: UUID, group: UUID, user: UUID, role: Role, on connection: PostgresConnection) throws {
         try connection.query("""
             INSERT INTO memberships (tenant_id, group_id, user_id, role, read_seq)
-            SELECT \(tenant), \(group), \(user), \(role.name), last_seq FROM groups WHERE id = \(group)
+            SELECT \(tenant), \(group), \(user), \(role.name), last_seq FROM group_seqs WHERE group_id = \(group)
             """)
     }
 
@@ -148,8 +153,8 @@ public struct GroupStore: Sendable {
     public func markRead(group: UUID, user: UUID, through seq: Int64, on connection: PostgresConnection) throws -> (marker: Int64, moved: Bool)? {
         guard let row = try connection.query("""
             WITH target AS (
-                SELECT m.read_seq AS before, GREATEST(m.read_seq, LEAST(\(seq), g.last_seq)) AS after
-                FROM memberships m JOIN groups g ON g.tenant_id = m.tenant_id AND g.id = m.group_id
+                SELECT m.read_seq AS before, GREATEST(m.read_seq, LEAST(\(seq), s.last_seq)) AS after
+                FROM memberships m JOIN group_seqs s ON s.tenant_id = m.tenant_id AND s.group_id = m.group_id
                 WHERE m.group_id = \(group) AND m.user_id = \(user) FOR UPDATE OF m)
             UPDATE memberships m SET read_seq = target.after FROM target
             WHERE m.group_id = \(group) AND m.user_id = \(user)
@@ -272,11 +277,11 @@ extension GroupStore {
 }
 
 extension GroupStore {
-    /// Locks the group's row for the rest of the transaction. Appending an event locks it too,
-    /// so a change that locks an alert and then appends must take this lock first: otherwise it
-    /// and a concurrent post (which holds the group and then waits on the alert's unique index)
-    /// wait for each other.
+    /// Locks the group's event counter for the rest of the transaction, the row appending an
+    /// event locks, so a change that locks an alert and then appends must take this lock first:
+    /// otherwise it and a concurrent post (which holds the counter and then waits on the alert's
+    /// unique index) wait for each other.
     public func lock(_ group: UUID, on connection: PostgresConnection) throws {
-        try connection.query("SELECT 1 FROM groups WHERE id = \(group) FOR UPDATE")
+        try connection.query("SELECT 1 FROM group_seqs WHERE group_id = \(group) FOR UPDATE")
     }
 }

@@ -58,8 +58,9 @@ public struct RetentionStore: Sendable {
     /// is deleted when neither the group nor its tenant keeps a retention. Nil when the group is gone.
     public func purge(group: UUID, batch: Int, granularity: Int, on connection: PostgresConnection) throws -> RetentionPurge? {
         guard let settings = try connection.query("""
-            SELECT g.purged_through, g.last_seq, least(g.retention_days, t.retention_days) AS days
-            FROM groups g JOIN tenants t ON t.id = g.tenant_id WHERE g.id = \(group)
+            SELECT g.purged_through, s.last_seq, least(g.retention_days, t.retention_days) AS days
+            FROM groups g JOIN group_seqs s ON s.tenant_id = g.tenant_id AND s.group_id = g.id JOIN tenants t ON t.id = g.tenant_id
+            WHERE g.id = \(group)
             """).first else {
             try connection.query("DELETE FROM retention_jobs WHERE group_id = \(group)")
             return nil
