@@ -21,7 +21,7 @@ func connectionsScenario(_ options: Options) throws {
     } else if matrix {
         tokens = try matrixMembers(options, count: options.connections, rooms: (options.connections + 99) / 100, roomOf: { $0 / 100 }).tokens
     } else if !mqtt {
-        tokens = try Seed.make(databaseURL: options.databaseURL, groups: 1, membersPerGroup: options.connections).members[0]
+        tokens = try Seed.make(databaseURL: options.databaseURL, port: options.port, groups: 1, membersPerGroup: options.connections).members[0]
     }
     var tokensFile: String?
     if let tokens {

@@ -44,7 +44,7 @@ func benchJPEG(size: Int, variant: Int) -> [UInt8] {
 /// `--concurrency` clients go: throughput in MiB/s, download latency percentiles.
 func mediaScenario(_ options: Options) throws {
     print("media: photo uploads (stripped, stored in PostgreSQL) and downloads of a 1 MiB photo")
-    let seed = try Seed.make(databaseURL: options.databaseURL, groups: 1, membersPerGroup: 1)
+    let seed = try Seed.make(databaseURL: options.databaseURL, port: options.port, groups: 1, membersPerGroup: 1)
     let group = seed.groups[0].uuidString.lowercased()
     let size = 4 << 20
     let files = (0..<8).map { benchJPEG(size: size, variant: $0) }

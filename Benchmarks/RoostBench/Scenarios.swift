@@ -108,7 +108,7 @@ func alertScenario(_ options: Options) throws {
         let poster = try MatrixClient(port: options.port)
         publish = { index in guard poster.send(room: rooms[0], marker: index) else { throw BenchError("Synapse refused a message") } }
     } else {
-        let seed = try Seed.make(databaseURL: options.databaseURL, groups: 1, membersPerGroup: options.members)
+        let seed = try Seed.make(databaseURL: options.databaseURL, port: options.port, groups: 1, membersPerGroup: options.members)
         clients = roostClients(options, tokens: seed.members[0], ledger: ledger)
         let poster = try HTTPPoster(port: options.port)
         publish = { index in
@@ -168,7 +168,7 @@ func fanoutScenario(_ options: Options) throws {
           + "\(options.groups) groups × \(options.members) members, posts spread over the groups at fixed rates, \(options.seconds) s a step")
     let perStep = options.rates.map { Int(Double($0) * options.seconds) }
     let ledger = Ledger(capacity: perStep.reduce(0, +) + 1)
-    let seed = mqtt || xmpp || matrix ? nil : try Seed.make(databaseURL: options.databaseURL, groups: options.groups, membersPerGroup: options.members)
+    let seed = mqtt || xmpp || matrix ? nil : try Seed.make(databaseURL: options.databaseURL, port: options.port, groups: options.groups, membersPerGroup: options.members)
     let clients: StreamClients
     var matrixRooms: [String] = []
     if let seed {
@@ -309,7 +309,7 @@ func postsScenario(_ options: Options) throws {
             return { ticket in client.send(room: room, marker: ticket) }
         }
     } else {
-        let seed = try Seed.make(databaseURL: options.databaseURL, groups: 32, membersPerGroup: 1)
+        let seed = try Seed.make(databaseURL: options.databaseURL, port: options.port, groups: 32, membersPerGroup: 1)
         let port = options.port
         make = {
             guard let poster = try? HTTPPoster(port: port) else { return nil }
@@ -365,7 +365,7 @@ func postsScenario(_ options: Options) throws {
 /// missed event. Server memory is sampled throughout.
 func resumeStormScenario(_ options: Options) throws {
     print("resume-storm: \(options.clients) clients reconnect at once, each \(options.behind) events behind")
-    let seed = try Seed.make(databaseURL: options.databaseURL, groups: 1, membersPerGroup: options.clients)
+    let seed = try Seed.make(databaseURL: options.databaseURL, port: options.port, groups: 1, membersPerGroup: options.clients)
     let ledger = Ledger(capacity: options.behind + 1)
     let first = roostClients(options, tokens: seed.members[0], ledger: ledger)
     connect(first, options)
@@ -445,7 +445,7 @@ func liveLocationScenario(_ options: Options) throws {
     let sharers = min(options.sharers, options.members + 1)
     let rounds = max(1, Int(options.seconds / 2))
     print("live-location: \(sharers) sharers every 2 s to a group of \(options.members) connected members, \(rounds) rounds")
-    let seed = try Seed.make(databaseURL: options.databaseURL, groups: 1, membersPerGroup: options.members)
+    let seed = try Seed.make(databaseURL: options.databaseURL, port: options.port, groups: 1, membersPerGroup: options.members)
     let group = seed.groups[0].uuidString.lowercased()
     let ledger = Ledger(capacity: sharers * rounds + 1)
     let clients = roostClients(options, tokens: seed.members[0], ledger: ledger, needle: #""accuracy_m":"#)
