@@ -92,6 +92,7 @@ extension PostgresConnection {
     private func runTransactionOnce<Result>(
         begin: (PostgresConnection) throws -> Void, _ body: (PostgresConnection) throws -> Result
     ) throws -> Result {
+        committedEarly = false
         do {
             try begin(self)
         } catch {
@@ -104,6 +105,11 @@ extension PostgresConnection {
         } catch {
             rollBackQuietly()
             throw error
+        }
+        // The body's last statement may have committed with it (`queryAndCommit`).
+        guard !committedEarly else {
+            committedEarly = false
+            return result
         }
         do {
             try run(script: "COMMIT")
@@ -132,7 +138,11 @@ extension PostgresConnection {
 
     /// Rolls back after a failure; if even that fails the connection is no longer trusted.
     private func rollBackQuietly() {
-        guard !isBroken else { return }
+        // A body that failed after committing early (a statement refused) has nothing to undo.
+        guard !isBroken, !committedEarly else {
+            committedEarly = false
+            return
+        }
         do {
             try run(script: "ROLLBACK")
         } catch {

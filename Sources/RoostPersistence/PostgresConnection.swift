@@ -24,6 +24,9 @@ public final class PostgresConnection: @unchecked Sendable {
     /// PostgreSQL more CPU than executing it).
     private var prepared: [String: String] = [:]
     static let maxPrepared = 512
+    /// Set by `queryAndCommit` while the body of the transaction it ended runs on: the
+    /// transaction's own COMMIT is then skipped, and any further statement refused.
+    var committedEarly = false
 
     private init(handle: OpaquePointer) {
         self.handle = handle
@@ -66,6 +69,7 @@ public final class PostgresConnection: @unchecked Sendable {
     /// Runs one parameterised statement and copies its rows out.
     @discardableResult
     public func query(_ query: SQLQuery) throws -> PostgresResult {
+        try refuseAfterEarlyCommit()
         try validate(query)
         let name = try statementName(query)
         return try consume(withParameters(query) { count, types, values, lengths, formats in
@@ -79,6 +83,7 @@ public final class PostgresConnection: @unchecked Sendable {
     /// error is thrown once every answer has been read, so the connection is ready again. A
     /// transaction begun by one of them stays open after the call, as with `query`.
     public func pipeline(_ queries: [SQLQuery]) throws -> [PostgresResult] {
+        try refuseAfterEarlyCommit()
         // Preparing blocks, which pipeline mode forbids: every statement is prepared first.
         let names = try queries.map { query in
             try validate(query)
@@ -183,7 +188,29 @@ public final class PostgresConnection: @unchecked Sendable {
     /// Runs trusted SQL text with the simple query protocol: several statements, no parameters.
     /// Only for migration files and fixed session commands, never for anything holding a value.
     public func run(script: String) throws {
+        try refuseAfterEarlyCommit()
         _ = try consume(PQexec(handle, script))
+    }
+
+    /// Runs `query` as the last statement of the open transaction and commits it, in one round
+    /// trip (a pipeline of the two): for a use case that knows nothing follows, which saves
+    /// COMMIT a round trip of its own. When `query` fails, nothing is committed and the
+    /// transaction rolls back as usual. `withTransaction` then commits nothing more, and a
+    /// statement sent after this one in the same transaction's body is refused: it would run
+    /// outside the transaction.
+    @discardableResult
+    public func queryAndCommit(_ query: SQLQuery) throws -> PostgresResult {
+        guard PQtransactionStatus(handle) == PQTRANS_INTRANS else {
+            throw DatabaseError(.client, "queryAndCommit needs an open transaction (withTransaction's body)")
+        }
+        let results = try pipeline([query, "COMMIT"])
+        committedEarly = true
+        return results[0]
+    }
+
+    private func refuseAfterEarlyCommit() throws {
+        guard committedEarly else { return }
+        throw DatabaseError(.client, "a statement was sent after its transaction was committed with queryAndCommit")
     }
 
     /// Whether an idle connection can be lent again. A terminated backend or a restarted

@@ -42,6 +42,50 @@ struct TransactionTests {
         #expect(try connection.query("SELECT count(*) AS n FROM \(unsafeRaw: table)").rows[0].decode(Int.self, "n") == 1)
     }
 
+    @Test func queryAndCommitEndsTheTransactionWithItsStatement() throws {
+        let connection = try TestDatabase.connect()
+        let observer = try TestDatabase.connect()
+        let table = "roost_early_\(UUID().uuidString.prefix(8).lowercased())"
+        try connection.run(script: "CREATE TABLE \(table) (v int CHECK (v > 0))")
+        defer { _ = try? connection.run(script: "DROP TABLE \(table)") }
+        func values() throws -> [Int] {
+            try observer.query("SELECT v FROM \(unsafeRaw: table) ORDER BY v").rows.map { try $0.decode(Int.self, "v") }
+        }
+
+        // Committed with its statement: another connection sees both rows once it returns.
+        let returned = try connection.withTransaction { connection in
+            try connection.query("INSERT INTO \(unsafeRaw: table) VALUES (\(1))")
+            return try connection.queryAndCommit("INSERT INTO \(unsafeRaw: table) VALUES (\(2)) RETURNING v").rows[0].decode(Int.self, "v")
+        }
+        #expect(returned == 2)
+        #expect(try values() == [1, 2])
+
+        // A failing last statement commits nothing: the transaction's earlier row goes too.
+        #expect(throws: DatabaseError.self) {
+            try connection.withTransaction { connection in
+                try connection.query("INSERT INTO \(unsafeRaw: table) VALUES (\(3))")
+                try connection.queryAndCommit("INSERT INTO \(unsafeRaw: table) VALUES (\(-1))")
+            }
+        }
+        #expect(try values() == [1, 2])
+
+        // A statement after it would run outside the transaction: refused, and the commit stands.
+        #expect {
+            try connection.withTransaction { connection in
+                try connection.queryAndCommit("INSERT INTO \(unsafeRaw: table) VALUES (\(4))")
+                try connection.query("INSERT INTO \(unsafeRaw: table) VALUES (\(5))")
+            }
+        } throws: { error in
+            (error as? DatabaseError)?.message.contains("after its transaction was committed") == true
+        }
+        #expect(try values() == [1, 2, 4])
+
+        // Outside a transaction there is nothing to commit: refused, and the connection is fine.
+        #expect(throws: DatabaseError.self) { try connection.queryAndCommit("INSERT INTO \(unsafeRaw: table) VALUES (\(6))") }
+        try connection.withTransaction { try $0.query("INSERT INTO \(unsafeRaw: table) VALUES (\(7))") }
+        #expect(try values() == [1, 2, 4, 7])
+    }
+
     @Test func aSerializationFailureIsRetriedWhenAsked() throws {
         let first = try TestDatabase.connect()
         let second = try TestDatabase.connect()

@@ -91,22 +91,22 @@ public struct GroupEventLog: Sendable {
     /// Appends an event, with the caller's projections of it, in one statement: the seq is
     /// taken, PostgreSQL fills `data`'s holes (a message names its own seq and time), inserts
     /// and announces the event, and runs `projections`: further `WITH` items, each starting
-    /// with a comma, that read the new event's `seq` and `created_at` from `appended`.
-    /// `answer`, a boolean SQL expression, is evaluated by the same statement (a question the
-    /// caller would otherwise ask in a round trip of its own). Returns the event, its data as
-    /// text (the bytes the stream sends) and the answer.
+    /// with a comma, that read the new event's `seq` and `created_at` from `appended`. With
+    /// `committing`, the statement is the transaction's last and commits with it, in the same
+    /// round trip (`PostgresConnection.queryAndCommit`). Returns the event and its data as text
+    /// (the bytes the stream sends).
     @discardableResult
     public func append(
         tenant: UUID, group: UUID, event: GroupEventKind, actorType: String?, actorID: UUID?, subject: UUID? = nil,
-        hiddenFrom: UUID? = nil, data: EventDataText, projections: SQLQuery = "", answer: SQLQuery = "NULL",
+        hiddenFrom: UUID? = nil, data: EventDataText, projections: SQLQuery = "", committing: Bool = false,
         on connection: PostgresConnection
-    ) throws -> (event: AppendedEvent, data: String, answer: Bool?) {
+    ) throws -> (event: AppendedEvent, data: String) {
         // The notice (with the event's frame, when it fits) is assembled by the same statement,
         // the only place the seq is known before the round trip ends, from the parts its
         // owners give: `NodeNotice` the header, `StreamEvent` the frame.
         let header = NodeNotice.eventHeaderParts(tenant: tenant, group: group, subject: subject, hiddenFrom: hiddenFrom)
         let frame = StreamEvent.frameParts(group: group, event: event)
-        guard let row = try connection.query("""
+        let statement: SQLQuery = """
             WITH next AS (
                 UPDATE group_seqs SET last_seq = last_seq + 1 WHERE group_id = \(group)
                 RETURNING last_seq AS seq, now() AS created_at, to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS at),
@@ -121,14 +121,14 @@ public struct GroupEventLog: Sendable {
                        \(frame.beforeSeq) || seq || \(frame.beforeAt) || at || \(frame.beforeData) || data || '}' AS frame
                 FROM filled)
             SELECT seq, created_at, data, pg_notify(\(Self.channel), CASE WHEN octet_length(header) + 1 + octet_length(frame) < \(NodeNotice.maxBytes)
-                                                                        THEN header || E'\\n' || frame ELSE header END) AS notified,
-                   (\(fragment: answer))::bool AS answer
+                                                                        THEN header || E'\\n' || frame ELSE header END) AS notified
             FROM framed
-            """).first else {
+            """
+        guard let row = try (committing ? connection.queryAndCommit(statement) : connection.query(statement)).first else {
             throw DatabaseError(.client, "group \(group) does not exist in this tenant")
         }
         return (AppendedEvent(tenant: tenant, group: group, seq: try row.decode(Int64.self, "seq"), at: try row.decode(Date.self, "created_at")),
-                try row.decode(String.self, "data"), try row.decode(Bool?.self, "answer"))
+                try row.decode(String.self, "data"))
     }
 
     /// Sends a stream notice (`{"type":"notice","event":..,"data":..}`) to one user's streams on every node.

@@ -113,15 +113,17 @@ public struct MessageStore: Sendable {
     /// Posts a message (and its alert) in one statement: the `message.created` event, whose
     /// data is the finished message (its seq and time filled in by the statement, so no read-back
     /// is needed), with the messages and alerts rows. A repeat of `client_msg_id` by the same
-    /// author surfaces as `uniqueViolation`. `asking`: a condition the statement answers too
-    /// (`answer`, nil when none was asked), e.g. whether anyone wants a push of it.
+    /// author surfaces as `uniqueViolation`. `committing`: the caller runs nothing after this in
+    /// its transaction, so the commit goes with the post's statement when that is the last
+    /// (no attachments to link, no red alert's escalation to schedule).
     public func post(
         tenant: UUID, group: UUID, authorType: String, authorID: UUID?, authorName: String, message: NewMessage,
-        dedupKey: String? = nil, bridge: UUID? = nil, details: String? = nil, asking question: SQLQuery = "NULL",
+        dedupKey: String? = nil, bridge: UUID? = nil, details: String? = nil, committing: Bool = false,
         on connection: PostgresConnection
-    ) throws -> (seq: Int64, json: String, answer: Bool?) {
+    ) throws -> (seq: Int64, json: String) {
         let id = UUID()
-        let (event, json, answer) = try GroupEventLog().append(
+        let escalates = message.kind == "alert" && message.severity == AlertSeverity.red.name
+        let (event, json) = try GroupEventLog().append(
             tenant: tenant, group: group, event: .messageCreated, actorType: authorType, actorID: authorID, hiddenFrom: message.hiddenFrom,
             data: Self.json(id: id, group: group, authorType: authorType, authorID: authorID, authorName: authorName, message: message,
                             dedupKey: dedupKey, details: details),
@@ -140,12 +142,12 @@ public struct MessageStore: Sendable {
                            \(details.map(RawJSON.init)), \(message.hiddenFrom)
                     FROM posted WHERE \(message.kind) = 'alert')
                 """,
-            answer: question, on: connection)
+            committing: committing && message.attachments.ids.isEmpty && !escalates, on: connection)
         try MediaStore().link(message.attachments.ids, tenant: tenant, group: group, seq: event.seq, on: connection)
-        if message.kind == "alert" && message.severity == AlertSeverity.red.name {
+        if escalates {
             try EscalationStore().schedule(tenant: tenant, group: group, seq: event.seq, on: connection)
         }
-        return (event.seq, json, answer)
+        return (event.seq, json)
     }
 
     /// A new message as the API shows it (the same shape `messageJSON` builds from the tables),

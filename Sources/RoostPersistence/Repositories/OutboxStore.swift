@@ -262,14 +262,22 @@ extension OutboxStore {
     }
 
     /// Whether any member of the group but the author asked for chat pushes, as a condition
-    /// for the post's own statement to answer (`MessageStore.post(..., asking:)`): one indexed
-    /// read (most groups have none), so a chat message costs no more unless someone wants them.
-    public func chatPushesWanted(group: UUID, excluding author: UUID) -> SQLQuery {
+    /// for the statement that opens a chat post's transaction to answer
+    /// (`UserStore.sessionMemberQuery(..., asking:)`, where `author` is `UserStore.caller`):
+    /// one indexed read (most groups have none), so a chat message costs no more unless
+    /// someone wants them.
+    public func chatPushesWanted(group: UUID, excluding author: SQLQuery) -> SQLQuery {
         """
         EXISTS (SELECT 1 FROM user_preferences p
-                JOIN memberships m ON m.tenant_id = p.tenant_id AND m.user_id = p.user_id AND m.group_id = \(group)
-                WHERE p.push_chat AND p.user_id <> \(author))
+                JOIN memberships pm ON pm.tenant_id = p.tenant_id AND pm.user_id = p.user_id AND pm.group_id = \(group)
+                WHERE p.push_chat AND p.user_id <> \(fragment: author))
         """
+    }
+
+    /// The same question, asked in a statement of its own.
+    public func chatPushesWanted(group: UUID, excluding author: UUID, on connection: PostgresConnection) throws -> Bool {
+        try connection.query("SELECT \(fragment: chatPushesWanted(group: group, excluding: "\(author)")) AS wanted").rows[0]
+            .decode(Bool.self, "wanted")
     }
 
     /// One `push` delivery (template `chat`) per device of every member of the group but the

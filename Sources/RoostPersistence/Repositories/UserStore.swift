@@ -195,20 +195,27 @@ public struct UserStore: Sendable {
     /// FOR UPDATE, in one statement (the common case of every group request), for a caller
     /// that sends it with BEGIN (`withTenantTransaction(_:opening:)`); no row when the session
     /// is not live or the user is not a member (`sessionUser` then tells which). The user
-    /// becomes the transaction's viewer, as with `sessionUser`.
-    public func sessionMemberQuery(tokenHash: [UInt8], group: UUID) -> SQLQuery {
-        sessionQuery(tokenHash: tokenHash, member: group)
+    /// becomes the transaction's viewer, as with `sessionUser`. `asking`: a boolean SQL
+    /// expression the same statement answers (`sessionMember`'s `answer`), in which
+    /// `Self.caller` is the caller's user id; so a use case asks its question in the round trip
+    /// that opens the transaction, not one of its own.
+    public func sessionMemberQuery(tokenHash: [UInt8], group: UUID, asking: SQLQuery? = nil) -> SQLQuery {
+        sessionQuery(tokenHash: tokenHash, member: group, asking: asking)
     }
+
+    /// The caller's user id in the question of `sessionMemberQuery(..., asking:)`.
+    public static let caller: SQLQuery = "u.id"
 
     /// The one session lookup both use (what makes a session live is written once): the user,
     /// whether the session is stale, the viewer set; with `member`, the membership's role and
     /// its row locked.
-    private func sessionQuery(tokenHash: [UInt8], member group: UUID?) -> SQLQuery {
+    private func sessionQuery(tokenHash: [UInt8], member group: UUID?, asking question: SQLQuery? = nil) -> SQLQuery {
         let membership: SQLQuery = group.map { "JOIN memberships m ON m.tenant_id = u.tenant_id AND m.user_id = u.id AND m.group_id = \($0)" } ?? ""
+        let answer: SQLQuery = question.map { ", (\(fragment: $0))::bool AS answer" } ?? ""
         return """
             SELECT u.id, u.tenant_id, u.email, u.phone, u.email_verified, u.phone_verified, u.display_name,
                    u.password_hash, u.created_at, s.last_used_at < now() - interval '1 minute' AS stale,
-                   set_config('roost.viewer_id', u.id::text, true) AS viewer\(unsafeRaw: group == nil ? "" : ", m.role")
+                   set_config('roost.viewer_id', u.id::text, true) AS viewer\(unsafeRaw: group == nil ? "" : ", m.role")\(fragment: answer)
             FROM sessions s
             JOIN users u ON u.tenant_id = s.tenant_id AND u.id = s.user_id
             \(fragment: membership)
@@ -217,13 +224,14 @@ public struct UserStore: Sendable {
             """
     }
 
-    /// The member `sessionMemberQuery` found, if any, with their role; the session's expiry slid forward.
+    /// The member `sessionMemberQuery` found, if any, with their role and the answer to its
+    /// question (nil when none was asked); the session's expiry slid forward.
     public func sessionMember(_ found: PostgresResult, tokenHash: [UInt8], lifetime: Int, maxAge: Int, on connection: PostgresConnection) throws
-        -> (User, String)?
+        -> (user: User, role: String, answer: Bool?)?
     {
         guard let row = found.first else { return nil }
         try slideExpiry(row, tokenHash: tokenHash, lifetime: lifetime, maxAge: maxAge, on: connection)
-        return (try decode(row), try row.decode(String.self, "role"))
+        return (try decode(row), try row.decode(String.self, "role"), row.columnNames.contains("answer") ? try row.decode(Bool?.self, "answer") : nil)
     }
 
     /// Moves a session's expiry on when its row says it was last used over a minute ago.

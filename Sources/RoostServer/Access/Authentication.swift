@@ -57,21 +57,25 @@ struct Authentication: Sendable {
     /// member gets 404, exactly as for a group that does not exist. The caller's membership row
     /// is locked FOR UPDATE so their role cannot change under the transaction; FOR SHARE would
     /// let two concurrent changes by the same caller (two transfers) deadlock on upgrading it.
+    /// `asking`: a question for the lookup's statement to answer too (`GroupCaller.answer`).
     func inGroup<Value: Sendable>(
-        _ token: TenantToken, _ group: UUID, _ body: @escaping @Sendable (GroupCaller, PostgresConnection) throws -> Value
+        _ token: TenantToken, _ group: UUID, asking question: SQLQuery? = nil,
+        _ body: @escaping @Sendable (GroupCaller, PostgresConnection) throws -> Value
     ) async throws -> Value {
         // The session and the membership are checked by one statement in the same transaction,
         // sent with its BEGIN.
         let (lifetime, maxAge) = (sessionLifetime, sessionMaxAge)
         let users = UserStore()
         return try await pool.withConnection { connection in
-            try connection.withTenantTransaction(token.tenant, opening: users.sessionMemberQuery(tokenHash: token.hash, group: group)) { found, connection in
-                guard let (user, role) = try users.sessionMember(found, tokenHash: token.hash, lifetime: lifetime, maxAge: maxAge, on: connection) else {
+            let opening = users.sessionMemberQuery(tokenHash: token.hash, group: group, asking: question)
+            return try connection.withTenantTransaction(token.tenant, opening: opening) { found, connection in
+                guard let (user, role, answer) = try users.sessionMember(found, tokenHash: token.hash, lifetime: lifetime, maxAge: maxAge,
+                                                                         on: connection) else {
                     // Which answer: no session (401), or not a member of such a group (404).
                     guard try users.sessionUser(tokenHash: token.hash, lifetime: lifetime, maxAge: maxAge, on: connection) != nil else { throw Self.sessionEnded }
                     throw APIError.noSuchGroup
                 }
-                return try body(GroupCaller(user: user, role: Role(role)), connection)
+                return try body(GroupCaller(user: user, role: Role(role), answer: answer), connection)
             }
         }
     }
@@ -110,7 +114,9 @@ struct SignedIn: Sendable {
     /// Runs a group use case as the caller, in the transaction that checks their membership.
     @discardableResult
     func run<UseCase: GroupUseCase>(_ useCase: UseCase) async throws -> UseCase.Output {
-        try await auth.inGroup(token, useCase.group) { caller, connection in try useCase.run(by: caller, on: connection) }
+        try await auth.inGroup(token, useCase.group, asking: useCase.openingQuestion(caller: UserStore.caller)) { caller, connection in
+            try useCase.run(by: caller, on: connection)
+        }
     }
 }
 

@@ -6,6 +6,9 @@ import RoostProtocol
 struct GroupCaller: Sendable {
     let user: User
     let role: Role
+    /// The answer to the use case's `openingQuestion`, asked with the membership check; nil
+    /// when it asked none.
+    var answer: Bool? = nil
     var isManager: Bool { role.isManager }
     var isOwner: Bool { role == .owner }
 
@@ -23,11 +26,23 @@ struct GroupCaller: Sendable {
 /// A change or a read a member makes in one group, run in the transaction that checked the
 /// membership (`SignedIn.run(_:in:)`): it is given the caller and the transaction and knows
 /// nothing of HTTP, so a test runs it against the database alone. Its input is validated
-/// when it is made; `run` checks the caller's right and writes the events.
+/// when it is made; `run` checks the caller's right and writes the events. `run` is the whole
+/// of its transaction (nothing runs after it in the same one), so its last statement may
+/// commit with it (`PostgresConnection.queryAndCommit`).
 protocol GroupUseCase: Sendable {
     associatedtype Output: Sendable
     var group: UUID { get }
+    /// A yes-or-no question the round trip that opens the transaction (BEGIN with the session
+    /// and membership check) answers too, as a boolean SQL expression in which `caller` is the
+    /// caller's user id; its answer is `GroupCaller.answer`. Nil, the default, asks nothing. A
+    /// use case that must know something before its first statement learns it so without a
+    /// round trip of its own.
+    func openingQuestion(caller: SQLQuery) -> SQLQuery?
     func run(by caller: GroupCaller, on connection: PostgresConnection) throws -> Output
+}
+
+extension GroupUseCase {
+    func openingQuestion(caller: SQLQuery) -> SQLQuery? { nil }
 }
 
 extension APIError {

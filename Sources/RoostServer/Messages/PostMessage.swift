@@ -55,6 +55,12 @@ struct PostMessage: GroupUseCase {
 
     static let badReply = APIError.invalid("reply_to must be a seq of this group", "reply_to")
 
+    /// A chat line asks, with the membership check, whether anyone wants it pushed: then the
+    /// post knows before it is sent whether anything follows it in the transaction.
+    func openingQuestion(caller: SQLQuery) -> SQLQuery? {
+        kind == "chat" ? OutboxStore().chatPushesWanted(group: group, excluding: caller) : nil
+    }
+
     func run(by caller: GroupCaller, on connection: PostgresConnection) throws -> Output {
         let store = MessageStore()
         var message = NewMessage(clientMessageID: clientMessageID, text: text, kind: kind, severity: nil, template: nil,
@@ -85,23 +91,27 @@ struct PostMessage: GroupUseCase {
             try Throttle.count([RateLimit("alert:\(caller.user.tenantID.uuidString):\(caller.user.id.uuidString)", limit: alertsPerHour,
                                           window: Throttle.hour)], "too many alerts raised this hour", on: connection)
         }
-        // A repeated client_msg_id fails the insert (uniqueViolation): see `Repeat`. A chat line
-        // asks in the same statement whether anyone wants it pushed.
+        // Someone wants this chat line pushed: asked when the transaction opened (run without
+        // that question, as a test may, it is asked here).
+        let chatPushes = message.kind == "chat"
+            ? try caller.answer ?? OutboxStore().chatPushesWanted(group: group, excluding: caller.user.id, on: connection) : false
+        // A reply to an alert is an answer its author hears of.
+        let repliedTo = target?.alertAuthor.flatMap { $0 == target?.hiddenFrom ? nil : $0 }
+        // A repeated client_msg_id fails the insert (uniqueViolation): see `Repeat`. When nothing
+        // follows the post, the transaction commits with it, in the same round trip.
         let posted = try store.post(tenant: caller.user.tenantID, group: group, authorType: "user", authorID: caller.user.id,
                                     authorName: caller.user.displayName, message: message,
-                                    asking: message.kind == "chat" ? OutboxStore().chatPushesWanted(group: group, excluding: caller.user.id) : "NULL",
-                                    on: connection)
+                                    committing: !raisesAlert && !chatPushes && repliedTo == nil, on: connection)
         if raisesAlert {
             try OutboxStore().enqueueAlertPushes(group: group, seq: posted.seq, excluding: caller.user.id, alert: RawJSON(posted.json),
                                                  red: message.severity == AlertSeverity.red.name, on: connection)
-        } else if posted.answer == true,  // someone wants this chat line pushed (only chat asks)
+        } else if chatPushes,
                   // Chat is not rate-limited, pushes to phones are: a chatty author's later lines wait in the app.
                   try AlertPushes.allowed(RateLimit("chat-push:\(caller.user.tenantID.uuidString):\(group.uuidString):\(caller.user.id.uuidString)",
                                                     limit: Self.chatPushesPerAuthorPerHour, window: Throttle.hour), on: connection) {
             try OutboxStore().enqueueChatPushes(group: group, excluding: caller.user.id, message: RawJSON(posted.json), on: connection)
         }
-        // A reply to an alert is an answer its author hears of.
-        if let replyTo, let author = target?.alertAuthor, author != target?.hiddenFrom {
+        if let replyTo, let author = repliedTo {
             try AlertPushes.response(group: group, seq: replyTo, author: author, responder: caller.user, response: nil, note: nil,
                                      reply: (posted.seq, message.text), on: connection)
         }
