@@ -56,15 +56,10 @@ func connectionsScenario(_ options: Options) throws {
     var live = 0, retries = 0
     var slowest = 0.0
     for (_, _, output) in running {
-        var line = ""
-        while !line.hasSuffix("\n") {
-            let data = output.readData(ofLength: 1)
-            if data.isEmpty { break }
-            line += String(decoding: data, as: UTF8.self)
-        }
+        let line = readLine(from: output) ?? ""
         let fields = line.split(separator: " ")
         guard fields.count == 4, fields[0] == "live", let count = Int(fields[1]), let seconds = Double(fields[2]),
-              let retried = Int(fields[3].dropLast()) else {
+              let retried = Int(fields[3]) else {
             throw BenchError("a worker ended without its connections: '\(line)'")
         }
         live += count

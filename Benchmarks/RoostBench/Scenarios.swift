@@ -94,53 +94,80 @@ func xmppPublish(_ session: XMPPSession, room: String, marker: Int) -> Bool {
 func alertScenario(_ options: Options) throws {
     let xmpp = options.broker == "xmpp", matrix = options.broker == "matrix"
     print("alert (\(options.serverLabel)): one alert at a time to a group of \(options.members) connected members, "
-          + "\(options.alerts) alerts")
+          + "\(options.alerts) alerts" + (options.receivers > 1 ? ", the members over \(options.receivers) client processes" : ""))
     let ledger = Ledger(capacity: options.alerts + 1)
-    let clients: StreamClients
+    var clients: StreamClients?
+    var receivers: AlertReceivers?
     let publish: (Int) throws -> Void
     if xmpp {
         clients = try xmppClients(options, count: options.members, room: { _ in "alert" }, ledger: ledger)
         let session = try XMPPSession(port: options.port, domain: options.domain, user: "poster")
         publish = { index in guard xmppPublish(session, room: "alert", marker: index) else { throw BenchError("ejabberd closed the poster") } }
     } else if matrix {
-        let rooms: [String]
-        (clients, rooms) = try matrixClients(options, count: options.members, rooms: 1, roomOf: { _ in 0 }, ledger: ledger)
+        let (members, rooms) = try matrixClients(options, count: options.members, rooms: 1, roomOf: { _ in 0 }, ledger: ledger)
+        clients = members
         let poster = try MatrixClient(port: options.port)
         publish = { index in guard poster.send(room: rooms[0], marker: index) else { throw BenchError("Synapse refused a message") } }
     } else {
         let seed = try Seed.make(databaseURL: options.databaseURL, port: options.port, groups: 1, membersPerGroup: options.members)
-        clients = roostClients(options, tokens: seed.members[0], ledger: ledger)
+        if options.receivers > 1 {
+            let started = now()
+            receivers = try AlertReceivers(options, tokens: seed.members[0])
+            let elapsed = Double(now() - started) / 1e9
+            print(String(format: "  %d of %d connections live in %.1f s over %d processes%@; server RSS %d MiB", receivers!.live, options.members,
+                         elapsed, options.receivers, receivers!.retries > 0 ? " (\(receivers!.retries) refused while busy and retried)" : "",
+                         statusKilobytes(pid: options.serverPID, "VmRSS") / 1024))
+        } else {
+            clients = roostClients(options, tokens: seed.members[0], ledger: ledger)
+        }
         let poster = try HTTPPoster(port: options.port)
         publish = { index in
             let status = try post(poster, group: seed.groups[0], index: index, token: seed.posterToken, kind: "alert")
             guard status == 201 else { throw BenchError("post answered \(status)") }
         }
     }
-    let (live, _) = connect(clients, options)
-    defer { clients.stop() }
+    var live = receivers?.live ?? 0
+    if let clients { live = connect(clients, options).0 }
+    // The members every alert must reach: those live (the in-process loop keeps counting them).
+    let reached: (Int) -> Bool = { index in
+        if let receivers { return receivers.isComplete(index) }
+        return ledger.state.withLock { $0.received[index] } >= clients!.live.load(ordering: .relaxed)
+    }
+    let times: (Int) -> (UInt64, UInt64) = { index in
+        if let receivers { return receivers.times(index) }
+        return ledger.state.withLock { ($0.lastReceipt[index], $0.lastRead[index]) }
+    }
     var spans: [UInt64] = []
     var readSpans: [UInt64] = []
     var incomplete = 0
-    let cpuBefore = processCPUSeconds()
-    let stampsBefore = clients.readStamps
+    let cpuBefore = processCPUSeconds() + (receivers?.workersCPUSeconds() ?? 0)
+    let stampsBefore = clients?.readStamps ?? (reads: 0, stamped: 0)
     let wallStart = now()
     for index in 0..<options.alerts {
         ledger.start(index)
         try publish(index)
         // Bounded: a server that takes seconds an alert (Synapse to 1,000 members) is still timed.
         let deadline = now() + 30_000_000_000
-        while ledger.state.withLock({ $0.received[index] }) < clients.live.load(ordering: .relaxed) && now() < deadline { usleep(100) }
-        let (received, last, read, started) = ledger.state.withLock { ($0.received[index], $0.lastReceipt[index], $0.lastRead[index], $0.started[index]) }
-        if received < clients.live.load(ordering: .relaxed) {
+        while !reached(index) && now() < deadline { usleep(100) }
+        let started = ledger.state.withLock { $0.started[index] }
+        if !reached(index) {
             incomplete += 1
         } else {
+            let (last, read) = times(index)
             spans.append(last - started)
             readSpans.append(read - started)
         }
     }
-    let clientCPU = processCPUSeconds() - cpuBefore
+    let clientCPU = processCPUSeconds() + (receivers?.workersCPUSeconds() ?? 0) - cpuBefore
     let wall = Double(now() - wallStart) / 1e9
-    let stamps = clients.readStamps
+    let stamps: (reads: Int, stamped: Int)
+    if let receivers {
+        stamps = receivers.stop()
+    } else {
+        let now = clients!.readStamps
+        stamps = (now.reads - stampsBefore.reads, now.stamped - stampsBefore.stamped)
+        clients!.stop()
+    }
     spans.sort()
     readSpans.sort()
     let goal = options.members >= 10_000 ? 100.0 : 20.0
@@ -148,11 +175,12 @@ func alertScenario(_ options: Options) throws {
           + "max \(milliseconds(spans.last ?? 0))  (goal: p99 ≤ \(Int(goal)) ms)")
     // Receipts are timed by the kernel's receive stamps; the loop's own reading comes later when
     // it is busy with other sockets, which would charge the client's delay to the server.
-    print("  the same by the client loop's reading: p50 \(milliseconds(percentile(readSpans, 0.5))), p99 \(milliseconds(percentile(readSpans, 0.99))); "
-          + "kernel stamps on \(stamps.stamped - stampsBefore.stamped) of \(stamps.reads - stampsBefore.reads) reads; "
+    print("  the same by the client loop\(receivers == nil ? "'s" : "s'") reading: p50 \(milliseconds(percentile(readSpans, 0.5))), "
+          + "p99 \(milliseconds(percentile(readSpans, 0.99))); kernel stamps on \(stamps.stamped) of \(stamps.reads) reads; "
           + String(format: "client CPU %.2f s in %.2f s", clientCPU, wall))
     if incomplete > 0 { print("  \(incomplete) alerts did not reach every member within 30 s") }
     Report.record(["scenario": "alert", "server": options.serverName, "members": options.members, "live": live, "alerts": options.alerts,
+                   "client_processes": options.receivers,
                    "p50_ms": ms(percentile(spans, 0.5)), "p99_ms": ms(percentile(spans, 0.99)), "max_ms": ms(spans.last ?? 0),
                    "read_p50_ms": ms(percentile(readSpans, 0.5)), "read_p99_ms": ms(percentile(readSpans, 0.99)),
                    "client_cpu_s": clientCPU, "wall_s": wall, "incomplete": incomplete, "goal_p99_ms": goal])

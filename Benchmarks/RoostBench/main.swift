@@ -12,6 +12,7 @@ import Glibc
 //                 of at most 18,000 connections each, each from its own 127.0.0.x: handshakes/s,
 //                 user-space bytes per idle connection, kernel bytes per socket
 //   alert         one alert at a time to a group of N connected members: POST start → last receipt
+//                 (`--receivers P`: the members' streams over P client processes)
 //   fanout        G groups × M members, posts (MQTT publishes) at stepped rates: deliveries per
 //                 server CPU-second and latency at each step
 //   posts         REST posts at concurrency C: requests/s and p99 (commit included); then paced,
@@ -50,6 +51,8 @@ struct Options {
     var source: String?
     var tokensFile: String?
     var tokenRange = 0..<0
+    /// Alert: the members' streams over this many client processes (Roost only).
+    var receivers = 1
 
     var serverPID: Int32 { serverPIDs.first ?? 0 }
 
@@ -93,6 +96,7 @@ struct Options {
             case "--server-loops": serverLoops = max(1, try number())
             case "--connections": connections = try number()
             case "--per-worker": perWorker = max(1, try number())
+            case "--receivers": receivers = max(1, try number())
             case "--clients": clients = try number()
             case "--behind": behind = try number()
             case "--sharers": sharers = try number()
@@ -108,17 +112,19 @@ struct Options {
             default: throw BenchError("unknown option \(flag)\n\(Self.usage)")
             }
         }
-        guard scenario == "connections-worker" || !serverPIDs.isEmpty else { throw BenchError("--server-pid is required\n\(Self.usage)") }
-        guard broker == "mqtt" || broker == "matrix" || scenario == "connections-worker" || !databaseURL.isEmpty else {
+        let worker = scenario == "connections-worker" || scenario == "alert-worker"
+        guard worker || !serverPIDs.isEmpty else { throw BenchError("--server-pid is required\n\(Self.usage)") }
+        guard broker == "mqtt" || broker == "matrix" || worker || !databaseURL.isEmpty else {
             throw BenchError("--database-url is required for Roost and ejabberd\n\(Self.usage)")
         }
+        guard receivers == 1 || broker == "roost" else { throw BenchError("--receivers spreads Roost's streams only") }
     }
 
     static let usage = """
         usage: roost-bench connections|alert|live-location|fanout|posts|resume-storm --port PORT --server-pid PID[,PID...]
                [--broker roost|mqtt|xmpp|matrix] [--domain XMPP-DOMAIN] [--database-url URL] [--database-pid POSTMASTER] [--results FILE] [--latencies FILE]
                connections:  [--connections N] [--per-worker N]
-               alert:        [--members N] [--alerts N]
+               alert:        [--members N] [--alerts N] [--receivers P (client processes)]
                live-location: [--members N] [--sharers S] [--seconds T]
                fanout:       [--groups G] [--members M] [--rates R1,R2,..] [--seconds S] [--payload-bytes B (mqtt)] [--server-loops N]
                posts:        [--concurrency C] [--seconds S] [--paced-rate R] [--paced-sweep R1,R2,..]
@@ -133,6 +139,7 @@ do {
     switch options.scenario {
     case "connections": try connectionsScenario(options)
     case "connections-worker": try connectionsWorker(options)
+    case "alert-worker": try alertWorker(options)
     case "alert": try alertScenario(options)
     case "live-location": try liveLocationScenario(options)
     case "fanout": try fanoutScenario(options)

@@ -1,0 +1,168 @@
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `alert --receivers P`: the members' streams spread over P worker processes (`alert-worker`),
+/// so that on a machine with the cores for it no one client loop reads every receipt in turn.
+/// Each worker tells, for every alert, when the last of its members' copies reached its kernel;
+/// the alert's span ends at the latest of those. Receive stamps and `now()` are on the
+/// system-wide monotonic clock, so the workers' times and the poster's compare directly.
+final class AlertReceivers {
+    struct Alert {
+        var workersDone = 0
+        var lastReceipt: UInt64 = 0
+        var lastRead: UInt64 = 0
+    }
+    private struct State {
+        var alerts: [Alert]
+        var reads = 0
+        var stamped = 0
+    }
+    private let shared: Shared<State>
+    private let workers: [(process: Process, input: Pipe)]
+    private let readers: [Thread]
+    /// Streams live over all workers.
+    let live: Int
+    let retries: Int
+
+    /// Starts one worker per share of `tokens` and returns once each has its streams live.
+    init(_ options: Options, tokens: [String]) throws {
+        let path = NSTemporaryDirectory() + "roost-bench-alert-tokens-\(getpid())"
+        try tokens.joined(separator: "\n").write(toFile: path, atomically: true, encoding: .utf8)
+        defer { unlink(path) }
+        let share = (tokens.count + options.receivers - 1) / options.receivers
+        var workers: [(Process, Pipe)] = []
+        var outputs: [FileHandle] = []
+        for worker in 0..<options.receivers {
+            let from = worker * share, to = min(tokens.count, from + share)
+            guard from < to else { break }
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
+            process.arguments = ["alert-worker", "--port", String(options.port), "--alerts", String(options.alerts),
+                                 "--source", "127.0.0.\(worker + 2)", "--token-range", "\(from)-\(to)", "--tokens-file", path]
+            let input = Pipe(), output = Pipe()
+            process.standardInput = input
+            process.standardOutput = output
+            try process.run()
+            workers.append((process, input))
+            outputs.append(output.fileHandleForReading)
+        }
+        self.workers = workers
+        // Each worker's first line is "live COUNT SECONDS RETRIES", once its streams are up.
+        var live = 0, retries = 0
+        for output in outputs {
+            let line = readLine(from: output) ?? ""
+            let fields = line.split(separator: " ")
+            guard fields.count == 4, fields[0] == "live", let count = Int(fields[1]), let retried = Int(fields[3]) else {
+                throw BenchError("an alert worker ended without its streams: '\(line)'")
+            }
+            live += count
+            retries += retried
+        }
+        self.live = live
+        self.retries = retries
+        let shared = Shared(State(alerts: Array(repeating: Alert(), count: options.alerts)))
+        self.shared = shared
+        let alerts = options.alerts
+        // Then "done ALERT LAST-RECEIPT LAST-READ" as each alert reaches all of its streams, and
+        // "stamps STAMPED READS" (of the reads after its streams were live) when it stops.
+        readers = outputs.map { output in
+            let thread = Thread {
+                while let line = readLine(from: output) {
+                    let fields = line.split(separator: " ").compactMap { UInt64($0) }
+                    if line.hasPrefix("done "), fields.count == 3, fields[0] < UInt64(alerts) {
+                        shared.state.withLock { state in
+                            let alert = Int(fields[0])
+                            state.alerts[alert].workersDone += 1
+                            state.alerts[alert].lastReceipt = max(state.alerts[alert].lastReceipt, fields[1])
+                            state.alerts[alert].lastRead = max(state.alerts[alert].lastRead, fields[2])
+                        }
+                    } else if line.hasPrefix("stamps "), fields.count == 2 {
+                        shared.state.withLock { $0.stamped += Int(fields[0]); $0.reads += Int(fields[1]) }
+                    }
+                }
+            }
+            thread.start()
+            return thread
+        }
+    }
+
+    /// Whether every worker has had all its streams receive `alert`.
+    func isComplete(_ alert: Int) -> Bool { shared.state.withLock { $0.alerts[alert].workersDone == workers.count } }
+
+    func times(_ alert: Int) -> (lastReceipt: UInt64, lastRead: UInt64) {
+        shared.state.withLock { ($0.alerts[alert].lastReceipt, $0.alerts[alert].lastRead) }
+    }
+
+    /// The workers' CPU seconds so far.
+    func workersCPUSeconds() -> Double { workers.reduce(0) { $0 + cpuSeconds(pid: $1.process.processIdentifier) } }
+
+    /// Closes every worker's streams and waits for them; then the kernel-stamp counts are in.
+    func stop() -> (reads: Int, stamped: Int) {
+        for worker in workers { try? worker.input.fileHandleForWriting.close() }
+        for worker in workers { worker.process.waitUntilExit() }
+        while readers.contains(where: { !$0.isFinished }) { usleep(1000) }
+        return shared.state.withLock { ($0.reads, $0.stamped) }
+    }
+}
+
+/// One receiving process of `alert --receivers`: opens its share of the members' streams, says
+/// so, then reports each alert once all of them have it, until its standard input closes.
+func alertWorker(_ options: Options) throws {
+    guard let path = options.tokensFile else { throw BenchError("--tokens-file is required") }
+    let tokens = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map(String.init)
+    guard options.tokenRange.upperBound <= tokens.count else { throw BenchError("--token-range exceeds the tokens") }
+    struct Tally {
+        var target = Int.max
+        var received: [Int]
+        var lastReceipt: [UInt64]
+        var lastRead: [UInt64]
+    }
+    let tally = Shared(Tally(received: Array(repeating: 0, count: options.alerts), lastReceipt: Array(repeating: 0, count: options.alerts),
+                            lastRead: Array(repeating: 0, count: options.alerts)))
+    let output = FileHandle.standardOutput
+    let kind = StreamClients.Kind.roost(tokens: Array(tokens[options.tokenRange]), resume: { _ in #"{"type":"resume","cursors":{}}"# })
+    let clients = StreamClients(port: options.port, kind: kind, source: options.source) { _, alert, time, _ in
+        let read = now()
+        let done: String? = tally.state.withLock { tally in
+            guard alert >= 0, alert < tally.received.count else { return nil }
+            tally.received[alert] += 1
+            tally.lastReceipt[alert] = max(tally.lastReceipt[alert], time)
+            tally.lastRead[alert] = max(tally.lastRead[alert], read)
+            return tally.received[alert] == tally.target ? "done \(alert) \(tally.lastReceipt[alert]) \(tally.lastRead[alert])\n" : nil
+        }
+        if let done { output.write(Data(done.utf8)) }
+    }
+    clients.retryLimit = 12
+    let started = now()
+    clients.start(inFlight: 256)
+    let live = clients.awaitLive(timeout: 300, resumed: true)
+    tally.state.withLock { $0.target = live }
+    let before = clients.readStamps  // the handshakes' reads are not the alerts'
+    output.write(Data("live \(live) \(Double(now() - started) / 1e9) \(clients.retries.load(ordering: .relaxed))\n".utf8))
+    _ = FileHandle.standardInput.readDataToEndOfFile()
+    clients.stop()
+    let after = clients.readStamps
+    output.write(Data("stamps \(after.stamped - before.stamped) \(after.reads - before.reads)\n".utf8))
+}
+
+/// State behind a lock that escaping closures (a reader thread, a client loop's callback) share.
+final class Shared<Value>: Sendable {
+    let state: Mutex<Value>
+    init(_ value: sending Value) { state = Mutex(value) }
+}
+
+/// One line from `handle` without its newline, read a byte at a time so that nothing after it
+/// is taken from the pipe; nil at the end.
+func readLine(from handle: FileHandle) -> String? {
+    var line: [UInt8] = []
+    while true {
+        let data = handle.readData(ofLength: 1)
+        guard let byte = data.first else { return line.isEmpty ? nil : String(decoding: line, as: UTF8.self) }
+        if byte == UInt8(ascii: "\n") { return String(decoding: line, as: UTF8.self) }
+        line.append(byte)
+    }
+}
