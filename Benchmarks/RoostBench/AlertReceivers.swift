@@ -30,8 +30,7 @@ final class AlertReceivers {
 
     /// Starts one worker per share of `tokens` and returns once each has its streams live.
     init(_ options: Options, tokens: [String]) throws {
-        let path = NSTemporaryDirectory() + "roost-bench-alert-tokens-\(getpid())"
-        try tokens.joined(separator: "\n").write(toFile: path, atomically: true, encoding: .utf8)
+        let path = try writeTokensFile(tokens, "alert-tokens")
         defer { unlink(path) }
         let share = (tokens.count + options.receivers - 1) / options.receivers
         var workers: [(Process, Pipe)] = []
@@ -39,28 +38,17 @@ final class AlertReceivers {
         for worker in 0..<options.receivers {
             let from = worker * share, to = min(tokens.count, from + share)
             guard from < to else { break }
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
-            process.arguments = ["alert-worker", "--port", String(options.port), "--alerts", String(options.alerts),
-                                 "--source", "127.0.0.\(worker + 2)", "--token-range", "\(from)-\(to)", "--tokens-file", path]
-            let input = Pipe(), output = Pipe()
-            process.standardInput = input
-            process.standardOutput = output
-            try process.run()
+            let (process, input, output) = try spawnWorker(["alert-worker", "--port", String(options.port), "--alerts", String(options.alerts),
+                                                            "--source", "127.0.0.\(worker + 2)", "--token-range", "\(from)-\(to)", "--tokens-file", path])
             workers.append((process, input))
-            outputs.append(output.fileHandleForReading)
+            outputs.append(output)
         }
         self.workers = workers
-        // Each worker's first line is "live COUNT SECONDS RETRIES", once its streams are up.
         var live = 0, retries = 0
         for output in outputs {
-            let line = readLine(from: output) ?? ""
-            let fields = line.split(separator: " ")
-            guard fields.count == 4, fields[0] == "live", let count = Int(fields[1]), let retried = Int(fields[3]) else {
-                throw BenchError("an alert worker ended without its streams: '\(line)'")
-            }
-            live += count
-            retries += retried
+            let up = try awaitLive(output)
+            live += up.live
+            retries += up.retries
         }
         self.live = live
         self.retries = retries
@@ -112,9 +100,6 @@ final class AlertReceivers {
 /// One receiving process of `alert --receivers`: opens its share of the members' streams, says
 /// so, then reports each alert once all of them have it, until its standard input closes.
 func alertWorker(_ options: Options) throws {
-    guard let path = options.tokensFile else { throw BenchError("--tokens-file is required") }
-    let tokens = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map(String.init)
-    guard options.tokenRange.upperBound <= tokens.count else { throw BenchError("--token-range exceeds the tokens") }
     struct Tally {
         var target = Int.max
         var received: [Int]
@@ -124,7 +109,7 @@ func alertWorker(_ options: Options) throws {
     let tally = Shared(Tally(received: Array(repeating: 0, count: options.alerts), lastReceipt: Array(repeating: 0, count: options.alerts),
                             lastRead: Array(repeating: 0, count: options.alerts)))
     let output = FileHandle.standardOutput
-    let kind = StreamClients.Kind.roost(tokens: Array(tokens[options.tokenRange]), resume: { _ in #"{"type":"resume","cursors":{}}"# })
+    let kind = StreamClients.Kind.roost(tokens: try workerTokens(options), resume: { _ in #"{"type":"resume","cursors":{}}"# })
     let clients = StreamClients(port: options.port, kind: kind, source: options.source) { _, alert, time, _ in
         let read = now()
         let done: String? = tally.state.withLock { tally in
@@ -142,7 +127,7 @@ func alertWorker(_ options: Options) throws {
     let live = clients.awaitLive(timeout: 300, resumed: true)
     tally.state.withLock { $0.target = live }
     let before = clients.readStamps  // the handshakes' reads are not the alerts'
-    output.write(Data("live \(live) \(Double(now() - started) / 1e9) \(clients.retries.load(ordering: .relaxed))\n".utf8))
+    announceLive(clients, live: live, since: started)
     _ = FileHandle.standardInput.readDataToEndOfFile()
     clients.stop()
     let after = clients.readStamps
@@ -153,16 +138,4 @@ func alertWorker(_ options: Options) throws {
 final class Shared<Value>: Sendable {
     let state: Mutex<Value>
     init(_ value: sending Value) { state = Mutex(value) }
-}
-
-/// One line from `handle` without its newline, read a byte at a time so that nothing after it
-/// is taken from the pipe; nil at the end.
-func readLine(from handle: FileHandle) -> String? {
-    var line: [UInt8] = []
-    while true {
-        let data = handle.readData(ofLength: 1)
-        guard let byte = data.first else { return line.isEmpty ? nil : String(decoding: line, as: UTF8.self) }
-        if byte == UInt8(ascii: "\n") { return String(decoding: line, as: UTF8.self) }
-        line.append(byte)
-    }
 }

@@ -25,9 +25,7 @@ func connectionsScenario(_ options: Options) throws {
     }
     var tokensFile: String?
     if let tokens {
-        let path = NSTemporaryDirectory() + "roost-bench-tokens-\(getpid())"
-        try tokens.joined(separator: "\n").write(toFile: path, atomically: true, encoding: .utf8)
-        tokensFile = path
+        tokensFile = try writeTokensFile(tokens, "tokens")
     }
     defer { if let tokensFile { unlink(tokensFile) } }
     // User space is the servers' anonymous memory (RssAnon: heap and stacks, not the code and
@@ -40,28 +38,16 @@ func connectionsScenario(_ options: Options) throws {
     var running: [(Process, Pipe, FileHandle)] = []
     for worker in 0..<workers {
         let from = worker * options.perWorker, to = min(options.connections, from + options.perWorker)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
         var arguments = ["connections-worker", "--port", String(options.port), "--broker", options.broker, "--domain", options.domain,
                          "--source", "127.0.0.\(worker + 2)", "--token-range", "\(from)-\(to)"]
         if let tokensFile { arguments += ["--tokens-file", tokensFile] }
-        process.arguments = arguments
-        let input = Pipe(), output = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        try process.run()
-        running.append((process, input, output.fileHandleForReading))
+        running.append(try spawnWorker(arguments))
     }
-    // Each worker prints "live COUNT SECONDS" once its connections are up, then holds them.
+    // Each worker says when its connections are up (`announceLive`), then holds them.
     var live = 0, retries = 0
     var slowest = 0.0
     for (_, _, output) in running {
-        let line = readLine(from: output) ?? ""
-        let fields = line.split(separator: " ")
-        guard fields.count == 4, fields[0] == "live", let count = Int(fields[1]), let seconds = Double(fields[2]),
-              let retried = Int(fields[3]) else {
-            throw BenchError("a worker ended without its connections: '\(line)'")
-        }
+        let (count, seconds, retried) = try awaitLive(output)
         live += count
         retries += retried
         slowest = max(slowest, seconds)
@@ -98,10 +84,7 @@ func connectionsWorker(_ options: Options) throws {
     } else if options.broker == "xmpp" {
         kind = .xmpp(domain: options.domain, users: options.tokenRange.map { "m\($0)" }, rooms: options.tokenRange.map { "idle-g\($0 / 100)" })
     } else {
-        guard let path = options.tokensFile else { throw BenchError("--tokens-file is required") }
-        let tokens = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map(String.init)
-        guard options.tokenRange.upperBound <= tokens.count else { throw BenchError("--token-range exceeds the tokens") }
-        let mine = Array(tokens[options.tokenRange])
+        let mine = try workerTokens(options)
         kind = options.broker == "matrix" ? .matrix(tokens: mine) : .roost(tokens: mine, resume: { _ in #"{"type":"resume","cursors":{}}"# })
     }
     let clients = StreamClients(port: options.port, kind: kind, source: options.source) { _, _, _, _ in }
@@ -117,7 +100,7 @@ func connectionsWorker(_ options: Options) throws {
             + "(last: \(String(cString: strerror(Int32(error))))) and \(clients.refusals.load(ordering: .relaxed)) upgrades were refused; "
             + "other attempts were closed by the server\n").utf8))
     }
-    FileHandle.standardOutput.write(Data("live \(live) \(Double(now() - started) / 1e9) \(clients.retries.load(ordering: .relaxed))\n".utf8))
+    announceLive(clients, live: live, since: started)
     _ = FileHandle.standardInput.readDataToEndOfFile()
     clients.stop()
 }
