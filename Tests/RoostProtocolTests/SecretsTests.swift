@@ -1,3 +1,4 @@
+import Foundation
 import RoostProtocol
 import Testing
 
@@ -39,5 +40,24 @@ struct SecretsTests {
         }
         #expect(Secrets.decodeBase64URL("not base64!") == nil)
         #expect(Secrets.decodeBase64URL("a+b/") == nil)
+        #expect(Secrets.decodeBase64URL("AAAA=") == nil)
+        // One character over a whole group holds no byte: no encoder writes it.
+        #expect(Secrets.decodeBase64URL("AAAAA") == nil)
+        #expect(Secrets.decodeBase64URL("") == [])
+    }
+
+    /// The codec is written over bytes; Foundation's standard base64, rewritten to the URL
+    /// alphabet without padding, is the reference it must agree with both ways.
+    @Test func base64URLAgreesWithFoundationsBase64() {
+        func reference(_ bytes: [UInt8]) -> String {
+            String(Data(bytes).base64EncodedString().map { $0 == "+" ? "-" : $0 == "/" ? "_" : $0 }.filter { $0 != "=" })
+        }
+        for length in 0..<70 {
+            // Every byte value appears across the lengths, in both the groups and the tail.
+            let bytes = (0..<length).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ length &* 11) } + Secrets.randomBytes(length % 5)
+            #expect(Secrets.base64URL(bytes) == reference(bytes))
+            #expect(Secrets.decodeBase64URL(reference(bytes)) == bytes)
+        }
+        #expect(Secrets.base64URL(Array(0...255)) == reference(Array(0...255)))
     }
 }

@@ -51,17 +51,76 @@ public enum Secrets {
 
     /// Base64url without padding (RFC 4648 §5): tokens that travel in URLs and headers.
     public static func base64URL(_ bytes: [UInt8]) -> String {
-        Data(bytes).base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
+        let alphabet = Base64URL.alphabet
+        var text: [UInt8] = []
+        text.reserveCapacity((bytes.count * 4 + 2) / 3)
+        var index = 0
+        while index + 3 <= bytes.count {
+            let group = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8 | UInt32(bytes[index + 2])
+            text.append(alphabet[Int(group >> 18 & 63)])
+            text.append(alphabet[Int(group >> 12 & 63)])
+            text.append(alphabet[Int(group >> 6 & 63)])
+            text.append(alphabet[Int(group & 63)])
+            index += 3
+        }
+        // One or two bytes left make two or three characters, with no padding.
+        let left = bytes.count - index
+        if left > 0 {
+            let group = UInt32(bytes[index]) << 16 | (left == 2 ? UInt32(bytes[index + 1]) << 8 : 0)
+            text.append(alphabet[Int(group >> 18 & 63)])
+            text.append(alphabet[Int(group >> 12 & 63)])
+            if left == 2 { text.append(alphabet[Int(group >> 6 & 63)]) }
+        }
+        return String(decoding: text, as: UTF8.self)
     }
 
+    /// Reads base64url without padding; nil for any other character (`+`, `/`, `=` included)
+    /// or a length no encoding has (one character over a whole group). A request's bearer token
+    /// passes through here, so it reads the bytes directly (no Foundation string rewriting).
     public static func decodeBase64URL(_ text: String) -> [UInt8]? {
-        guard text.utf8.allSatisfy({ ($0 >= 65 && $0 <= 90) || ($0 >= 97 && $0 <= 122) || ($0 >= 48 && $0 <= 57) || $0 == 45 || $0 == 95 }) else {
-            return nil
+        var text = text
+        return text.withUTF8 { Base64URL.decode($0) }
+    }
+}
+
+/// The tables of `Secrets`' base64url codec.
+private enum Base64URL {
+    static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+
+    /// Each byte's value in the alphabet, or 0xFF when it is not in it.
+    static let values: [UInt8] = {
+        var values = [UInt8](repeating: 0xFF, count: 256)
+        for (value, character) in alphabet.enumerated() { values[Int(character)] = UInt8(value) }
+        return values
+    }()
+
+    static func decode(_ text: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
+        guard text.count % 4 != 1 else { return nil }
+        let values = Self.values
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(text.count * 3 / 4)
+        var group: UInt32 = 0
+        var held = 0
+        for character in text {
+            let value = values[Int(character)]
+            guard value != 0xFF else { return nil }
+            group = group << 6 | UInt32(value)
+            held += 1
+            if held == 4 {
+                bytes.append(UInt8(truncatingIfNeeded: group >> 16))
+                bytes.append(UInt8(truncatingIfNeeded: group >> 8))
+                bytes.append(UInt8(truncatingIfNeeded: group))
+                group = 0
+                held = 0
+            }
         }
-        var standard = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        standard += String(repeating: "=", count: (4 - standard.utf8.count % 4) % 4)
-        return Data(base64Encoded: standard).map(Array.init)
+        // Two characters hold one byte (12 bits, 4 spare), three hold two (18 bits, 2 spare).
+        if held == 2 {
+            bytes.append(UInt8(truncatingIfNeeded: group >> 4))
+        } else if held == 3 {
+            bytes.append(UInt8(truncatingIfNeeded: group >> 10))
+            bytes.append(UInt8(truncatingIfNeeded: group >> 2))
+        }
+        return bytes
     }
 }
