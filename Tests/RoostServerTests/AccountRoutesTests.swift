@@ -121,6 +121,14 @@ struct AccountRoutesTests {
             #expect(try await call("GET", "/v1/me", token: bad).0 == 401, "\(bad)")
         }
         #expect(try await call("GET", "/v1/me").0 == 401)
+        // The scheme in any case, with spaces or tabs around the token; anything else is no token.
+        for (header, status) in [("bearer \(token)", 200), ("BEARER\t\(token) \t", 200), ("Bearer   \(token)", 200),
+                                 ("Bearer", 401), ("Bearer \t ", 401), ("Bearerx \(token)", 401), ("Basic \(token)", 401),
+                                 ("Bearer \(token) extra", 401), ("Bearer \(token)é", 401)] {
+            client.send("GET /v1/me HTTP/1.1\r\nAuthorization: \(header)\r\n\r\n")
+            let response = try #require(await client.readResponse(), "\(header)")
+            #expect(response.status == status, "\(header)")
+        }
         await test.stop()
         pool.close()
     }

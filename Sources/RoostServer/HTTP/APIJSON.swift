@@ -90,13 +90,21 @@ extension RequestContext {
         return key
     }
 
-    /// The bearer token of the `Authorization` header, if any.
+    /// The bearer token of the `Authorization` header (`Bearer`, in any case, then the token
+    /// after spaces or tabs), if any. Read byte by byte: every signed-in request passes here.
     public var bearerToken: String? {
         guard let value = request.headers["Authorization"] else { return nil }
-        let parts = value.split(separator: " ", maxSplits: 1)
-        guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
-        let token = parts[1].trimmingCharacters(in: .whitespaces)
-        return token.isEmpty ? nil : token
+        let bytes = value.utf8
+        let isBlank = { (byte: UInt8) in byte == 0x20 || byte == 0x09 }
+        guard let schemeStart = bytes.firstIndex(where: { !isBlank($0) }),
+              let schemeEnd = bytes[schemeStart...].firstIndex(where: isBlank),
+              bytes[schemeStart..<schemeEnd].elementsEqual("bearer".utf8, by: { $0 | 0x20 == $1 }),
+              let tokenStart = bytes[schemeEnd...].firstIndex(where: { !isBlank($0) }),
+              let tokenLast = bytes[tokenStart...].lastIndex(where: { !isBlank($0) }) else {
+            return nil
+        }
+        // Up to the blank after the token (or the end): a character boundary, whatever the token holds.
+        return String(value[tokenStart..<bytes.index(after: tokenLast)])
     }
 }
 
