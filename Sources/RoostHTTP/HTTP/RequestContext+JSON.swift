@@ -14,6 +14,34 @@ extension KnownFields where Self: Decodable {
     }
 }
 
+/// `Body` as the decoder reads it, after a look at the object's keys when `Body` lists its
+/// fields: one parse of the body serves both (every post passes here).
+private struct FieldsChecked<Body: Decodable>: Decodable {
+    let body: Body
+
+    init(from decoder: any Decoder) throws {
+        // Anything but an object is left to `Body`'s own decoding, which says what is wrong.
+        if let known = (Body.self as? KnownFields.Type)?.fieldNames,
+           let object = try? decoder.container(keyedBy: AnyFieldKey.self),
+           let unknown = object.allKeys.map(\.stringValue).sorted().first(where: { !known.contains($0) }) {
+            throw UnknownField(name: unknown)
+        }
+        body = try Body(from: decoder)
+    }
+}
+
+private struct AnyFieldKey: CodingKey {
+    let stringValue: String
+    var intValue: Int? { nil }
+    init(stringValue: String) { self.stringValue = stringValue }
+    init?(intValue: Int) { nil }
+}
+
+/// A field of the body that its type does not list (the first by name).
+private struct UnknownField: Error {
+    let name: String
+}
+
 extension RequestContext {
     /// The body decoded as JSON into `Body`, or the API's 400: `invalid_json` when it is not
     /// JSON at all, `validation_failed` naming the field when a field is missing, null, of the
@@ -24,14 +52,10 @@ extension RequestContext {
            !contentType.hasPrefix("application/json") {
             throw APIError(.unsupportedMediaType, code: "unsupported_media_type", message: "send the body as application/json")
         }
-        // A body that does not parse here fails below with `invalid_json`; nothing is hidden.
-        if let known = (Body.self as? KnownFields.Type)?.fieldNames,
-           let object = try? JSONSerialization.jsonObject(with: Data(request.body)) as? [String: Any],
-           let unknown = object.keys.sorted().first(where: { !known.contains($0) }) {
-            throw APIError.invalid("\(unknown) is not a field of this request", unknown)
-        }
         do {
-            return try JSONDecoder().decode(Body.self, from: Data(request.body))
+            return try JSONDecoder().decode(FieldsChecked<Body>.self, from: Data(request.body)).body
+        } catch let error as UnknownField {
+            throw APIError.invalid("\(error.name) is not a field of this request", error.name)
         } catch let error as DecodingError {
             throw Self.apiError(for: error)
         } catch {

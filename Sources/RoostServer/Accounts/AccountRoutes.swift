@@ -41,7 +41,7 @@ struct AccountRoutes: Sendable {
     }
 
     struct RegisterBody: Decodable, KnownFields {
-        static var fieldNames: Set<String> { names(CodingKeys.self) }
+        static let fieldNames: Set<String> = names(CodingKeys.self)
         let tenant: String
         let email: String?
         let phone: String?

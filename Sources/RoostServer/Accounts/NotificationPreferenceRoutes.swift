@@ -13,7 +13,7 @@ struct NotificationPreferenceRoutes: Sendable {
     let auth: Authentication
 
     struct Body: Decodable, KnownFields {
-        static var fieldNames: Set<String> { names(CodingKeys.self) }
+        static let fieldNames: Set<String> = names(CodingKeys.self)
         let push: Push?
         let quietHours: SettingChange<QuietHoursBody?>
         let fallback: Fallback?

@@ -28,7 +28,7 @@ struct PasswordRoutes: Sendable {
     }
 
     struct ConfirmBody: Decodable, KnownFields {
-        static var fieldNames: Set<String> { names(CodingKeys.self) }
+        static let fieldNames: Set<String> = names(CodingKeys.self)
         let tenant: String
         let email: String?
         let phone: String?
@@ -41,7 +41,7 @@ struct PasswordRoutes: Sendable {
     }
 
     struct ChangeBody: Decodable, KnownFields {
-        static var fieldNames: Set<String> { names(CodingKeys.self) }
+        static let fieldNames: Set<String> = names(CodingKeys.self)
         let currentPassword: String
         let newPassword: String
         enum CodingKeys: String, CodingKey, CaseIterable {

@@ -13,7 +13,7 @@ struct ProfileRoutes: Sendable {
     static let maxDevices = 20
 
     struct PatchBody: Decodable, KnownFields {
-        static var fieldNames: Set<String> { names(CodingKeys.self) }
+        static let fieldNames: Set<String> = names(CodingKeys.self)
         let displayName: String?
         let home: Home?
         /// A new address starts a change (`ContactRoutes.startChange`).

@@ -13,7 +13,7 @@ struct BridgeRoutes: Sendable {
     static let maxDetailsBytes = 16 * 1024
 
     struct CreateBody: Decodable, KnownFields {
-        static var fieldNames: Set<String> { names(CodingKeys.self) }
+        static let fieldNames: Set<String> = names(CodingKeys.self)
         let name: String
         let signing: Bool?
         let heartbeatSeconds: Int?
@@ -28,7 +28,7 @@ struct BridgeRoutes: Sendable {
     }
 
     struct AlertBody: Decodable, KnownFields {
-        static var fieldNames: Set<String> { names(CodingKeys.self).union(["details"]) }
+        static let fieldNames: Set<String> = names(CodingKeys.self).union(["details"])
         let action: String
         let dedupKey: String
         let summary: String?

@@ -22,7 +22,7 @@ struct CheckinPins: Sendable {
     static let digits = 4...8
 
     struct SetBody: Decodable, KnownFields {
-        static var fieldNames: Set<String> { names(CodingKeys.self) }
+        static let fieldNames: Set<String> = names(CodingKeys.self)
         let safePin: String
         let duressPin: String
         /// Required to replace PINs already set (a session alone cannot switch off the duress PIN).

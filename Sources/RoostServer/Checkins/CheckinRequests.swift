@@ -159,7 +159,7 @@ struct CheckinRequestRoutes: Sendable {
     let auth: Authentication
 
     struct SendBody: Decodable, KnownFields {
-        static var fieldNames: Set<String> { names(CodingKeys.self) }
+        static let fieldNames: Set<String> = names(CodingKeys.self)
         let userID: UUID
         let groupID: UUID
         let note: String?
@@ -173,7 +173,7 @@ struct CheckinRequestRoutes: Sendable {
     }
 
     struct AnswerBody: Decodable, KnownFields {
-        static var fieldNames: Set<String> { names(CodingKeys.self) }
+        static let fieldNames: Set<String> = names(CodingKeys.self)
         let status: String
         let location: Location?
         enum CodingKeys: String, CodingKey, CaseIterable { case status, location }

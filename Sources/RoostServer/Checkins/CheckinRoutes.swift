@@ -14,7 +14,7 @@ struct CheckinRoutes: Sendable {
     static let maximumSeconds = 86_400
 
     struct CreateBody: Decodable, KnownFields {
-        static var fieldNames: Set<String> { names(CodingKeys.self) }
+        static let fieldNames: Set<String> = names(CodingKeys.self)
         let groupID: UUID?
         let groupIDs: [UUID]?
         let contactIDs: [UUID]?
@@ -55,7 +55,7 @@ struct CheckinRoutes: Sendable {
     }
 
     struct LocationBody: Decodable, KnownFields {
-        static var fieldNames: Set<String> { names(CodingKeys.self) }
+        static let fieldNames: Set<String> = names(CodingKeys.self)
         let lat: Double
         let lon: Double
         let accuracyM: Double?
@@ -64,7 +64,7 @@ struct CheckinRoutes: Sendable {
     }
 
     struct HelpBody: Decodable, KnownFields {
-        static var fieldNames: Set<String> { names(CodingKeys.self) }
+        static let fieldNames: Set<String> = names(CodingKeys.self)
         let note: String?
         let location: Location?
         let attachments: [UUID]?

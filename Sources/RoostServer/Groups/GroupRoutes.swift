@@ -23,7 +23,7 @@ struct GroupRoutes: Sendable {
         let nearbyMeters: Int?
         /// Absent: unchanged; null: the tenant's retention.
         let retentionDays: SettingChange<Int?>
-        static var fieldNames: Set<String> { names(CodingKeys.self) }
+        static let fieldNames: Set<String> = names(CodingKeys.self)
 
         enum CodingKeys: String, CodingKey, CaseIterable {
             case name, description

@@ -199,7 +199,7 @@ struct LiveLocationRoutes: Sendable {
         let lon: Double
         let accuracyM: Double?
         let battery: Int?
-        static var fieldNames: Set<String> { names(CodingKeys.self) }
+        static let fieldNames: Set<String> = names(CodingKeys.self)
 
         enum CodingKeys: String, CodingKey, CaseIterable {
             case lat, lon, battery

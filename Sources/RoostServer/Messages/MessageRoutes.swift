@@ -12,7 +12,7 @@ struct MessageRoutes: Sendable {
     let limits: AbuseLimits
 
     struct PostBody: Decodable, KnownFields {
-        static var fieldNames: Set<String> { names(CodingKeys.self) }
+        static let fieldNames: Set<String> = names(CodingKeys.self)
         let clientMessageID: String
         let text: String?
         let kind: String

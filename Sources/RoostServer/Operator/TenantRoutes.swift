@@ -21,7 +21,7 @@ enum TenantRoutes {
         /// Absent: unchanged; null: kept for good.
         let retentionDays: SettingChange<Int?>
         let locale: String?
-        static var fieldNames: Set<String> { names(CodingKeys.self) }
+        static let fieldNames: Set<String> = names(CodingKeys.self)
 
         enum CodingKeys: String, CodingKey, CaseIterable {
             case name, registration, locale
