@@ -22,7 +22,7 @@ public final class PostgresConnection: @unchecked Sendable {
     /// Statements prepared on this connection, by SQL text: each is parsed once and then only
     /// bound and executed (a post runs a handful of statements; parsing each every time cost
     /// PostgreSQL more CPU than executing it).
-    private var prepared: [String: String] = [:]
+    private var prepared: [PreparedKey: String] = [:]
     static let maxPrepared = 512
     /// Set by `queryAndCommit` while the body of the transaction it ended runs on: the
     /// transaction's own COMMIT is then skipped, and any further statement refused.
@@ -176,13 +176,20 @@ public final class PostgresConnection: @unchecked Sendable {
     /// The name of `sql` prepared on this connection, preparing it the first time; nil once the
     /// cache is full (then the statement runs unprepared). Keyed by text and parameter types.
     private func statementName(_ sql: String, types: [UInt32]) throws -> String? {
-        let key = types.map(String.init).joined(separator: ",") + ";" + sql
+        let key = PreparedKey(sql: sql, types: types)
         if let name = prepared[key] { return name }
         guard prepared.count < Self.maxPrepared else { return nil }
         let name = "roost_\(prepared.count)"
         _ = try consume(PQprepare(handle, name, sql, Int32(types.count), types))
         prepared[key] = name
         return name
+    }
+
+    /// A prepared statement's text and parameter types, as they are (no key text is built
+    /// for each statement run).
+    private struct PreparedKey: Hashable {
+        let sql: String
+        let types: [UInt32]
     }
 
     /// Runs trusted SQL text with the simple query protocol: several statements, no parameters.
