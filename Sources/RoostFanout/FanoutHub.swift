@@ -128,7 +128,7 @@ public final class FanoutHub<Sink: FrameSink>: Sendable {
             let page = try await reader.events(tenant: tenant, group: group, after: after, through: through, limit: logPageSize)
             mutate { $0.logRead(group, after: after, page) }
         } catch {
-            onError("fanout: reading group \(group.uuidString.lowercased()) failed: \(error)")
+            onError("fanout: reading group \(group.lowercasedText) failed: \(error)")
             mutate { $0.logReadFailed(group, attempt: attempt) }
         }
     }

@@ -286,7 +286,7 @@ public struct FanoutState<Sink> {
         let begun = subscribers[id]!.cursor!.beginReplay(cursors.map { (group: $0.0, after: $0.1) })
         for frame in begun.frames { actions.append(.send(frame, to: [sink])) }
         if !begun.unknown.isEmpty {
-            let list = begun.unknown.map { $0.uuidString.lowercased() }.joined(separator: ", ")
+            let list = begun.unknown.map { $0.lowercasedText }.joined(separator: ", ")
             actions.append(.send(StreamFrames.error(code: "not_found", message: "not a group of yours: " + list), to: [sink]))
         }
         subscribers[id]!.replay = Replay(token: begun.token, groups: begun.accepted.map(\.0))
@@ -565,6 +565,6 @@ public struct FanoutState<Sink> {
     static func userID(in data: String) -> UUID? {
         guard let object = try? JSONSerialization.jsonObject(with: Data(data.utf8)) as? [String: Any],
               let text = object["user_id"] as? String else { return nil }
-        return UUID(uuidString: text)
+        return UUID(text: text)
     }
 }

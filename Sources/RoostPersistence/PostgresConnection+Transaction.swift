@@ -1,4 +1,5 @@
 import Foundation
+import RoostProtocol
 
 /// Transaction isolation levels Roost uses (PostgreSQL "SET TRANSACTION").
 public struct IsolationLevel: Hashable, Sendable {
@@ -64,7 +65,7 @@ extension PostgresConnection {
         return try withTransaction(retries: retries, begin: { connection in
             opened = try connection.pipeline([
                 "BEGIN ISOLATION LEVEL \(unsafeRaw: isolation.sql)",
-                "SELECT set_config('roost.tenant_id', \(tenant.uuidString.lowercased()), true)",
+                "SELECT set_config('roost.tenant_id', \(tenant.lowercasedText), true)",
                 opening,
             ])[2]
         }) { connection in
@@ -82,11 +83,11 @@ extension PostgresConnection {
     /// a change's own reads): row security hides from it what is hidden from that user (a
     /// duress alert, from its walker). `SET LOCAL`, so it ends with the transaction.
     public func setViewer(_ user: UUID?) throws {
-        try run(script: "SET LOCAL roost.viewer_id = '\(user?.uuidString.lowercased() ?? "")'")
+        try run(script: "SET LOCAL roost.viewer_id = '\(user?.lowercasedText ?? "")'")
     }
 
     private static func setTenant(_ tenant: UUID) -> String {
-        "SET LOCAL roost.tenant_id = '\(tenant.uuidString.lowercased())'"
+        "SET LOCAL roost.tenant_id = '\(tenant.lowercasedText)'"
     }
 
     private func runTransactionOnce<Result>(

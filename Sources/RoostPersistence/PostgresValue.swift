@@ -1,4 +1,5 @@
 import Foundation
+import RoostProtocol
 
 /// A PostgreSQL type OID, as sent with each parameter so the server never has to guess.
 public struct PostgresType: Hashable, Sendable {
@@ -145,7 +146,7 @@ extension UUID: PostgresCodable {
     public static var postgresType: PostgresType { .uuid }
     public func postgresText() -> String? { uuidString.lowercased() }
     public init(postgresText text: String) throws(PostgresDecodingFailure) {
-        guard let value = UUID(uuidString: text) else { throw PostgresDecodingFailure("'\(text)' is not a UUID") }
+        guard let value = UUID(text: text) else { throw PostgresDecodingFailure("'\(text)' is not a UUID") }
         self = value
     }
 }

@@ -456,7 +456,7 @@ final class HTTPConnection: EventHandler {
         return "\(Self.processPrefix)-\(loop.index)-\(String(loop.requestCounter, radix: 16))"
     }
 
-    private static let processPrefix = String(UUID().uuidString.lowercased().prefix(8))
+    private static let processPrefix = String(UUID().lowercasedText.prefix(8))
 
     /// A client's X-Request-Id is echoed if it is short and plain, so logs stay clean.
     static func acceptedRequestID(_ value: String?) -> String? {

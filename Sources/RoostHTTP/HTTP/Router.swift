@@ -51,7 +51,7 @@ public struct Router: Sendable {
         func accepts(_ value: String) -> Bool {
             switch self {
             case .string: return !value.isEmpty
-            case .uuid: return UUID(uuidString: value) != nil
+            case .uuid: return UUID(text: value) != nil
             case .int: return Int64(value).map { $0 >= 0 } ?? false
             }
         }

@@ -156,9 +156,9 @@ public struct MessageStore: Sendable {
                      message: NewMessage, dedupKey: String?, details: String? = nil) -> EventDataText {
         func quote(_ text: String?) -> String { text.map(JSONString.quote) ?? "null" }
         var json = EventDataText()
-        json.append("{\"id\":\(quote(id.uuidString.lowercased())),\"group_id\":\(quote(group.uuidString.lowercased())),\"seq\":")
+        json.append("{\"id\":\(quote(id.lowercasedText)),\"group_id\":\(quote(group.lowercasedText)),\"seq\":")
         json.appendSeq()
-        json.append(",\"kind\":\(quote(message.kind)),\"author\":{\"type\":\(quote(authorType)),\"id\":\(quote(authorID?.uuidString.lowercased())),"
+        json.append(",\"kind\":\(quote(message.kind)),\"author\":{\"type\":\(quote(authorType)),\"id\":\(quote(authorID?.lowercasedText)),"
             + "\"display_name\":\(quote(authorName))},\"text\":\(quote(message.text)),\"template\":\(quote(message.template)),"
             + "\"location\":\(message.location ?? "null"),\"reply_to\":\(message.replyTo.map(String.init) ?? "null"),\"created_at\":\"")
         json.appendAt()
@@ -318,7 +318,7 @@ public struct MessageStore: Sendable {
                 WHERE group_id = \(group) AND seq = \(seq) RETURNING hidden_from
                 """)
         let hiddenFrom = try changed.first?.decode(UUID?.self, "hidden_from") ?? nil
-        let data = "{\"seq\":\(seq),\"by\":{\"type\":\(JSONString.quote(byType)),\"id\":\"\(by.uuidString.lowercased())\"},"
+        let data = "{\"seq\":\(seq),\"by\":{\"type\":\(JSONString.quote(byType)),\"id\":\"\(by.lowercasedText)\"},"
             + "\"resolution\":\(resolution.map(JSONString.quote) ?? "null")}"
         try GroupEventLog().append(tenant: tenant, group: group, event: close ? .alertClosed : .alertReopened, actorType: byType,
                                    actorID: by, data: RawJSON(data), hiddenFrom: hiddenFrom, on: connection)

@@ -86,7 +86,7 @@ public struct UserStore: Sendable {
                 DELETE FROM outbox o USING users u
                 WHERE u.id = \(user) AND (o.recipient = u.email OR o.recipient = u.phone
                                           OR o.recipient IN (SELECT token FROM devices WHERE user_id = \(user))
-                                          OR o.data->>'walker_id' = \(user.uuidString.lowercased()))
+                                          OR o.data->>'walker_id' = \(user.lowercasedText))
                 RETURNING o.id)
             DELETE FROM outbox_jobs WHERE outbox_id IN (SELECT id FROM gone)
             """)
@@ -110,11 +110,11 @@ public struct UserStore: Sendable {
                                       ELSE o.data END,
                                  '{alert,author,display_name}', to_jsonb(\(deleted)::text))
             FROM users u
-            WHERE u.id = \(user) AND o.data->'alert'->'author'->>'id' = \(user.uuidString.lowercased())
+            WHERE u.id = \(user) AND o.data->'alert'->'author'->>'id' = \(user.lowercasedText)
             """)
         try connection.query("""
             UPDATE outbox SET data = jsonb_set(data, '{inviter}', to_jsonb(\(deleted)::text))
-            WHERE data->>'inviter_id' = \(user.uuidString.lowercased())
+            WHERE data->>'inviter_id' = \(user.lowercasedText)
             """)
         try connection.query("""
             UPDATE users SET email = NULL, phone = NULL, email_verified = false, phone_verified = false,

@@ -25,7 +25,7 @@ public enum StreamClientFrame: Equatable, Sendable {
         }
         var cursors: [UUID: Int64] = [:]
         for (key, value) in raw {
-            guard let group = UUID(uuidString: key), let seq = value as? Int, seq >= 0 else {
+            guard let group = UUID(text: key), let seq = value as? Int, seq >= 0 else {
                 return .failure(Refusal(code: "validation_failed", message: "each cursor is a group id and a whole seq ≥ 0"))
             }
             cursors[group] = min(cursors[group] ?? Int64(seq), Int64(seq))

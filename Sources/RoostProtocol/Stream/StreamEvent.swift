@@ -31,14 +31,14 @@ public struct StreamEvent: Sendable, Equatable {
 
     /// The event as `GET /v1/groups/{gid}/events` lists it: the frame without its `type`.
     public var itemJSON: String {
-        "{\"group_id\":\"\(group.uuidString.lowercased())\",\"seq\":\(seq),\"event\":\(JSONString.quote(event.name)),"
+        "{\"group_id\":\"\(group.lowercasedText)\",\"seq\":\(seq),\"event\":\(JSONString.quote(event.name)),"
             + "\"at\":\(JSONString.quote(at)),\"data\":\(data)}"
     }
 
     /// The frame around its seq, its time and its data, for the statement that appends an
     /// event to assemble: `beforeSeq + seq + beforeAt + at + beforeData + data + "}"`.
     public static func frameParts(group: UUID, event: GroupEventKind) -> (beforeSeq: String, beforeAt: String, beforeData: String) {
-        ("{\"type\":\"event\",\"group_id\":\"\(group.uuidString.lowercased())\",\"seq\":",
+        ("{\"type\":\"event\",\"group_id\":\"\(group.lowercasedText)\",\"seq\":",
          ",\"event\":\(JSONString.quote(event.name)),\"at\":\"",
          "\",\"data\":")
     }
@@ -61,20 +61,20 @@ public enum StreamFrameJSON {
 
     /// The `group.removed` notice for a group the user is no longer in.
     public static func groupRemoved(_ group: UUID, reason: String) -> String {
-        notice(.groupRemoved, data: "{\"group_id\":\"\(group.uuidString.lowercased())\",\"reason\":\(JSONString.quote(reason))}")
+        notice(.groupRemoved, data: "{\"group_id\":\"\(group.lowercasedText)\",\"reason\":\(JSONString.quote(reason))}")
     }
 
     /// `{"type":"ready"|"resumed", [user_id], "groups":[{"id","last_seq"}]}`.
     public static func groups(type: String, userID: UUID?, _ groups: [(UUID, Int64)]) -> String {
-        let list = groups.map { "{\"id\":\"\($0.0.uuidString.lowercased())\",\"last_seq\":\($0.1)}" }.joined(separator: ",")
-        let user = userID.map { ",\"user_id\":\"\($0.uuidString.lowercased())\"" } ?? ""
+        let list = groups.map { "{\"id\":\"\($0.0.lowercasedText)\",\"last_seq\":\($0.1)}" }.joined(separator: ",")
+        let user = userID.map { ",\"user_id\":\"\($0.lowercasedText)\"" } ?? ""
         return "{\"type\":\"\(type)\"\(user),\"groups\":[\(list)]}"
     }
 
     /// `{"type":"reset","group_id","oldest_seq"}`: a resume's cursor for the group fell behind what
     /// retention keeps; events from `oldest_seq` on follow.
     public static func reset(_ group: UUID, oldestSeq: Int64) -> String {
-        "{\"type\":\"reset\",\"group_id\":\"\(group.uuidString.lowercased())\",\"oldest_seq\":\(oldestSeq)}"
+        "{\"type\":\"reset\",\"group_id\":\"\(group.lowercasedText)\",\"oldest_seq\":\(oldestSeq)}"
     }
 
     public static func error(code: String, message: String) -> String {

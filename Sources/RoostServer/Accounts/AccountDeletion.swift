@@ -24,7 +24,7 @@ enum AccountDeletion {
         var outcome = Outcome()
         let groups = GroupStore()
         let log = GroupEventLog()
-        let userID = user.id.uuidString.lowercased()
+        let userID = user.id.lowercasedText
         for (group, role) in try groups.memberships(of: user.id, on: connection) {
             let successor = Role(role) == .owner ? try groups.successor(in: group, excluding: user.id, on: connection) : nil
             if Role(role) == .owner && successor == nil {
@@ -39,7 +39,7 @@ enum AccountDeletion {
             outcome.left.append(group)
             if let successor {
                 try groups.setRole(.owner, of: successor.user, in: group, on: connection)
-                let data = #"{"user_id":"\#(successor.user.uuidString.lowercased())","from":"\#(successor.role)","to":"owner","#
+                let data = #"{"user_id":"\#(successor.user.lowercasedText)","from":"\#(successor.role)","to":"owner","#
                     + #""reason":"owner_deleted"}"#
                 try log.append(tenant: user.tenantID, group: group, event: .memberRoleChanged, actorType: "system", actorID: nil,
                                data: RawJSON(data), on: connection)

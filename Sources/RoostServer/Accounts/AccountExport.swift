@@ -83,11 +83,11 @@ actor AccountExport: ResponseBodySource {
             let head = try await page { connection -> String in
                 let home = try UserStore().home(user: user.id, on: connection)
                 let devices = try DeviceStore().list(user: user.id, on: connection).map { device in
-                    "{\"id\":\"\(device.id.uuidString.lowercased())\",\"platform\":\(JSONString.quote(device.platform)),"
+                    "{\"id\":\"\(device.id.lowercasedText)\",\"platform\":\(JSONString.quote(device.platform)),"
                         + "\"token\":\(JSONString.quote(String(device.token.prefix(6)) + "…")),\"created_at\":\(JSONString.quote(APIJSON.time(device.createdAt)))}"
                 }
                 let sessions = try UserStore().sessions(of: user.id, on: connection).map { session in
-                    "{\"id\":\"\(session.id.uuidString.lowercased())\",\"created_at\":\(JSONString.quote(APIJSON.time(session.createdAt))),"
+                    "{\"id\":\"\(session.id.lowercasedText)\",\"created_at\":\(JSONString.quote(APIJSON.time(session.createdAt))),"
                         + "\"last_used_at\":\(JSONString.quote(APIJSON.time(session.lastUsedAt))),"
                         + "\"client\":\(session.client.map(JSONString.quote) ?? "null"),\"address\":\(session.network.map(JSONString.quote) ?? "null")}"
                 }

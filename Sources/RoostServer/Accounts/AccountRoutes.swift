@@ -344,7 +344,7 @@ struct UserView: Encodable {
 
     func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(id.uuidString.lowercased(), forKey: .id)
+        try container.encode(id.lowercasedText, forKey: .id)
         try container.encode(displayName, forKey: .displayName)
         try container.encode(email, forKey: .email)  // null, not absent
         try container.encode(phone, forKey: .phone)

@@ -185,6 +185,6 @@ struct ContactRoutes: Sendable {
 
     /// The stored form of a code, bound to the user, channel and address it was sent for.
     static func hash(_ code: String, user: UUID, channel: String, address: String) -> [UInt8] {
-        Digest.sha256(Array("\(user.uuidString.lowercased()):\(channel):\(address):\(code)".utf8))
+        Digest.sha256(Array("\(user.lowercasedText):\(channel):\(address):\(code)".utf8))
     }
 }

@@ -61,7 +61,7 @@ struct PasswordRoutes: Sendable {
 
     /// The stored form of a code: bound to the account it was sent for.
     static func hash(_ code: String, user: UUID) -> [UInt8] {
-        Digest.sha256(Array("password-reset:\(user.uuidString.lowercased()):\(code)".utf8))
+        Digest.sha256(Array("password-reset:\(user.lowercasedText):\(code)".utf8))
     }
 
     /// `codeDigits` random digits (`Secrets.randomDigits`).

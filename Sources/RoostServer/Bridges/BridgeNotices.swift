@@ -12,8 +12,8 @@ enum BridgeNotices {
             WHERE m.group_id = \(bridge.groupID) AND m.role IN ('owner', 'admin') AND u.deleted_at IS NULL
             """).rows.map { (try $0.decode(UUID.self, "user_id"), try $0.decode(String?.self, "email")) }
         let groupName = try GroupStore().group(id: bridge.groupID, on: connection)?.name ?? ""
-        let data = "{\"bridge_id\":\"\(bridge.id.uuidString.lowercased())\",\"name\":\(JSONString.quote(bridge.name)),"
-            + "\"group_id\":\"\(bridge.groupID.uuidString.lowercased())\",\"group_name\":\(JSONString.quote(groupName)),"
+        let data = "{\"bridge_id\":\"\(bridge.id.lowercasedText)\",\"name\":\(JSONString.quote(bridge.name)),"
+            + "\"group_id\":\"\(bridge.groupID.lowercasedText)\",\"group_name\":\(JSONString.quote(groupName)),"
             + "\"heartbeat_s\":\(bridge.heartbeatSeconds.map(String.init) ?? "null")}"
         for (user, email) in managers {
             try GroupEventLog.notifyUser(tenant: tenant, user: user, event: event, data: data, on: connection)

@@ -49,9 +49,9 @@ struct BridgeRoutes: Sendable {
 
         func encode(to encoder: any Encoder) throws {
             var container = encoder.container(keyedBy: CodingKeys.self)
-            try container.encode(bridge.id.uuidString.lowercased(), forKey: .id)
+            try container.encode(bridge.id.lowercasedText, forKey: .id)
             try container.encode(bridge.name, forKey: .name)
-            try container.encode(bridge.groupID.uuidString.lowercased(), forKey: .groupID)
+            try container.encode(bridge.groupID.lowercasedText, forKey: .groupID)
             try container.encode(bridge.heartbeatSeconds, forKey: .heartbeatSeconds)
             try container.encode(bridge.lastSeenAt, forKey: .lastSeenAt)
             try container.encode(bridge.signingSecret != nil, forKey: .signing)
@@ -98,7 +98,7 @@ struct BridgeRoutes: Sendable {
                 if let heartbeat = body.heartbeatSeconds {
                     try BridgeStore().watch(tenant: caller.user.tenantID, bridge: bridge.id, heartbeatSeconds: heartbeat, on: connection)
                 }
-                try Audit.record(caller, group: group, "bridge.created", target: ("bridge", bridge.id.uuidString.lowercased()),
+                try Audit.record(caller, group: group, "bridge.created", target: ("bridge", bridge.id.lowercasedText),
                                  data: "{\"name\":\(JSONString.quote(name)),\"signing\":\(secret != nil)}", on: connection)
                 return (bridge, text)
             }
@@ -119,7 +119,7 @@ struct BridgeRoutes: Sendable {
                 guard try BridgeStore().revoke(id, group: group, on: connection) else {
                     throw APIError(.notFound, code: "not_found", message: "no such bridge")
                 }
-                try Audit.record(caller, group: group, "bridge.revoked", target: ("bridge", id.uuidString.lowercased()), on: connection)
+                try Audit.record(caller, group: group, "bridge.revoked", target: ("bridge", id.lowercasedText), on: connection)
             }
             return HTTPResponse(status: .noContent)
         }

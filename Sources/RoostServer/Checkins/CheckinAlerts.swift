@@ -41,7 +41,7 @@ enum CheckinAlerts {
     /// `{"checkin_id","user_id","display_name"}` and `extra` fields: what the check-in events
     /// after `checkin.started` carry.
     static func eventData(_ checkin: Checkin, name: String, _ extra: String = "") -> String {
-        "{\"checkin_id\":\"\(checkin.id.uuidString.lowercased())\",\"user_id\":\"\(checkin.userID.uuidString.lowercased())\","
+        "{\"checkin_id\":\"\(checkin.id.lowercasedText)\",\"user_id\":\"\(checkin.userID.lowercasedText)\","
             + "\"display_name\":\(JSONString.quote(name))\(extra.isEmpty ? "" : "," + extra)}"
     }
 
@@ -57,7 +57,7 @@ enum CheckinAlerts {
                       hidden: Bool = false, attachments: [UUID] = [], on connection: PostgresConnection) throws -> [Raised] {
         let store = CheckinStore()
         let place = location ?? checkin.location
-        let details = "{\"checkin_id\":\"\(checkin.id.uuidString.lowercased())\","
+        let details = "{\"checkin_id\":\"\(checkin.id.lowercasedText)\","
             + "\"location_at\":\(checkin.locationAt.map { JSONString.quote(APIJSON.time($0)) } ?? "null"),"
             + "\"battery\":\(checkin.battery.map(String.init) ?? "null"),"
             + "\"due_at\":\(JSONString.quote(APIJSON.time(checkin.dueAt))),"
@@ -70,7 +70,7 @@ enum CheckinAlerts {
             try connection.setViewer(nil)
         }
         for watcher in try groups(of: checkin, on: connection) where hidden || watcher.alertSeq == nil {
-            var message = NewMessage(clientMessageID: nil, systemKey: "checkin:\(checkin.id.uuidString.lowercased()):\(template)", text: text,
+            var message = NewMessage(clientMessageID: nil, systemKey: "checkin:\(checkin.id.lowercasedText):\(template)", text: text,
                                      kind: "alert", severity: AlertSeverity.red.name, template: template, location: place, replyTo: nil)
             message.hiddenFrom = hidden ? checkin.userID : nil
             message.attachments = attached
@@ -126,7 +126,7 @@ enum CheckinAlerts {
             let (text, token) = TenantToken.generate(TenantToken.checkinStatus, tenant: tenant)
             try store.markTold(checkin.id, contact: contact.id, statusTokenHash: token.hash, on: connection)
             let data = "{\"contact_name\":\(JSONString.quote(contact.name)),\"walker\":\(JSONString.quote(name)),"
-                + "\"walker_id\":\"\(checkin.userID.uuidString.lowercased())\",\"reason\":\(JSONString.quote(reason)),"
+                + "\"walker_id\":\"\(checkin.userID.lowercasedText)\",\"reason\":\(JSONString.quote(reason)),"
                 + "\"note\":\(JSONString.quote(checkin.note)),\"location\":\(checkin.location ?? "null"),\"status_token\":\(JSONString.quote(text))}"
             try OutboxStore().enqueue(tenant: tenant, email: contact.email, phone: contact.phone, template: "checkin_alert", data: RawJSON(data),
                                       on: connection)
@@ -138,7 +138,7 @@ enum CheckinAlerts {
         for (contact, told) in try CheckinStore().contacts(of: checkin, on: connection) where told {
             guard try allowed(contact, tenant: tenant, on: connection) else { continue }
             let data = "{\"contact_name\":\(JSONString.quote(contact.name)),\"walker\":\(JSONString.quote(name)),"
-                + "\"walker_id\":\"\(checkin.userID.uuidString.lowercased())\"}"
+                + "\"walker_id\":\"\(checkin.userID.lowercasedText)\"}"
             try OutboxStore().enqueue(tenant: tenant, email: contact.email, phone: contact.phone, template: "checkin_all_clear", data: RawJSON(data),
                                       on: connection)
         }

@@ -53,7 +53,7 @@ struct StartCheckin: UserUseCase {
         }
         let checkin = try store.create(tenant: user.tenantID, user: user.id, new, on: connection)
         try store.schedule(checkin.id, tenant: user.tenantID, at: CheckinPolicy.firstLook(CheckinPolicy.Clock(checkin)), on: connection)
-        let data = "{\"id\":\"\(checkin.id.uuidString.lowercased())\",\"user\":{\"id\":\"\(user.id.uuidString.lowercased())\","
+        let data = "{\"id\":\"\(checkin.id.lowercasedText)\",\"user\":{\"id\":\"\(user.id.lowercasedText)\","
             + "\"display_name\":\(JSONString.quote(user.displayName))},\"due_at\":\(JSONString.quote(APIJSON.time(checkin.dueAt))),"
             + "\"note\":\(JSONString.quote(checkin.note))}"
         try CheckinAlerts.announce(checkin, event: .checkinStarted, data: data, tenant: user.tenantID, on: connection)

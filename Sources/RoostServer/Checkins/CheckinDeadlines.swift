@@ -53,7 +53,7 @@ struct CheckinDeadlines: Sendable {
             return .rescheduled
         case .prompt(let missAt):
             try store.prompt(checkin.id, at: now, missAt: missAt, on: connection)
-            let data = "{\"checkin_id\":\"\(checkin.id.uuidString.lowercased())\",\"due_at\":\(JSONString.quote(APIJSON.time(checkin.dueAt))),"
+            let data = "{\"checkin_id\":\"\(checkin.id.lowercasedText)\",\"due_at\":\(JSONString.quote(APIJSON.time(checkin.dueAt))),"
                 + "\"miss_at\":\(JSONString.quote(APIJSON.time(missAt))),\"note\":\(JSONString.quote(checkin.note))}"
             try OutboxStore().enqueuePushes(to: checkin.userID, template: "checkin_prompt",
                                             data: RawJSON("{\"critical\":true,\"checkin\":\(data)}"), on: connection)

@@ -24,10 +24,10 @@ enum CheckinRequests {
     /// expires_at, answered_at, alert_seq, location, location_at}`: the request as both sides see it.
     static func json(_ request: CheckinRequest) -> String {
         func person(_ id: UUID, _ name: String) -> String {
-            "{\"id\":\"\(id.uuidString.lowercased())\",\"display_name\":\(JSONString.quote(name))}"
+            "{\"id\":\"\(id.lowercasedText)\",\"display_name\":\(JSONString.quote(name))}"
         }
         func time(_ date: Date?) -> String { date.map { JSONString.quote(APIJSON.time($0)) } ?? "null" }
-        return "{\"id\":\"\(request.id.uuidString.lowercased())\",\"group_id\":\"\(request.groupID.uuidString.lowercased())\","
+        return "{\"id\":\"\(request.id.lowercasedText)\",\"group_id\":\"\(request.groupID.lowercasedText)\","
             + "\"requester\":\(person(request.requesterID, request.requesterName)),\"addressee\":\(person(request.addresseeID, request.addresseeName)),"
             + "\"note\":\(JSONString.quote(request.note)),\"status\":\(JSONString.quote(request.status)),\"created_at\":\(time(request.createdAt)),"
             + "\"expires_at\":\(time(request.expiresAt)),\"answered_at\":\(time(request.answeredAt)),"
@@ -107,7 +107,7 @@ struct AnswerCheckinRequest: UserUseCase {
             guard try GroupStore().role(of: user.id, in: found.groupID, on: connection) != nil else {
                 throw APIError(.conflict, code: "conflict", message: "you are no longer in the request's group; post the alert in a group")
             }
-            let message = NewMessage(clientMessageID: nil, systemKey: "checkin-request:\(found.id.uuidString.lowercased())",
+            let message = NewMessage(clientMessageID: nil, systemKey: "checkin-request:\(found.id.lowercasedText)",
                                      text: CheckinRequests.needHelpText, kind: "alert", severity: AlertSeverity.red.name, template: "need_help",
                                      location: location, replyTo: nil)
             let posted = try MessageStore().post(tenant: user.tenantID, group: found.groupID, authorType: "user", authorID: user.id,

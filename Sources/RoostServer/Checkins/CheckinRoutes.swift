@@ -79,10 +79,10 @@ struct CheckinRoutes: Sendable {
                 try text.map { try JSONDecoder().decode(type, from: Data($0.utf8)) }
             }
             var container = encoder.container(keyedBy: CodingKeys.self)
-            try container.encode(checkin.id.uuidString.lowercased(), forKey: .id)
-            try container.encode(checkin.groupID.uuidString.lowercased(), forKey: .groupID)
-            try container.encode(checkin.groupIDs.map { $0.uuidString.lowercased() }, forKey: .groupIDs)
-            try container.encode(checkin.contactIDs.map { $0.uuidString.lowercased() }, forKey: .contactIDs)
+            try container.encode(checkin.id.lowercasedText, forKey: .id)
+            try container.encode(checkin.groupID.lowercasedText, forKey: .groupID)
+            try container.encode(checkin.groupIDs.map { $0.lowercasedText }, forKey: .groupIDs)
+            try container.encode(checkin.contactIDs.map { $0.lowercasedText }, forKey: .contactIDs)
             try container.encode(checkin.status, forKey: .status)
             try container.encode(checkin.note, forKey: .note)
             try container.encode(try json(checkin.location, as: Location.self), forKey: .location)

@@ -78,7 +78,7 @@ struct EmergencyContactRoutes: Sendable {
                 try OutsideContactStore.emergency.contacts(owner: user.id, after: after, limit: limit, on: connection)
             }
             return try APIJSON.response(.ok, Page(items: contacts.map(OutsideContactView.init),
-                                                  next: contacts.count == limit ? contacts.last?.id.uuidString.lowercased() : nil))
+                                                  next: contacts.count == limit ? contacts.last?.id.lowercasedText : nil))
         }
         builder.add(.delete, "/v1/me/emergency-contacts/{id:uuid}", signedIn: auth) { context, caller in
             let id = context.parameters.uuid("id")!

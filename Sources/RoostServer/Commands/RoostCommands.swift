@@ -327,7 +327,7 @@ extension RoostCommands {
 
     /// `roost outbox retry ID`: queues a failed delivery again with a fresh set of attempts.
     public static func retryDelivery(_ configuration: ServerConfiguration, id text: String) async throws {
-        guard let id = UUID(uuidString: text) else { throw ConfigurationError("'\(text)' is not a delivery id (a UUID)") }
+        guard let id = UUID(text: text) else { throw ConfigurationError("'\(text)' is not a delivery id (a UUID)") }
         let (pool, _) = try await DatabaseStartup.open(configuration, log: Log(level: .warning), migrate: configuration.migrate)
         defer { pool.close() }
         let retried: Bool
@@ -340,7 +340,7 @@ extension RoostCommands {
         } catch let error as DatabaseError {
             throw StartupError(error)
         }
-        guard retried else { throw StartupError("no failed delivery has id \(id.uuidString.lowercased())") }
+        guard retried else { throw StartupError("no failed delivery has id \(id.lowercasedText)") }
     }
 }
 
@@ -378,7 +378,7 @@ extension RoostCommands {
             throw ConfigurationError("'\(name)' is not a job kind (\(JobKind.all.map(\.name).joined(separator: ", ")))")
         }
         if kind == .outbox { return try await retryDelivery(configuration, id: text) }
-        guard let id = UUID(uuidString: text) else { throw ConfigurationError("'\(text)' is not a job id (a UUID)") }
+        guard let id = UUID(text: text) else { throw ConfigurationError("'\(text)' is not a job id (a UUID)") }
         let (pool, _) = try await DatabaseStartup.open(configuration, log: Log(level: .warning), migrate: configuration.migrate)
         defer { pool.close() }
         let retried: Bool
@@ -387,7 +387,7 @@ extension RoostCommands {
         } catch let error as DatabaseError {
             throw StartupError(error)
         }
-        guard retried else { throw StartupError("no parked \(kind.name) job has id \(id.uuidString.lowercased())") }
+        guard retried else { throw StartupError("no parked \(kind.name) job has id \(id.lowercasedText)") }
     }
 }
 

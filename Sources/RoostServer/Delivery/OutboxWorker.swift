@@ -181,7 +181,7 @@ public final class OutboxWorker: Sendable {
         } catch {
             metrics.recordFailure(.outbox, parked: false)
             log.warning("outbox: handling a delivery failed; its lease runs out and it is tried again",
-                        ["outbox_id": id.uuidString.lowercased(), "error": "\(error)"])
+                        ["outbox_id": id.lowercasedText, "error": "\(error)"])
             // Counted as an attempt where the database allows it, so a row that always throws
             // ends `failed` after its attempts like one that is always refused.
             let (maxAttempts, base) = (options.maxAttempts, options.baseBackoffSeconds)
@@ -241,7 +241,7 @@ public final class OutboxWorker: Sendable {
             let final: Bool = if case .retry = outcome { attempts >= options.maxAttempts } else { true }
             metrics.recordFailure(.outbox, parked: final)
             log.warning(final ? "outbox: delivery failed for good" : "outbox: delivery failed; will retry", [
-                "outbox_id": id.uuidString.lowercased(), "attempt": String(attempts), "error": error,
+                "outbox_id": id.lowercasedText, "attempt": String(attempts), "error": error,
             ])
         }
     }
@@ -294,7 +294,7 @@ public final class OutboxWorker: Sendable {
             fields["tenant"] = tenant?.slug
             let rendered = try channels.messages.email(message.template, locale: tenant?.locale ?? "en", data: fields)
             let mail = MailMessage(from: smtp.from, to: message.recipient, subject: rendered.subject, text: rendered.text, html: rendered.html,
-                                   date: Date(), messageID: message.id.uuidString.lowercased(),
+                                   date: Date(), messageID: message.id.lowercasedText,
                                    boundary: "=_roost_" + Digest.hex(Secrets.randomBytes(12)))
             return try SMTPClient(settings: smtp, tls: channels.tls, timeoutSeconds: timeout).send(mail)
         case .webpush:
@@ -311,7 +311,7 @@ public final class OutboxWorker: Sendable {
 
     /// `{"id", "channel", "to", "template", "tenant", "data"}` (API.md "Outbound delivery").
     static func payload(_ message: OutboxMessage, tenantSlug: String) -> [UInt8] {
-        let text = "{\"id\":\"\(message.id.uuidString.lowercased())\",\"channel\":\(JSONString.quote(message.channel)),"
+        let text = "{\"id\":\"\(message.id.lowercasedText)\",\"channel\":\(JSONString.quote(message.channel)),"
             + "\"to\":\(JSONString.quote(message.recipient)),\"template\":\(JSONString.quote(message.template)),"
             + "\"tenant\":\(JSONString.quote(tenantSlug)),\"data\":\(message.data)}"
         return Array(text.utf8)

@@ -14,9 +14,9 @@ struct AuditRoutes: Sendable {
     static func json(_ entry: AuditEntry) -> String {
         func quote(_ text: String?) -> String { text.map(JSONString.quote) ?? "null" }
         let target = entry.targetType.map { "{\"type\":\(JSONString.quote($0)),\"id\":\(quote(entry.targetID))}" } ?? "null"
-        return "{\"id\":\"\(entry.id.uuidString.lowercased())\",\"at\":\(JSONString.quote(APIJSON.time(entry.at))),"
-            + "\"group_id\":\(quote(entry.groupID?.uuidString.lowercased())),"
-            + "\"actor\":{\"type\":\(JSONString.quote(entry.actorType)),\"id\":\(quote(entry.actorID?.uuidString.lowercased())),"
+        return "{\"id\":\"\(entry.id.lowercasedText)\",\"at\":\(JSONString.quote(APIJSON.time(entry.at))),"
+            + "\"group_id\":\(quote(entry.groupID?.lowercasedText)),"
+            + "\"actor\":{\"type\":\(JSONString.quote(entry.actorType)),\"id\":\(quote(entry.actorID?.lowercasedText)),"
             + "\"display_name\":\(quote(entry.actorName))},\"action\":\(JSONString.quote(entry.action)),\"target\":\(target),\"data\":\(entry.data)}"
     }
 

@@ -85,7 +85,7 @@ struct UpdateGroup: GroupUseCase {
         }
         try GroupEventLog().append(tenant: caller.user.tenantID, group: group, event: .groupUpdated, actorType: "user",
                                    actorID: caller.user.id, data: RawJSON(data + "}"), on: connection)
-        try Audit.record(caller, group: group, "group.updated", target: ("group", group.uuidString.lowercased()), data: data + "}", on: connection)
+        try Audit.record(caller, group: group, "group.updated", target: ("group", group.lowercasedText), data: data + "}", on: connection)
         return (try GroupStore().group(id: group, on: connection)!, caller.role)
     }
 }
@@ -98,7 +98,7 @@ struct DeleteGroup: GroupUseCase {
         try caller.requireOwner("only the owner can delete the group")
         let name = try GroupStore().group(id: group, on: connection)?.name ?? ""
         try GroupStore().delete(group: group, on: connection)
-        try Audit.record(caller, group: group, "group.deleted", target: ("group", group.uuidString.lowercased()),
+        try Audit.record(caller, group: group, "group.deleted", target: ("group", group.lowercasedText),
                          data: "{\"name\":\(JSONString.quote(name))}", on: connection)
     }
 }
@@ -150,10 +150,10 @@ struct RemoveMember: GroupUseCase {
         }
         guard leaving || caller.isManager else { throw APIError.forbidden("only the owner and admins can remove members") }
         try GroupStore().removeMember(member, from: group, on: connection)
-        let data = #"{"user_id":"\#(member.uuidString.lowercased())"}"#
+        let data = #"{"user_id":"\#(member.lowercasedText)"}"#
         try GroupEventLog().append(tenant: caller.user.tenantID, group: group, event: leaving ? .memberLeft : .memberRemoved,
                                    actorType: "user", actorID: caller.user.id, data: RawJSON(data), subject: member, on: connection)
-        if !leaving { try Audit.record(caller, group: group, "member.removed", target: ("user", member.uuidString.lowercased()), on: connection) }
+        if !leaving { try Audit.record(caller, group: group, "member.removed", target: ("user", member.lowercasedText), on: connection) }
     }
 }
 
@@ -185,10 +185,10 @@ struct RoleChanged {
     let to: Role
 
     func append(by caller: GroupCaller, group: UUID, on connection: PostgresConnection) throws {
-        let data = #"{"user_id":"\#(user.uuidString.lowercased())","from":"\#(from.name)","to":"\#(to.name)"}"#
+        let data = #"{"user_id":"\#(user.lowercasedText)","from":"\#(from.name)","to":"\#(to.name)"}"#
         try GroupEventLog().append(tenant: caller.user.tenantID, group: group, event: .memberRoleChanged, actorType: "user",
                                    actorID: caller.user.id, data: RawJSON(data), on: connection)
-        try Audit.record(caller, group: group, "member.role_changed", target: ("user", user.uuidString.lowercased()),
+        try Audit.record(caller, group: group, "member.role_changed", target: ("user", user.lowercasedText),
                          data: #"{"from":"\#(from.name)","to":"\#(to.name)"}"#, on: connection)
     }
 }

@@ -66,7 +66,7 @@ struct GroupRoutes: Sendable {
 
         func encode(to encoder: any Encoder) throws {
             var container = encoder.container(keyedBy: CodingKeys.self)
-            try container.encode(id.uuidString.lowercased(), forKey: .id)
+            try container.encode(id.lowercasedText, forKey: .id)
             try container.encode(name, forKey: .name)
             try container.encode(role, forKey: .role)
             try container.encode(lastSeq, forKey: .lastSeq)
@@ -123,7 +123,7 @@ struct GroupRoutes: Sendable {
             let groups = try await caller.inTenant { user, connection in
                 try GroupStore().groups(of: user.id, after: after, limit: limit, on: connection)
             }
-            let next = groups.count == limit ? groups.last.map { ListCursor.write(ListCursor.text($0.name), $0.id.uuidString.lowercased()) } : nil
+            let next = groups.count == limit ? groups.last.map { ListCursor.write(ListCursor.text($0.name), $0.id.lowercasedText) } : nil
             return try APIJSON.response(.ok, Page(items: groups.map(SummaryView.init), next: next))
         }
         builder.add(.get, "/v1/groups/{gid:uuid}", signedIn: auth) { context, caller in
@@ -183,7 +183,7 @@ struct GroupView: Encodable {
 
     func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(id.uuidString.lowercased(), forKey: .id)
+        try container.encode(id.lowercasedText, forKey: .id)
         try container.encode(name, forKey: .name)
         try container.encode(description, forKey: .description)
         try container.encode(role, forKey: .role)

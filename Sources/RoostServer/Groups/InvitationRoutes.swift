@@ -34,7 +34,7 @@ struct InvitationRoutes: Sendable {
         func encode(to encoder: any Encoder) throws {
             try InvitationView(invitation: invitation).encode(to: encoder)
             var container = encoder.container(keyedBy: CodingKeys.self)
-            try container.encode(invitation.groupID.uuidString.lowercased(), forKey: .groupID)
+            try container.encode(invitation.groupID.lowercasedText, forKey: .groupID)
             try container.encode(groupName, forKey: .groupName)
         }
 
@@ -49,7 +49,7 @@ struct InvitationRoutes: Sendable {
 
         func encode(to encoder: any Encoder) throws {
             var container = encoder.container(keyedBy: CodingKeys.self)
-            try container.encode(invitation.id.uuidString.lowercased(), forKey: .id)
+            try container.encode(invitation.id.lowercasedText, forKey: .id)
             try container.encode(invitation.email, forKey: .email)
             try container.encode(invitation.phone, forKey: .phone)
             try container.encode(invitation.role, forKey: .role)

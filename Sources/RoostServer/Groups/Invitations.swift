@@ -48,11 +48,11 @@ struct InviteMember: GroupUseCase {
                                           invitedBy: user.id, lifetime: lifetime, on: connection)
         let groupName = try GroupStore().group(id: group, on: connection)?.name ?? ""
         let data = "{\"token\":\(JSONString.quote(text)),\"group_name\":\(JSONString.quote(groupName)),"
-            + "\"inviter\":\(JSONString.quote(user.displayName)),\"inviter_id\":\"\(user.id.uuidString.lowercased())\","
-            + "\"invitation_id\":\"\(invitation.id.uuidString.lowercased())\"}"
+            + "\"inviter\":\(JSONString.quote(user.displayName)),\"inviter_id\":\"\(user.id.lowercasedText)\","
+            + "\"invitation_id\":\"\(invitation.id.lowercasedText)\"}"
         try OutboxStore().enqueue(tenant: user.tenantID, email: email, phone: phone, template: "invitation", data: RawJSON(data), on: connection)
         try Self.announce(invitation, groupName: groupName, tenant: user.tenantID, on: connection)
-        try Audit.record(caller, group: group, "invitation.sent", target: ("invitation", invitation.id.uuidString.lowercased()),
+        try Audit.record(caller, group: group, "invitation.sent", target: ("invitation", invitation.id.lowercasedText),
                          data: "{\"channel\":\"\(email != nil ? "email" : "phone")\",\"role\":\"\(role.name)\"}", on: connection)
         return invitation
     }
@@ -79,7 +79,7 @@ struct RevokeInvitation: GroupUseCase {
         guard try InvitationStore().revoke(invitation, group: group, on: connection) else {
             throw APIError(.notFound, code: "not_found", message: "no such pending invitation")
         }
-        try Audit.record(caller, group: group, "invitation.revoked", target: ("invitation", invitation.uuidString.lowercased()), on: connection)
+        try Audit.record(caller, group: group, "invitation.revoked", target: ("invitation", invitation.lowercasedText), on: connection)
     }
 }
 
@@ -141,7 +141,7 @@ struct RedeemInvitation: UserUseCase {
         if let phone = invitation.phone {
             try UserStore().markVerified(user: user.id, channel: "phone", address: phone, on: connection)
         }
-        let data = #"{"user_id":"\#(user.id.uuidString.lowercased())","role":"\#(invitation.role)"}"#
+        let data = #"{"user_id":"\#(user.id.lowercasedText)","role":"\#(invitation.role)"}"#
         try GroupEventLog().append(tenant: user.tenantID, group: invitation.groupID, event: .memberJoined,
                                    actorType: "user", actorID: user.id, data: RawJSON(data), subject: user.id, on: connection)
     }

@@ -54,7 +54,7 @@ struct MembershipRoutes: Sendable {
                 try GroupStore().members(of: group, after: after, limit: limit, on: connection)
             }
             let next = members.count == limit ? members.last.map {
-                ListCursor.write(String($0.position.rank), String($0.position.joinedMicros), $0.position.user.uuidString.lowercased())
+                ListCursor.write(String($0.position.rank), String($0.position.joinedMicros), $0.position.user.lowercasedText)
             } : nil
             return try APIJSON.response(.ok, Page(items: members.map { MemberView($0.member) }, next: next))
         }

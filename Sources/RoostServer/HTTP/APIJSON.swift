@@ -76,7 +76,7 @@ extension RequestContext {
     /// 400 naming it when it is not an id.
     public func cursorID() throws(APIError) -> UUID? {
         guard let text = request.target.queryValue("cursor") else { return nil }
-        guard let id = UUID(uuidString: text) else { throw APIError.invalid("cursor must be the next value of the previous page", "cursor") }
+        guard let id = UUID(text: text) else { throw APIError.invalid("cursor must be the next value of the previous page", "cursor") }
         return id
     }
 
@@ -117,7 +117,7 @@ public struct LowercaseID: Encodable, Sendable, Equatable {
 
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
-        try container.encode(wrappedValue.uuidString.lowercased())
+        try container.encode(wrappedValue.lowercasedText)
     }
 }
 

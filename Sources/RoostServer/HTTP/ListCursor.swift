@@ -1,4 +1,5 @@
 import Foundation
+import RoostProtocol
 import RoostPersistence
 
 /// A list's `next`: the sort key of a page's last item, its fields joined by "." (text in
@@ -32,7 +33,7 @@ public struct ListCursor: Sendable {
     }
 
     func id(_ index: Int) -> UUID? {
-        index < fields.count ? UUID(uuidString: String(fields[index])) : nil
+        index < fields.count ? UUID(text: String(fields[index])) : nil
     }
 
     /// A field written by `text(_:)`; nil unless it decodes to UTF-8 without NUL (which no
@@ -50,7 +51,7 @@ public struct ListCursor: Sendable {
 extension ListCursor {
     /// A newest-first list's cursor: the time in microseconds and the id.
     static func write(_ position: NewestFirst) -> String {
-        write(String(position.micros), position.id.uuidString.lowercased())
+        write(String(position.micros), position.id.lowercasedText)
     }
 
     var newestFirst: NewestFirst? {

@@ -32,7 +32,7 @@ struct AddEscalationContact: GroupUseCase {
                                   window: Throttle.day),
             tokenPrefix: TenantToken.escalationContact, lifetime: lifetime, template: "escalation_contact_confirm",
             data: "\"group_name\":\(JSONString.quote(groupName)),\"added_by\":\(JSONString.quote(user.displayName))", by: user, on: connection)
-        try Audit.record(caller, group: group, "escalation_contact.added", target: ("escalation_contact", added.id.uuidString.lowercased()),
+        try Audit.record(caller, group: group, "escalation_contact.added", target: ("escalation_contact", added.id.lowercasedText),
                          data: "{\"channel\":\"\(added.email != nil ? "email" : "phone")\"}", on: connection)
         return added
     }
@@ -60,7 +60,7 @@ struct RemoveEscalationContact: GroupUseCase {
         guard try OutsideContactStore.escalation.delete(contact, owner: group, on: connection) else {
             throw APIError(.notFound, code: "not_found", message: "no such escalation contact")
         }
-        try Audit.record(caller, group: group, "escalation_contact.removed", target: ("escalation_contact", contact.uuidString.lowercased()),
+        try Audit.record(caller, group: group, "escalation_contact.removed", target: ("escalation_contact", contact.lowercasedText),
                          on: connection)
     }
 }
@@ -88,7 +88,7 @@ struct EscalationContactRoutes: Sendable {
             let after = try context.cursorID()
             let contacts = try await caller.run(ListEscalationContacts(group: context.parameters.uuid("gid")!, after: after, limit: limit))
             return try APIJSON.response(.ok, Page(items: contacts.map(OutsideContactView.init),
-                                                  next: contacts.count == limit ? contacts.last?.id.uuidString.lowercased() : nil))
+                                                  next: contacts.count == limit ? contacts.last?.id.lowercasedText : nil))
         }
         builder.add(.delete, "/v1/groups/{gid:uuid}/escalation-contacts/{cid:uuid}", signedIn: auth) { context, caller in
             try await caller.run(RemoveEscalationContact(group: context.parameters.uuid("gid")!, contact: context.parameters.uuid("cid")!))

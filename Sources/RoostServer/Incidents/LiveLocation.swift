@@ -44,7 +44,7 @@ enum LiveLocationPolicy {
 enum LiveLocationNotice {
     private static func updated(tenant: UUID, group: UUID, seq: Int64, point: LivePoint, on connection: PostgresConnection) throws {
         func number(_ value: Double?) -> String { value.map { String(describing: $0) } ?? "null" }
-        let data = "{\"group_id\":\"\(group.uuidString.lowercased())\",\"seq\":\(seq),\"user_id\":\"\(point.userID.uuidString.lowercased())\","
+        let data = "{\"group_id\":\"\(group.lowercasedText)\",\"seq\":\(seq),\"user_id\":\"\(point.userID.lowercasedText)\","
             + "\"lat\":\(number(point.lat)),\"lon\":\(number(point.lon)),\"accuracy_m\":\(number(point.accuracyM)),"
             + "\"battery\":\(point.battery.map(String.init) ?? "null"),"
             + "\"at\":\"\(APIJSON.time(point.at))\"}"
@@ -64,7 +64,7 @@ enum LiveLocationNotice {
 
     /// `reason`: `closed` (the alert closed) or `idle` (an hour without an update).
     static func ended(tenant: UUID, group: UUID, seq: Int64, user: UUID, reason: String, on connection: PostgresConnection) throws {
-        let data = "{\"group_id\":\"\(group.uuidString.lowercased())\",\"seq\":\(seq),\"user_id\":\"\(user.uuidString.lowercased())\","
+        let data = "{\"group_id\":\"\(group.lowercasedText)\",\"seq\":\(seq),\"user_id\":\"\(user.lowercasedText)\","
             + "\"reason\":\"\(reason)\"}"
         try GroupEventLog.notifyGroup(tenant: tenant, group: group, event: .locationEnded, data: data,
                                       hiddenFrom: try MessageStore().hiddenFrom(group: group, seq: seq, on: connection), on: connection)
@@ -212,7 +212,7 @@ struct LiveLocationRoutes: Sendable {
 
         func encode(to encoder: any Encoder) throws {
             var container = encoder.container(keyedBy: CodingKeys.self)
-            try container.encode(point.userID.uuidString.lowercased(), forKey: .userID)
+            try container.encode(point.userID.lowercasedText, forKey: .userID)
             try container.encode(point.displayName, forKey: .displayName)
             try container.encode(point.lat, forKey: .lat)
             try container.encode(point.lon, forKey: .lon)

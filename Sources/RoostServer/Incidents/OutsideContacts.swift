@@ -50,7 +50,7 @@ struct OutsideContactView: Encodable {
 
     func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(contact.id.uuidString.lowercased(), forKey: .id)
+        try container.encode(contact.id.lowercasedText, forKey: .id)
         try container.encode(contact.name, forKey: .name)
         try container.encode(contact.email, forKey: .email)
         try container.encode(contact.phone, forKey: .phone)

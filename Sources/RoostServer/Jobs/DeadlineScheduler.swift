@@ -57,7 +57,7 @@ final class DeadlineScheduler: Sendable {
                     await attempt("bridges: a watch round failed; retrying") { try await BridgeNotices.sweep(pool: pool, runner: runner) }
                     await attempt("alerts: an escalation round failed; retrying") {
                         for alert in try await escalations.runOnce() {
-                            log.info("alerts: escalated", ["group_id": alert.group.uuidString.lowercased(), "seq": String(alert.seq),
+                            log.info("alerts: escalated", ["group_id": alert.group.lowercasedText, "seq": String(alert.seq),
                                                            "level": String(alert.level)])
                         }
                     }
@@ -66,7 +66,7 @@ final class DeadlineScheduler: Sendable {
                     await attempt("password resets: a round failed; retrying") { try await resets.runOnce() }
                     await attempt("retention: a purge round failed; retrying") {
                         for purge in try await retention.runOnce() where purge.deleted > 0 {
-                            log.info("retention: purged", ["group_id": purge.group.uuidString.lowercased(), "events": String(purge.deleted),
+                            log.info("retention: purged", ["group_id": purge.group.lowercasedText, "events": String(purge.deleted),
                                                            "oldest_seq": String(purge.oldestSeq)])
                         }
                     }
@@ -107,11 +107,11 @@ final class DeadlineScheduler: Sendable {
         for done in try await checkins.runOnce(now: now) {
             switch done {
             case .prompted(let id):
-                log.info("check-ins: prompted", ["checkin_id": id.uuidString.lowercased()])
+                log.info("check-ins: prompted", ["checkin_id": id.lowercasedText])
             case .missed(let id, let alerts):
                 missed += 1
-                log.info("check-ins: missed; alerts raised", ["checkin_id": id.uuidString.lowercased(),
-                                                             "alerts": alerts.map { "\($0.group.uuidString.lowercased())/\($0.seq)" }.joined(separator: " ")])
+                log.info("check-ins: missed; alerts raised", ["checkin_id": id.lowercasedText,
+                                                             "alerts": alerts.map { "\($0.group.lowercasedText)/\($0.seq)" }.joined(separator: " ")])
             case .lapsed, .purged, .rescheduled:
                 continue
             }

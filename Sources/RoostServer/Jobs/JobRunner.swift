@@ -1,4 +1,5 @@
 import Foundation
+import RoostProtocol
 import RoostHTTP
 import RoostPersistence
 import Synchronization
@@ -63,7 +64,7 @@ struct JobRunner: Sendable {
             let attempts = try JobStore().recordFailure(kind, id: id, error: recorded, maxAttempts: maxAttempts,
                                                         backoff: { min(cap, base * pow(2, Double($0 - 1))) }, on: connection)
             metrics.recordFailure(kind, parked: attempts.parked)
-            let fields = ["kind": kind.name, "job_id": id.uuidString.lowercased(), "attempt": String(attempts.attempts), "error": "\(error)"]
+            let fields = ["kind": kind.name, "job_id": id.lowercasedText, "attempt": String(attempts.attempts), "error": "\(error)"]
             if attempts.parked {
                 log.error("jobs: a job failed \(attempts.attempts) times and is parked; see roost jobs list --failed", fields)
             } else {

@@ -162,13 +162,13 @@ struct MediaRoutes: Sendable {
         let tenant: UUID
         if let signature = target.queryValue("sig") {
             // A signed URL: anyone holding it, until it expires.
-            guard let tenantText = target.queryValue("tenant"), let owner = UUID(uuidString: tenantText),
+            guard let tenantText = target.queryValue("tenant"), let owner = UUID(text: tenantText),
                   let expiry = target.queryValue("exp").flatMap(Int64.init), expiry > Int64(Date().timeIntervalSince1970) else { throw notFound }
             tenant = owner
             record = try await pool.withConnection { connection in
                 try connection.withTenantTransaction(owner) { connection -> MediaRecord? in
                     let key = try MediaStore().urlKey(on: connection)
-                    let message = Array("\(owner.uuidString.lowercased()).\(id.uuidString.lowercased()).\(expiry)".utf8)
+                    let message = Array("\(owner.lowercasedText).\(id.lowercasedText).\(expiry)".utf8)
                     let expected = Digest.hex(Digest.sha256(key.outer + Digest.sha256(key.inner + message)))
                     guard Secrets.constantTimeEqual(Array(expected.utf8), Array(signature.utf8)) else { return nil }
                     return try MediaStore().record(id, on: connection)
@@ -194,7 +194,7 @@ struct MediaRoutes: Sendable {
         let etag = "\"\(Digest.hex(record.sha256))\""
         var headers: HTTPHeaders = ["Content-Type": record.contentType, "ETag": etag, "Cache-Control": "private, max-age=3600",
                                     "X-Content-Type-Options": "nosniff", "Accept-Ranges": "bytes",
-                                    "Content-Disposition": record.contentType.hasPrefix("image/") ? "inline" : "attachment; filename=\"\(record.id.uuidString.lowercased()).pdf\""]
+                                    "Content-Disposition": record.contentType.hasPrefix("image/") ? "inline" : "attachment; filename=\"\(record.id.lowercasedText).pdf\""]
         if context.request.headers["If-None-Match"] == etag { return HTTPResponse(status: .notModified, headers: headers) }
         var range = 0..<record.bytes
         var status = HTTPStatus.ok
@@ -283,7 +283,7 @@ struct MediaView: Encodable {
 
     func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(record.id.uuidString.lowercased(), forKey: .id)
+        try container.encode(record.id.lowercasedText, forKey: .id)
         try container.encode(record.contentType, forKey: .contentType)
         try container.encode(record.bytes, forKey: .bytes)
         try container.encode(Digest.hex(record.sha256), forKey: .sha256)

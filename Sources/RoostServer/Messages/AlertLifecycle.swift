@@ -27,7 +27,7 @@ struct AcknowledgeAlert: GroupUseCase {
         guard alert.status == AlertStatus.open.name else { throw APIError(.conflict, code: "conflict", message: "the alert is closed") }
         let user = caller.user
         try store.acknowledge(tenant: user.tenantID, group: group, seq: seq, user: user.id, response: response, note: note, on: connection)
-        let data = "{\"seq\":\(seq),\"user_id\":\"\(user.id.uuidString.lowercased())\",\"display_name\":\(JSONString.quote(user.displayName)),"
+        let data = "{\"seq\":\(seq),\"user_id\":\"\(user.id.lowercasedText)\",\"display_name\":\(JSONString.quote(user.displayName)),"
             + "\"response\":\(JSONString.quote(response)),\"note\":\(note.map(JSONString.quote) ?? "null")}"
         try GroupEventLog().append(tenant: user.tenantID, group: group, event: .alertAcknowledged, actorType: "user", actorID: user.id,
                                    data: RawJSON(data), hiddenFrom: alert.hiddenFrom, on: connection)
@@ -168,7 +168,7 @@ struct ReplaceTemplates: GroupUseCase {
         try caller.requireManager("only the owner and admins change templates")
         try TemplateStore().replace(tenant: caller.user.tenantID, group: group, with: templates, on: connection)
         let keys = templates.map { JSONString.quote($0.key) }.joined(separator: ",")
-        try Audit.record(caller, group: group, "templates.replaced", target: ("templates", group.uuidString.lowercased()),
+        try Audit.record(caller, group: group, "templates.replaced", target: ("templates", group.lowercasedText),
                          data: "{\"keys\":[\(keys)]}", on: connection)
     }
 }

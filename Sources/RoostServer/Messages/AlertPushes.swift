@@ -20,8 +20,8 @@ enum AlertPushes {
         guard try allowed(RateLimit(key, limit: responsesPerResponderPerHour, window: Throttle.hour), on: connection) else { return }
         let groupName = try GroupStore().group(id: group, on: connection)?.name ?? ""
         let replyJSON = reply.map { "{\"seq\":\($0.seq),\"text\":\(JSONString.quote(String($0.text.prefix(140))))}" } ?? "null"
-        let data = "{\"group_id\":\"\(group.uuidString.lowercased())\",\"group_name\":\(JSONString.quote(groupName)),\"seq\":\(seq),"
-            + "\"responder\":{\"id\":\"\(responder.id.uuidString.lowercased())\",\"display_name\":\(JSONString.quote(responder.displayName))},"
+        let data = "{\"group_id\":\"\(group.lowercasedText)\",\"group_name\":\(JSONString.quote(groupName)),\"seq\":\(seq),"
+            + "\"responder\":{\"id\":\"\(responder.id.lowercasedText)\",\"display_name\":\(JSONString.quote(responder.displayName))},"
             + "\"response\":\(response.map(JSONString.quote) ?? "null"),\"note\":\(note.map(JSONString.quote) ?? "null"),\"reply\":\(replyJSON)}"
         try OutboxStore().enqueuePushes(to: author, template: "alert_response", data: RawJSON(data), on: connection)
     }
@@ -32,7 +32,7 @@ enum AlertPushes {
         let key = "alert-status:\(tenant.uuidString):\(group.uuidString):\(seq)"
         guard try allowed(RateLimit(key, limit: statusPushesPerAlertPerHour, window: Throttle.hour), on: connection) else { return }
         let groupName = try GroupStore().group(id: group, on: connection)?.name ?? ""
-        let data = "{\"group_id\":\"\(group.uuidString.lowercased())\",\"group_name\":\(JSONString.quote(groupName)),\"seq\":\(seq),\"alert\":\(alert)}"
+        let data = "{\"group_id\":\"\(group.lowercasedText)\",\"group_name\":\(JSONString.quote(groupName)),\"seq\":\(seq),\"alert\":\(alert)}"
         try OutboxStore().enqueueRecipientPushes(group: group, seq: seq, template: closed ? "alert_closed" : "alert", data: RawJSON(data),
                                                  on: connection)
     }

@@ -147,7 +147,7 @@ struct MessageRoutes: Sendable {
                 try MessageStore().openAlerts(of: user.id, after: after, limit: limit, on: connection)
             }
             let next = alerts.count == limit ? alerts.last.map {
-                ListCursor.write(String($0.position.openedMicros), $0.position.group.uuidString.lowercased(), String($0.position.seq))
+                ListCursor.write(String($0.position.openedMicros), $0.position.group.lowercasedText, String($0.position.seq))
             } : nil
             return Self.page(alerts.map(\.json), next: next)
         }

@@ -16,7 +16,7 @@ struct MarkRead: GroupUseCase {
 
     func run(by caller: GroupCaller, on connection: PostgresConnection) throws {
         guard let (marker, moved) = try GroupStore().markRead(group: group, user: caller.user.id, through: seq, on: connection), moved else { return }
-        let data = "{\"group_id\":\"\(group.uuidString.lowercased())\",\"seq\":\(marker)}"
+        let data = "{\"group_id\":\"\(group.lowercasedText)\",\"seq\":\(marker)}"
         try GroupEventLog.notifyUser(tenant: caller.user.tenantID, user: caller.user.id, event: .readUpdated, data: data, on: connection)
     }
 }

@@ -64,7 +64,7 @@ enum TenantRoutes {
 
         func encode(to encoder: any Encoder) throws {
             var container = encoder.container(keyedBy: CodingKeys.self)
-            try container.encode(id.uuidString.lowercased(), forKey: .id)
+            try container.encode(id.lowercasedText, forKey: .id)
             try container.encode(slug, forKey: .slug)
             try container.encode(name, forKey: .name)
             try container.encode(registration, forKey: .registration)
