@@ -1,7 +1,7 @@
 // roost-protocol-bench: throughput of RoostProtocol's codecs on one core. Release build only:
 //   swift run -c release roost-protocol-bench
 // Prints each figure beside its goal (issue "RoostProtocol"); it is a measurement, not a test.
-// An argument picks sections: `http`, `decode`, `encode` (default: all).
+// An argument picks sections: `http`, `decode`, `encode`, `uuid` (default: all).
 
 import Foundation
 import RoostProtocol
@@ -95,5 +95,33 @@ if wanted("encode") {
     }
     report("\(event.count)-byte text frames encoded", Double(frames) / seconds, "frames/s", goal: 5_000_000)
 }
+// MARK: UUID text (every query parameter, row, event and notice holds some)
+
+if wanted("uuid") {
+    let ids = (0..<64).map { _ in UUID() }
+    let texts = ids.map(\.lowercasedText)
+    var index = 0
+    var (count, seconds) = measure(batch: 100_000) {
+        parsedBodies &+= ids[index & 63].lowercasedText.utf8.count
+        index &+= 1
+    }
+    report("UUIDs written (lowercasedText)", Double(count) / seconds, "ids/s", goal: nil)
+    (count, seconds) = measure(batch: 100_000) {
+        parsedBodies &+= ids[index & 63].uuidString.lowercased().utf8.count
+        index &+= 1
+    }
+    report("UUIDs written (Foundation, lower-cased)", Double(count) / seconds, "ids/s", goal: nil)
+    (count, seconds) = measure(batch: 100_000) {
+        parsedBodies &+= UUID(text: texts[index & 63]) == nil ? 0 : 1
+        index &+= 1
+    }
+    report("UUIDs read (UUID(text:))", Double(count) / seconds, "ids/s", goal: nil)
+    (count, seconds) = measure(batch: 100_000) {
+        parsedBodies &+= UUID(uuidString: texts[index & 63]) == nil ? 0 : 1
+        index &+= 1
+    }
+    report("UUIDs read (Foundation)", Double(count) / seconds, "ids/s", goal: nil)
+}
+
 // Printed so the optimiser cannot drop the work that produced them.
 print("(checksum \(parsedBodies))")

@@ -26,37 +26,43 @@ extension UUID {
     }
 
     /// Reads the 8-4-4-4-12 form in either case, as `UUID(uuidString:)` does; nil for anything else.
-    public init?(text: some StringProtocol) {
-        var bytes = (UInt8(0), UInt8(0), UInt8(0), UInt8(0), UInt8(0), UInt8(0), UInt8(0), UInt8(0),
-                     UInt8(0), UInt8(0), UInt8(0), UInt8(0), UInt8(0), UInt8(0), UInt8(0), UInt8(0))
-        let utf8 = text.utf8
-        guard utf8.count == 36 else { return nil }
-        let read = withUnsafeMutableBytes(of: &bytes) { output -> Bool in
-            var high: UInt8? = nil
-            var byteIndex = 0
-            for (position, character) in utf8.enumerated() {
-                if position == 8 || position == 13 || position == 18 || position == 23 {
-                    guard character == UInt8(ascii: "-") else { return false }
-                    continue
-                }
-                guard let value = UUIDText.value(of: character) else { return false }
-                if let first = high {
-                    output[byteIndex] = first << 4 | value
-                    byteIndex += 1
-                    high = nil
-                } else {
-                    high = value
-                }
-            }
-            return true
-        }
-        guard read else { return nil }
-        self.init(uuid: bytes)
+    public init?(text: String) {
+        var text = text
+        guard let uuid = text.withUTF8(UUIDText.parse) else { return nil }
+        self.init(uuid: uuid)
+    }
+
+    /// The same for part of a string (a notice's field, a cursor's), without copying it out.
+    /// Not generic over `StringProtocol`: across modules that would read each byte through a
+    /// protocol witness, ten times slower than Foundation's `sscanf`.
+    public init?(text: Substring) {
+        var text = text
+        guard let uuid = text.withUTF8(UUIDText.parse) else { return nil }
+        self.init(uuid: uuid)
     }
 }
 
 private enum UUIDText {
     static let digits = Array("0123456789abcdef".utf8)
+
+    static func parse(_ text: UnsafeBufferPointer<UInt8>) -> uuid_t? {
+        guard text.count == 36 else { return nil }
+        var uuid: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        let read = withUnsafeMutableBytes(of: &uuid) { output -> Bool in
+            var position = 0
+            for index in 0..<16 {
+                if index == 4 || index == 6 || index == 8 || index == 10 {
+                    guard text[position] == UInt8(ascii: "-") else { return false }
+                    position += 1
+                }
+                guard let high = value(of: text[position]), let low = value(of: text[position + 1]) else { return false }
+                output[index] = high << 4 | low
+                position += 2
+            }
+            return true
+        }
+        return read ? uuid : nil
+    }
 
     static func value(of character: UInt8) -> UInt8? {
         switch character {

@@ -101,42 +101,42 @@ public enum NodeNotice: Equatable, Sendable {
         let parts = header.split(separator: "/", maxSplits: 4, omittingEmptySubsequences: false)
         switch parts.first {
         case "g":
-            guard parts.count == 3, body == nil, let tenant = UUID(text: String(parts[1])),
-                  let group = UUID(text: String(parts[2])) else { return nil }
+            guard parts.count == 3, body == nil, let tenant = UUID(text: parts[1]),
+                  let group = UUID(text: parts[2]) else { return nil }
             self = .groupDeleted(tenant: tenant, group: group)
         case "s":
-            guard parts.count == 3, body == nil, let tenant = UUID(text: String(parts[1])),
+            guard parts.count == 3, body == nil, let tenant = UUID(text: parts[1]),
                   !parts[2].isEmpty, parts[2].utf8.allSatisfy(Self.isHexDigit) else { return nil }
             self = .sessionEnded(tenant: tenant, tokenHash: String(parts[2]))
         case "u":
-            guard parts.count == 3, body == nil, let tenant = UUID(text: String(parts[1])),
-                  let user = UUID(text: String(parts[2])) else { return nil }
+            guard parts.count == 3, body == nil, let tenant = UUID(text: parts[1]),
+                  let user = UUID(text: parts[2]) else { return nil }
             self = .accountEnded(tenant: tenant, user: user)
         case "n":
-            guard parts.count == 3, let body, let tenant = UUID(text: String(parts[1])),
-                  let user = UUID(text: String(parts[2])) else { return nil }
+            guard parts.count == 3, let body, let tenant = UUID(text: parts[1]),
+                  let user = UUID(text: parts[2]) else { return nil }
             self = .userNotice(tenant: tenant, user: user, frame: body)
         case "m":
-            guard parts.count == 3 || parts.count == 4, let body, let tenant = UUID(text: String(parts[1])),
-                  let group = UUID(text: String(parts[2])) else { return nil }
+            guard parts.count == 3 || parts.count == 4, let body, let tenant = UUID(text: parts[1]),
+                  let group = UUID(text: parts[2]) else { return nil }
             var hidden: UUID?
             if parts.count == 4 {
-                guard let user = UUID(text: String(parts[3])) else { return nil }
+                guard let user = UUID(text: parts[3]) else { return nil }
                 hidden = user
             }
             self = .groupNotice(tenant: tenant, group: group, hiddenFrom: hidden, frame: body)
         default:
-            guard (3...5).contains(parts.count), let tenant = UUID(text: String(parts[0])),
-                  let group = UUID(text: String(parts[1])), parts[2].utf8.allSatisfy(Self.isDecimalDigit),
+            guard (3...5).contains(parts.count), let tenant = UUID(text: parts[0]),
+                  let group = UUID(text: parts[1]), parts[2].utf8.allSatisfy(Self.isDecimalDigit),
                   let seq = Int64(parts[2]), seq > 0 else { return nil }
             var subject: UUID?
             var hidden: UUID?
             if parts.count >= 4 && !(parts.count == 5 && parts[3].isEmpty) {
-                guard let user = UUID(text: String(parts[3])) else { return nil }
+                guard let user = UUID(text: parts[3]) else { return nil }
                 subject = user
             }
             if parts.count == 5 {
-                guard let user = UUID(text: String(parts[4])) else { return nil }
+                guard let user = UUID(text: parts[4]) else { return nil }
                 hidden = user
             }
             self = .event(Event(tenant: tenant, group: group, seq: seq, subject: subject, hiddenFrom: hidden, frame: body))

@@ -33,7 +33,7 @@ public struct ListCursor: Sendable {
     }
 
     func id(_ index: Int) -> UUID? {
-        index < fields.count ? UUID(text: String(fields[index])) : nil
+        index < fields.count ? UUID(text: fields[index]) : nil
     }
 
     /// A field written by `text(_:)`; nil unless it decodes to UTF-8 without NUL (which no
