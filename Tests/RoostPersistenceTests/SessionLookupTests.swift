@@ -1,5 +1,6 @@
 import Foundation
 import RoostPersistence
+import RoostProtocol
 import RoostTestSupport
 import Testing
 
@@ -20,7 +21,7 @@ struct SessionLookupTests {
             _ = try UserStore().createSession(tenant: home, tokenHash: lapsed, user: user.id, lifetime: -1, on: connection)
         }
         func active(_ hash: [UInt8], in tenant: UUID) throws -> Bool {
-            try connection.withTenantTransaction(tenant) { try UserStore().sessionIsActive(tokenHashHex: UserStore.hex(hash), on: $0) }
+            try connection.withTenantTransaction(tenant) { try UserStore().sessionIsActive(tokenHashHex: Digest.hex(hash), on: $0) }
         }
         #expect(try active(live, in: home))
         #expect(try !active(lapsed, in: home))

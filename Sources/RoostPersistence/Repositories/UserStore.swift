@@ -273,7 +273,7 @@ public struct UserStore: Sendable {
             RETURNING token_hash
             """).rows.map { try $0.decode(Data.self, "token_hash") }
         for hash in ended {
-            try GroupEventLog.notify(.sessionEnded(tenant: tenant, tokenHash: Self.hex(Array(hash))), on: connection)
+            try GroupEventLog.notify(.sessionEnded(tenant: tenant, tokenHash: Digest.hex(Array(hash))), on: connection)
         }
         try connection.query("""
             WITH earliest AS (SELECT min(expires_at) AS at FROM sessions WHERE tenant_id = \(tenant)),
@@ -302,7 +302,7 @@ public struct UserStore: Sendable {
     public func deleteSession(id: UUID, user: UUID, tenant: UUID, on connection: PostgresConnection) throws -> Bool {
         guard let hash = try connection.query("DELETE FROM sessions WHERE id = \(id) AND user_id = \(user) RETURNING token_hash").first?
             .decode(Data.self, "token_hash") else { return false }
-        try GroupEventLog.notify(.sessionEnded(tenant: tenant, tokenHash: Self.hex(Array(hash))), on: connection)
+        try GroupEventLog.notify(.sessionEnded(tenant: tenant, tokenHash: Digest.hex(Array(hash))), on: connection)
         return true
     }
 
@@ -314,7 +314,7 @@ public struct UserStore: Sendable {
             DELETE FROM sessions WHERE user_id = \(user) AND (\(kept.map { Data($0) })::bytea IS NULL OR token_hash <> \(kept.map { Data($0) }))
             RETURNING token_hash
             """).rows.map { try $0.decode(Data.self, "token_hash") }
-        for hash in ended { try GroupEventLog.notify(.sessionEnded(tenant: tenant, tokenHash: Self.hex(Array(hash))), on: connection) }
+        for hash in ended { try GroupEventLog.notify(.sessionEnded(tenant: tenant, tokenHash: Digest.hex(Array(hash))), on: connection) }
         return ended.count
     }
 
@@ -331,20 +331,8 @@ public struct UserStore: Sendable {
     public func deleteSession(tokenHash: [UInt8], on connection: PostgresConnection) throws -> Bool {
         guard let tenant = try connection.query("DELETE FROM sessions WHERE token_hash = \(Data(tokenHash)) RETURNING tenant_id").first?
             .decode(UUID.self, "tenant_id") else { return false }
-        try GroupEventLog.notify(.sessionEnded(tenant: tenant, tokenHash: Self.hex(tokenHash)), on: connection)
+        try GroupEventLog.notify(.sessionEnded(tenant: tenant, tokenHash: Digest.hex(tokenHash)), on: connection)
         return true
-    }
-
-    /// Lower-case hex, as session notices carry token hashes.
-    public static func hex(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out: [UInt8] = []
-        out.reserveCapacity(bytes.count * 2)
-        for byte in bytes {
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 0x0f)])
-        }
-        return String(decoding: out, as: UTF8.self)
     }
 
     private func decode(_ row: PostgresRow) throws -> User {

@@ -14,7 +14,7 @@ public enum Digest {
 
     /// Lower-case hexadecimal, two digits a byte.
     public static func hex(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
+        let digits = ASCII.lowerHexDigits
         var out = [UInt8]()
         out.reserveCapacity(bytes.count * 2)
         for byte in bytes {

@@ -10,7 +10,7 @@ extension UUID {
     public var lowercasedText: String {
         withUnsafeBytes(of: uuid) { bytes in
             String(unsafeUninitializedCapacity: 36) { text in
-                let digits = UUIDText.digits
+                let digits = ASCII.lowerHexDigits
                 var at = 0
                 for (index, byte) in bytes.enumerated() {
                     if index == 4 || index == 6 || index == 8 || index == 10 {
@@ -44,8 +44,6 @@ extension UUID {
 }
 
 private enum UUIDText {
-    static let digits = Array("0123456789abcdef".utf8)
-
     static func parse(_ text: UnsafeBufferPointer<UInt8>) -> uuid_t? {
         guard text.count == 36 else { return nil }
         var uuid: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
@@ -56,21 +54,12 @@ private enum UUIDText {
                     guard text[position] == UInt8(ascii: "-") else { return false }
                     position += 1
                 }
-                guard let high = value(of: text[position]), let low = value(of: text[position + 1]) else { return false }
+                guard let high = ASCII.hexValue(text[position]), let low = ASCII.hexValue(text[position + 1]) else { return false }
                 output[index] = high << 4 | low
                 position += 2
             }
             return true
         }
         return read ? uuid : nil
-    }
-
-    static func value(of character: UInt8) -> UInt8? {
-        switch character {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): return character - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): return character - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): return character - UInt8(ascii: "A") + 10
-        default: return nil
-        }
     }
 }

@@ -128,6 +128,10 @@ enum ASCII {
         byte == tab || (byte >= 32 && byte != 127)
     }
 
+    /// Lower-case hexadecimal digits by value (hashes, UUIDs, `\u` escapes).
+    static let lowerHexDigits = Array("0123456789abcdef".utf8)
+
+    /// A hexadecimal digit's value, in either case.
     static func hexValue(_ byte: UInt8) -> UInt8? {
         switch byte {
         case 48...57: return byte - 48

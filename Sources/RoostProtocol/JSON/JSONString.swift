@@ -42,10 +42,9 @@ public enum JSONString {
 
     /// `\u` and four lower-case hex digits.
     private static func unicodeEscape(_ value: UInt16, into out: inout [UInt8]) {
-        let digits: StaticString = "0123456789abcdef"
         escape(UInt8(ascii: "u"), into: &out)
         for shift in stride(from: 12, through: 0, by: -4) {
-            out.append(digits.utf8Start[Int(value >> UInt16(shift) & 0xF)])
+            out.append(ASCII.lowerHexDigits[Int(value >> UInt16(shift) & 0xF)])
         }
     }
 }

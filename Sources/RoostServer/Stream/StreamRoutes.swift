@@ -10,7 +10,7 @@ enum StreamRoutes {
         builder.addWebSocket("/v1/stream") { context in
             let token = try auth.sessionToken(context.bearerToken ?? context.request.target.queryValue("access_token"))
             let user = try await auth.user(token)
-            return StreamSession(tenantID: user.tenantID, userID: user.id, sessionHash: UserStore.hex(token.hash), hub: hub)
+            return StreamSession(tenantID: user.tenantID, userID: user.id, sessionHash: Digest.hex(token.hash), hub: hub)
         }
     }
 }
