@@ -127,9 +127,8 @@ struct PostgresValueTests {
     }
 
     @Test func injectionTextIsDataNotSQL() throws {
-        let table = "roost_injection_\(UUID().uuidString.prefix(8).lowercased())"
-        try connection.run(script: "CREATE TABLE \(table) (v text)")
-        defer { _ = try? connection.run(script: "DROP TABLE \(table)") }
+        let table = try TestDatabase.makeScratchTable("v text", on: connection)
+        defer { TestDatabase.dropScratchTable(table, on: connection) }
         let hostile = "x'); DROP TABLE \(table); --"
         try connection.query("INSERT INTO \(unsafeRaw: table) (v) VALUES (\(hostile))")
         let stored = try connection.query("SELECT v FROM \(unsafeRaw: table)").rows.map { try $0.decode(String.self, "v") }

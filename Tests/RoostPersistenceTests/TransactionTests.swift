@@ -25,9 +25,8 @@ struct TransactionTests {
 
     @Test func aThrowingTransactionLeavesNoTrace() throws {
         let connection = try TestDatabase.connect()
-        let table = "roost_tx_\(UUID().uuidString.prefix(8).lowercased())"
-        try connection.run(script: "CREATE TABLE \(table) (v int)")
-        defer { _ = try? connection.run(script: "DROP TABLE \(table)") }
+        let table = try TestDatabase.makeScratchTable("v int", on: connection)
+        defer { TestDatabase.dropScratchTable(table, on: connection) }
 
         #expect(throws: Deliberate.self) {
             try connection.withTransaction { connection in
@@ -45,9 +44,8 @@ struct TransactionTests {
     @Test func queryAndCommitEndsTheTransactionWithItsStatement() throws {
         let connection = try TestDatabase.connect()
         let observer = try TestDatabase.connect()
-        let table = "roost_early_\(UUID().uuidString.prefix(8).lowercased())"
-        try connection.run(script: "CREATE TABLE \(table) (v int CHECK (v > 0))")
-        defer { _ = try? connection.run(script: "DROP TABLE \(table)") }
+        let table = try TestDatabase.makeScratchTable("v int CHECK (v > 0)", on: connection)
+        defer { TestDatabase.dropScratchTable(table, on: connection) }
         func values() throws -> [Int] {
             try observer.query("SELECT v FROM \(unsafeRaw: table) ORDER BY v").rows.map { try $0.decode(Int.self, "v") }
         }
@@ -89,9 +87,8 @@ struct TransactionTests {
     @Test func aSerializationFailureIsRetriedWhenAsked() throws {
         let first = try TestDatabase.connect()
         let second = try TestDatabase.connect()
-        let table = "roost_skew_\(UUID().uuidString.prefix(8).lowercased())"
-        try first.run(script: "CREATE TABLE \(table) (v int)")
-        defer { _ = try? first.run(script: "DROP TABLE \(table)") }
+        let table = try TestDatabase.makeScratchTable("v int", on: first)
+        defer { TestDatabase.dropScratchTable(table, on: first) }
 
         // Write skew: both read the sum, both insert; SERIALIZABLE must fail one of them.
         var attempts = 0
@@ -114,9 +111,8 @@ struct TransactionTests {
     @Test func withoutRetriesASerializationFailureSurfaces() throws {
         let first = try TestDatabase.connect()
         let second = try TestDatabase.connect()
-        let table = "roost_skew_\(UUID().uuidString.prefix(8).lowercased())"
-        try first.run(script: "CREATE TABLE \(table) (v int)")
-        defer { _ = try? first.run(script: "DROP TABLE \(table)") }
+        let table = try TestDatabase.makeScratchTable("v int", on: first)
+        defer { TestDatabase.dropScratchTable(table, on: first) }
         #expect {
             try first.withTransaction(isolation: .serializable) { connection in
                 _ = try connection.query("SELECT count(*) FROM \(unsafeRaw: table)")
@@ -162,9 +158,8 @@ struct TransactionTests {
 
     @Test func aFailingOpeningStatementRollsBackAndTheConnectionServesOn() throws {
         let connection = try TestDatabase.connect()
-        let table = "roost_open_\(UUID().uuidString.prefix(8).lowercased())"
-        try connection.run(script: "CREATE TABLE \(table) (v int)")
-        defer { _ = try? connection.run(script: "DROP TABLE \(table)") }
+        let table = try TestDatabase.makeScratchTable("v int", on: connection)
+        defer { TestDatabase.dropScratchTable(table, on: connection) }
         var ran = false
         #expect {
             try connection.withTenantTransaction(UUID(), opening: "SELECT 1 / \(0) AS v") { _, _ in ran = true }
@@ -181,9 +176,8 @@ struct TransactionTests {
 
     @Test func aPipelineAnswersInOrderAndStopsAtItsFirstFailure() throws {
         let connection = try TestDatabase.connect()
-        let table = "roost_pipe_\(UUID().uuidString.prefix(8).lowercased())"
-        try connection.run(script: "CREATE TABLE \(table) (v int)")
-        defer { _ = try? connection.run(script: "DROP TABLE \(table)") }
+        let table = try TestDatabase.makeScratchTable("v int", on: connection)
+        defer { TestDatabase.dropScratchTable(table, on: connection) }
         let results = try connection.pipeline([
             "INSERT INTO \(unsafeRaw: table) VALUES (\(1)), (\(2))",
             "SELECT \("Elm") AS street, \(Data([0, 255])) AS bytes",

@@ -46,10 +46,32 @@ public enum TestDatabase {
         return connection
     }
 
+    /// A fresh name for a scratch database or schema: lower-case, no quoting needed.
+    static func scratchName() -> String {
+        "roost_scratch_" + UUID().lowercasedText.filter { $0 != "-" }
+    }
+
+    /// A table for one test, in a schema of its own, for a test that needs more than one
+    /// session to see it (a TEMP table is its session's alone). Not in the shared schema:
+    /// `roost serve`, which other tests start against this database, grants on every table
+    /// there, and a table dropped while it lists them stops its start. `columns` is the
+    /// table's column list; the name comes back schema-qualified, for `unsafeRaw:`.
+    public static func makeScratchTable(_ columns: String, on connection: PostgresConnection) throws -> String {
+        let schema = scratchName()
+        try connection.run(script: "CREATE SCHEMA \(schema); CREATE TABLE \(schema).t (\(columns))")
+        return "\(schema).t"
+    }
+
+    /// Drops a table `makeScratchTable` made, with its schema.
+    public static func dropScratchTable(_ table: String, on connection: PostgresConnection) {
+        let schema = table.prefix { $0 != "." }
+        _ = try? connection.run(script: "DROP SCHEMA IF EXISTS \(schema) CASCADE")
+    }
+
     /// A new migrated database on the test cluster, for a test whose background workers must not
     /// touch other tests' rows (or theirs its own); `dropScratch` removes it.
     public static func makeScratch() throws -> String {
-        let name = "roost_scratch_\(UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: ""))"
+        let name = scratchName()
         try connect().run(script: "CREATE DATABASE \"\(name)\"")
         try Migrator(migrations: Migration.load(from: migrationsDirectory)).run(on: connect(database: name))
         return name
@@ -61,7 +83,7 @@ public enum TestDatabase {
 
     /// Runs `body` against a database of its own, dropped afterwards.
     public static func withScratchDatabase<Result>(_ body: (String) throws -> Result) throws -> Result {
-        let name = "roost_scratch_\(UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: ""))"
+        let name = scratchName()
         let admin = try connect()
         try admin.run(script: "CREATE DATABASE \"\(name)\"")
         let result: Result
@@ -77,7 +99,7 @@ public enum TestDatabase {
 
     /// The async twin of `withScratchDatabase`.
     public static func withScratchDatabaseAsync(_ body: @Sendable (String) async throws -> Void) async throws {
-        let name = "roost_scratch_\(UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: ""))"
+        let name = scratchName()
         let admin = try connect()
         try admin.run(script: "CREATE DATABASE \"\(name)\"")
         do {
