@@ -55,7 +55,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "roost",
-            dependencies: ["RoostServer", "RoostHTTP"]
+            dependencies: ["RoostServer", "RoostHTTP", "RoostProtocol"]
         ),
         // The system benchmark: drives a running server from outside with an epoll client loop.
         .executableTarget(

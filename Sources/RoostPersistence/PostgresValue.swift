@@ -144,7 +144,7 @@ extension Double: PostgresCodable {
 
 extension UUID: PostgresCodable {
     public static var postgresType: PostgresType { .uuid }
-    public func postgresText() -> String? { uuidString.lowercased() }
+    public func postgresText() -> String? { lowercasedText }
     public init(postgresText text: String) throws(PostgresDecodingFailure) {
         guard let value = UUID(text: text) else { throw PostgresDecodingFailure("'\(text)' is not a UUID") }
         self = value

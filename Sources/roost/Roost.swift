@@ -1,5 +1,6 @@
 import Foundation
 import RoostHTTP
+import RoostProtocol
 import RoostServer
 
 /// The `roost` command line: parses arguments and calls RoostServer; nothing else lives here.
@@ -121,7 +122,7 @@ struct Roost {
             guard let name else { exitUsage("roost: tenant create needs --name NAME") }
             let tenant = try await RoostCommands.createTenant(
                 load(arguments), slug: slug, name: name, registration: registration)
-            print("created tenant \(tenant.slug) (\(tenant.id.uuidString.lowercased())), registration \(tenant.registration.rawValue)")
+            print("created tenant \(tenant.slug) (\(tenant.id.lowercasedText)), registration \(tenant.registration.rawValue)")
         case "update":
             guard let slug = arguments.first, !slug.hasPrefix("-") else {
                 exitUsage("roost: tenant update needs a SLUG; run roost help")
@@ -140,7 +141,7 @@ struct Roost {
                   + ", messages in \(tenant.locale)")
         case "list":
             for tenant in try await RoostCommands.listTenants(load(arguments)) {
-                print("\(tenant.slug)\t\(tenant.id.uuidString.lowercased())\t\(tenant.registration.rawValue)\t\(tenant.name)")
+                print("\(tenant.slug)\t\(tenant.id.lowercasedText)\t\(tenant.registration.rawValue)\t\(tenant.name)")
             }
         default:
             exitUsage("roost: unknown tenant action '\(action)'; run roost help")
@@ -185,7 +186,7 @@ struct Roost {
             for line in lines {
                 let delivery = line.delivery
                 let error = (delivery.lastError ?? "").replacingOccurrences(of: "\n", with: " ")
-                print("\(delivery.id.uuidString.lowercased())\t\(line.tenant)\t\(delivery.channel)\t\(delivery.template)\t\(delivery.attempts)\t\(error)")
+                print("\(delivery.id.lowercasedText)\t\(line.tenant)\t\(delivery.channel)\t\(delivery.template)\t\(delivery.attempts)\t\(error)")
             }
             if lines.isEmpty { FileHandle.standardError.write(Data("roost: no failed deliveries\n".utf8)) }
         case "retry":
@@ -209,7 +210,7 @@ struct Roost {
             let lines = try await RoostCommands.failedJobs(load(arguments))
             for line in lines {
                 let error = (line.lastError ?? "").replacingOccurrences(of: "\n", with: " ")
-                print("\(line.kind)\t\(line.id.uuidString.lowercased())\t\(line.tenant)\t\(line.attempts)\t\(error)")
+                print("\(line.kind)\t\(line.id.lowercasedText)\t\(line.tenant)\t\(line.attempts)\t\(error)")
             }
             if lines.isEmpty { FileHandle.standardError.write(Data("roost: no failed jobs\n".utf8)) }
         case "retry":
