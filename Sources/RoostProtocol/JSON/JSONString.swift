@@ -15,9 +15,7 @@ public enum JSONString {
                 let byte = bytes[index]
                 index += 1
                 switch byte {
-                case UInt8(ascii: "\""), UInt8(ascii: "\\"):
-                    out.append(UInt8(ascii: "\\"))
-                    out.append(byte)
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"): escape(byte, into: &out)
                 case UInt8(ascii: "\n"): escape(UInt8(ascii: "n"), into: &out)
                 case UInt8(ascii: "\r"): escape(UInt8(ascii: "r"), into: &out)
                 case UInt8(ascii: "\t"): escape(UInt8(ascii: "t"), into: &out)
@@ -35,6 +33,7 @@ public enum JSONString {
         }
     }
 
+    /// A backslash and `letter`.
     private static func escape(_ letter: UInt8, into out: inout [UInt8]) {
         out.append(UInt8(ascii: "\\"))
         out.append(letter)
