@@ -7,12 +7,13 @@ import Glibc
 
 /// `alert --receivers P`: the members' streams spread over P worker processes (`alert-worker`),
 /// so that on a machine with the cores for it no one client loop reads every receipt in turn.
-/// Each worker tells, for every alert, when the last of its members' copies reached its kernel;
-/// the alert's span ends at the latest of those. Receive stamps and `now()` are on the
+/// Each worker tells, for every alert, when the first and the last of its members' copies reached
+/// its kernel; the alert's span ends at the latest of those. Receive stamps and `now()` are on the
 /// system-wide monotonic clock, so the workers' times and the poster's compare directly.
 final class AlertReceivers {
     struct Alert {
         var workersDone = 0
+        var firstReceipt: UInt64 = .max
         var lastReceipt: UInt64 = 0
         var lastRead: UInt64 = 0
     }
@@ -55,18 +56,19 @@ final class AlertReceivers {
         let shared = Shared(State(alerts: Array(repeating: Alert(), count: options.alerts)))
         self.shared = shared
         let alerts = options.alerts
-        // Then "done ALERT LAST-RECEIPT LAST-READ" as each alert reaches all of its streams, and
+        // Then "done ALERT FIRST-RECEIPT LAST-RECEIPT LAST-READ" as each alert reaches all of its streams, and
         // "stamps STAMPED READS" (of the reads after its streams were live) when it stops.
         readers = outputs.map { output in
             let thread = Thread {
                 while let line = readLine(from: output) {
                     let fields = line.split(separator: " ").compactMap { UInt64($0) }
-                    if line.hasPrefix("done "), fields.count == 3, fields[0] < UInt64(alerts) {
+                    if line.hasPrefix("done "), fields.count == 4, fields[0] < UInt64(alerts) {
                         shared.state.withLock { state in
                             let alert = Int(fields[0])
                             state.alerts[alert].workersDone += 1
-                            state.alerts[alert].lastReceipt = max(state.alerts[alert].lastReceipt, fields[1])
-                            state.alerts[alert].lastRead = max(state.alerts[alert].lastRead, fields[2])
+                            state.alerts[alert].firstReceipt = min(state.alerts[alert].firstReceipt, fields[1])
+                            state.alerts[alert].lastReceipt = max(state.alerts[alert].lastReceipt, fields[2])
+                            state.alerts[alert].lastRead = max(state.alerts[alert].lastRead, fields[3])
                         }
                     } else if line.hasPrefix("stamps "), fields.count == 2 {
                         shared.state.withLock { $0.stamped += Int(fields[0]); $0.reads += Int(fields[1]) }
@@ -81,8 +83,8 @@ final class AlertReceivers {
     /// Whether every worker has had all its streams receive `alert`.
     func isComplete(_ alert: Int) -> Bool { shared.state.withLock { $0.alerts[alert].workersDone == workers.count } }
 
-    func times(_ alert: Int) -> (lastReceipt: UInt64, lastRead: UInt64) {
-        shared.state.withLock { ($0.alerts[alert].lastReceipt, $0.alerts[alert].lastRead) }
+    func times(_ alert: Int) -> AlertTimes {
+        shared.state.withLock { AlertTimes(firstReceipt: $0.alerts[alert].firstReceipt, lastReceipt: $0.alerts[alert].lastReceipt, lastRead: $0.alerts[alert].lastRead) }
     }
 
     /// The workers' CPU seconds so far.
@@ -103,11 +105,12 @@ func alertWorker(_ options: Options) throws {
     struct Tally {
         var target = Int.max
         var received: [Int]
+        var firstReceipt: [UInt64]
         var lastReceipt: [UInt64]
         var lastRead: [UInt64]
     }
-    let tally = Shared(Tally(received: Array(repeating: 0, count: options.alerts), lastReceipt: Array(repeating: 0, count: options.alerts),
-                            lastRead: Array(repeating: 0, count: options.alerts)))
+    let tally = Shared(Tally(received: Array(repeating: 0, count: options.alerts), firstReceipt: Array(repeating: .max, count: options.alerts),
+                            lastReceipt: Array(repeating: 0, count: options.alerts), lastRead: Array(repeating: 0, count: options.alerts)))
     let output = FileHandle.standardOutput
     let kind = StreamClients.Kind.roost(tokens: try workerTokens(options), resume: { _ in #"{"type":"resume","cursors":{}}"# })
     let clients = StreamClients(port: options.port, kind: kind, source: options.source) { _, alert, time, _ in
@@ -115,9 +118,11 @@ func alertWorker(_ options: Options) throws {
         let done: String? = tally.state.withLock { tally in
             guard alert >= 0, alert < tally.received.count else { return nil }
             tally.received[alert] += 1
+            tally.firstReceipt[alert] = min(tally.firstReceipt[alert], time)
             tally.lastReceipt[alert] = max(tally.lastReceipt[alert], time)
             tally.lastRead[alert] = max(tally.lastRead[alert], read)
-            return tally.received[alert] == tally.target ? "done \(alert) \(tally.lastReceipt[alert]) \(tally.lastRead[alert])\n" : nil
+            guard tally.received[alert] == tally.target else { return nil }
+            return "done \(alert) \(tally.firstReceipt[alert]) \(tally.lastReceipt[alert]) \(tally.lastRead[alert])\n"
         }
         if let done { output.write(Data(done.utf8)) }
     }
@@ -132,6 +137,13 @@ func alertWorker(_ options: Options) throws {
     clients.stop()
     let after = clients.readStamps
     output.write(Data("stamps \(after.stamped - before.stamped) \(after.reads - before.reads)\n".utf8))
+}
+
+/// When an alert's first and last copies reached the members' kernels, and when the last was read.
+struct AlertTimes {
+    var firstReceipt: UInt64
+    var lastReceipt: UInt64
+    var lastRead: UInt64
 }
 
 /// State behind a lock that escaping closures (a reader thread, a client loop's callback) share.

@@ -10,6 +10,8 @@ final class Ledger: Sendable {
     struct State {
         var started: [UInt64]
         var received: [Int]
+        /// When the kernel got the first and the last copy of each post.
+        var firstReceipt: [UInt64]
         var lastReceipt: [UInt64]
         /// When the client's loop read the last receipt (`lastReceipt` is when the kernel got it).
         var lastRead: [UInt64]
@@ -19,7 +21,8 @@ final class Ledger: Sendable {
     let state: Mutex<State>
     init(capacity: Int) {
         state = Mutex(State(started: Array(repeating: 0, count: capacity), received: Array(repeating: 0, count: capacity),
-                            lastReceipt: Array(repeating: 0, count: capacity), lastRead: Array(repeating: 0, count: capacity)))
+                            firstReceipt: Array(repeating: .max, count: capacity), lastReceipt: Array(repeating: 0, count: capacity),
+                            lastRead: Array(repeating: 0, count: capacity)))
     }
 
     func start(_ post: Int) { state.withLock { $0.started[post] = now() } }
@@ -30,6 +33,7 @@ final class Ledger: Sendable {
         state.withLock { state in
             guard post < state.received.count, state.started[post] > 0 else { return }
             state.received[post] += 1
+            state.firstReceipt[post] = min(state.firstReceipt[post], time)
             state.lastReceipt[post] = max(state.lastReceipt[post], time)
             state.lastRead[post] = max(state.lastRead[post], read)
             state.latencies.append(time - state.started[post])
@@ -133,13 +137,18 @@ func alertScenario(_ options: Options) throws {
         if let receivers { return receivers.isComplete(index) }
         return ledger.state.withLock { $0.received[index] } >= clients!.live.load(ordering: .relaxed)
     }
-    let times: (Int) -> (UInt64, UInt64) = { index in
+    let times: (Int) -> AlertTimes = { index in
         if let receivers { return receivers.times(index) }
-        return ledger.state.withLock { ($0.lastReceipt[index], $0.lastRead[index]) }
+        return ledger.state.withLock { state in
+            AlertTimes(firstReceipt: state.firstReceipt[index], lastReceipt: state.lastReceipt[index], lastRead: state.lastRead[index])
+        }
     }
     var spans: [UInt64] = []
     var readSpans: [UInt64] = []
+    var firstSpans: [UInt64] = []
     var incomplete = 0
+    let serverCPU = { options.serverPIDs.reduce(0) { $0 + cpuSeconds(pid: $1) } }
+    let serverBefore = serverCPU()
     let cpuBefore = processCPUSeconds() + (receivers?.workersCPUSeconds() ?? 0)
     let stampsBefore = clients?.readStamps ?? (reads: 0, stamped: 0)
     let wallStart = now()
@@ -153,12 +162,14 @@ func alertScenario(_ options: Options) throws {
         if !reached(index) {
             incomplete += 1
         } else {
-            let (last, read) = times(index)
-            spans.append(last - started)
-            readSpans.append(read - started)
+            let time = times(index)
+            spans.append(time.lastReceipt - started)
+            readSpans.append(time.lastRead - started)
+            firstSpans.append(time.firstReceipt - started)
         }
     }
     let clientCPU = processCPUSeconds() + (receivers?.workersCPUSeconds() ?? 0) - cpuBefore
+    let serverMillisecondsPerAlert = 1000 * (serverCPU() - serverBefore) / Double(max(1, options.alerts))
     let wall = Double(now() - wallStart) / 1e9
     let stamps: (reads: Int, stamped: Int)
     if let receivers {
@@ -170,6 +181,7 @@ func alertScenario(_ options: Options) throws {
     }
     spans.sort()
     readSpans.sort()
+    firstSpans.sort()
     let goal = options.members >= 10_000 ? 100.0 : 20.0
     print("  POST start → last member's receipt: p50 \(milliseconds(percentile(spans, 0.5))), p99 \(milliseconds(percentile(spans, 0.99))), "
           + "max \(milliseconds(spans.last ?? 0))  (goal: p99 ≤ \(Int(goal)) ms)")
@@ -178,10 +190,16 @@ func alertScenario(_ options: Options) throws {
     print("  the same by the client loop\(receivers == nil ? "'s" : "s'") reading: p50 \(milliseconds(percentile(readSpans, 0.5))), "
           + "p99 \(milliseconds(percentile(readSpans, 0.99))); kernel stamps on \(stamps.stamped) of \(stamps.reads) reads; "
           + String(format: "client CPU %.2f s in %.2f s", clientCPU, wall))
+    // How long before the first copy goes out (the post stored, the notice back, the members
+    // looked up), and the server's CPU for all of it.
+    print("  POST start → first member's receipt: p50 \(milliseconds(percentile(firstSpans, 0.5))), "
+          + "p99 \(milliseconds(percentile(firstSpans, 0.99))); " + String(format: "server CPU %.2f ms an alert", serverMillisecondsPerAlert))
     if incomplete > 0 { print("  \(incomplete) alerts did not reach every member within 30 s") }
     Report.record(["scenario": "alert", "server": options.serverName, "members": options.members, "live": live, "alerts": options.alerts,
                    "client_processes": options.receivers,
                    "p50_ms": ms(percentile(spans, 0.5)), "p99_ms": ms(percentile(spans, 0.99)), "max_ms": ms(spans.last ?? 0),
+                   "first_p50_ms": ms(percentile(firstSpans, 0.5)), "first_p99_ms": ms(percentile(firstSpans, 0.99)),
+                   "server_cpu_ms_per_alert": serverMillisecondsPerAlert,
                    "read_p50_ms": ms(percentile(readSpans, 0.5)), "read_p99_ms": ms(percentile(readSpans, 0.99)),
                    "client_cpu_s": clientCPU, "wall_s": wall, "incomplete": incomplete, "goal_p99_ms": goal])
 }
