@@ -116,7 +116,7 @@ public struct FanoutState<Sink> {
                 early.append(.live(group, seq, frame))
                 return nil
             }
-            return cursor!.live(group, seq: seq, frame: frame) != nil ? sink : nil
+            return cursor!.sendsLive(group, seq: seq, frame: frame) ? sink : nil
         }
     }
 

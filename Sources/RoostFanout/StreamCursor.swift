@@ -61,19 +61,27 @@ public struct StreamCursor<Frame> {
     /// when it waits (not live yet, or its group is being replayed) or is dropped (already
     /// sent, or a group the user is not in).
     public mutating func live(_ group: UUID, seq: Int64, frame: Frame) -> Frame? {
-        guard let standing = groups[group], seq > standing.last else { return nil }
+        sendsLive(group, seq: seq, frame: frame) ? frame : nil
+    }
+
+    /// `live` as the fanout's hot loop asks it, once per subscriber of every event: whether the
+    /// frame is to be sent now. One lookup of the group, and the frame is not handed back.
+    public mutating func sendsLive(_ group: UUID, seq: Int64, frame: Frame) -> Bool {
+        guard let index = groups.index(forKey: group), seq > groups.values[index].last else { return false }
         if waiting != nil {
             waiting!.append((group, seq, frame))
-            return nil
+            return false
         }
-        switch standing {
+        switch groups.values[index] {
         case .live:
-            groups[group] = .live(last: seq)
-            return frame
+            groups.values[index] = .live(last: seq)
+            return true
         case .replaying(let last, let seen, let token, var held):
+            // Taken out first, so `held` is the list's only owner and grows in place.
+            groups.values[index] = .live(last: last)
             held.append((seq, frame))
-            groups[group] = .replaying(last: last, seen: seen, token: token, held: held)
-            return nil
+            groups.values[index] = .replaying(last: last, seen: seen, token: token, held: held)
+            return false
         }
     }
 

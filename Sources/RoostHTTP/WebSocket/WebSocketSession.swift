@@ -33,12 +33,13 @@ public final class WebSocketChannel: Sendable {
     /// Queues one frame on many connections: a single hop to each event loop involved, in the
     /// order the channels are given.
     public static func send(frame: [UInt8], to channels: [WebSocketChannel]) {
-        var byLoop: [ObjectIdentifier: (EventLoop, [LoopBound<HTTPConnection>])] = [:]
-        for channel in channels {
-            byLoop[ObjectIdentifier(channel.loop), default: (channel.loop, [])].1.append(channel.connection)
-        }
-        for (loop, connections) in byLoop.values {
-            loop.execute { for connection in connections { connection.value.queueFrame(frame) } }
+        // The loops involved are a handful, found by identity; each walks the one list and takes
+        // its own connections. No list per loop: an alert to 10,000 members is 10,000 pointer
+        // comparisons here, not 10,000 hashed inserts and retains.
+        var loops: [EventLoop] = []
+        for channel in channels where !loops.contains(where: { $0 === channel.loop }) { loops.append(channel.loop) }
+        for loop in loops {
+            loop.execute { for channel in channels where channel.loop === loop { channel.connection.value.queueFrame(frame) } }
         }
     }
 
