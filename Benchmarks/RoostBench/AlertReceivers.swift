@@ -56,8 +56,8 @@ final class AlertReceivers {
         let shared = Shared(State(alerts: Array(repeating: Alert(), count: options.alerts)))
         self.shared = shared
         let alerts = options.alerts
-        // Then "done ALERT FIRST-RECEIPT LAST-RECEIPT LAST-READ" as each alert reaches all of its streams, and
-        // "stamps STAMPED READS" (of the reads after its streams were live) when it stops.
+        // Then "done ALERT FIRST-RECEIPT LAST-RECEIPT LAST-READ" as each alert reaches all of its
+        // streams, and "stamps STAMPED READS" (of the reads after its streams were live) when it stops.
         readers = outputs.map { output in
             let thread = Thread {
                 while let line = readLine(from: output) {
@@ -84,7 +84,10 @@ final class AlertReceivers {
     func isComplete(_ alert: Int) -> Bool { shared.state.withLock { $0.alerts[alert].workersDone == workers.count } }
 
     func times(_ alert: Int) -> AlertTimes {
-        shared.state.withLock { AlertTimes(firstReceipt: $0.alerts[alert].firstReceipt, lastReceipt: $0.alerts[alert].lastReceipt, lastRead: $0.alerts[alert].lastRead) }
+        shared.state.withLock { state in
+            let times = state.alerts[alert]
+            return AlertTimes(firstReceipt: times.firstReceipt, lastReceipt: times.lastReceipt, lastRead: times.lastRead)
+        }
     }
 
     /// The workers' CPU seconds so far.

@@ -165,7 +165,7 @@ def main():
                 f"p99 ≤ {goal} ms", verdict(alerts["roost"]["p99_ms"] <= goal) if "roost" in alerts else "")
             timed = {k: a for k, a in alerts.items() if "first_p50_ms" in a and not a.get("incomplete")}
             if timed:
-                row(f"the same: post → first member's receipt; the server's CPU an alert",
+                row("the same: post → first member's receipt; the server's CPU an alert",
                     {k: f"p50 {a['first_p50_ms']} ms, p99 {a['first_p99_ms']} ms; {a['server_cpu_ms_per_alert']:.1f} ms" for k, a in timed.items()},
                     {k: a["server_cpu_ms_per_alert"] for k, a in timed.items()})
     live = find("live-location", "roost")
