@@ -13,9 +13,7 @@ import Glibc
 final class AlertReceivers {
     struct Alert {
         var workersDone = 0
-        var firstReceipt: UInt64 = .max
-        var lastReceipt: UInt64 = 0
-        var lastRead: UInt64 = 0
+        var times = ReceiptTimes()
     }
     private struct State {
         var alerts: [Alert]
@@ -66,9 +64,7 @@ final class AlertReceivers {
                         shared.state.withLock { state in
                             let alert = Int(fields[0])
                             state.alerts[alert].workersDone += 1
-                            state.alerts[alert].firstReceipt = min(state.alerts[alert].firstReceipt, fields[1])
-                            state.alerts[alert].lastReceipt = max(state.alerts[alert].lastReceipt, fields[2])
-                            state.alerts[alert].lastRead = max(state.alerts[alert].lastRead, fields[3])
+                            state.alerts[alert].times.merge(ReceiptTimes(firstReceipt: fields[1], lastReceipt: fields[2], lastRead: fields[3]))
                         }
                     } else if line.hasPrefix("stamps "), fields.count == 2 {
                         shared.state.withLock { $0.stamped += Int(fields[0]); $0.reads += Int(fields[1]) }
@@ -83,12 +79,7 @@ final class AlertReceivers {
     /// Whether every worker has had all its streams receive `alert`.
     func isComplete(_ alert: Int) -> Bool { shared.state.withLock { $0.alerts[alert].workersDone == workers.count } }
 
-    func times(_ alert: Int) -> AlertTimes {
-        shared.state.withLock { state in
-            let times = state.alerts[alert]
-            return AlertTimes(firstReceipt: times.firstReceipt, lastReceipt: times.lastReceipt, lastRead: times.lastRead)
-        }
-    }
+    func times(_ alert: Int) -> ReceiptTimes { shared.state.withLock { $0.alerts[alert].times } }
 
     /// The workers' CPU seconds so far.
     func workersCPUSeconds() -> Double { workers.reduce(0) { $0 + cpuSeconds(pid: $1.process.processIdentifier) } }
@@ -108,12 +99,9 @@ func alertWorker(_ options: Options) throws {
     struct Tally {
         var target = Int.max
         var received: [Int]
-        var firstReceipt: [UInt64]
-        var lastReceipt: [UInt64]
-        var lastRead: [UInt64]
+        var times: [ReceiptTimes]
     }
-    let tally = Shared(Tally(received: Array(repeating: 0, count: options.alerts), firstReceipt: Array(repeating: .max, count: options.alerts),
-                            lastReceipt: Array(repeating: 0, count: options.alerts), lastRead: Array(repeating: 0, count: options.alerts)))
+    let tally = Shared(Tally(received: Array(repeating: 0, count: options.alerts), times: Array(repeating: ReceiptTimes(), count: options.alerts)))
     let output = FileHandle.standardOutput
     let kind = StreamClients.Kind.roost(tokens: try workerTokens(options), resume: { _ in #"{"type":"resume","cursors":{}}"# })
     let clients = StreamClients(port: options.port, kind: kind, source: options.source) { _, alert, time, _ in
@@ -121,11 +109,10 @@ func alertWorker(_ options: Options) throws {
         let done: String? = tally.state.withLock { tally in
             guard alert >= 0, alert < tally.received.count else { return nil }
             tally.received[alert] += 1
-            tally.firstReceipt[alert] = min(tally.firstReceipt[alert], time)
-            tally.lastReceipt[alert] = max(tally.lastReceipt[alert], time)
-            tally.lastRead[alert] = max(tally.lastRead[alert], read)
+            tally.times[alert].add(receipt: time, readAt: read)
             guard tally.received[alert] == tally.target else { return nil }
-            return "done \(alert) \(tally.firstReceipt[alert]) \(tally.lastReceipt[alert]) \(tally.lastRead[alert])\n"
+            let times = tally.times[alert]
+            return "done \(alert) \(times.firstReceipt) \(times.lastReceipt) \(times.lastRead)\n"
         }
         if let done { output.write(Data(done.utf8)) }
     }
@@ -142,11 +129,24 @@ func alertWorker(_ options: Options) throws {
     output.write(Data("stamps \(after.stamped - before.stamped) \(after.reads - before.reads)\n".utf8))
 }
 
-/// When an alert's first and last copies reached the members' kernels, and when the last was read.
-struct AlertTimes {
-    var firstReceipt: UInt64
-    var lastReceipt: UInt64
-    var lastRead: UInt64
+/// When the first and the last copy of one post reached the clients' kernels, and when the
+/// client loop read the last it read (`lastReceipt` is when the kernel got it).
+struct ReceiptTimes {
+    var firstReceipt: UInt64 = .max
+    var lastReceipt: UInt64 = 0
+    var lastRead: UInt64 = 0
+
+    /// A copy that reached the kernel at `receipt` and was read at `readAt`.
+    mutating func add(receipt: UInt64, readAt read: UInt64) {
+        merge(ReceiptTimes(firstReceipt: receipt, lastReceipt: receipt, lastRead: read))
+    }
+
+    /// Another reader's times of the same post (a worker's, in `alert --receivers`).
+    mutating func merge(_ other: ReceiptTimes) {
+        firstReceipt = min(firstReceipt, other.firstReceipt)
+        lastReceipt = max(lastReceipt, other.lastReceipt)
+        lastRead = max(lastRead, other.lastRead)
+    }
 }
 
 /// State behind a lock that escaping closures (a reader thread, a client loop's callback) share.

@@ -10,19 +10,14 @@ final class Ledger: Sendable {
     struct State {
         var started: [UInt64]
         var received: [Int]
-        /// When the kernel got the first and the last copy of each post.
-        var firstReceipt: [UInt64]
-        var lastReceipt: [UInt64]
-        /// When the client's loop read the last receipt (`lastReceipt` is when the kernel got it).
-        var lastRead: [UInt64]
+        var times: [ReceiptTimes]
         var latencies: [UInt64] = []
         var frameBytes = 0
     }
     let state: Mutex<State>
     init(capacity: Int) {
         state = Mutex(State(started: Array(repeating: 0, count: capacity), received: Array(repeating: 0, count: capacity),
-                            firstReceipt: Array(repeating: .max, count: capacity), lastReceipt: Array(repeating: 0, count: capacity),
-                            lastRead: Array(repeating: 0, count: capacity)))
+                            times: Array(repeating: ReceiptTimes(), count: capacity)))
     }
 
     func start(_ post: Int) { state.withLock { $0.started[post] = now() } }
@@ -33,9 +28,7 @@ final class Ledger: Sendable {
         state.withLock { state in
             guard post < state.received.count, state.started[post] > 0 else { return }
             state.received[post] += 1
-            state.firstReceipt[post] = min(state.firstReceipt[post], time)
-            state.lastReceipt[post] = max(state.lastReceipt[post], time)
-            state.lastRead[post] = max(state.lastRead[post], read)
+            state.times[post].add(receipt: time, readAt: read)
             state.latencies.append(time - state.started[post])
             state.frameBytes += bytes
         }
@@ -137,11 +130,9 @@ func alertScenario(_ options: Options) throws {
         if let receivers { return receivers.isComplete(index) }
         return ledger.state.withLock { $0.received[index] } >= clients!.live.load(ordering: .relaxed)
     }
-    let times: (Int) -> AlertTimes = { index in
+    let times: (Int) -> ReceiptTimes = { index in
         if let receivers { return receivers.times(index) }
-        return ledger.state.withLock { state in
-            AlertTimes(firstReceipt: state.firstReceipt[index], lastReceipt: state.lastReceipt[index], lastRead: state.lastRead[index])
-        }
+        return ledger.state.withLock { $0.times[index] }
     }
     var spans: [UInt64] = []
     var readSpans: [UInt64] = []
