@@ -215,6 +215,12 @@ public final class PostgresConnection: @unchecked Sendable {
         return results[0]
     }
 
+    /// `queryAndCommit` when `committing` (the caller knows nothing follows), else `query`.
+    @discardableResult
+    public func query(_ query: SQLQuery, committing: Bool) throws -> PostgresResult {
+        committing ? try queryAndCommit(query) : try self.query(query)
+    }
+
     private func refuseAfterEarlyCommit() throws {
         guard committedEarly else { return }
         throw DatabaseError(.client, "a statement was sent after its transaction was committed with queryAndCommit")

@@ -124,7 +124,7 @@ public struct GroupEventLog: Sendable {
                                                                         THEN header || E'\\n' || frame ELSE header END) AS notified
             FROM framed
             """
-        guard let row = try (committing ? connection.queryAndCommit(statement) : connection.query(statement)).first else {
+        guard let row = try connection.query(statement, committing: committing).first else {
             throw DatabaseError(.client, "group \(group) does not exist in this tenant")
         }
         return (AppendedEvent(tenant: tenant, group: group, seq: try row.decode(Int64.self, "seq"), at: try row.decode(Date.self, "created_at")),

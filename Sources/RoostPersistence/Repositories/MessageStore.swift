@@ -105,6 +105,13 @@ public struct MessageStore: Sendable {
             """).first?.decode(String.self, "json")
     }
 
+    /// Whether the author already posted a message under this client id: a boolean SQL
+    /// expression in which `author` is the author's id, for the round trip that opens the
+    /// transaction to answer (a retry is rare; `idempotent` then reads the message).
+    public func repeatQuestion(group: UUID, author: SQLQuery, clientMessageID: String) -> SQLQuery {
+        "EXISTS (SELECT 1 FROM messages r WHERE r.group_id = \(group) AND r.author_id = \(fragment: author) AND r.client_msg_id = \(clientMessageID))"
+    }
+
     /// Whether `seq` is a message of the group (for `reply_to`).
     public func exists(group: UUID, seq: Int64, on connection: PostgresConnection) throws -> Bool {
         try connection.query("SELECT 1 FROM messages WHERE group_id = \(group) AND seq = \(seq)").first != nil

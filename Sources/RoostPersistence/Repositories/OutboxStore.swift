@@ -210,10 +210,11 @@ extension OutboxStore {
     /// the group's `nearby_m` get `critical: true`. A member who turned off pushes of the
     /// alert's severity gets none; for a red alert, a member with no device at all gets it by
     /// email or SMS instead, to their verified address, when their fallback allows it (API.md
-    /// "Outbound delivery"). Returns how many deliveries were queued.
+    /// "Outbound delivery"). `committing`: nothing follows in the caller's transaction, so it
+    /// commits with the last statement here. Returns how many deliveries were queued.
     @discardableResult
     public func enqueueAlertPushes(group: UUID, seq: Int64, excluding author: UUID?, alert: RawJSON, red: Bool,
-                                   on connection: PostgresConnection) throws -> Int {
+                                   committing: Bool = false, on connection: PostgresConnection) throws -> Int {
         try connection.query("""
             WITH targets AS (
                 SELECT d.tenant_id, m.group_id, m.user_id, d.platform, d.token, g.name AS group_name,
@@ -236,13 +237,15 @@ extension OutboxStore {
                 FROM targets
                 RETURNING id, tenant_id)
             INSERT INTO outbox_jobs (outbox_id, tenant_id) SELECT id, tenant_id FROM queued
-            """).affectedRows + (red ? try enqueueDevicelessFallback(group: group, excluding: author, alert: alert, on: connection) : 0)
+            """, committing: committing && !red).affectedRows
+            + (red ? try enqueueDevicelessFallback(group: group, excluding: author, alert: alert, committing: committing, on: connection) : 0)
     }
 
     /// A red alert by email (else SMS) to every member but the author with no device at all and
     /// a verified address their fallback allows. Its own statement, run for red alerts only, so
     /// an amber alert's statement stays as small to plan as it was.
-    private func enqueueDevicelessFallback(group: UUID, excluding author: UUID?, alert: RawJSON, on connection: PostgresConnection) throws -> Int {
+    private func enqueueDevicelessFallback(group: UUID, excluding author: UUID?, alert: RawJSON, committing: Bool,
+                                           on connection: PostgresConnection) throws -> Int {
         try connection.query("""
             WITH fallback AS (
                 INSERT INTO outbox (tenant_id, channel, recipient, template, user_id, data)
@@ -258,7 +261,7 @@ extension OutboxStore {
                   AND NOT EXISTS (SELECT 1 FROM devices d WHERE d.tenant_id = m.tenant_id AND d.user_id = m.user_id)
                 RETURNING id, tenant_id)
             INSERT INTO outbox_jobs (outbox_id, tenant_id) SELECT id, tenant_id FROM fallback
-            """).affectedRows
+            """, committing: committing).affectedRows
     }
 
     /// Whether any member of the group but the author asked for chat pushes, as a condition

@@ -55,10 +55,14 @@ struct PostMessage: GroupUseCase {
 
     static let badReply = APIError.invalid("reply_to must be a seq of this group", "reply_to")
 
-    /// A chat line asks, with the membership check, whether anyone wants it pushed: then the
-    /// post knows before it is sent whether anything follows it in the transaction.
+    /// Asked with the membership check, so that neither costs a round trip of its own: a chat
+    /// line asks whether anyone wants it pushed (then the post knows before it is sent whether
+    /// anything follows it in the transaction); an alert, whether its author raised it already
+    /// (a client's retry, answered with the first one before the hourly limit is counted).
     func openingQuestion(caller: SQLQuery) -> SQLQuery? {
-        kind == "chat" ? OutboxStore().chatPushesWanted(group: group, excluding: caller) : nil
+        kind == "chat"
+            ? OutboxStore().chatPushesWanted(group: group, excluding: caller)
+            : MessageStore().repeatQuestion(group: group, author: caller, clientMessageID: clientMessageID)
     }
 
     func run(by caller: GroupCaller, on connection: PostgresConnection) throws -> Output {
@@ -84,8 +88,11 @@ struct PostMessage: GroupUseCase {
         let raisesAlert = message.severity.map { AlertSeverity($0).raisesAlert } == true
         // Amber and red alerts reach people's phones: counted per member (a repeat rolls back with the insert).
         if raisesAlert {
-            // A client retrying an alert it already raised gets it back, whatever the limit.
-            if let earlier = try store.idempotent(group: group, author: caller.user.id, clientMessageID: clientMessageID, on: connection) {
+            // A client retrying an alert it already raised gets it back, whatever the limit. Looked
+            // up when the transaction's opening said it is a repeat (or, run without that
+            // question, as a test may, here); a repeat racing this post fails its insert instead.
+            if caller.answer != false,
+               let earlier = try store.idempotent(group: group, author: caller.user.id, clientMessageID: clientMessageID, on: connection) {
                 return (false, earlier)
             }
             try Throttle.count([RateLimit("alert:\(caller.user.tenantID.uuidString):\(caller.user.id.uuidString)", limit: alertsPerHour,
@@ -104,7 +111,7 @@ struct PostMessage: GroupUseCase {
                                     committing: !raisesAlert && !chatPushes && repliedTo == nil, on: connection)
         if raisesAlert {
             try OutboxStore().enqueueAlertPushes(group: group, seq: posted.seq, excluding: caller.user.id, alert: RawJSON(posted.json),
-                                                 red: message.severity == AlertSeverity.red.name, on: connection)
+                                                 red: message.severity == AlertSeverity.red.name, committing: repliedTo == nil, on: connection)
         } else if chatPushes,
                   // Chat is not rate-limited, pushes to phones are: a chatty author's later lines wait in the app.
                   try AlertPushes.allowed(RateLimit("chat-push:\(caller.user.tenantID.uuidString):\(group.uuidString):\(caller.user.id.uuidString)",
