@@ -195,13 +195,18 @@ func alertScenario(_ options: Options) throws {
               + "p99 \(milliseconds(percentile(answerSpans, 0.99)))")
     }
     if incomplete > 0 { print("  \(incomplete) alerts did not reach every member within 30 s") }
-    Report.record(["scenario": "alert", "server": options.serverName, "members": options.members, "live": live, "alerts": options.alerts,
+    var record: [String: Any] = ["scenario": "alert", "server": options.serverName, "members": options.members, "live": live, "alerts": options.alerts,
                    "client_processes": options.receivers,
                    "p50_ms": ms(percentile(spans, 0.5)), "p99_ms": ms(percentile(spans, 0.99)), "max_ms": ms(spans.last ?? 0),
                    "first_p50_ms": ms(percentile(firstSpans, 0.5)), "first_p99_ms": ms(percentile(firstSpans, 0.99)),
                    "server_cpu_ms_per_alert": serverMillisecondsPerAlert,
                    "read_p50_ms": ms(percentile(readSpans, 0.5)), "read_p99_ms": ms(percentile(readSpans, 0.99)),
-                   "client_cpu_s": clientCPU, "wall_s": wall, "incomplete": incomplete, "goal_p99_ms": goal])
+                   "client_cpu_s": clientCPU, "wall_s": wall, "incomplete": incomplete, "goal_p99_ms": goal]
+    if !answerSpans.isEmpty {
+        record["answer_p50_ms"] = ms(percentile(answerSpans, 0.5))
+        record["answer_p99_ms"] = ms(percentile(answerSpans, 0.99))
+    }
+    Report.record(record)
 }
 
 /// Roost: REST posts to G groups of M streams. mosquitto: QoS 0 publishes to G topics of M
