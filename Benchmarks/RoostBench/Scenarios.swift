@@ -149,11 +149,11 @@ func alertScenario(_ options: Options) throws {
     for index in 0..<options.alerts {
         ledger.start(index)
         try publish(index)
-        if !xmpp && !matrix { answerSpans.append(now() - ledger.state.withLock { $0.started[index] }) }
+        let started = ledger.state.withLock { $0.started[index] }
+        if !xmpp && !matrix { answerSpans.append(now() - started) }
         // Bounded: a server that takes seconds an alert (Synapse to 1,000 members) is still timed.
         let deadline = now() + 30_000_000_000
         while !reached(index) && now() < deadline { usleep(100) }
-        let started = ledger.state.withLock { $0.started[index] }
         if !reached(index) {
             incomplete += 1
         } else {
