@@ -54,7 +54,7 @@ roost_bench_unsteer() {
 # roost_cpu_mask LIST: taskset's core list (`1`, `2-5`, `0,2`) as the kernel's hexadecimal CPU
 # mask, in comma-separated 32-bit words, highest first.
 roost_cpu_mask() {
-    local words=() part first last cpu index top=0 mask=""
+    local words=() parts part first last cpu index top=0 mask=""
     IFS=, read -ra parts <<<"$1"
     for part in "${parts[@]}"; do
         first=${part%-*} last=${part#*-}
