@@ -1,4 +1,3 @@
-import Foundation
 import RoostProtocol
 
 /// A request body that lists its fields, so that a field the API does not know is refused
@@ -53,7 +52,7 @@ extension RequestContext {
             throw APIError(.unsupportedMediaType, code: "unsupported_media_type", message: "send the body as application/json")
         }
         do {
-            return try JSONDecoder().decode(FieldsChecked<Body>.self, from: Data(request.body)).body
+            return try JSONBodyDecoder().decode(FieldsChecked<Body>.self, from: request.body).body
         } catch let error as UnknownField {
             throw APIError.invalid("\(error.name) is not a field of this request", error.name)
         } catch let error as DecodingError {
