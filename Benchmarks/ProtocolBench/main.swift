@@ -1,7 +1,7 @@
 // roost-protocol-bench: throughput of RoostProtocol's codecs on one core. Release build only:
 //   swift run -c release roost-protocol-bench
 // Prints each figure beside its goal (issue "RoostProtocol"); it is a measurement, not a test.
-// An argument picks sections: `http`, `decode`, `encode`, `uuid` (default: all).
+// An argument picks sections: `http`, `decode`, `encode`, `uuid`, `json` (default: all).
 
 import Foundation
 import RoostProtocol
@@ -121,6 +121,34 @@ if wanted("uuid") {
         index &+= 1
     }
     report("UUIDs read (Foundation)", Double(count) / seconds, "ids/s", goal: nil)
+}
+
+// MARK: Request bodies (every POST and PATCH decodes one)
+
+if wanted("json") {
+    struct PostBody: Decodable {
+        let clientMsgId: String
+        let text: String
+        let kind: String?
+        let severity: String?
+        let location: Location?
+        struct Location: Decodable {
+            let lat: Double
+            let lon: Double
+            let accuracyM: Double?
+            enum CodingKeys: String, CodingKey { case lat, lon, accuracyM = "accuracy_m" }
+        }
+        enum CodingKeys: String, CodingKey { case clientMsgId = "client_msg_id", text, kind, severity, location }
+    }
+    let body = Array(#"{"client_msg_id":"5f0c1a2e-0d3b-4c1e-9a56-1c2d3e4f5a6b","text":"Suspicious van on Elm St, heading north →","kind":"alert","severity":"amber","location":{"lat":51.5072,"lon":-0.1276,"accuracy_m":12}}"#.utf8)
+    var (count, seconds) = measure(batch: 10_000) {
+        parsedBodies &+= (try? JSONBodyDecoder().decode(PostBody.self, from: body))?.text.utf8.count ?? 0
+    }
+    report("\(body.count)-byte post bodies decoded (JSONBodyDecoder)", Double(count) / seconds, "bodies/s", goal: nil)
+    (count, seconds) = measure(batch: 10_000) {
+        parsedBodies &+= (try? JSONDecoder().decode(PostBody.self, from: Data(body)))?.text.utf8.count ?? 0
+    }
+    report("\(body.count)-byte post bodies decoded (Foundation)", Double(count) / seconds, "bodies/s", goal: nil)
 }
 
 // Printed so the optimiser cannot drop the work that produced them.

@@ -70,34 +70,39 @@ private func mismatch(_ type: Any.Type, _ value: JSONValue, _ path: [any CodingK
     return .typeMismatch(type, DecodingError.Context(codingPath: path, debugDescription: "Expected to decode \(type) but found \(value.kind) instead."))
 }
 
+// The readers of single values take their coding path as an autoclosure: it is built (an array
+// of existentials) only for an error, not for every field read.
+
 private func unrepresentable(_ text: String, _ path: [any CodingKey]) -> DecodingError {
     .dataCorrupted(DecodingError.Context(codingPath: path, debugDescription: "Number \(text) is not representable in Swift."))
 }
 
-private func bool(_ value: JSONValue, _ path: [any CodingKey]) throws -> Bool {
-    guard case .bool(let bool) = value else { throw mismatch(Bool.self, value, path) }
+private func bool(_ value: JSONValue, _ path: @autoclosure () -> [any CodingKey]) throws -> Bool {
+    guard case .bool(let bool) = value else { throw mismatch(Bool.self, value, path()) }
     return bool
 }
 
-private func string(_ value: JSONValue, _ path: [any CodingKey]) throws -> String {
-    guard case .string(let string) = value else { throw mismatch(String.self, value, path) }
+private func string(_ value: JSONValue, _ path: @autoclosure () -> [any CodingKey]) throws -> String {
+    guard case .string(let string) = value else { throw mismatch(String.self, value, path()) }
     return string
 }
 
 /// Integers as written (`-12`), or as a number with a fraction or exponent that is whole and in
 /// range (`1e2`, `100.0`).
-private func integer<Integer: FixedWidthInteger>(_ type: Integer.Type, _ value: JSONValue, _ path: [any CodingKey]) throws -> Integer {
-    guard case .number(let text) = value else { throw mismatch(type, value, path) }
+private func integer<Integer: FixedWidthInteger>(
+    _ type: Integer.Type, _ value: JSONValue, _ path: @autoclosure () -> [any CodingKey]
+) throws -> Integer {
+    guard case .number(let text) = value else { throw mismatch(type, value, path()) }
     if let integer = Integer(text) { return integer }
-    guard let double = Double(text), let integer = Integer(exactly: double) else { throw unrepresentable(text, path) }
+    guard let double = Double(text), let integer = Integer(exactly: double) else { throw unrepresentable(text, path()) }
     return integer
 }
 
 private func floating<Number: BinaryFloatingPoint & LosslessStringConvertible>(
-    _ type: Number.Type, _ value: JSONValue, _ path: [any CodingKey]
+    _ type: Number.Type, _ value: JSONValue, _ path: @autoclosure () -> [any CodingKey]
 ) throws -> Number {
-    guard case .number(let text) = value else { throw mismatch(type, value, path) }
-    guard let number = Number(text), number.isFinite else { throw unrepresentable(text, path) }
+    guard case .number(let text) = value else { throw mismatch(type, value, path()) }
+    guard let number = Number(text), number.isFinite else { throw unrepresentable(text, path()) }
     return number
 }
 
@@ -170,13 +175,20 @@ private struct UnkeyedContainer: UnkeyedDecodingContainer {
     var count: Int? { elements.count }
     var isAtEnd: Bool { currentIndex >= elements.count }
 
+    /// Where an element sits, its coding path built only when asked for (an error, a nested decoder).
+    private struct Place {
+        let codingPath: [any CodingKey]
+        let index: Int
+        var path: [any CodingKey] { codingPath + [MemberKey(index: index)] }
+    }
+
     /// The next element through `read`, and a step on only if it was read.
-    private mutating func next<T>(_ type: T.Type, _ read: (JSONValue, [any CodingKey]) throws -> T) throws -> T {
-        let path = codingPath + [MemberKey(index: currentIndex)]
+    private mutating func next<T>(_ type: T.Type, _ read: (JSONValue, Place) throws -> T) throws -> T {
+        let place = Place(codingPath: codingPath, index: currentIndex)
         guard !isAtEnd else {
-            throw DecodingError.valueNotFound(type, DecodingError.Context(codingPath: path, debugDescription: "Unkeyed container is at end."))
+            throw DecodingError.valueNotFound(type, DecodingError.Context(codingPath: place.path, debugDescription: "Unkeyed container is at end."))
         }
-        let value = try read(elements[currentIndex], path)
+        let value = try read(elements[currentIndex], place)
         currentIndex += 1
         return value
     }
@@ -184,42 +196,42 @@ private struct UnkeyedContainer: UnkeyedDecodingContainer {
     mutating func decodeNil() throws -> Bool {
         guard !isAtEnd else {
             throw DecodingError.valueNotFound(Never?.self, DecodingError.Context(
-                codingPath: codingPath + [MemberKey(index: currentIndex)], debugDescription: "Unkeyed container is at end."))
+                codingPath: Place(codingPath: codingPath, index: currentIndex).path, debugDescription: "Unkeyed container is at end."))
         }
         guard elements[currentIndex].isNull else { return false }
         currentIndex += 1
         return true
     }
 
-    mutating func decode(_ type: Bool.Type) throws -> Bool { try next(type, bool) }
-    mutating func decode(_ type: String.Type) throws -> String { try next(type, string) }
-    mutating func decode(_ type: Double.Type) throws -> Double { try next(type) { try floating(type, $0, $1) } }
-    mutating func decode(_ type: Float.Type) throws -> Float { try next(type) { try floating(type, $0, $1) } }
-    mutating func decode(_ type: Int.Type) throws -> Int { try next(type) { try integer(type, $0, $1) } }
-    mutating func decode(_ type: Int8.Type) throws -> Int8 { try next(type) { try integer(type, $0, $1) } }
-    mutating func decode(_ type: Int16.Type) throws -> Int16 { try next(type) { try integer(type, $0, $1) } }
-    mutating func decode(_ type: Int32.Type) throws -> Int32 { try next(type) { try integer(type, $0, $1) } }
-    mutating func decode(_ type: Int64.Type) throws -> Int64 { try next(type) { try integer(type, $0, $1) } }
-    mutating func decode(_ type: UInt.Type) throws -> UInt { try next(type) { try integer(type, $0, $1) } }
-    mutating func decode(_ type: UInt8.Type) throws -> UInt8 { try next(type) { try integer(type, $0, $1) } }
-    mutating func decode(_ type: UInt16.Type) throws -> UInt16 { try next(type) { try integer(type, $0, $1) } }
-    mutating func decode(_ type: UInt32.Type) throws -> UInt32 { try next(type) { try integer(type, $0, $1) } }
-    mutating func decode(_ type: UInt64.Type) throws -> UInt64 { try next(type) { try integer(type, $0, $1) } }
+    mutating func decode(_ type: Bool.Type) throws -> Bool { try next(type) { try bool($0, $1.path) } }
+    mutating func decode(_ type: String.Type) throws -> String { try next(type) { try string($0, $1.path) } }
+    mutating func decode(_ type: Double.Type) throws -> Double { try next(type) { try floating(type, $0, $1.path) } }
+    mutating func decode(_ type: Float.Type) throws -> Float { try next(type) { try floating(type, $0, $1.path) } }
+    mutating func decode(_ type: Int.Type) throws -> Int { try next(type) { try integer(type, $0, $1.path) } }
+    mutating func decode(_ type: Int8.Type) throws -> Int8 { try next(type) { try integer(type, $0, $1.path) } }
+    mutating func decode(_ type: Int16.Type) throws -> Int16 { try next(type) { try integer(type, $0, $1.path) } }
+    mutating func decode(_ type: Int32.Type) throws -> Int32 { try next(type) { try integer(type, $0, $1.path) } }
+    mutating func decode(_ type: Int64.Type) throws -> Int64 { try next(type) { try integer(type, $0, $1.path) } }
+    mutating func decode(_ type: UInt.Type) throws -> UInt { try next(type) { try integer(type, $0, $1.path) } }
+    mutating func decode(_ type: UInt8.Type) throws -> UInt8 { try next(type) { try integer(type, $0, $1.path) } }
+    mutating func decode(_ type: UInt16.Type) throws -> UInt16 { try next(type) { try integer(type, $0, $1.path) } }
+    mutating func decode(_ type: UInt32.Type) throws -> UInt32 { try next(type) { try integer(type, $0, $1.path) } }
+    mutating func decode(_ type: UInt64.Type) throws -> UInt64 { try next(type) { try integer(type, $0, $1.path) } }
 
     mutating func decode<T: Decodable>(_ type: T.Type) throws -> T {
-        try next(type) { try T(from: ValueDecoder(value: $0, codingPath: $1)) }
+        try next(type) { try T(from: ValueDecoder(value: $0, codingPath: $1.path)) }
     }
 
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type) throws -> KeyedDecodingContainer<NestedKey> {
-        try next(KeyedDecodingContainer<NestedKey>.self) { try ValueDecoder(value: $0, codingPath: $1).container(keyedBy: type) }
+        try next(KeyedDecodingContainer<NestedKey>.self) { try ValueDecoder(value: $0, codingPath: $1.path).container(keyedBy: type) }
     }
 
     mutating func nestedUnkeyedContainer() throws -> any UnkeyedDecodingContainer {
-        try next((any UnkeyedDecodingContainer).self) { try ValueDecoder(value: $0, codingPath: $1).unkeyedContainer() }
+        try next((any UnkeyedDecodingContainer).self) { try ValueDecoder(value: $0, codingPath: $1.path).unkeyedContainer() }
     }
 
     mutating func superDecoder() throws -> any Decoder {
-        try next((any Decoder).self) { ValueDecoder(value: $0, codingPath: $1) }
+        try next((any Decoder).self) { ValueDecoder(value: $0, codingPath: $1.path) }
     }
 }
 
