@@ -79,13 +79,8 @@ private struct JSONParser {
 
     private mutating func object(depth: Int) throws(JSONSyntaxError) -> JSONValue {
         guard depth <= JSONValue.maxDepth else { throw failure("nested deeper than \(JSONValue.maxDepth)") }
-        index += 1
         var members: [String: JSONValue] = [:]
-        skipWhitespace()
-        if index < bytes.count && bytes[index] == UInt8(ascii: "}") {
-            index += 1
-            return .object(members)
-        }
+        guard !opens(closing: UInt8(ascii: "}")) else { return .object(members) }
         while true {
             guard index < bytes.count && bytes[index] == UInt8(ascii: "\"") else { throw failure("an object's member must start with its name") }
             let nameAt = index
@@ -98,34 +93,44 @@ private struct JSONParser {
             guard members.updateValue(member, forKey: name) == nil else {
                 throw JSONSyntaxError(offset: nameAt, reason: "the name \(JSONString.quote(name)) appears twice in one object")
             }
-            skipWhitespace()
-            guard index < bytes.count else { throw failure("the text ends inside an object") }
-            switch bytes[index] {
-            case UInt8(ascii: ","): index += 1; skipWhitespace()
-            case UInt8(ascii: "}"): index += 1; return .object(members)
-            default: throw failure("expected ',' or '}' after an object's member")
-            }
+            if try closes(UInt8(ascii: "}"), "an object") { return .object(members) }
         }
     }
 
     private mutating func array(depth: Int) throws(JSONSyntaxError) -> JSONValue {
         guard depth <= JSONValue.maxDepth else { throw failure("nested deeper than \(JSONValue.maxDepth)") }
-        index += 1
         var elements: [JSONValue] = []
-        skipWhitespace()
-        if index < bytes.count && bytes[index] == UInt8(ascii: "]") {
-            index += 1
-            return .array(elements)
-        }
+        guard !opens(closing: UInt8(ascii: "]")) else { return .array(elements) }
         while true {
             elements.append(try value(depth: depth))
+            if try closes(UInt8(ascii: "]"), "an array") { return .array(elements) }
+        }
+    }
+
+    /// Steps past an opening bracket and the whitespace after it; true (and past it) when the
+    /// closing bracket follows at once.
+    private mutating func opens(closing: UInt8) -> Bool {
+        index += 1
+        skipWhitespace()
+        guard index < bytes.count && bytes[index] == closing else { return false }
+        index += 1
+        return true
+    }
+
+    /// After a member or an element: true past the closing bracket, false past a comma.
+    private mutating func closes(_ closing: UInt8, _ container: String) throws(JSONSyntaxError) -> Bool {
+        skipWhitespace()
+        guard index < bytes.count else { throw failure("the text ends inside \(container)") }
+        switch bytes[index] {
+        case UInt8(ascii: ","):
+            index += 1
             skipWhitespace()
-            guard index < bytes.count else { throw failure("the text ends inside an array") }
-            switch bytes[index] {
-            case UInt8(ascii: ","): index += 1; skipWhitespace()
-            case UInt8(ascii: "]"): index += 1; return .array(elements)
-            default: throw failure("expected ',' or ']' after an array's element")
-            }
+            return false
+        case closing:
+            index += 1
+            return true
+        default:
+            throw failure("expected ',' or '\(Character(Unicode.Scalar(closing)))' in \(container)")
         }
     }
 
