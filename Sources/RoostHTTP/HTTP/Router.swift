@@ -20,7 +20,7 @@ public struct RouteParameters: Sendable {
     public subscript(_ name: String) -> String? { values[name] }
 
     /// A `{name:uuid}` parameter (the router guarantees it parses).
-    public func uuid(_ name: String) -> UUID? { values[name].flatMap(UUID.init(uuidString:)) }
+    public func uuid(_ name: String) -> UUID? { values[name].flatMap(UUID.init(text:)) }
 
     /// A `{name:int}` parameter.
     public func int(_ name: String) -> Int64? { values[name].flatMap { Int64($0) } }
