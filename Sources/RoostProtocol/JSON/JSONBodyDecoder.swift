@@ -182,22 +182,22 @@ private struct UnkeyedContainer: UnkeyedDecodingContainer {
         var path: [any CodingKey] { codingPath + [MemberKey(index: index)] }
     }
 
+    /// What reading past the last element throws.
+    private func pastTheEnd(_ type: Any.Type) -> DecodingError {
+        .valueNotFound(type, DecodingError.Context(
+            codingPath: Place(codingPath: codingPath, index: currentIndex).path, debugDescription: "Unkeyed container is at end."))
+    }
+
     /// The next element through `read`, and a step on only if it was read.
     private mutating func next<T>(_ type: T.Type, _ read: (JSONValue, Place) throws -> T) throws -> T {
-        let place = Place(codingPath: codingPath, index: currentIndex)
-        guard !isAtEnd else {
-            throw DecodingError.valueNotFound(type, DecodingError.Context(codingPath: place.path, debugDescription: "Unkeyed container is at end."))
-        }
-        let value = try read(elements[currentIndex], place)
+        guard !isAtEnd else { throw pastTheEnd(type) }
+        let value = try read(elements[currentIndex], Place(codingPath: codingPath, index: currentIndex))
         currentIndex += 1
         return value
     }
 
     mutating func decodeNil() throws -> Bool {
-        guard !isAtEnd else {
-            throw DecodingError.valueNotFound(Never?.self, DecodingError.Context(
-                codingPath: Place(codingPath: codingPath, index: currentIndex).path, debugDescription: "Unkeyed container is at end."))
-        }
+        guard !isAtEnd else { throw pastTheEnd(Never?.self) }
         guard elements[currentIndex].isNull else { return false }
         currentIndex += 1
         return true

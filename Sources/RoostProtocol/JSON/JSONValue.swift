@@ -245,14 +245,7 @@ private struct JSONParser {
         guard bytes.count - index >= 4 else { throw failure("a \\u escape needs four hex digits") }
         var value: UInt16 = 0
         for _ in 0..<4 {
-            let byte = bytes[index]
-            let digit: UInt8
-            switch byte {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte - UInt8(ascii: "a") + 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = byte - UInt8(ascii: "A") + 10
-            default: throw failure("a \\u escape needs four hex digits")
-            }
+            guard let digit = ASCII.hexValue(bytes[index]) else { throw failure("a \\u escape needs four hex digits") }
             value = value << 4 | UInt16(digit)
             index += 1
         }
