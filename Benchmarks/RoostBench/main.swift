@@ -33,6 +33,8 @@ struct Options {
     var members = 1000
     var groups = 100
     var alerts = 100
+    /// Alert: quiet after each alert's last receipt before the next is posted (0: back to back).
+    var alertGapMilliseconds = 0
     var rates = [200, 400, 800, 1600]
     var seconds = 5.0
     var concurrency = 32
@@ -88,6 +90,9 @@ struct Options {
             case "--members": members = try number()
             case "--groups": groups = try number()
             case "--alerts": alerts = try number()
+            case "--gap-ms":
+                alertGapMilliseconds = try number()
+                guard (0...60_000).contains(alertGapMilliseconds) else { throw BenchError("--gap-ms is 0 to 60000") }
             case "--rates": rates = value.split(separator: ",").compactMap { Int($0) }
             case "--seconds": seconds = Double(value) ?? seconds
             case "--concurrency": concurrency = try number()
@@ -124,7 +129,7 @@ struct Options {
         usage: roost-bench connections|alert|live-location|fanout|posts|resume-storm --port PORT --server-pid PID[,PID...]
                [--broker roost|mqtt|xmpp|matrix] [--domain XMPP-DOMAIN] [--database-url URL] [--database-pid POSTMASTER] [--results FILE] [--latencies FILE]
                connections:  [--connections N] [--per-worker N]
-               alert:        [--members N] [--alerts N] [--receivers P (client processes)]
+               alert:        [--members N] [--alerts N] [--gap-ms MS (quiet after each)] [--receivers P (client processes)]
                live-location: [--members N] [--sharers S] [--seconds T]
                fanout:       [--groups G] [--members M] [--rates R1,R2,..] [--seconds S] [--payload-bytes B (mqtt)] [--server-loops N]
                posts:        [--concurrency C] [--seconds S] [--paced-rate R] [--paced-sweep R1,R2,..]
