@@ -131,6 +131,9 @@ enum ASCII {
     /// Lower-case hexadecimal digits by value (hashes, UUIDs, `\u` escapes).
     static let lowerHexDigits = Array("0123456789abcdef".utf8)
 
+    /// A decimal digit (JSON numbers, a notice's seq).
+    @inline(__always) static func isDigit(_ byte: UInt8) -> Bool { byte >= 48 && byte <= 57 }
+
     /// A hexadecimal digit's value, in either case.
     static func hexValue(_ byte: UInt8) -> UInt8? {
         switch byte {

@@ -138,7 +138,7 @@ private struct JSONParser {
     private mutating func number() throws(JSONSyntaxError) -> String {
         let start = index
         if bytes[index] == UInt8(ascii: "-") { index += 1 }
-        guard index < bytes.count, isDigit(bytes[index]) else { throw failure("a number needs a digit here") }
+        guard index < bytes.count, ASCII.isDigit(bytes[index]) else { throw failure("a number needs a digit here") }
         if bytes[index] == UInt8(ascii: "0") {
             index += 1
         } else {
@@ -146,22 +146,20 @@ private struct JSONParser {
         }
         if index < bytes.count && bytes[index] == UInt8(ascii: ".") {
             index += 1
-            guard index < bytes.count, isDigit(bytes[index]) else { throw failure("a number's fraction needs a digit") }
+            guard index < bytes.count, ASCII.isDigit(bytes[index]) else { throw failure("a number's fraction needs a digit") }
             skipDigits()
         }
         if index < bytes.count && (bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E")) {
             index += 1
             if index < bytes.count && (bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-")) { index += 1 }
-            guard index < bytes.count, isDigit(bytes[index]) else { throw failure("a number's exponent needs a digit") }
+            guard index < bytes.count, ASCII.isDigit(bytes[index]) else { throw failure("a number's exponent needs a digit") }
             skipDigits()
         }
         return String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
     }
 
-    private func isDigit(_ byte: UInt8) -> Bool { byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") }
-
     private mutating func skipDigits() {
-        while index < bytes.count && isDigit(bytes[index]) { index += 1 }
+        while index < bytes.count && ASCII.isDigit(bytes[index]) { index += 1 }
     }
 
     /// A string from its opening quote. Without escapes (the usual case) its bytes are validated

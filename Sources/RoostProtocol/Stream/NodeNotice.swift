@@ -127,7 +127,7 @@ public enum NodeNotice: Equatable, Sendable {
             self = .groupNotice(tenant: tenant, group: group, hiddenFrom: hidden, frame: body)
         default:
             guard (3...5).contains(parts.count), let tenant = UUID(text: parts[0]),
-                  let group = UUID(text: parts[1]), parts[2].utf8.allSatisfy(Self.isDecimalDigit),
+                  let group = UUID(text: parts[1]), parts[2].utf8.allSatisfy(ASCII.isDigit),
                   let seq = Int64(parts[2]), seq > 0 else { return nil }
             var subject: UUID?
             var hidden: UUID?
@@ -146,6 +146,4 @@ public enum NodeNotice: Equatable, Sendable {
     private static func isHexDigit(_ byte: UInt8) -> Bool {
         (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")) || (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "f"))
     }
-
-    private static func isDecimalDigit(_ byte: UInt8) -> Bool { byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") }
 }
