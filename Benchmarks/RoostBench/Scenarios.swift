@@ -90,7 +90,7 @@ func xmppPublish(_ session: XMPPSession, room: String, marker: Int) -> Bool {
 /// messages sent to a room of N members, each long-polling `/sync`.
 func alertScenario(_ options: Options) throws {
     let xmpp = options.broker == "xmpp", matrix = options.broker == "matrix"
-    print("alert (\(options.serverLabel)): one alert at a time to a group of \(options.members) connected members, "
+    print("alert (\(options.serverLabel)\(options.serverLoops > 1 ? " with \(options.serverLoops) event loops" : "")): one alert at a time to a group of \(options.members) connected members, "
           + "\(options.alerts) alerts" + (options.alertGapMilliseconds > 0 ? ", \(options.alertGapMilliseconds) ms of quiet after each" : "")
           + (options.receivers > 1 ? ", the members over \(options.receivers) client processes" : ""))
     let ledger = Ledger(capacity: options.alerts + 1)
@@ -217,6 +217,7 @@ func alertScenario(_ options: Options) throws {
         record["answer_p50_ms"] = ms(percentile(answerSpans, 0.5))
         record["answer_p99_ms"] = ms(percentile(answerSpans, 0.99))
     }
+    options.recordLayout(in: &record)
     Report.record(record)
 }
 
@@ -338,6 +339,7 @@ func fanoutScenario(_ options: Options) throws {
         var record: [String: Any] = ["scenario": "fanout", "server": options.serverName, "groups": options.groups, "members": options.members,
                                      "steps": steps, "best": steps[best], "frame_bytes": frameBytes]
         if options.serverLoops > 1 { record["loops"] = options.serverLoops }
+        options.recordLayout(in: &record)
         Report.record(record)
     }
 }

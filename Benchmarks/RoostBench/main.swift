@@ -55,8 +55,19 @@ struct Options {
     var tokenRange = 0..<0
     /// Alert: the members' streams over this many client processes (Roost only).
     var receivers = 1
+    /// Where the server, PostgreSQL and the clients ran, when scripts/bench gave them cores of
+    /// their own (its event-loop sweep): recorded with the alert's and the fanout's figures,
+    /// which the report then keeps apart from the one-core comparison.
+    var layout: String?
 
     var serverPID: Int32 { serverPIDs.first ?? 0 }
+
+    /// A run of the event-loop sweep says so in its record: its layout, and its loops even at one.
+    func recordLayout(in record: inout [String: Any]) {
+        guard let layout else { return }
+        record["layout"] = layout
+        record["loops"] = serverLoops
+    }
 
     /// PostgreSQL's CPU seconds so far, counted with the server's (0 without `--database-pid`).
     func databaseCPU() -> Double { databasePID.map { databaseCPUSeconds(postmaster: $0) } ?? 0 }
@@ -102,6 +113,7 @@ struct Options {
             case "--connections": connections = try number()
             case "--per-worker": perWorker = max(1, try number())
             case "--receivers": receivers = max(1, try number())
+            case "--layout": layout = value
             case "--clients": clients = try number()
             case "--behind": behind = try number()
             case "--sharers": sharers = try number()
@@ -129,11 +141,12 @@ struct Options {
         usage: roost-bench connections|alert|live-location|fanout|posts|resume-storm --port PORT --server-pid PID[,PID...]
                [--broker roost|mqtt|xmpp|matrix] [--domain XMPP-DOMAIN] [--database-url URL] [--database-pid POSTMASTER] [--results FILE] [--latencies FILE]
                connections:  [--connections N] [--per-worker N]
-               alert:        [--members N] [--alerts N] [--gap-ms MS (quiet after each)] [--receivers P (client processes)]
+               alert:        [--members N] [--alerts N] [--gap-ms MS (quiet after each)] [--receivers P (client processes)] [--server-loops N]
                live-location: [--members N] [--sharers S] [--seconds T]
                fanout:       [--groups G] [--members M] [--rates R1,R2,..] [--seconds S] [--payload-bytes B (mqtt)] [--server-loops N]
                posts:        [--concurrency C] [--seconds S] [--paced-rate R] [--paced-sweep R1,R2,..]
                resume-storm: [--clients C] [--behind E]
+               alert, fanout: [--layout TEXT (the cores each part ran on, recorded with the figures)]
                media:        [--concurrency C] [--seconds S]
         """
 }

@@ -41,6 +41,10 @@ def number(value):
 def main():
     results_path, workdir, output, command = sys.argv[1:5]
     results = [json.loads(line) for line in open(results_path)]
+    # The event-loop sweep's runs (each on cores of its own) have a table of their own; the
+    # comparison above it is at one core a server.
+    sweep = [r for r in results if r.get("layout")]
+    results = [r for r in results if not r.get("layout")]
 
     def find(scenario, server, **match):
         for result in reversed(results):
@@ -224,6 +228,8 @@ def main():
                   for peer in peers]
         table.append("| " + " | ".join([figure] + [texts.get(name, "") for name in present] + ratios + [goal, met]) + " |")
 
+    sweep_text = sweep_table(sweep, os.path.join(workdir, "sweep.txt"))
+
     steps = []
     for name, result in fanouts.items():
         for step in result.get("steps", []):
@@ -274,7 +280,8 @@ Produced by `{command}` on {today}: machine {machine()}; commit {commit()}.
 Versions: {versions}.
 Servers run on core 0 (one event loop a Roost process, but for the fanout rows that say two; mosquitto is single-threaded; ejabberd's
 Erlang VM sees the one core; Synapse is one Python process), the clients (`roost-bench`, an epoll loop a process) on core 1,
-PostgreSQL unpinned with fsync on.
+PostgreSQL unpinned with fsync on; the event-loop sweep at the end gives Roost's loops, PostgreSQL and the clients cores of
+their own where the machine has them.
 
 **Roost, ejabberd and Synapse persist every message to PostgreSQL** on the same cluster: Roost
 commits each post before it answers and delivers it; ejabberd's multi-user chat archives each
@@ -310,6 +317,8 @@ Fanout steps (posts spread evenly over the groups at each rate in turn; client C
 
 {f'![fanout delivery latency CDF](Benchmarks/fanout-latency-cdf.png)' if plot else '(gnuplot was not available: no plot)'}
 
+{sweep_text}
+
 Falling short of a goal is information: what the profile shows and what was done about it is in
 README's Benchmarks section and the issue notes.
 """
@@ -317,6 +326,45 @@ README's Benchmarks section and the issue notes.
         handle.write(text)
     print("\n".join(table))
     print(f"roost: wrote {os.path.join(output, 'BENCHMARKS.md')}" + (f" and {plot}" if plot else ""), file=sys.stderr)
+
+
+def sweep_table(runs, note_path):
+    """The event-loop sweep: Roost at 1, 2, 4 and 8 loops, each loop on a core of its own, as a
+    Markdown section; or why it was not run."""
+    note = open(note_path).read().strip() if os.path.exists(note_path) else "not run"
+    heading = "Roost's event loops on cores of their own (the event-loop sweep of `scripts/bench`)"
+    if not runs:
+        return f"{heading}: {note}."
+    fanouts = {r["loops"]: r for r in runs if r["scenario"] == "fanout"}
+    alerts = {r["loops"]: r for r in runs if r["scenario"] == "alert"}
+    rates = sorted({step["rate"] for r in fanouts.values() for step in r["steps"]})
+    header = (["event loops (server cores)"] + [f"fanout at {number(rate)} posts/s: deliveries per server CPU-s (p99; client CPU)" for rate in rates]
+              + ["fanout: deliveries per CPU-s with PostgreSQL, best step", "alert: post → last receipt", "alert: server CPU an alert", "alert goal p99 ≤ 100 ms (10,000 members)"])
+    lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
+    for loops in sorted(set(fanouts) | set(alerts)):
+        fanout, alert = fanouts.get(loops), alerts.get(loops)
+        layout = (fanout or alert)["layout"]
+        cells = [f"{loops} ({layout.split(';')[0].replace('server on cores ', '')})"]
+        steps = {step["rate"]: step for step in (fanout or {}).get("steps", [])}
+        cells += [f"{number(steps[rate]['per_cpu_s'])} (p99 {steps[rate]['p99_ms']} ms; client {steps[rate].get('client_cpu_s', 0):.2f} s)"
+                  if rate in steps else "" for rate in rates]
+        best = (fanout or {}).get("best", {})
+        cells.append(number(best["per_cpu_s_with_database"]) + f" at {number(best['rate'])} posts/s" if "per_cpu_s_with_database" in best else "")
+        if alert:
+            cells.append(f"p50 {alert['p50_ms']} ms, p99 {alert['p99_ms']} ms ({number(alert['members'])} members over "
+                         f"{alert['client_processes']} client processes using {alert['client_cpu_s']:.2f} s of CPU, {alert['alerts']} alerts"
+                         + (f", {alert['incomplete']} incomplete" if alert.get("incomplete") else "") + ")")
+            cells.append(f"{alert['server_cpu_ms_per_alert']:.1f} ms")
+            cells.append(("met" if alert["p99_ms"] <= 100 else "not met") if alert["members"] >= 10000 else "(not 10,000 members)")
+        else:
+            cells += ["", "", ""]
+        lines.append("| " + " | ".join(cells) + " |")
+    shape = next(iter(fanouts.values()), None)
+    shape = f"{shape['groups']} groups × {shape['members']} members" if shape else "not run"
+    return f"""{heading}: {note}. Fanout: {shape}, each rate for the same seconds as above; a
+step's client CPU is `roost-bench`'s own, to show the client kept up.
+
+{chr(10).join(lines)}"""
 
 
 if __name__ == "__main__":
