@@ -87,9 +87,10 @@ func xmppPublish(_ session: XMPPSession, room: String, marker: Int) -> Bool {
 
 /// Roost: REST alerts to a group of N streams. ejabberd: groupchat messages to a room of N
 /// occupants, from the service admin (stored by mod_mam before they are sent on). Synapse:
-/// messages sent to a room of N members, each long-polling `/sync`.
+/// messages sent to a room of N members, each long-polling `/sync`. mosquitto, the floor: QoS 0
+/// publishes the size of Roost's alert frame to a topic of N subscribers, from memory.
 func alertScenario(_ options: Options) throws {
-    let xmpp = options.broker == "xmpp", matrix = options.broker == "matrix"
+    let xmpp = options.broker == "xmpp", matrix = options.broker == "matrix", mqtt = options.broker == "mqtt"
     print("alert (\(options.serverLabel)\(options.serverLoops > 1 ? " with \(options.serverLoops) event loops" : "")): one alert at a time to a group of \(options.members) connected members, "
           + "\(options.alerts) alerts" + (options.alertGapMilliseconds > 0 ? ", \(options.alertGapMilliseconds) ms of quiet after each" : "")
           + (options.receivers > 1 ? ", the members over \(options.receivers) client processes" : ""))
@@ -97,7 +98,13 @@ func alertScenario(_ options: Options) throws {
     var clients: StreamClients?
     var receivers: AlertReceivers?
     let publish: (Int) throws -> Void
-    if xmpp {
+    if mqtt {
+        clients = ledger.clients(options, .mqtt(topics: Array(repeating: "bench/alert", count: options.members)))
+        let publisher = try MQTTPublisher(port: options.port)
+        publish = { index in
+            guard publisher.publish("bench/alert", marker: index, size: options.payloadBytes) else { throw BenchError("mosquitto closed the publisher") }
+        }
+    } else if xmpp {
         clients = try xmppClients(options, count: options.members, room: { _ in "alert" }, ledger: ledger)
         let session = try XMPPSession(port: options.port, domain: options.domain, user: "poster")
         publish = { index in guard xmppPublish(session, room: "alert", marker: index) else { throw BenchError("ejabberd closed the poster") } }
@@ -152,7 +159,7 @@ func alertScenario(_ options: Options) throws {
         ledger.start(index)
         try publish(index)
         let started = ledger.state.withLock { $0.started[index] }
-        if !xmpp && !matrix { answerSpans.append(now() - started) }
+        if !xmpp && !matrix && !mqtt { answerSpans.append(now() - started) }
         // Bounded: a server that takes seconds an alert (Synapse to 1,000 members) is still timed.
         let deadline = now() + 30_000_000_000
         while !reached(index) && now() < deadline { usleep(100) }
@@ -217,6 +224,10 @@ func alertScenario(_ options: Options) throws {
         record["answer_p50_ms"] = ms(percentile(answerSpans, 0.5))
         record["answer_p99_ms"] = ms(percentile(answerSpans, 0.99))
     }
+    // The delivered frame's size, which mosquitto's payloads are padded to (counted in this
+    // process's loop; not with the members over several processes).
+    let frameBytes = ledger.state.withLock { $0.latencies.isEmpty ? 0 : $0.frameBytes / $0.latencies.count }
+    if frameBytes > 0 { record["frame_bytes"] = frameBytes }
     options.recordLayout(in: &record)
     Report.record(record)
 }

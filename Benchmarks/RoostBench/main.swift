@@ -11,7 +11,8 @@ import Glibc
 //   connections   N authenticated idle streams (MQTT subscriptions), opened by worker processes
 //                 of at most 18,000 connections each, each from its own 127.0.0.x: handshakes/s,
 //                 user-space bytes per idle connection, kernel bytes per socket
-//   alert         one alert at a time to a group of N connected members: POST start → last receipt
+//   alert         one alert at a time to a group of N connected members (MQTT subscribers to one
+//                 topic): POST start → last receipt
 //                 (`--receivers P`: the members' streams over P client processes)
 //   fanout        G groups × M members, posts (MQTT publishes) at stepped rates: deliveries per
 //                 server CPU-second and latency at each step
@@ -142,6 +143,7 @@ struct Options {
                [--broker roost|mqtt|xmpp|matrix] [--domain XMPP-DOMAIN] [--database-url URL] [--database-pid POSTMASTER] [--results FILE] [--latencies FILE]
                connections:  [--connections N] [--per-worker N]
                alert:        [--members N] [--alerts N] [--gap-ms MS (quiet after each)] [--receivers P (client processes)] [--server-loops N]
+                             [--payload-bytes B (mqtt)]
                live-location: [--members N] [--sharers S] [--seconds T]
                fanout:       [--groups G] [--members M] [--rates R1,R2,..] [--seconds S] [--payload-bytes B (mqtt)] [--server-loops N]
                posts:        [--concurrency C] [--seconds S] [--paced-rate R] [--paced-sweep R1,R2,..]

@@ -274,6 +274,8 @@ def main():
     versions_path = os.path.join(workdir, "versions.txt")
     versions = "; ".join(line.strip() for line in open(versions_path) if line.strip()) if os.path.exists(versions_path) else "not recorded"
     frame = number((roost_fanout or {}).get("frame_bytes", 0))
+    roost_alert = next((r for r in results if r["scenario"] == "alert" and r["server"] == "roost" and "frame_bytes" in r), None)
+    alert_frame = f" ({number(roost_alert['frame_bytes'])} bytes)" if roost_alert else ""
     text = f"""# Roost benchmarks
 
 Produced by `{command}` on {today}: machine {machine()}; commit {commit()}.
@@ -289,9 +291,10 @@ groupchat message with mod_mam (its own database, `scripts/lib/peers/ejabberd.ym
 sending it to the room; Synapse persists each event in its own database
 (`scripts/lib/peers/synapse.yaml`) before it answers `/send`, and its members long-poll `/sync`
 with a filter that keeps each answer to the new messages' bodies. mosquitto is the floor: QoS 0
-publishes from memory, persistence off. Roost, ejabberd and Synapse carry the same message text
+publishes from memory, persistence off, no check for overlapping subscriptions
+(`allow_duplicate_messages true`). Roost, ejabberd and Synapse carry the same message text
 (each in its protocol's framing; Roost's frames are {frame} bytes); mosquitto's payloads are
-padded to Roost's frame. Synapse takes about 25 ms of its CPU to join a member to a room, so it
+padded to Roost's frame, an alert's to Roost's alert frame{alert_frame}. Synapse takes about 25 ms of its CPU to join a member to a room, so it
 gets fewer rooms of the same 100 members, fewer idle members, and lower rates; its figures say
 where their sizes differ. The pinning is the same for all. Server CPU is the server process's own (`/proc/PID/stat`);
 PostgreSQL's (the postmaster and every backend, from `/proc`) is reported beside it and both
