@@ -138,4 +138,44 @@ struct WebSocketServerTests {
         #expect(metrics.contains(#"roost_websocket_closes_total{code="1013"} 1"#))
         await test.stop()
     }
+
+    /// Hands each opened channel to the test.
+    final class ChannelCollector: WebSocketSession {
+        let opened: AsyncStream<WebSocketChannel>.Continuation
+        init(_ opened: AsyncStream<WebSocketChannel>.Continuation) { self.opened = opened }
+        var acceptsBinary: Bool { false }
+        func opened(_ channel: WebSocketChannel) { opened.yield(channel) }
+        func received(_ message: WebSocketMessage, on channel: WebSocketChannel) {}
+        func closed(code: WebSocketCloseCode?) {}
+    }
+
+    @Test func aFrameToManyIsWrittenOverSeveralTurnsAndWhatIsSentAfterItStaysBehindIt() async throws {
+        var limits = NetworkLimits()
+        limits.framesPerLoopTurn = 2
+        let (opened, continuation) = AsyncStream.makeStream(of: WebSocketChannel.self)
+        let test = try TestServer(limits: limits, threads: 1, extraRoutes: { builder in
+            builder.addWebSocket("/v1/collect") { _ in ChannelCollector(continuation) }
+        })
+        var clients: [WebSocketTestClient] = []
+        var channels: [WebSocketChannel] = []
+        var iterator = opened.makeAsyncIterator()
+        for _ in 0..<7 {
+            clients.append(try await WebSocketTestClient.connect(port: test.port, path: "/v1/collect"))
+            channels.append(await iterator.next()!)
+        }
+        // Seven frames at two a turn: four turns, with the sends below handed over meanwhile.
+        WebSocketChannel.send(frame: WebSocketFrameEncoder.text("alert"), to: channels)
+        channels[6].send(frame: WebSocketFrameEncoder.text("after"))
+        WebSocketChannel.send(frame: WebSocketFrameEncoder.text("next"), to: Array(channels[4...]))
+        channels[5].close(.normal)
+        for (index, client) in clients.enumerated() {
+            #expect(await client.receive() == .text("alert"), "client \(index)")
+        }
+        #expect(await clients[6].receive() == .text("after"))
+        #expect(await clients[4].receive() == .text("next"))
+        #expect(await clients[5].receive() == .text("next"))
+        #expect(await clients[5].receiveClose() == .some(.normal))
+        #expect(await clients[6].receive() == .text("next"))
+        await test.stop()
+    }
 }

@@ -37,7 +37,7 @@ public final class HTTPServer: Sendable {
         context = ServerContext(router: router, limits: limits, log: log, accessLog: accessLog, observers: observers, errorMapper: errorMapper)
         self.addresses = addresses
         self.accept = accept
-        loops = try (0..<max(1, threads)).map { try EventLoop(index: $0, clock: clock) }
+        loops = try (0..<max(1, threads)).map { try EventLoop(index: $0, clock: clock, orderedBudget: limits.framesPerLoopTurn) }
     }
 
     /// The TCP ports bound, in address order (port 0 in an address picks a free one).

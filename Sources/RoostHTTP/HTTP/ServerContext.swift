@@ -26,6 +26,10 @@ public struct NetworkLimits: Sendable {
     public var maxOutboundQueueBytes = 1024 * 1024
     /// How long the peer may take to answer our close frame before the socket is closed.
     public var closeTimeoutMilliseconds = 5_000
+    /// Frames a loop writes for WebSocket sends in one turn before it serves its sockets, timers
+    /// and hand-overs again: an alert to 10,000 members on one loop is about 40 turns of 2 ms
+    /// (at 7.5 µs a frame on loopback), not one stall of 75 ms for every other connection there.
+    public var framesPerLoopTurn = 256
     public init() {}
 }
 

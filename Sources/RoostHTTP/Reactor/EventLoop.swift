@@ -37,6 +37,12 @@ package final class EventLoop: @unchecked Sendable {
     private var nextGeneration: UInt32 = 1
     private var timers = TimerHeap()
     private let inbox = Mutex<(tasks: [@Sendable () -> Void], woken: Bool)>(([], false))
+    /// Ordered work (`executeInOrder`): the steps not yet done, from `orderedHead` on.
+    private var ordered: [OrderedStep?] = []
+    private var orderedHead = 0
+    /// A later turn is already asked to go on with `ordered`.
+    private var orderedResumes = false
+    private let orderedBudget: Int
     private var stopped = false
     let clock: any LoopClock
     /// Nanoseconds of the current iteration's start, read once per wake-up.
@@ -45,9 +51,16 @@ package final class EventLoop: @unchecked Sendable {
     /// The marker in `epoll_data` for the wake-up eventfd (no fd has generation 0).
     private static let wakeMarker: UInt64 = UInt64(UInt32.max)
 
-    init(index: Int, clock: any LoopClock = SystemClock()) throws {
+    /// A step of ordered work: spends from the turn's budget (a unit a connection written to)
+    /// and says whether it is done; one that is not is called again on a later turn.
+    package typealias OrderedStep = @Sendable (_ budget: inout Int) -> Bool
+
+    /// `orderedBudget`: the units of ordered work a turn spends before the loop serves its
+    /// sockets, timers and other hand-overs again.
+    init(index: Int, clock: any LoopClock = SystemClock(), orderedBudget: Int = 256) throws {
         self.index = index
         self.clock = clock
+        self.orderedBudget = max(1, orderedBudget)
         now = clock.now()
         epollFD = try mustSucceed("epoll_create1", { epoll_create1(Int32(EPOLL_CLOEXEC)) })
         wakeFD = try mustSucceed("eventfd", { eventfd(0, Int32(EFD_NONBLOCK) | Int32(EFD_CLOEXEC)) })
@@ -80,6 +93,18 @@ package final class EventLoop: @unchecked Sendable {
         if needsWake {
             var one: UInt64 = 1
             _ = write(wakeFD, &one, 8)
+        }
+    }
+
+    /// Runs `step` on the loop thread after every ordered step handed over before it, and
+    /// again on later turns until it says it is done. Between those turns the loop serves its
+    /// sockets, timers and `execute` hand-overs, so a write to thousands of connections (a
+    /// fanout) does not hold up every other connection on the loop until it ends, while the
+    /// writes handed over here keep their order (a frame never overtakes an earlier one).
+    package func executeInOrder(_ step: @escaping OrderedStep) {
+        execute { [self] in
+            ordered.append(step)
+            if !orderedResumes { runOrdered() }
         }
     }
 
@@ -194,6 +219,31 @@ package final class EventLoop: @unchecked Sendable {
             return tasks
         }
         for task in tasks { task() }
+    }
+
+    /// One turn's worth of ordered work; what is left goes on in a hand-over of its own, behind
+    /// those already waiting.
+    private func runOrdered() {
+        var budget = orderedBudget
+        while budget > 0, orderedHead < ordered.count {
+            guard ordered[orderedHead]!(&budget) else { break }  // not done: the rest waits for the next turn
+            ordered[orderedHead] = nil  // its frame and channel list go now, not when the queue empties
+            orderedHead += 1
+        }
+        if orderedHead == ordered.count {
+            ordered.removeAll(keepingCapacity: ordered.count <= 1024)
+            orderedHead = 0
+        } else {
+            if orderedHead >= 1024 && orderedHead * 2 >= ordered.count {
+                ordered.removeFirst(orderedHead)
+                orderedHead = 0
+            }
+            orderedResumes = true
+            execute { [self] in
+                orderedResumes = false
+                runOrdered()
+            }
+        }
     }
 
     private static func mask(readable: Bool, writable: Bool) -> UInt32 {

@@ -14,7 +14,10 @@ public protocol WebSocketSession: AnyObject, Sendable {
 /// throws `APIError` to refuse with that response.
 public typealias WebSocketAcceptor = @Sendable (RequestContext) async throws -> WebSocketSession
 
-/// Sends to one WebSocket connection from any thread: every call hops to the connection's loop.
+/// Sends to one WebSocket connection from any thread: every call hops to the connection's loop,
+/// in order with every other channel's sends there (`EventLoop.executeInOrder`): a frame sent to
+/// thousands of connections is written a turn's budget at a time (`NetworkLimits.framesPerLoopTurn`),
+/// and what is sent after it, to any of them, waits its turn.
 public final class WebSocketChannel: Sendable {
     private let loop: EventLoop
     private let connection: LoopBound<HTTPConnection>
@@ -27,11 +30,15 @@ public final class WebSocketChannel: Sendable {
     /// Queues an already encoded server frame; the same bytes may be queued on many channels.
     public func send(frame: [UInt8]) {
         let connection = self.connection
-        loop.execute { connection.value.queueFrame(frame) }
+        loop.executeInOrder { budget in
+            connection.value.queueFrame(frame)
+            budget -= 1
+            return true
+        }
     }
 
     /// Queues one frame on many connections: a single hop to each event loop involved, in the
-    /// order the channels are given.
+    /// order the channels are given, written over as many of the loop's turns as its budget asks.
     public static func send(frame: [UInt8], to channels: [WebSocketChannel]) {
         // The loops involved are a handful, found by identity; each walks the one list and takes
         // its own connections. No list per loop: an alert to 10,000 members is 10,000 pointer
@@ -39,8 +46,26 @@ public final class WebSocketChannel: Sendable {
         var loops: [EventLoop] = []
         for channel in channels where !loops.contains(where: { $0 === channel.loop }) { loops.append(channel.loop) }
         for loop in loops {
-            loop.execute { for channel in channels where channel.loop === loop { channel.connection.value.queueFrame(frame) } }
+            let next = LoopBound(value: ListPosition())
+            loop.executeInOrder { budget in
+                var index = next.value.index
+                while index < channels.count && budget > 0 {
+                    let channel = channels[index]
+                    index += 1
+                    if channel.loop === loop {
+                        channel.connection.value.queueFrame(frame)
+                        budget -= 1
+                    }
+                }
+                next.value.index = index
+                return index == channels.count
+            }
         }
+    }
+
+    /// How far a loop has come through a send's channel list (touched on that loop only).
+    private final class ListPosition {
+        var index = 0
     }
 
     public func send(text: String) {
@@ -58,7 +83,11 @@ public final class WebSocketChannel: Sendable {
     public func queuedBytes() async -> Int {
         let connection = self.connection
         return await withCheckedContinuation { continuation in
-            loop.execute { continuation.resume(returning: connection.value.isClosed ? 0 : connection.value.outbound.byteCount) }
+            // In order: the frames sent before this call count.
+            loop.executeInOrder { _ in
+                continuation.resume(returning: connection.value.isClosed ? 0 : connection.value.outbound.byteCount)
+                return true
+            }
         }
     }
 
@@ -72,7 +101,12 @@ public final class WebSocketChannel: Sendable {
     /// Starts the closing handshake (RFC 6455 §7.1.2).
     public func close(_ code: WebSocketCloseCode, reason: String = "") {
         let connection = self.connection
-        loop.execute { connection.value.startClosing(code, reason: reason) }
+        // In order: the frames sent before the close go out before it.
+        loop.executeInOrder { budget in
+            connection.value.startClosing(code, reason: reason)
+            budget -= 1
+            return true
+        }
     }
 }
 
