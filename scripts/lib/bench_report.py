@@ -274,8 +274,8 @@ def main():
     versions_path = os.path.join(workdir, "versions.txt")
     versions = "; ".join(line.strip() for line in open(versions_path) if line.strip()) if os.path.exists(versions_path) else "not recorded"
     frame = number((roost_fanout or {}).get("frame_bytes", 0))
-    roost_alert = next((r for r in results if r["scenario"] == "alert" and r["server"] == "roost" and "frame_bytes" in r), None)
-    alert_frame = f" ({number(roost_alert['frame_bytes'])} bytes)" if roost_alert else ""
+    roost_alert = find("alert", "roost", client_processes=1)  # one process counts what it reads
+    alert_frame = f" ({number(roost_alert['frame_bytes'])} bytes)" if roost_alert and "frame_bytes" in roost_alert else ""
     text = f"""# Roost benchmarks
 
 Produced by `{command}` on {today}: machine {machine()}; commit {commit()}.
