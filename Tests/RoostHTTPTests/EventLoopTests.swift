@@ -39,11 +39,9 @@ struct EventLoopTests {
                 return written.withLock { $0 } == 10
             }
             loop.execute { log.append("other") }
-            loop.executeInOrder { budget in
+            loop.executeInOrder(spending: 1) {
                 log.append("after")
-                budget -= 1
                 finished()
-                return true
             }
         }
         #expect(log == (0..<4).map { "write \($0)" } + ["other"] + (4..<10).map { "write \($0)" } + ["after"])

@@ -108,6 +108,15 @@ package final class EventLoop: @unchecked Sendable {
         }
     }
 
+    /// `work` as ordered work done in one call, spending `units` of its turn's budget.
+    package func executeInOrder(spending units: Int, _ work: @escaping @Sendable () -> Void) {
+        executeInOrder { budget in
+            work()
+            budget -= units
+            return true
+        }
+    }
+
     /// Asks the loop to return from `run()` after the current iteration.
     func stop() {
         execute { [self] in stopped = true }

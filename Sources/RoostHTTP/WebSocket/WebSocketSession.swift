@@ -30,11 +30,7 @@ public final class WebSocketChannel: Sendable {
     /// Queues an already encoded server frame; the same bytes may be queued on many channels.
     public func send(frame: [UInt8]) {
         let connection = self.connection
-        loop.executeInOrder { budget in
-            connection.value.queueFrame(frame)
-            budget -= 1
-            return true
-        }
+        loop.executeInOrder(spending: 1) { connection.value.queueFrame(frame) }
     }
 
     /// Queues one frame on many connections: a single hop to each event loop involved, in the
@@ -84,10 +80,7 @@ public final class WebSocketChannel: Sendable {
         let connection = self.connection
         return await withCheckedContinuation { continuation in
             // In order: the frames sent before this call count.
-            loop.executeInOrder { _ in
-                continuation.resume(returning: connection.value.isClosed ? 0 : connection.value.outbound.byteCount)
-                return true
-            }
+            loop.executeInOrder(spending: 0) { continuation.resume(returning: connection.value.isClosed ? 0 : connection.value.outbound.byteCount) }
         }
     }
 
@@ -102,11 +95,7 @@ public final class WebSocketChannel: Sendable {
     public func close(_ code: WebSocketCloseCode, reason: String = "") {
         let connection = self.connection
         // In order: the frames sent before the close go out before it.
-        loop.executeInOrder { budget in
-            connection.value.startClosing(code, reason: reason)
-            budget -= 1
-            return true
-        }
+        loop.executeInOrder(spending: 1) { connection.value.startClosing(code, reason: reason) }
     }
 }
 
