@@ -14,6 +14,7 @@ public final class FanoutHub<Sink: FrameSink>: Sendable {
     private let liveGraceMilliseconds: Int
     private let queueLimit: Int
     private let onError: @Sendable (String) -> Void
+    private let auditor = Mutex<Task<Void, Never>?>(nil)
 
     /// - Parameters:
     ///   - logPageSize: events per read when the log is read for live delivery.
@@ -93,6 +94,56 @@ public final class FanoutHub<Sink: FrameSink>: Sendable {
     /// After the LISTEN connection was re-established: every group followed here is caught up.
     public func catchUp() {
         mutate { $0.catchUp() }
+    }
+
+    // MARK: - Auditing
+
+    /// Audits the groups followed here every `interval`, until `stopAuditing`: a notice sent
+    /// after its commit (`NoticeTiming.afterCommit`) is lost if its node stops between the two,
+    /// and its group would otherwise wait for its next event.
+    public func startAuditing(every interval: Duration) {
+        let task = Task { [self] in
+            while !Task.isCancelled {
+                await audit(grace: interval)
+            }
+        }
+        auditor.withLock { running in
+            running?.cancel()
+            running = task
+        }
+    }
+
+    public func stopAuditing() {
+        auditor.withLock { running in
+            running?.cancel()
+            running = nil
+        }
+    }
+
+    /// One audit: reads where each followed group stands, waits `grace` (time for any notice
+    /// of those events still on its way), then reads every group still behind that from its
+    /// log. One statement per tenant followed here; a read that fails waits for the next audit.
+    public func audit(grace: Duration) async {
+        var standings: [(tenant: UUID, [(group: UUID, lastSeq: Int64)])] = []
+        for (tenant, groups) in state.withLock({ $0.auditedGroups() }) {
+            do {
+                standings.append((tenant, try await reader.lastSeqs(tenant: tenant, groups: groups)))
+            } catch {
+                onError("fanout: auditing tenant \(tenant.lowercasedText)'s groups failed: \(error)")
+            }
+        }
+        try? await Task.sleep(for: grace)
+        guard !Task.isCancelled else { return }
+        for (tenant, standing) in standings {
+            let behind = state.withLock { state in
+                let (actions, behind) = state.audited(tenant: tenant, standing)
+                for action in actions { perform(action) }
+                return behind
+            }
+            for (group, by) in behind {
+                onError("fanout: group \(group.lowercasedText) was still \(by) event(s) behind its log after the audit's wait (a notice lost, or late); reading it")
+            }
+        }
     }
 
     // MARK: - Carrying out actions

@@ -396,6 +396,36 @@ public struct FanoutState<Sink> {
         return actions
     }
 
+    // MARK: - Auditing
+
+    /// The groups an audit asks the database about, by tenant: those followed here that have
+    /// delivered something (before that, the next `ready` or notice says where they stand).
+    public func auditedGroups() -> [UUID: [UUID]] {
+        var byTenant: [UUID: [UUID]] = [:]
+        for (id, group) in groups where group.delivered != nil && !group.subscribers.isEmpty {
+            byTenant[group.tenant, default: []].append(id)
+        }
+        return byTenant
+    }
+
+    /// Where `tenant`'s groups stood in the database (`last_seq`) a while ago: a group followed
+    /// here that is still neither delivered nor being read that far lost a notice, and is
+    /// read to there. Returns those reads, and the groups found behind with how far.
+    public mutating func audited(tenant: UUID, _ standing: [(group: UUID, lastSeq: Int64)])
+        -> (actions: [FanoutAction<Sink>], behind: [(group: UUID, by: Int64)])
+    {
+        var actions: [FanoutAction<Sink>] = []
+        var behind: [(group: UUID, by: Int64)] = []
+        for (group, lastSeq) in standing {
+            guard let found = groups[group], found.tenant == tenant, let delivered = found.delivered,
+                  max(delivered, found.wanted) < lastSeq else { continue }
+            behind.append((group, lastSeq - max(delivered, found.wanted)))
+            groups[group]!.wanted = lastSeq
+            if let read = startReading(group) { actions.append(read) }
+        }
+        return (actions, behind)
+    }
+
     // MARK: - Reading the log
 
     private mutating func startReading(_ group: UUID) -> FanoutAction<Sink>? {

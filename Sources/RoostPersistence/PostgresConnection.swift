@@ -83,45 +83,69 @@ public final class PostgresConnection: @unchecked Sendable {
     /// error is thrown once every answer has been read, so the connection is ready again. A
     /// transaction begun by one of them stays open after the call, as with `query`.
     public func pipeline(_ queries: [SQLQuery]) throws -> [PostgresResult] {
+        let outcome = try pipeline(segments: [queries])[0]
+        if let failure = outcome.failure { throw failure }
+        return outcome.results
+    }
+
+    /// What one segment of a pipeline came back with: the results of the statements that ran
+    /// before any failed, and the failure, if one did (PostgreSQL then skipped the rest).
+    struct PipelineOutcome {
+        var results: [PostgresResult] = []
+        var failure: DatabaseError?
+    }
+
+    /// Runs `segments` in one round trip, a Sync after each: a statement that fails skips the
+    /// rest of its own segment only, so a later segment runs whatever became of an earlier one
+    /// (PostgreSQL ends an implicit transaction at each Sync). Throws only when the link to the
+    /// server fails; a statement's error is in its segment's outcome.
+    func pipeline(segments: [[SQLQuery]]) throws -> [PipelineOutcome] {
         try refuseAfterEarlyCommit()
         // Preparing blocks, which pipeline mode forbids: every statement is prepared first.
-        let names = try queries.map { query in
-            try validate(query)
-            return try statementName(query)
+        let names = try segments.map { queries in
+            try queries.map { query in
+                try validate(query)
+                return try statementName(query)
+            }
         }
         guard PQenterPipelineMode(handle) == 1 else {
             throw DatabaseError(.client, "libpq could not enter pipeline mode: \(lastErrorMessage)")
         }
-        for (query, name) in zip(queries, names) {
-            let sent = withParameters(query) { count, types, values, lengths, formats in
-                if let name { return PQsendQueryPrepared(handle, name, count, values, lengths, formats, 0) }
-                return PQsendQueryParams(handle, query.sql, count, types, values, lengths, formats, 0)
+        for (queries, segmentNames) in zip(segments, names) {
+            for (query, name) in zip(queries, segmentNames) {
+                let sent = withParameters(query) { count, types, values, lengths, formats in
+                    if let name { return PQsendQueryPrepared(handle, name, count, values, lengths, formats, 0) }
+                    return PQsendQueryParams(handle, query.sql, count, types, values, lengths, formats, 0)
+                }
+                guard sent == 1 else { throw lostInPipeline() }
             }
-            guard sent == 1 else { throw lostInPipeline() }
+            guard PQpipelineSync(handle) == 1 else { throw lostInPipeline() }
         }
-        guard PQpipelineSync(handle) == 1 else { throw lostInPipeline() }
-        var results: [PostgresResult] = []
-        var failure: DatabaseError?
-        for _ in queries {
-            // Each statement's one result, then the null that ends it.
-            guard let result = PQgetResult(handle) else { throw lostInPipeline() }
-            switch PQresultStatus(result) {
-            case PGRES_TUPLES_OK, PGRES_COMMAND_OK: results.append(copyRows(result))
-            case PGRES_PIPELINE_ABORTED: break  // not run: an earlier statement failed
-            default: failure = failure ?? error(from: result)
+        var outcomes: [PipelineOutcome] = []
+        for queries in segments {
+            var outcome = PipelineOutcome()
+            for _ in queries {
+                // Each statement's one result, then the null that ends it.
+                guard let result = PQgetResult(handle) else { throw lostInPipeline() }
+                switch PQresultStatus(result) {
+                case PGRES_TUPLES_OK, PGRES_COMMAND_OK: outcome.results.append(copyRows(result))
+                case PGRES_PIPELINE_ABORTED: break  // not run: an earlier statement failed
+                default: outcome.failure = outcome.failure ?? error(from: result)
+                }
+                PQclear(result)
+                if let extra = PQgetResult(handle) {
+                    PQclear(extra)
+                    throw lostInPipeline()
+                }
             }
-            PQclear(result)
-            if let extra = PQgetResult(handle) {
-                PQclear(extra)
-                throw lostInPipeline()
-            }
+            guard let sync = PQgetResult(handle) else { throw lostInPipeline() }
+            let synced = PQresultStatus(sync) == PGRES_PIPELINE_SYNC
+            PQclear(sync)
+            guard synced else { throw lostInPipeline() }
+            outcomes.append(outcome)
         }
-        guard let sync = PQgetResult(handle) else { throw lostInPipeline() }
-        let synced = PQresultStatus(sync) == PGRES_PIPELINE_SYNC
-        PQclear(sync)
-        guard synced, PQexitPipelineMode(handle) == 1 else { throw lostInPipeline() }
-        if let failure { throw failure }
-        return results
+        guard PQexitPipelineMode(handle) == 1 else { throw lostInPipeline() }
+        return outcomes
     }
 
     /// A pipeline out of step with libpq (a send failed, the link dropped, or an answer came
@@ -213,6 +237,23 @@ public final class PostgresConnection: @unchecked Sendable {
         let results = try pipeline([query, "COMMIT"])
         committedEarly = true
         return results[0]
+    }
+
+    /// `queryAndCommit`, and then `afterwards` in a transaction of its own once the commit is
+    /// done, still in the one round trip: a Sync between them, so `afterwards` runs whether
+    /// or not the first two did (it must find out for itself, from what the session holds).
+    /// Its failure cannot undo the commit, so it is not thrown: it comes back instead.
+    @discardableResult
+    public func queryAndCommit(_ query: SQLQuery, then afterwards: SQLQuery) throws -> (result: PostgresResult, afterwards: DatabaseError?) {
+        guard PQtransactionStatus(handle) == PQTRANS_INTRANS else {
+            throw DatabaseError(.client, "queryAndCommit needs an open transaction (withTransaction's body)")
+        }
+        let outcomes = try pipeline(segments: [[query, "COMMIT"], [afterwards]])
+        // A failed statement leaves the transaction open and aborted (and `afterwards` refused
+        // in it), for the caller's rollback; a failed COMMIT has ended it.
+        if let failure = outcomes[0].failure { throw failure }
+        committedEarly = true
+        return (outcomes[0].results[0], outcomes[1].failure)
     }
 
     /// `queryAndCommit` when `committing` (the caller knows nothing follows), else `query`.

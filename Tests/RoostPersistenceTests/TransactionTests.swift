@@ -84,6 +84,44 @@ struct TransactionTests {
         #expect(try values() == [1, 2, 4, 7])
     }
 
+    @Test func whatFollowsACommitInItsRoundTripRunsAfterItAndCannotUndoIt() throws {
+        let connection = try TestDatabase.connect()
+        let observer = try TestDatabase.connect()
+        let table = try TestDatabase.makeScratchTable("v int CHECK (v > 0)", on: connection)
+        defer { TestDatabase.dropScratchTable(table, on: connection) }
+        func values() throws -> [Int] {
+            try observer.query("SELECT v FROM \(unsafeRaw: table) ORDER BY v").rows.map { try $0.decode(Int.self, "v") }
+        }
+
+        // It runs in a transaction of its own, after the commit: the row it adds is there too.
+        let (inserted, afterwards) = try connection.withTransaction { connection in
+            try connection.queryAndCommit("INSERT INTO \(unsafeRaw: table) VALUES (\(1)) RETURNING v",
+                                          then: "INSERT INTO \(unsafeRaw: table) VALUES (\(2))")
+        }
+        #expect(try inserted.rows[0].decode(Int.self, "v") == 1 && afterwards == nil)
+        #expect(try values() == [1, 2])
+
+        // Its failure comes back, not thrown, and the commit stands.
+        let failed = try connection.withTransaction { connection in
+            try connection.queryAndCommit("INSERT INTO \(unsafeRaw: table) VALUES (\(3))", then: "INSERT INTO \(unsafeRaw: table) VALUES (\(-3))")
+        }
+        #expect(failed.afterwards?.sqlState == "23514")
+        #expect(try values() == [1, 2, 3])
+
+        // When the statement fails, nothing commits and what follows finds the transaction aborted.
+        #expect {
+            try connection.withTransaction { connection in
+                try connection.queryAndCommit("INSERT INTO \(unsafeRaw: table) VALUES (\(-4))", then: "INSERT INTO \(unsafeRaw: table) VALUES (\(4))")
+            }
+        } throws: { error in
+            (error as? DatabaseError)?.sqlState == "23514"
+        }
+        #expect(try values() == [1, 2, 3])
+        #expect(!connection.isBroken)
+        try connection.withTransaction { try $0.query("INSERT INTO \(unsafeRaw: table) VALUES (\(5))") }
+        #expect(try values() == [1, 2, 3, 5])
+    }
+
     @Test func aSerializationFailureIsRetriedWhenAsked() throws {
         let first = try TestDatabase.connect()
         let second = try TestDatabase.connect()

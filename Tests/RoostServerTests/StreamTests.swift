@@ -60,6 +60,45 @@ struct StreamTests {
         await api.stop()
     }
 
+    @Test func aChatLineWhoseNoticeWasLostReachesTheStreamAtTheNextAudit() async throws {
+        let api = try APIFixture(stream: true)
+        let owner = try await api.person(email: "cy@example.org")
+        let elm = try await group(api, owner, "Elm")
+        let (client, _) = try await stream(api, owner)
+        // A chat line's notice goes just after its commit.
+        let first = try await post(api, elm, "Gate left open", as: owner)
+        #expect(try await next(client)["seq"] as? Int == first)
+
+        // Committed with its notice kept for after the commit and never sent, as a node that
+        // stopped between the two would leave it.
+        let lost = try await api.inTenant { tenant, connection in
+            try GroupEventLog().append(tenant: tenant, group: UUID(uuidString: elm)!, event: .messageCreated, actorType: "user",
+                                       actorID: UUID(uuidString: owner.id), data: EventDataText(#"{"text":"lost"}"#), notice: .afterCommit,
+                                       on: connection).event.seq
+        }
+        let hub = try #require(api.hub)
+        await hub.audit(grace: .zero)
+        let event = try await next(client)
+        #expect(event["seq"] as? Int == Int(lost) && (event["data"] as? [String: Any])?["text"] as? String == "lost")
+        // A kept notice sent once the caller has committed needs no audit.
+        let tenant = try await api.inTenant { tenant, _ in tenant }
+        let kept = try await api.pool.withConnection { connection in
+            let seq = try connection.withTenantTransaction(tenant) {
+                try GroupEventLog().append(tenant: tenant, group: UUID(uuidString: elm)!, event: .messageCreated, actorType: "user",
+                                           actorID: UUID(uuidString: owner.id), data: EventDataText(#"{"text":"kept"}"#), notice: .afterCommit,
+                                           on: $0).event.seq
+            }
+            try GroupEventLog.sendKeptNotice(on: connection)
+            return seq
+        }
+        #expect(try await next(client)["seq"] as? Int == Int(kept))
+        // And the stream goes on in order from there.
+        let after = try await post(api, elm, "Closed it", as: owner)
+        #expect(try await next(client)["seq"] as? Int == after)
+        #expect(after == Int(lost) + 2)
+        await api.stop()
+    }
+
     @Test func resumeReplaysFromEachCursorWhileWritersPostThenGoesLiveWithoutGapsOrDuplicates() async throws {
         let api = try APIFixture(stream: true)
         let owner = try await api.person(email: "bo@example.org")

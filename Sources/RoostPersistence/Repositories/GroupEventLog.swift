@@ -65,11 +65,27 @@ public struct AppendedEvent: Sendable, Equatable {
     public let at: Date
 }
 
+/// When an appended event's notice goes out on the channel.
+public enum NoticeTiming: Sendable {
+    /// In the appending transaction: PostgreSQL sends it as the transaction commits.
+    case withCommit
+    /// Just after the commit, in a transaction of its own: kept in the session by the appending
+    /// statement, and sent in the same round trip when that statement commits (`committing`),
+    /// else by the caller's `GroupEventLog.sendKeptNotice` once it has committed. PostgreSQL
+    /// lets one notifying transaction commit at a time, holding a lock through its WAL flush,
+    /// so busy groups' posts queue there; this one notifies without waiting for a flush. Its
+    /// notice can be lost (the node gone between the two, a full notify queue): the fanout's
+    /// audit (`FanoutHub.audit`) finds the group behind its log and reads it. Only for events
+    /// whose order against group notices does not matter: chat posts, never membership.
+    case afterCommit
+}
+
 /// The one way events are written (DESIGN.md "How a request flows", step 3). In the caller's
 /// tenant transaction it takes the group's next `seq` (`UPDATE ... RETURNING`, which also
 /// serialises writers of one group), inserts the event, and notifies channel `roost_events`;
 /// PostgreSQL delivers the notification only if the transaction commits, so no node ever
-/// pushes an event that was rolled back, and the log has no gaps.
+/// pushes an event that was rolled back, and the log has no gaps. (`NoticeTiming.afterCommit`
+/// sends it once the commit is done instead, which keeps both promises.)
 public struct GroupEventLog: Sendable {
     /// The LISTEN/NOTIFY channel between nodes (`NodeNotice` owns what it carries).
     public static let channel = NodeNotice.channel
@@ -93,19 +109,24 @@ public struct GroupEventLog: Sendable {
     /// and announces the event, and runs `projections`: further `WITH` items, each starting
     /// with a comma, that read the new event's `seq` and `created_at` from `appended`. With
     /// `committing`, the statement is the transaction's last and commits with it, in the same
-    /// round trip (`PostgresConnection.queryAndCommit`). Returns the event and its data as text
+    /// round trip (`PostgresConnection.queryAndCommit`), and `notice` says whether the event's
+    /// notice goes with the commit or just after it. Returns the event and its data as text
     /// (the bytes the stream sends).
     @discardableResult
     public func append(
         tenant: UUID, group: UUID, event: GroupEventKind, actorType: String?, actorID: UUID?, subject: UUID? = nil,
         hiddenFrom: UUID? = nil, data: EventDataText, projections: SQLQuery = "", committing: Bool = false,
-        on connection: PostgresConnection
+        notice timing: NoticeTiming = .withCommit, on connection: PostgresConnection
     ) throws -> (event: AppendedEvent, data: String) {
+        let afterCommit = timing == .afterCommit
         // The notice (with the event's frame, when it fits) is assembled by the same statement,
         // the only place the seq is known before the round trip ends, from the parts its
         // owners give: `NodeNotice` the header, `StreamEvent` the frame.
         let header = NodeNotice.eventHeaderParts(tenant: tenant, group: group, subject: subject, hiddenFrom: hiddenFrom)
         let frame = StreamEvent.frameParts(group: group, event: event)
+        let notice: SQLQuery = """
+            CASE WHEN octet_length(header) + 1 + octet_length(frame) < \(NodeNotice.maxBytes) THEN header || E'\\n' || frame ELSE header END
+            """
         let statement: SQLQuery = """
             WITH next AS (
                 UPDATE group_seqs SET last_seq = last_seq + 1 WHERE group_id = \(group)
@@ -120,15 +141,36 @@ public struct GroupEventLog: Sendable {
                 SELECT seq, created_at, data, \(header.beforeSeq) || seq || \(header.afterSeq) AS header,
                        \(frame.beforeSeq) || seq || \(frame.beforeAt) || at || \(frame.beforeData) || data || '}' AS frame
                 FROM filled)
-            SELECT seq, created_at, data, pg_notify(\(Self.channel), CASE WHEN octet_length(header) + 1 + octet_length(frame) < \(NodeNotice.maxBytes)
-                                                                        THEN header || E'\\n' || frame ELSE header END) AS notified
+            SELECT seq, created_at, data, \(fragment: afterCommit ? Self.keep(notice) : Self.send(notice)) AS notified
             FROM framed
             """
-        guard let row = try connection.query(statement, committing: committing).first else {
+        let result = afterCommit && committing
+            ? try connection.queryAndCommit(statement, then: Self.keptNotice).result : try connection.query(statement, committing: committing)
+        guard let row = result.first else {
             throw DatabaseError(.client, "group \(group) does not exist in this tenant")
         }
         return (AppendedEvent(tenant: tenant, group: group, seq: try row.decode(Int64.self, "seq"), at: try row.decode(Date.self, "created_at")),
                 try row.decode(String.self, "data"))
+    }
+
+    /// The notice sent in the transaction, or, for `afterCommit`, kept in a session setting that
+    /// outlives the commit (and, like any setting, is undone with a transaction that rolls back).
+    private static func send(_ notice: SQLQuery) -> SQLQuery { "pg_notify(\(channel), \(fragment: notice))" }
+    private static func keep(_ notice: SQLQuery) -> SQLQuery { "set_config('roost.notice', \(fragment: notice), false)" }
+    /// The notice kept by the committed statement, sent in its own transaction, which needs no
+    /// WAL flush (it writes nothing but its commit record), and cleared. Nothing is kept when
+    /// the append failed, so a failed post sends nothing, or at most a repeat of an earlier,
+    /// committed event's notice, which every node drops.
+    private static let keptNotice: SQLQuery = """
+        SELECT pg_notify(\(channel), current_setting('roost.notice')), set_config('roost.notice', '', false),
+               set_config('synchronous_commit', 'off', true)
+        WHERE current_setting('roost.notice', true) <> ''
+        """
+
+    /// Sends the notice an `afterCommit` append kept, once its transaction has committed (a
+    /// failure only delays the event until the fanout's audit).
+    public static func sendKeptNotice(on connection: PostgresConnection) throws {
+        try connection.query(keptNotice)
     }
 
     /// Sends a stream notice (`{"type":"notice","event":..,"data":..}`) to one user's streams on every node.

@@ -105,6 +105,13 @@ public struct GroupStore: Sendable {
             """).rows.map { (try $0.decode(UUID.self, "id"), try $0.decode(Int64.self, "last_seq")) }
     }
 
+    /// Where each of `groups` stands (its `last_seq`); a group not in the tenant is left out.
+    public func lastSeqs(of groups: [UUID], on connection: PostgresConnection) throws -> [(group: UUID, lastSeq: Int64)] {
+        try connection.query("SELECT group_id, last_seq FROM group_seqs WHERE group_id = ANY(\(groups)::uuid[])").rows.map {
+            (try $0.decode(UUID.self, "group_id"), try $0.decode(Int64.self, "last_seq"))
+        }
+    }
+
     /// The caller's groups by name with their open alert counts, unread counts and last message,
     /// in one query of index scans (each count reads at most `unreadCap` rows): at most `limit`
     /// of them after the group named `after` (a name and an id, as the previous page ended).

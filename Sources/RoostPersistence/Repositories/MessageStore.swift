@@ -122,7 +122,8 @@ public struct MessageStore: Sendable {
     /// is needed), with the messages and alerts rows. A repeat of `client_msg_id` by the same
     /// author surfaces as `uniqueViolation`. `committing`: the caller runs nothing after this in
     /// its transaction, so the commit goes with the post's statement when that is the last
-    /// (no attachments to link, no red alert's escalation to schedule).
+    /// (no attachments to link, no red alert's escalation to schedule), and a chat line's
+    /// notice just after it.
     public func post(
         tenant: UUID, group: UUID, authorType: String, authorID: UUID?, authorName: String, message: NewMessage,
         dedupKey: String? = nil, bridge: UUID? = nil, details: String? = nil, committing: Bool = false,
@@ -130,6 +131,7 @@ public struct MessageStore: Sendable {
     ) throws -> (seq: Int64, json: String) {
         let id = UUID()
         let escalates = message.kind == "alert" && message.severity == AlertSeverity.red.name
+        let commits = committing && message.attachments.ids.isEmpty && !escalates
         let (event, json) = try GroupEventLog().append(
             tenant: tenant, group: group, event: .messageCreated, actorType: authorType, actorID: authorID, hiddenFrom: message.hiddenFrom,
             data: Self.json(id: id, group: group, authorType: authorType, authorID: authorID, authorName: authorName, message: message,
@@ -149,7 +151,10 @@ public struct MessageStore: Sendable {
                            \(details.map(RawJSON.init)), \(message.hiddenFrom)
                     FROM posted WHERE \(message.kind) = 'alert')
                 """,
-            committing: committing && message.attachments.ids.isEmpty && !escalates, on: connection)
+            committing: commits,
+            // A chat line's notice need not wait for the commits before it (see `NoticeTiming`); an
+            // alert's goes with its commit, so only a lost chat line ever waits for the audit.
+            notice: message.kind == "chat" && commits ? .afterCommit : .withCommit, on: connection)
         try MediaStore().link(message.attachments.ids, tenant: tenant, group: group, seq: event.seq, on: connection)
         if escalates {
             try EscalationStore().schedule(tenant: tenant, group: group, seq: event.seq, on: connection)

@@ -42,6 +42,7 @@ public enum RoostCommands {
         } catch let error as DatabaseError {
             throw StartupError(error)
         }
+        hub.startAuditing(every: StreamHub.auditInterval)
         do {
             try server.start()
         } catch let error as SystemError {
@@ -61,6 +62,7 @@ public enum RoostCommands {
         let signal = await ShutdownSignal.wait()
         log.info("shutting down", ["signal": String(signal), "open_connections": String(server.openConnections)])
         listener.stop()
+        hub.stopAuditing()
         await metricsServer?.shutdown()
         await server.shutdown()
         await outbox.stop()

@@ -39,6 +39,12 @@ struct PostgresEventLog: EventLogReader {
         }
     }
 
+    func lastSeqs(tenant: UUID, groups: [UUID]) async throws -> [(group: UUID, lastSeq: Int64)] {
+        try await pool.withConnection { connection in
+            try connection.withTenantTransaction(tenant) { try GroupStore().lastSeqs(of: groups, on: $0) }
+        }
+    }
+
     /// REPEATABLE READ: a page is never read past a removal or a sign-out the checks did not see.
     func replayPage(_ read: ReplayRead, limit: Int) async throws -> ReplayPage {
         try await pool.withConnection { connection in
@@ -58,6 +64,10 @@ struct PostgresEventLog: EventLogReader {
 }
 
 extension StreamHub {
+    /// How often `roost serve` audits the groups its streams follow: a chat line whose notice
+    /// was lost reaches them within two of these.
+    static let auditInterval: Duration = .seconds(2)
+
     /// The hub `roost serve` runs, reading from `pool`.
     static func make(pool: ConnectionPool, queueLimit: Int, liveGraceMilliseconds: Int = 2000, log: Log? = nil) -> StreamHub {
         StreamHub(reader: PostgresEventLog(pool: pool), liveGraceMilliseconds: liveGraceMilliseconds, queueLimit: queueLimit,
