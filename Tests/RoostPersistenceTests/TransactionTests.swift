@@ -41,14 +41,30 @@ struct TransactionTests {
         #expect(try connection.query("SELECT count(*) AS n FROM \(unsafeRaw: table)").rows[0].decode(Int.self, "n") == 1)
     }
 
-    @Test func queryAndCommitEndsTheTransactionWithItsStatement() throws {
-        let connection = try TestDatabase.connect()
-        let observer = try TestDatabase.connect()
-        let table = try TestDatabase.makeScratchTable("v int CHECK (v > 0)", on: connection)
-        defer { TestDatabase.dropScratchTable(table, on: connection) }
+    /// A scratch table of positive values, written through `connection` and read back through
+    /// a second connection, which sees only what was committed.
+    private struct Observed {
+        let connection: PostgresConnection
+        let observer: PostgresConnection
+        let table: String
+
+        init() throws {
+            connection = try TestDatabase.connect()
+            observer = try TestDatabase.connect()
+            table = try TestDatabase.makeScratchTable("v int CHECK (v > 0)", on: connection)
+        }
+
         func values() throws -> [Int] {
             try observer.query("SELECT v FROM \(unsafeRaw: table) ORDER BY v").rows.map { try $0.decode(Int.self, "v") }
         }
+
+        func drop() { TestDatabase.dropScratchTable(table, on: connection) }
+    }
+
+    @Test func queryAndCommitEndsTheTransactionWithItsStatement() throws {
+        let observed = try Observed()
+        defer { observed.drop() }
+        let (connection, table, values) = (observed.connection, observed.table, observed.values)
 
         // Committed with its statement: another connection sees both rows once it returns.
         let returned = try connection.withTransaction { connection in
@@ -85,13 +101,9 @@ struct TransactionTests {
     }
 
     @Test func whatFollowsACommitInItsRoundTripRunsAfterItAndCannotUndoIt() throws {
-        let connection = try TestDatabase.connect()
-        let observer = try TestDatabase.connect()
-        let table = try TestDatabase.makeScratchTable("v int CHECK (v > 0)", on: connection)
-        defer { TestDatabase.dropScratchTable(table, on: connection) }
-        func values() throws -> [Int] {
-            try observer.query("SELECT v FROM \(unsafeRaw: table) ORDER BY v").rows.map { try $0.decode(Int.self, "v") }
-        }
+        let observed = try Observed()
+        defer { observed.drop() }
+        let (connection, table, values) = (observed.connection, observed.table, observed.values)
 
         // It runs in a transaction of its own, after the commit: the row it adds is there too.
         let (inserted, afterwards) = try connection.withTransaction { connection in
