@@ -15,6 +15,7 @@ public final class FanoutHub<Sink: FrameSink>: Sendable {
     private let queueLimit: Int
     private let onError: @Sendable (String) -> Void
     private let auditor = Mutex<Task<Void, Never>?>(nil)
+    private let foundBehind = Atomic<Int>(0)
 
     /// - Parameters:
     ///   - logPageSize: events per read when the log is read for live delivery.
@@ -30,6 +31,9 @@ public final class FanoutHub<Sink: FrameSink>: Sendable {
         self.queueLimit = queueLimit
         self.onError = onError
     }
+
+    /// Groups the audits found behind their log (a notice lost, or very late), since the start.
+    public var groupsFoundBehind: Int { foundBehind.load(ordering: .relaxed) }
 
     /// Subscribed connections and the groups they follow on this node.
     public var counts: (subscribers: Int, groups: Int) { state.withLock { $0.counts } }
@@ -140,6 +144,7 @@ public final class FanoutHub<Sink: FrameSink>: Sendable {
                 for action in actions { perform(action) }
                 return behind
             }
+            if !behind.isEmpty { foundBehind.add(behind.count, ordering: .relaxed) }
             for (group, by) in behind {
                 onError("fanout: group \(group.lowercasedText) was still \(by) event(s) behind its log after the audit's wait (a notice lost, or late); reading it")
             }

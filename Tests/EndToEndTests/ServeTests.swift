@@ -130,6 +130,7 @@ struct ServeTests {
         let metrics = await offload { exchange(metricsPort, "GET /metrics HTTP/1.1\r\nConnection: close\r\n\r\n") }
         #expect(metrics?.contains(#"roost_open_connections{kind="http"}"#) == true)
         #expect(metrics?.contains(#"roost_job_failures_total{kind="checkin_deadline"} 0"#) == true)
+        #expect(metrics?.contains("roost_fanout_groups_behind_total 0\n") == true)
         #expect(metrics?.contains(#"roost_requests_total{method="GET",route="/readyz",status="200"} 1"#) == true)
         #expect(metrics?.contains("# TYPE roost_request_duration_seconds histogram") == true)
         serve.process.signal(SIGTERM)

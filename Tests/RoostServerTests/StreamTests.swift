@@ -77,7 +77,9 @@ struct StreamTests {
                                        on: connection).event.seq
         }
         let hub = try #require(api.hub)
+        #expect(hub.groupsFoundBehind == 0)
         await hub.audit(grace: .zero)
+        #expect(hub.groupsFoundBehind == 1)
         let event = try await next(client)
         #expect(event["seq"] as? Int == Int(lost) && (event["data"] as? [String: Any])?["text"] as? String == "lost")
         // A kept notice sent once the caller has committed needs no audit.

@@ -48,7 +48,7 @@ public enum RoostCommands {
         } catch let error as SystemError {
             throw StartupError("cannot listen on \(configuration.listen): \(error)")
         }
-        let metricsServer = try startMetrics(configuration, pool: pool, jobs: jobs, log: log) { serverBox.server }
+        let metricsServer = try startMetrics(configuration, pool: pool, jobs: jobs, hub: hub, log: log) { serverBox.server }
         var outboxOptions = OutboxWorker.Options()
         outboxOptions.webhookTimeoutSeconds = configuration.deliveryTimeoutSeconds
         let outbox = OutboxWorker(pool: pool, channels: delivery, options: outboxOptions, log: log, metrics: jobs)
@@ -109,12 +109,12 @@ public enum RoostCommands {
 
     /// The operator's `/metrics` listener (`ROOST_METRICS_LISTEN`, `off` for none): one event
     /// loop of its own, on an address apart from the public one.
-    static func startMetrics(_ configuration: ServerConfiguration, pool: ConnectionPool, jobs: JobMetrics, log: Log,
+    static func startMetrics(_ configuration: ServerConfiguration, pool: ConnectionPool, jobs: JobMetrics, hub: StreamHub, log: Log,
                              server: @escaping @Sendable () -> HTTPServer?) throws -> HTTPServer? {
         guard configuration.metricsListen != "off" else { return nil }
         let addresses = try ListenAddress.parseList(configuration.metricsListen)
         var builder = Router.Builder()
-        OperationsRoutes.addMetrics(to: &builder, pool: pool, jobs: jobs, server: server)
+        OperationsRoutes.addMetrics(to: &builder, pool: pool, jobs: jobs, hub: hub, server: server)
         let metrics = try HTTPServer(router: builder.build(), limits: NetworkLimits(), addresses: addresses, threads: 1, log: log, accessLog: false,
                                       errorMapper: APIError.mapping)
         do {

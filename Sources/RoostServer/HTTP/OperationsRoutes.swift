@@ -19,12 +19,20 @@ enum OperationsRoutes {
     }
 
     /// The metrics listener's one route.
-    static func addMetrics(to builder: inout Router.Builder, pool: ConnectionPool, jobs: JobMetrics, server: @escaping @Sendable () -> HTTPServer?) {
+    static func addMetrics(to builder: inout Router.Builder, pool: ConnectionPool, jobs: JobMetrics, hub: StreamHub,
+                           server: @escaping @Sendable () -> HTTPServer?) {
         builder.add(.get, "/metrics") { _ in
             var headers = HTTPHeaders()
             headers.add("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-            let text = (server()?.renderMetrics(pool: pool.statistics) ?? "") + jobs.render()
+            let text = (server()?.renderMetrics(pool: pool.statistics) ?? "") + jobs.render() + renderFanout(hub)
             return HTTPResponse(status: .ok, headers: headers, body: Array(text.utf8))
         }
+    }
+
+    private static func renderFanout(_ hub: StreamHub) -> String {
+        "# HELP roost_fanout_groups_behind_total Groups the fanout's audit found still behind their log after its wait "
+            + "(a chat line's notice lost, or very late), each then read from the log.\n"
+            + "# TYPE roost_fanout_groups_behind_total counter\n"
+            + "roost_fanout_groups_behind_total \(hub.groupsFoundBehind)\n"
     }
 }
