@@ -105,15 +105,20 @@ struct LiveLocationTests {
         #expect(first["seq"] as? Int == seq && first["user_id"] as? String == street.cy.id && first["lat"] as? Double == 55.0)
         #expect(first["battery"] as? Int == 80 && first["group_id"] as? String == street.group && first["at"] is String)
 
-        // Two seconds on, the round tells the newest point (the 300th), once.
+        // Two seconds on, the newest point (the 300th) is told, once: by this round, or by the
+        // round of an end-to-end test's node, which shares the database, if it comes first. Unless
+        // the burst was slow enough here that the 300th came after an interval's end: then it
+        // went at once, before marker 1.
         let newest = 55.0 + 299 * 0.0001
-        #expect(try await round(street, at: Date() + 2.5).updated == 1)
+        func isNewest(_ notice: [String: Any]) -> Bool { abs(((notice["data"] as? [String: Any])?["lat"] as? Double ?? 0) - newest) < 1e-9 }
+        let wentAtOnce = seen.contains(where: isNewest)
+        #expect(!wentAtOnce || burst >= LiveLocationPolicy.minimumInterval)
+        _ = try await round(street, at: Date() + 2.5)
         #expect(try await round(street, at: Date() + 2.6).updated == 0, "told once")
         _ = try await street.post("marker 2", as: street.ben)
         seen = try await notices(before: watcher)
-        #expect(seen.count == 1)
-        let coalesced = try #require(seen.last?["data"] as? [String: Any])
-        #expect(abs((coalesced["lat"] as? Double ?? 0) - newest) < 1e-9, "the newest point wins")
+        #expect(seen.count == (wentAtOnce ? 0 : 1))
+        #expect(seen.allSatisfy(isNewest), "the newest point wins")
 
         // Only the newest point is stored.
         let stored = try await api.inTenant { _, connection in try connection.query("SELECT count(*) AS n FROM live_locations").rows[0].decode(Int.self, "n") }
