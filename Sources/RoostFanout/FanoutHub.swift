@@ -124,30 +124,34 @@ public final class FanoutHub<Sink: FrameSink>: Sendable {
         }
     }
 
-    /// One audit: reads where each followed group stands, waits `grace` (time for any notice
-    /// of those events still on its way), then reads every group still behind that from its
-    /// log. One statement per tenant followed here; a read that fails waits for the next audit.
+    /// Groups asked about in one read of an audit: a node following more reads them in pages.
+    static var auditPageSize: Int { 2000 }
+
+    /// One audit: reads where each followed group stands (all tenants' in one statement a page
+    /// of `auditPageSize`), waits `grace` (time for any notice of those events still on its
+    /// way), then reads every group still behind that from its log. A read that fails leaves its
+    /// page for the next audit.
     public func audit(grace: Duration) async {
-        var standings: [(tenant: UUID, [(group: UUID, lastSeq: Int64)])] = []
-        for (tenant, groups) in state.withLock({ $0.auditedGroups() }) {
+        let followed = state.withLock { $0.auditedGroups() }
+        var standing: [(tenant: UUID, group: UUID, lastSeq: Int64)] = []
+        for start in stride(from: 0, to: followed.count, by: Self.auditPageSize) {
+            let page = Array(followed[start..<min(start + Self.auditPageSize, followed.count)])
             do {
-                standings.append((tenant, try await reader.lastSeqs(tenant: tenant, groups: groups)))
+                standing += try await reader.standings(of: page)
             } catch {
-                onError("fanout: auditing tenant \(tenant.lowercasedText)'s groups failed: \(error)")
+                onError("fanout: auditing \(page.count) group(s) failed: \(error)")
             }
         }
         try? await Task.sleep(for: grace)
         guard !Task.isCancelled else { return }
-        for (tenant, standing) in standings {
-            let behind = state.withLock { state in
-                let (actions, behind) = state.audited(tenant: tenant, standing)
-                for action in actions { perform(action) }
-                return behind
-            }
-            if !behind.isEmpty { foundBehind.add(behind.count, ordering: .relaxed) }
-            for (group, by) in behind {
-                onError("fanout: group \(group.lowercasedText) was still \(by) event(s) behind its log after the audit's wait (a notice lost, or late); reading it")
-            }
+        let behind = state.withLock { state in
+            let (actions, behind) = state.audited(standing)
+            for action in actions { perform(action) }
+            return behind
+        }
+        if !behind.isEmpty { foundBehind.add(behind.count, ordering: .relaxed) }
+        for (group, by) in behind {
+            onError("fanout: group \(group.lowercasedText) was still \(by) event(s) behind its log after the audit's wait (a notice lost, or late); reading it")
         }
     }
 

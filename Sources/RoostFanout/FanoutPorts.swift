@@ -24,8 +24,9 @@ public protocol EventLogReader: Sendable {
         -> [(group: UUID, lastSeq: Int64)]?
     /// `group`'s events after `after` (through `through`, or to its end), oldest first.
     func events(tenant: UUID, group: UUID, after: Int64, through: Int64?, limit: Int) async throws -> [StreamEvent]
-    /// Where each of `groups` (of `tenant`) stands: its `last_seq`, for the fanout's audit.
-    func lastSeqs(tenant: UUID, groups: [UUID]) async throws -> [(group: UUID, lastSeq: Int64)]
+    /// Where each of `groups` stands (its `last_seq`), whatever their tenants, in one read: for
+    /// the fanout's audit, which asks every node's groups every few seconds.
+    func standings(of groups: [(tenant: UUID, group: UUID)]) async throws -> [(tenant: UUID, group: UUID, lastSeq: Int64)]
     /// One replay page, read in one snapshot with the checks that the user is still in the group
     /// and still signed in.
     func replayPage(_ read: ReplayRead, limit: Int) async throws -> ReplayPage

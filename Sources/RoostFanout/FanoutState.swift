@@ -398,25 +398,21 @@ public struct FanoutState<Sink> {
 
     // MARK: - Auditing
 
-    /// The groups an audit asks the database about, by tenant: those followed here that have
-    /// delivered something (before that, the next `ready` or notice says where they stand).
-    public func auditedGroups() -> [UUID: [UUID]] {
-        var byTenant: [UUID: [UUID]] = [:]
-        for (id, group) in groups where group.delivered != nil && !group.subscribers.isEmpty {
-            byTenant[group.tenant, default: []].append(id)
-        }
-        return byTenant
+    /// The groups an audit asks the database about: those followed here that have delivered
+    /// something (before that, the next `ready` or notice says where they stand).
+    public func auditedGroups() -> [(tenant: UUID, group: UUID)] {
+        groups.compactMap { id, group in group.delivered != nil && !group.subscribers.isEmpty ? (group.tenant, id) : nil }
     }
 
-    /// Where `tenant`'s groups stood in the database (`last_seq`) a while ago: a group followed
-    /// here that is still neither delivered nor being read that far lost a notice, and is
-    /// read to there. Returns those reads, and the groups found behind with how far.
-    public mutating func audited(tenant: UUID, _ standing: [(group: UUID, lastSeq: Int64)])
+    /// Where groups stood in the database (`last_seq`) a while ago: a group followed here that is
+    /// still neither delivered nor being read that far lost a notice, and is read to there.
+    /// Returns those reads, and the groups found behind with how far.
+    public mutating func audited(_ standing: [(tenant: UUID, group: UUID, lastSeq: Int64)])
         -> (actions: [FanoutAction<Sink>], behind: [(group: UUID, by: Int64)])
     {
         var actions: [FanoutAction<Sink>] = []
         var behind: [(group: UUID, by: Int64)] = []
-        for (group, lastSeq) in standing {
+        for (tenant, group, lastSeq) in standing {
             guard let found = groups[group], found.tenant == tenant, let delivered = found.delivered,
                   max(delivered, found.wanted) < lastSeq else { continue }
             behind.append((group, lastSeq - max(delivered, found.wanted)))

@@ -115,6 +115,47 @@ struct RowLevelSecurityTests {
         #expect(changed == 0)
     }
 
+    /// The fanout's audit reads many tenants' counters in one statement: each tenant's own
+    /// groups only, with row security still in force, and no tenant left set behind it.
+    @Test func groupStandingsReadEachTenantsOwnGroupsInOneStatement() throws {
+        let userA = try connection.withTenantTransaction(tenantA.id) { [tenantA] in
+            try $0.query("SELECT id FROM users WHERE tenant_id = \(tenantA.id)").rows[0].decode(UUID.self, "id")
+        }
+        let elm = try connection.withTenantTransaction(tenantA.id) { [tenantA] in
+            try GroupStore().create(tenant: tenantA.id, owner: userA, name: "Elm", description: "", on: $0).id
+        }
+        let oak = try connection.withTenantTransaction(tenantB.id) { [tenantB, userB] in
+            let oak = try GroupStore().create(tenant: tenantB.id, owner: userB, name: "Oak", description: "", on: $0).id
+            try $0.query("UPDATE group_seqs SET last_seq = 7 WHERE group_id = \(oak)")
+            return oak
+        }
+        let lastSeqs = try [(tenantA.id, elm), (tenantB.id, oak)].map { tenant, group in
+            try connection.withTenantTransaction(tenant) {
+                try $0.query("SELECT last_seq FROM group_seqs WHERE group_id = \(group)").rows[0].decode(Int64.self, "last_seq")
+            }
+        }
+        #expect(lastSeqs[1] == 7)
+
+        // Asked with the wrong tenant, a group is not there; asked twice, it is read twice.
+        let standing = try GroupStore().standings(of: [(tenantA.id, elm), (tenantB.id, oak), (tenantA.id, oak), (tenantB.id, elm), (tenantB.id, oak)],
+                                                  on: connection)
+        #expect(standing.map { "\($0.tenant) \($0.group) \($0.lastSeq)" }.sorted()
+            == ["\(tenantA.id) \(elm) \(lastSeqs[0])", "\(tenantB.id) \(oak) 7", "\(tenantB.id) \(oak) 7"].sorted())
+        #expect(try GroupStore().standings(of: [], on: connection).isEmpty)
+        // Nothing of a tenant is visible after it, in the same transaction.
+        let after = try connection.withTransaction {
+            _ = try GroupStore().standings(of: [(tenantB.id, oak)], on: $0)
+            return try $0.query("SELECT current_setting('roost.tenant_id', true) AS t, (SELECT count(*) FROM group_seqs) AS n").rows[0]
+        }
+        #expect(try after.decode(String.self, "t") == "" && after.decode(Int.self, "n") == 0)
+        // The two arrays must pair up.
+        #expect {
+            try connection.query("SELECT * FROM roost_group_standings(ARRAY[\(tenantA.id)]::uuid[], ARRAY[]::uuid[])")
+        } throws: { error in
+            (error as? DatabaseError)?.sqlState == "22023"
+        }
+    }
+
     @Test func everyTenantOwnedTableForcesRowSecurity() throws {
         let rows = try connection.query("""
             SELECT c.relname, c.relrowsecurity, c.relforcerowsecurity,

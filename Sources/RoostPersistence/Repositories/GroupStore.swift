@@ -105,10 +105,18 @@ public struct GroupStore: Sendable {
             """).rows.map { (try $0.decode(UUID.self, "id"), try $0.decode(Int64.self, "last_seq")) }
     }
 
-    /// Where each of `groups` stands (its `last_seq`); a group not in the tenant is left out.
-    public func lastSeqs(of groups: [UUID], on connection: PostgresConnection) throws -> [(group: UUID, lastSeq: Int64)] {
-        try connection.query("SELECT group_id, last_seq FROM group_seqs WHERE group_id = ANY(\(groups)::uuid[])").rows.map {
-            (try $0.decode(UUID.self, "group_id"), try $0.decode(Int64.self, "last_seq"))
+    /// Where each of `groups` stands (its `last_seq`), whatever their tenants, in one statement
+    /// (`roost_group_standings`, sql/0024, which reads each tenant's with row security in force);
+    /// a group that is not its tenant's is left out. Outside any tenant's transaction.
+    public func standings(of groups: [(tenant: UUID, group: UUID)], on connection: PostgresConnection) throws
+        -> [(tenant: UUID, group: UUID, lastSeq: Int64)]
+    {
+        guard !groups.isEmpty else { return [] }
+        return try connection.query("""
+            SELECT tenant_id, group_id, last_seq
+            FROM roost_group_standings(\(groups.map(\.tenant))::uuid[], \(groups.map(\.group))::uuid[])
+            """).rows.map {
+            (try $0.decode(UUID.self, "tenant_id"), try $0.decode(UUID.self, "group_id"), try $0.decode(Int64.self, "last_seq"))
         }
     }
 

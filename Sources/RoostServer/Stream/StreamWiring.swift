@@ -39,10 +39,8 @@ struct PostgresEventLog: EventLogReader {
         }
     }
 
-    func lastSeqs(tenant: UUID, groups: [UUID]) async throws -> [(group: UUID, lastSeq: Int64)] {
-        try await pool.withConnection { connection in
-            try connection.withTenantTransaction(tenant) { try GroupStore().lastSeqs(of: groups, on: $0) }
-        }
+    func standings(of groups: [(tenant: UUID, group: UUID)]) async throws -> [(tenant: UUID, group: UUID, lastSeq: Int64)] {
+        try await pool.withConnection { try GroupStore().standings(of: groups, on: $0) }
     }
 
     /// REPEATABLE READ: a page is never read past a removal or a sign-out the checks did not see.
