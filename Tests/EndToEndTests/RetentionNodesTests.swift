@@ -43,7 +43,7 @@ struct RetentionNodesTests {
             let owner = try TestDatabase.connect(database: database)
             try Migrator(migrations: Migration.load(from: TestDatabase.migrationsDirectory)).run(on: owner)
             let tenant = try TenantStore().create(slug: "kept-lane", name: "Kept Lane", registration: .open, on: owner).id
-            func inTenant<Value>(_ body: (PostgresConnection) throws -> Value) throws -> Value {
+            @discardableResult func inTenant<Value>(_ body: (PostgresConnection) throws -> Value) throws -> Value {
                 try owner.withTenantTransaction(tenant, body)
             }
 
