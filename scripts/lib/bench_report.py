@@ -322,8 +322,9 @@ Fanout steps (posts spread evenly over the groups at each rate in turn; client C
 
 {sweep_text}
 
-Falling short of a goal is information: what the profile shows and what was done about it is in
-README's Benchmarks section and the issue notes.
+Falling short of a goal is information: where Roost stands against each peer and why, what the
+profiles show and what was done about each gap is in docs/PERFORMANCE.md; each change's before
+and after, in Benchmarks/before-and-after.md.
 """
     with open(os.path.join(output, "BENCHMARKS.md"), "w") as handle:
         handle.write(text)
