@@ -12,18 +12,21 @@ CREATE FUNCTION roost_group_standings(tenants uuid[], groups uuid[])
     AS $$
 DECLARE
     tenant uuid;
+    ids uuid[];
 BEGIN
     IF cardinality(tenants) IS DISTINCT FROM cardinality(groups) THEN
         RAISE EXCEPTION 'roost_group_standings: % tenants for % groups', cardinality(tenants), cardinality(groups)
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    FOR tenant IN SELECT DISTINCT t FROM unnest(tenants) AS t WHERE t IS NOT NULL LOOP
+    -- The pairs sorted by tenant once, so each tenant's read looks up its own groups only.
+    FOR tenant, ids IN
+        SELECT w.t, array_agg(w.g) FROM unnest(tenants, groups) AS w (t, g) WHERE w.t IS NOT NULL GROUP BY w.t
+    LOOP
         PERFORM set_config('roost.tenant_id', tenant::text, true);
         RETURN QUERY
             SELECT s.tenant_id, s.group_id, s.last_seq
-            FROM unnest(tenants, groups) AS wanted (tenant_id, group_id)
-            JOIN group_seqs s ON s.tenant_id = wanted.tenant_id AND s.group_id = wanted.group_id
-            WHERE wanted.tenant_id = tenant;
+            FROM unnest(ids) AS wanted (group_id)
+            JOIN group_seqs s ON s.tenant_id = tenant AND s.group_id = wanted.group_id;
     END LOOP;
     PERFORM set_config('roost.tenant_id', '', true);
 END
