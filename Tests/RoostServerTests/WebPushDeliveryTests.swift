@@ -28,6 +28,8 @@ struct WebPushDeliveryTests {
             push.hosts = WebPushHosts(patterns: ["localhost"])
             push.subject = "mailto:operator@roost.example"
             push.vapid = VAPIDKeys(secretKey: "a test secret")
+            // The push service listens on this machine: the operator's allowance lets it be reached.
+            push.network.policy = OutboundPolicy(allowedNetworks: [IPNetwork("127.0.0.0/8")!, IPNetwork("::1")!])
             self.push = push
             database = try TestDatabase.makeScratch()
             api = try APIFixture(database: database, push: push)
@@ -37,6 +39,7 @@ struct WebPushDeliveryTests {
             var channels = OutboxWorker.Channels()
             channels.push = .webpush
             channels.webPush = push
+            channels.network = push.network
             channels.tls = try TLSClientContext(extraCAFile: ca)
             var options = OutboxWorker.Options()
             options.baseBackoffSeconds = 0.001
@@ -126,6 +129,7 @@ struct WebPushDeliveryTests {
         let port = try #require(URL(string: setup.subscriptions["ok"]!["endpoint"] as! String)?.port)
         for (endpoint, keys) in [
             ("https://169.254.169.254/latest/meta-data", keys),
+            ("https://localhost:\(port)/push/ok%", keys),
             ("https://push.evil.example/x", keys),
             ("http://localhost:\(port)/push/ok", keys),
             ("https://user:pw@localhost:\(port)/push/ok", keys),

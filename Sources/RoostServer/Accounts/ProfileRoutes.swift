@@ -55,8 +55,10 @@ struct ProfileRoutes: Sendable {
         guard let subscription = body.subscription else {
             throw APIError.invalid("a webpush device registers its subscription: {endpoint, keys: {p256dh, auth}}", "subscription")
         }
-        guard accounts.push.hosts.check(endpoint: subscription.endpoint) != nil else {
-            throw APIError.invalid("the endpoint must be an https:// URL on a known push service", "subscription.endpoint")
+        do {
+            _ = try accounts.push.endpoint(subscription.endpoint)
+        } catch {
+            throw APIError.invalid("the endpoint must be an https:// URL on a known push service: \(error)", "subscription.endpoint")
         }
         guard let p256dh = Secrets.decodeBase64URL(subscription.keys.p256dh), (try? P256Key(publicPoint: p256dh)) != nil else {
             throw APIError.invalid("p256dh must be a base64url P-256 public key", "subscription.keys.p256dh")
@@ -65,6 +67,17 @@ struct ProfileRoutes: Sendable {
             throw APIError.invalid("auth must be 16 bytes, base64url", "subscription.keys.auth")
         }
         return (subscription.endpoint, (p256dh, auth))
+    }
+
+    /// A Web Push endpoint's name must lead only where the outbound policy lets Roost connect
+    /// (public addresses): checked now, and again by every delivery, since DNS may change.
+    func checkAddresses(of endpoint: String) async throws(APIError) {
+        let push = accounts.push
+        do {
+            _ = try await push.network.addressesDetached(of: try push.endpoint(endpoint))
+        } catch {
+            throw APIError.invalid("the endpoint's host must resolve to public addresses only: \(error)", "subscription.endpoint")
+        }
     }
 
     struct DeviceView: Encodable {
@@ -166,6 +179,7 @@ struct ProfileRoutes: Sendable {
                 throw APIError.invalid("platform must be apns, fcm, webpush or unifiedpush", "platform")
             }
             let (token, keys) = try deviceToken(body)
+            if keys != nil { try await checkAddresses(of: token) }
             let (device, created) = try await pool.withConnection { connection in
                 try connection.withTenantTransaction(user.tenantID) { connection in
                     if try DeviceStore().count(user: user.id, on: connection) >= Self.maxDevices {

@@ -136,13 +136,17 @@ public enum RoostCommands {
         channels.email = configuration.emailRoute.flatMap(Route.init) ?? fallback
         channels.sms = configuration.smsRoute.flatMap(Route.init) ?? fallback
         channels.push = configuration.pushRoute.flatMap(Route.init) ?? fallback
+        channels.network.policy = try outboundPolicy(configuration)
         let routes = [channels.email, channels.sms, channels.push]
         if routes.contains(.webhook) || configuration.deliveryWebhookURL != nil {
-            guard let text = configuration.deliveryWebhookURL, let url = URL(string: text), url.scheme == "http" || url.scheme == "https",
-                  url.host?.isEmpty == false else {
+            guard let text = configuration.deliveryWebhookURL else {
                 throw ConfigurationError("the webhook route needs ROOST_DELIVERY_WEBHOOK_URL, an http:// or https:// URL")
             }
-            channels.webhook = (url, configuration.deliveryWebhookSecret)
+            do {
+                channels.webhook = (try channels.network.policy.url(text, from: .operator, schemes: ["http", "https"]), configuration.deliveryWebhookSecret)
+            } catch {
+                throw ConfigurationError("ROOST_DELIVERY_WEBHOOK_URL must be an http:// or https:// URL Roost can send to: \(error)")
+            }
         }
         if routes.contains(.smtp) || routes.contains(.webpush) || channels.webhook?.url.scheme == "https" {
             channels.tls = try TLSClientContext(extraCAFile: configuration.tlsCAFile)
@@ -183,7 +187,17 @@ public enum RoostCommands {
         if let hosts = configuration.webPushHosts { settings.hosts = try WebPushHosts(parsing: hosts) }
         settings.subject = configuration.vapidSubject
         settings.vapid = VAPIDKeys(secretKey: configuration.secretKey)
+        settings.network.policy = try outboundPolicy(configuration)
         return settings
+    }
+
+    /// The outbound policy, with the networks `ROOST_OUTBOUND_ALLOW_NETS` lets every request reach.
+    static func outboundPolicy(_ configuration: ServerConfiguration) throws -> OutboundPolicy {
+        guard let text = configuration.outboundAllowNets, !text.isEmpty else { return OutboundPolicy() }
+        switch IPNetwork.list(text) {
+        case .success(let networks): return OutboundPolicy(allowedNetworks: networks)
+        case .failure(let refusal): throw ConfigurationError("ROOST_OUTBOUND_ALLOW_NETS: \(refusal)")
+        }
     }
 
     /// `roost migrate`: apply what is missing and say what was applied.

@@ -34,6 +34,8 @@ public struct ServerConfiguration: Sendable {
     public var deliveryTimeoutSeconds = 10
     /// Push services Web Push endpoints may be on; nil: the public browser services.
     public var webPushHosts: String?
+    /// `ROOST_OUTBOUND_ALLOW_NETS`: CIDRs every outbound request may reach (endpoints included).
+    public var outboundAllowNets: String?
     public var vapidSubject: String?
     /// Seals secrets Roost keeps in the database (the VAPID private key).
     public var secretKey: String?

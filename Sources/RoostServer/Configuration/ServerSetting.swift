@@ -53,6 +53,10 @@ struct ServerSetting: Sendable {
              "where people reach Roost (https://watch.example.org): links in email and Web Push") { $0.publicURL = $1 },
         text("--webpush-hosts", "ROOST_WEBPUSH_HOSTS", "HOST,...", "fcm.googleapis.com,updates.push.services.mozilla.com,*.push.apple.com,*.notify.windows.com",
              "push services a Web Push subscription's endpoint may be on (https only; *.name for any name under it)") { $0.webPushHosts = $1 },
+        text("--outbound-allow-nets", "ROOST_OUTBOUND_ALLOW_NETS", "CIDR,...", "none: endpoints reach public addresses only",
+             "networks any outbound request may reach, at any port and by IP address, e.g. 127.0.0.0/8 for a local push relay") {
+            $0.outboundAllowNets = $1
+        },
         text("--vapid-subject", "ROOST_VAPID_SUBJECT", "mailto:|https:", "none (required by ROOST_PUSH=webpush)",
              "how push services reach the operator, sent in every VAPID token") { $0.vapidSubject = $1 },
         text("--secret-key", "ROOST_SECRET_KEY", "SECRET", "none: the VAPID private key is stored unsealed",

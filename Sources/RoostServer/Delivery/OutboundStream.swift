@@ -1,15 +1,27 @@
 import CTLS
 import Foundation
+import RoostProtocol
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// What went wrong talking to a server outside: the text lands in the outbox row's
-/// `last_error` (and `roost outbox list --failed`).
-struct OutboundFailure: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
+/// `last_error` (and `roost outbox list --failed`). A refusal by the outbound policy is final:
+/// no retry changes it.
+public struct OutboundFailure: Error, CustomStringConvertible {
+    public let description: String
+    public let isRefusal: Bool
+
+    public init(_ description: String) {
+        self.description = description
+        isRefusal = false
+    }
+
+    init(_ refusal: OutboundRefusal) {
+        description = "refused by the outbound policy: \(refusal)"
+        isRefusal = true
+    }
 }
 
 /// The client side of TLS for the delivery worker (libssl): certificates and host names are
@@ -53,32 +65,27 @@ final class TLSClientContext: @unchecked Sendable {
 final class OutboundStream {
     let host: String
     let port: Int
+    /// The host is an IP literal: the certificate must name that address (no SNI).
+    private let isAddress: Bool
     private let deadline: ContinuousClock.Instant
     private var fd: Int32
     private var tls: OpaquePointer?
 
-    /// Connects (non-blocking) to `host:port`, trying each of its addresses in turn (`localhost`
-    /// may be ::1 first), giving up at `deadline`.
-    init(host: String, port: Int, deadline: ContinuousClock.Instant) throws {
-        self.host = host
-        self.port = port
+    /// Connects (non-blocking) to where `url` leads, only at addresses the policy admits (each
+    /// checked now, at connect time, and then connected to as it was checked: nothing resolves
+    /// the name again), trying each in turn, giving up at `deadline`.
+    init(to url: OutboundURL, through network: OutboundNetwork, deadline: ContinuousClock.Instant) throws(OutboundFailure) {
+        host = url.hostText
+        port = url.port
+        if case .address = url.host { isAddress = true } else { isAddress = false }
         self.deadline = deadline
         fd = -1
-        var hints = addrinfo()
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        var result: UnsafeMutablePointer<addrinfo>?
-        guard getaddrinfo(host, String(port), &hints, &result) == 0, result != nil else {
-            throw OutboundFailure("cannot resolve \(host)")
-        }
-        defer { freeaddrinfo(result) }
         var failure = OutboundFailure("cannot connect to \(host):\(port)")
-        var next = result
-        while let address = next {
-            next = address.pointee.ai_next
+        for answer in try network.addresses(of: url) {
             do {
-                try connect(address.pointee)
+                try connect(answer)
                 return
-            } catch let error as OutboundFailure {
+            } catch {
                 failure = error
                 close()
             }
@@ -86,16 +93,36 @@ final class OutboundStream {
         throw failure
     }
 
-    private func connect(_ address: addrinfo) throws {
-        fd = socket(address.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+    private func connect(_ answer: OutboundResolver.Answer) throws(OutboundFailure) {
+        let family = answer.address.isV4 ? AF_INET : AF_INET6
+        fd = socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
         guard fd >= 0 else { throw OutboundFailure("socket failed: \(Self.text(errno))") }
-        if Glibc.connect(fd, address.ai_addr, address.ai_addrlen) != 0 {
-            guard errno == EINPROGRESS else { throw OutboundFailure("cannot connect to \(host):\(port): \(Self.text(errno))") }
+        let result: Int32
+        if answer.address.isV4 {
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = UInt16(answer.port).bigEndian
+            withUnsafeMutableBytes(of: &address.sin_addr) { $0.copyBytes(from: answer.address.bytes) }
+            result = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+        } else {
+            var address = sockaddr_in6()
+            address.sin6_family = sa_family_t(AF_INET6)
+            address.sin6_port = UInt16(answer.port).bigEndian
+            withUnsafeMutableBytes(of: &address.sin6_addr) { $0.copyBytes(from: answer.address.bytes) }
+            result = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
+            }
+        }
+        let target = "\(host):\(port) (\(answer.address))"
+        if result != 0 {
+            guard errno == EINPROGRESS else { throw OutboundFailure("cannot connect to \(target): \(Self.text(errno))") }
             try wait(for: Int16(POLLOUT))
             var code: Int32 = 0
             var length = socklen_t(MemoryLayout<Int32>.size)
             getsockopt(fd, SOL_SOCKET, SO_ERROR, &code, &length)
-            guard code == 0 else { throw OutboundFailure("cannot connect to \(host):\(port): \(Self.text(code))") }
+            guard code == 0 else { throw OutboundFailure("cannot connect to \(target): \(Self.text(code))") }
         }
     }
 
@@ -116,11 +143,11 @@ final class OutboundStream {
 
     /// Starts TLS on the connection: SNI, and the certificate must chain to a trusted CA and
     /// name `host` (a DNS name, or an IP address literal).
-    func startTLS(_ context: TLSClientContext) throws {
+    func startTLS(_ context: TLSClientContext) throws(OutboundFailure) {
         guard let ssl = SSL_new(context.context) else { throw OutboundFailure("TLS: \(TLSClientContext.lastError())") }
         tls = ssl
         SSL_set_fd(ssl, fd)
-        if isIPAddress(host) {
+        if isAddress {
             X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host)
         } else {
             _ = host.withCString { SSL_ctrl(ssl, SSL_CTRL_SET_TLSEXT_HOSTNAME, Int(TLSEXT_NAMETYPE_host_name), UnsafeMutableRawPointer(mutating: $0)) }
@@ -138,7 +165,7 @@ final class OutboundStream {
         }
     }
 
-    func write(_ bytes: [UInt8]) throws {
+    func write(_ bytes: [UInt8]) throws(OutboundFailure) {
         var sent = 0
         while sent < bytes.count {
             if let tls {
@@ -156,7 +183,7 @@ final class OutboundStream {
     }
 
     /// Up to `limit` bytes as soon as some arrive; empty at the end of the stream.
-    func read(limit: Int = 16_384) throws -> [UInt8] {
+    func read(limit: Int = 16_384) throws(OutboundFailure) -> [UInt8] {
         var buffer = [UInt8](repeating: 0, count: limit)
         while true {
             if let tls {
@@ -175,7 +202,7 @@ final class OutboundStream {
     }
 
     /// After a TLS call that did not complete: waits for what it wants, or throws its error.
-    private func settle(_ result: Int32, doing what: String) throws {
+    private func settle(_ result: Int32, doing what: String) throws(OutboundFailure) {
         guard let tls else { return }
         switch SSL_get_error(tls, result) {
         case SSL_ERROR_WANT_READ: try wait(for: Int16(POLLIN))
@@ -186,7 +213,7 @@ final class OutboundStream {
     }
 
     /// Waits until the socket is ready for `events`, or throws when the deadline passes.
-    private func wait(for events: Int16) throws {
+    private func wait(for events: Int16) throws(OutboundFailure) {
         while true {
             let left = ContinuousClock.now.duration(to: deadline)
             guard left > .zero else { throw OutboundFailure("\(host):\(port) did not answer in time") }
@@ -197,11 +224,6 @@ final class OutboundStream {
             if ready > 0 { return }
             if ready < 0, errno != EINTR { throw OutboundFailure("poll failed: \(Self.text(errno))") }
         }
-    }
-
-    private func isIPAddress(_ text: String) -> Bool {
-        var v4 = in_addr(), v6 = in6_addr()
-        return inet_pton(AF_INET, text, &v4) == 1 || inet_pton(AF_INET6, text, &v6) == 1
     }
 
     private static func text(_ code: Int32) -> String { String(cString: strerror(code)) }

@@ -51,11 +51,13 @@ public final class OutboxWorker: Sendable {
         /// `webpush` sends Web Push devices directly; other platforms then go to the webhook
         /// when one is set, or to the log.
         public var push = Route.log
-        var webhook: (url: URL, secret: String?)?
+        var webhook: (url: OutboundURL, secret: String?)?
         var smtp: SMTPSettings?
         /// With `push == .webpush`: the allow-list, the VAPID key and contact.
         var webPush: PushSettings?
         var tls: TLSClientContext?
+        /// The outbound policy and resolver every delivery connects through.
+        public var network = OutboundNetwork()
         var messages = RenderedMessages()
 
         public init() {}
@@ -63,7 +65,8 @@ public final class OutboxWorker: Sendable {
         init(_ mode: Mode) {
             if case .webhook(let url, let secret) = mode {
                 (email, sms, push) = (.webhook, .webhook, .webhook)
-                webhook = (url, secret)
+                // A URL the policy refuses leaves no webhook: its deliveries wait and say so.
+                webhook = (try? network.policy.url(url.absoluteString, from: .operator, schemes: ["http", "https"])).map { ($0, secret) }
             }
         }
 
@@ -265,6 +268,8 @@ public final class OutboxWorker: Sendable {
                 let outcome: DeliveryOutcome
                 do {
                     outcome = try self.send(message, data: data, context: context, by: route)
+                } catch let failure as OutboundFailure where failure.isRefusal {
+                    outcome = .failed(failure.description)
                 } catch {
                     outcome = .retry("\(error)")
                 }
@@ -283,7 +288,7 @@ public final class OutboxWorker: Sendable {
             return .delivered
         case .webhook:
             guard let webhook = channels.webhook else { return .retry("no delivery webhook is configured for \(message.channel)") }
-            let status = try WebhookClient(url: webhook.url, secret: webhook.secret, timeoutSeconds: timeout, tls: channels.tls)
+            let status = try WebhookClient(url: webhook.url, network: channels.network, secret: webhook.secret, timeoutSeconds: timeout, tls: channels.tls)
                 .post(Self.payload(message, tenantSlug: tenant?.slug ?? ""))
             return (200..<300).contains(status) ? .delivered : .retry("webhook answered \(status)")
         case .smtp:
@@ -296,7 +301,7 @@ public final class OutboxWorker: Sendable {
             let mail = MailMessage(from: smtp.from, to: message.recipient, subject: rendered.subject, text: rendered.text, html: rendered.html,
                                    date: Date(), messageID: message.id.lowercasedText,
                                    boundary: "=_roost_" + Digest.hex(Secrets.randomBytes(12)))
-            return try SMTPClient(settings: smtp, tls: channels.tls, timeoutSeconds: timeout).send(mail)
+            return try SMTPClient(settings: smtp, network: channels.network, tls: channels.tls, timeoutSeconds: timeout).send(mail)
         case .webpush:
             guard let subscription = context.subscription else { return .failed("the Web Push device is no longer registered") }
             guard let settings = channels.webPush, let key = context.vapid, let subject = settings.subject else {
@@ -304,7 +309,7 @@ public final class OutboxWorker: Sendable {
             }
             let notification = try WebPushSender.notification(template: message.template, data: data, locale: tenant?.locale ?? "en",
                                                               messages: channels.messages)
-            let sender = WebPushSender(key: key, subject: subject, hosts: settings.hosts, tls: channels.tls, timeoutSeconds: timeout)
+            let sender = WebPushSender(key: key, subject: subject, settings: settings, tls: channels.tls, timeoutSeconds: timeout)
             return try sender.send(notification, to: subscription)
         }
     }

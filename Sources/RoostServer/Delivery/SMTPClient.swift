@@ -9,6 +9,8 @@ struct SMTPSettings: Sendable {
 
     let host: String
     let port: Int
+    /// Where the connection goes, as the outbound policy took it (the operator's own host).
+    let endpoint: OutboundURL
     let security: Security
     let username: String?
     let password: String?
@@ -25,6 +27,13 @@ struct SMTPSettings: Sendable {
         default: throw ConfigurationError("ROOST_SMTP_URL's scheme must be smtp (STARTTLS), smtps (TLS) or smtp+plain (a local relay), not '\(scheme)'")
         }
         self.host = host
+        let rawHost = parts.percentEncodedHost ?? host
+        let bracketed = rawHost.contains(":") && !rawHost.hasPrefix("[") ? "[\(rawHost)]" : rawHost
+        do {
+            endpoint = try OutboundPolicy().url("\(scheme)://\(bracketed):\(port)", from: .operator, schemes: ["smtp", "smtps", "smtp+plain"])
+        } catch {
+            throw ConfigurationError("ROOST_SMTP_URL's host: \(error)")
+        }
         username = parts.user
         password = parts.password
         guard let fromText, let from = MailAddress(fromText) else {
@@ -41,6 +50,7 @@ struct SMTPSettings: Sendable {
 /// not; either way the server's words come back. Every step shares one deadline.
 struct SMTPClient {
     let settings: SMTPSettings
+    let network: OutboundNetwork
     let tls: TLSClientContext?
     let timeoutSeconds: Int
 
@@ -48,7 +58,7 @@ struct SMTPClient {
     private var greeting: String { settings.from.address.split(separator: "@").last.map(String.init) ?? "localhost" }
 
     func send(_ message: MailMessage) throws -> DeliveryOutcome {
-        let stream = try OutboundStream(host: settings.host, port: settings.port, deadline: .now + .seconds(timeoutSeconds))
+        let stream = try OutboundStream(to: settings.endpoint, through: network, deadline: .now + .seconds(timeoutSeconds))
         defer { stream.close() }
         var session = Session(stream: stream)
         if settings.security == .implicitTLS { try stream.startTLS(try requireTLS()) }

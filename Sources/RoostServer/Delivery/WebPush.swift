@@ -34,14 +34,6 @@ public struct WebPushHosts: Sendable, Equatable {
             pattern.hasPrefix("*.") ? host.hasSuffix(pattern.dropFirst(1)) && host.count > pattern.count - 1 : host == pattern
         }
     }
-
-    /// An endpoint Roost may POST to: `https://`, an allowed host, no user or password, at most
-    /// 1,024 characters. Nil otherwise.
-    public func check(endpoint: String) -> URL? {
-        guard endpoint.utf8.count <= 1024, let url = URL(string: endpoint), url.scheme == "https", let host = url.host, !host.isEmpty,
-              url.user == nil, url.password == nil, allows(host) else { return nil }
-        return url
-    }
 }
 
 /// The server's VAPID key pair (RFC 8292), made by the first node that needs it and kept in
@@ -87,11 +79,23 @@ public final class VAPIDKeys: Sendable {
 /// What device registration and the delivery worker share about Web Push.
 public struct PushSettings: Sendable {
     public var hosts = WebPushHosts.publicServices
+    /// The outbound policy and resolver endpoints are checked and reached with.
+    public var network = OutboundNetwork()
     public var vapid = VAPIDKeys(secretKey: nil)
     /// The VAPID `sub` claim: how a push service reaches the operator (`mailto:` or `https:`).
     public var subject: String?
 
     public init() {}
+
+    /// A Web Push endpoint as Roost will POST to it: at most 1,024 bytes, a subscriber's URL
+    /// by the outbound policy (`https`, a host name, the default port), on an allowed push
+    /// service (`ROOST_WEBPUSH_HOSTS`).
+    func endpoint(_ text: String) throws(OutboundRefusal) -> OutboundURL {
+        guard text.utf8.count <= 1024 else { throw OutboundRefusal("an endpoint is at most 1,024 bytes") }
+        let url = try network.policy.url(text, from: .subscriber, schemes: ["https"])
+        guard hosts.allows(url.hostText) else { throw OutboundRefusal("\(url.hostText) is not an allowed push service (ROOST_WEBPUSH_HOSTS)") }
+        return url
+    }
 }
 
 /// Sends one push to one Web Push subscription: the rendered notification as JSON, encrypted
@@ -99,7 +103,7 @@ public struct PushSettings: Sendable {
 struct WebPushSender {
     let key: P256Key
     let subject: String
-    let hosts: WebPushHosts
+    let settings: PushSettings
     let tls: TLSClientContext?
     let timeoutSeconds: Int
 
@@ -111,11 +115,15 @@ struct WebPushSender {
     }
 
     func send(_ notification: Notification, to subscription: WebPushSubscription, now: Date = Date()) throws -> DeliveryOutcome {
-        // Checked again at sending: the allow-list may have shrunk since the device registered.
-        guard let url = hosts.check(endpoint: subscription.endpoint), let host = url.host else {
-            return .gone("the endpoint is not on an allowed push service (ROOST_WEBPUSH_HOSTS)")
+        // Checked again at sending: the allow-list may have shrunk since the device registered,
+        // and the connection checks every address the name resolves to now.
+        let url: OutboundURL
+        do {
+            url = try settings.endpoint(subscription.endpoint)
+        } catch {
+            return .gone("the endpoint is refused: \(error)")
         }
-        let audience = "https://\(host)" + (url.port.map { ":\($0)" } ?? "")
+        let audience = url.origin
         let body = try WebPushEncryption.encrypt(notification.payload, p256dh: subscription.p256dh, auth: subscription.auth)
         var headers = [
             ("Authorization", try VAPID.authorization(audience: audience, subject: subject, expires: now.addingTimeInterval(12 * 3600), key: key)),
@@ -123,7 +131,8 @@ struct WebPushSender {
             ("TTL", String(notification.ttl)), ("Urgency", notification.urgent ? "high" : "normal"),
         ]
         if let topic = notification.topic { headers.append(("Topic", topic)) }
-        let response = try OutboundPost(url: url, headers: headers, timeoutSeconds: timeoutSeconds, tls: tls).send(body)
+        // An address the policy refuses throws a refusal, which fails the row for good.
+        let response = try OutboundPost(url: url, network: settings.network, headers: headers, timeoutSeconds: timeoutSeconds, tls: tls).send(body)
         switch response.status {
         case 200..<300: return .delivered
         case 404, 410: return .gone("the push service answered \(response.status): the subscription is gone")
