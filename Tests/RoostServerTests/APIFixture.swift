@@ -120,3 +120,8 @@ struct APIFixture {
     }
 
 }
+
+extension Dictionary where Key == String, Value == Any {
+    /// The `error.code` of an answer in the API's error shape.
+    var errorCode: String? { (self["error"] as? [String: Any])?["code"] as? String }
+}

@@ -167,7 +167,7 @@ struct AbuseLimitTests {
         let api = try APIFixture()
         let person = try await api.person(email: "jo@example.org")
         for index in 0..<AccountRoutes.failuresPerIdentifier {
-            #expect(try await api.call("DELETE", "/v1/me", ["password": "guess number \(index)"], token: person.token).0 == 400)
+            #expect(try await api.call("DELETE", "/v1/me", ["current_password": "guess number \(index)"], token: person.token).0 == 403)
         }
         // The account's failures are used up: even the right password waits, and so does sign-in.
         let (status, body) = try await api.call("DELETE", "/v1/me", ["password": "a long enough password"], token: person.token)

@@ -217,7 +217,7 @@ struct AccountLifeTests {
         let api = try APIFixture()
         let ann = try await api.person(email: "ann@example.org")
         _ = try await api.person(email: "ben@example.org")
-        let (status, me) = try await api.call("PATCH", "/v1/me", ["email": "Ann.New@Example.org"], token: ann.token)
+        let (status, me) = try await api.call("PATCH", "/v1/me", ["email": "Ann.New@Example.org", "current_password": APIFixture.password], token: ann.token)
         #expect(status == 202 && me["email"] as? String == "ann@example.org", "still the old address until proved: \(me)")
         #expect(try await templates(api, to: "ann@example.org") == ["address_change_requested"])
         let notice = try await api.inTenant { _, connection in
@@ -232,13 +232,62 @@ struct AccountLifeTests {
         #expect(try await login(api, "ann.new@example.org").0 == 200)
         #expect(try await login(api, "ann@example.org").0 == 401)
         // Someone else's address now: 409 at once. Bad addresses: 400 naming the field.
-        #expect(try await api.call("PATCH", "/v1/me", ["phone": "+4520000099"], token: ann.token).0 == 202)
-        let (taken, error) = try await api.call("PATCH", "/v1/me", ["email": "ben@example.org"], token: ann.token)
+        #expect(try await api.call("PATCH", "/v1/me", ["phone": "+4520000099", "current_password": APIFixture.password], token: ann.token).0 == 202)
+        let (taken, error) = try await api.call("PATCH", "/v1/me", ["email": "ben@example.org", "current_password": APIFixture.password], token: ann.token)
         #expect(taken == 409 && (error["error"] as? [String: Any])?["field"] as? String == "email", "\(error)")
         for (body, field) in [(["email": "not an address"], "email"), (["phone": "12"], "phone")] {
-            let (bad, answer) = try await api.call("PATCH", "/v1/me", body, token: ann.token)
+            let (bad, answer) = try await api.call("PATCH", "/v1/me", body.merging(["current_password": APIFixture.password]) { $1 }, token: ann.token)
             #expect(bad == 400 && (answer["error"] as? [String: Any])?["field"] as? String == field, "\(body) → \(bad) \(answer)")
         }
+        await api.stop()
+    }
+
+    @Test func aStolenSessionCannotMoveTheAccountAndTheOldAddressUndoesAChange() async throws {
+        let api = try APIFixture(stream: true)
+        let ann = try await api.person(email: "ann@example.org")
+        try await api.inTenant { _, connection in try connection.query("UPDATE users SET email_verified = true") }
+        // The thief has Ann's session but not her password.
+        for (body, code) in [([:], "password_required"), (["current_password": "a guess at it"], "wrong_password")] as [([String: String], String)] {
+            for change in [["email": "thief@example.org"], ["phone": "+4520000066"]] {
+                let (status, answer) = try await api.call("PATCH", "/v1/me", change.merging(body) { $1 }, token: ann.token)
+                #expect(status == 403 && answer.errorCode == code, "\(change) \(body) → \(status) \(answer)")
+            }
+        }
+        #expect(try await templates(api, to: "thief@example.org").isEmpty, "nothing was sent to the thief's address")
+        // A name alone still needs no password.
+        #expect(try await api.call("PATCH", "/v1/me", ["display_name": "Ann B"], token: ann.token).0 == 200)
+
+        // With the password (a thief who has it too), the change goes through and the old
+        // address is sent a link that undoes it.
+        #expect(try await api.call("PATCH", "/v1/me", ["email": "thief@example.org", "current_password": APIFixture.password], token: ann.token).0 == 202)
+        let code = try #require(try await verification(api, to: "thief@example.org"))
+        #expect(try await api.call("POST", "/v1/me/contacts/confirm", ["channel": "email", "code": code], token: ann.token).0 == 200)
+        let (thiefSession, _) = try await login(api, "thief@example.org")
+        #expect(thiefSession == 200)
+        let stream = try await WebSocketTestClient.connect(port: api.test.port, path: "/v1/stream", token: ann.token)
+        #expect(await stream.receiveJSON()?["type"] as? String == "ready")
+        #expect(try await templates(api, to: "ann@example.org") == ["address_change_requested", "address_changed"])
+        let link = try await api.inTenant { _, connection in
+            try connection.query("SELECT data->>'token' AS token, data->>'new_address' AS shown FROM outbox WHERE template = 'address_changed'").rows.map {
+                (try $0.decode(String.self, "token"), try $0.decode(String.self, "shown"))
+            }
+        }
+        let token = try #require(link.first?.0)
+        #expect(token.hasPrefix("rcu_") && link.first?.1 == "t•••@example.org")
+
+        // The undo needs no session: the old address is back, verified, and every session ends.
+        #expect(try await api.call("POST", "/v1/me/contacts/undo", ["token": "rcu_" + String(token.dropFirst(4).reversed())]).0 == 404)
+        let (undone, answer) = try await api.call("POST", "/v1/me/contacts/undo", ["token": token])
+        #expect(undone == 200 && answer["status"] as? String == "undone", "\(answer)")
+        #expect(try await api.call("GET", "/v1/me", token: ann.token).0 == 401)
+        #expect(await stream.receiveClose() == .some(.policyViolation), "her streams close too")
+        #expect(try await login(api, "thief@example.org").0 == 401)
+        let (back, session) = try await login(api, "ann@example.org")
+        #expect(back == 200)
+        let (_, me) = try await api.call("GET", "/v1/me", token: try #require(session["token"] as? String))
+        #expect(me["email"] as? String == "ann@example.org" && me["email_verified"] as? Bool == true, "\(me)")
+        // Once only.
+        #expect(try await api.call("POST", "/v1/me/contacts/undo", ["token": token]).0 == 404)
         await api.stop()
     }
 
@@ -248,7 +297,7 @@ struct AccountLifeTests {
         let dee = try await api.person(email: "dee@example.org")
         var codes: [String] = []
         for person in [cy, dee] {
-            #expect(try await api.call("PATCH", "/v1/me", ["email": "shared@example.org"], token: person.token).0 == 202)
+            #expect(try await api.call("PATCH", "/v1/me", ["email": "shared@example.org", "current_password": APIFixture.password], token: person.token).0 == 202)
             let both = try await api.inTenant { _, connection in
                 try connection.query("""
                     SELECT data->>'code' AS code FROM outbox WHERE recipient = 'shared@example.org' AND template = 'verification' ORDER BY created_at

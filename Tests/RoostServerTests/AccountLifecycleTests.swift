@@ -81,7 +81,7 @@ struct AccountLifecycleTests {
 
         // The password must come with the request: a stolen session alone cannot erase the account.
         #expect(try await api.call("DELETE", "/v1/me", token: owner.token).0 == 400)
-        #expect(try await api.call("DELETE", "/v1/me", ["password": "not the password"], token: owner.token).0 == 400)
+        #expect(try await api.call("DELETE", "/v1/me", ["password": "not the password"], token: owner.token).0 == 403)
         #expect(try await api.call("DELETE", "/v1/me", ["password": "a long enough password"], token: owner.token).0 == 204)
 
         // Every session ends at once, and nobody can sign in as the account again.

@@ -16,7 +16,7 @@ struct CheckinPinTests {
 
     func setPins(_ walk: Walk, password: String? = nil) async throws -> (Int, [String: Any]) {
         var body: [String: Any] = ["safe_pin": Self.safePIN, "duress_pin": Self.duressPIN]
-        if let password { body["password"] = password }
+        if let password { body["current_password"] = password }
         return try await walk.api.call("PUT", "/v1/me/pins", body, token: walk.ben.token)
     }
 
@@ -208,12 +208,16 @@ struct CheckinPinTests {
         #expect(throttled.status == 429 && Int(throttled.headers["retry-after"] ?? "") ?? 0 > 0, "\(throttled.status) \(throttled.text)")
         #expect(try await walk.checkin(id)["status"] as? String == "active")
 
-        // Replacing PINs takes the password; removing them too.
-        #expect(try await setPins(walk).0 == 400)
-        #expect(try await setPins(walk, password: "not the password").0 == 400)
+        // Replacing PINs takes the password; removing them too (`password`, the field's earlier
+        // name, is still read).
+        #expect(try await setPins(walk).1.errorCode == "password_required")
+        #expect(try await setPins(walk, password: "not the password").1.errorCode == "wrong_password")
         #expect(try await setPins(walk, password: APIFixture.password).0 == 204)
-        #expect(try await walk.api.call("DELETE", "/v1/me/pins", ["password": "wrong one"], token: walk.ben.token).0 == 400)
-        #expect(try await walk.api.call("DELETE", "/v1/me/pins", ["password": APIFixture.password], token: walk.ben.token).0 == 204)
+        let (noPassword, refusal) = try await walk.api.call("DELETE", "/v1/me/pins", [:], token: walk.ben.token)
+        #expect(noPassword == 403 && refusal.errorCode == "password_required")
+        let (wrong, answer) = try await walk.api.call("DELETE", "/v1/me/pins", ["current_password": "wrong one"], token: walk.ben.token)
+        #expect(wrong == 403 && answer.errorCode == "wrong_password")
+        #expect(try await walk.api.call("DELETE", "/v1/me/pins", ["current_password": APIFixture.password], token: walk.ben.token).0 == 204)
         #expect(try await walk.api.call("DELETE", "/v1/me/pins", ["password": APIFixture.password], token: walk.ben.token).0 == 404)
         await walk.api.stop()
     }

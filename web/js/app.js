@@ -21,6 +21,7 @@ const routes = [
   [/^\/me$/, () => "me"],
   [/^\/escalation_contact_confirm$/, () => "confirm"],
   [/^\/emergency_contact_confirm$/, () => "confirm"],
+  [/^\/address_changed$/, () => "confirm"],
   [/^\/checkin-status$/, () => "status"],
 ];
 

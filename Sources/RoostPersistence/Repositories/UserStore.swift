@@ -63,13 +63,13 @@ public struct UserStore: Sendable {
         }
     }
 
-    /// Switches the account to a new, proven address (a change confirmed); a unique violation
-    /// when another live account has it.
-    public func switchAddress(user: UUID, channel: String, to address: String, on connection: PostgresConnection) throws {
+    /// Switches the account to a new, proven address (a change confirmed), or back to its old
+    /// one as it was (a change undone); a unique violation when another live account has it.
+    public func switchAddress(user: UUID, channel: String, to address: String, verified: Bool = true, on connection: PostgresConnection) throws {
         if channel == "email" {
-            try connection.query("UPDATE users SET email = \(address), email_verified = true WHERE id = \(user)")
+            try connection.query("UPDATE users SET email = \(address), email_verified = \(verified) WHERE id = \(user)")
         } else {
-            try connection.query("UPDATE users SET phone = \(address), phone_verified = true WHERE id = \(user)")
+            try connection.query("UPDATE users SET phone = \(address), phone_verified = \(verified) WHERE id = \(user)")
         }
     }
 

@@ -278,6 +278,18 @@ struct AccountRoutes: Sendable {
     /// Whether `password` is the signed-in user's, for requests that ask for it again (erasing
     /// the account): counted like a sign-in against the account's failures, so a stolen
     /// session cannot be used to guess the password past the sign-in limit.
+    /// The account's password asked again before anything that would hand the account to
+    /// whoever holds a session (API.md "Wave 3"): 403 `password_required` without it, 403
+    /// `wrong_password` for another (counted like a failed sign-in, so it cannot be guessed).
+    func confirmPassword(_ given: String?, of user: User, _ context: RequestContext) async throws {
+        guard let given, !given.isEmpty else {
+            throw APIError(.forbidden, code: "password_required", message: "this change needs the account's current password", field: "current_password")
+        }
+        guard try await verifyPassword(given, of: user, context) else {
+            throw APIError(.forbidden, code: "wrong_password", message: "that is not the account's password", field: "current_password")
+        }
+    }
+
     func verifyPassword(_ password: String, of user: User, _ context: RequestContext) async throws -> Bool {
         let accountKey = Digest.sha256(Array("acct:\(user.id.uuidString)".utf8))
         let (tenant, attempt) = (user.tenantID, UUID())

@@ -18,6 +18,14 @@ struct ContactRoutes: Sendable {
         static let fieldNames: Set<String> = ["channel"]
     }
 
+    struct UndoBody: Decodable, KnownFields {
+        let token: String
+        static let fieldNames: Set<String> = ["token"]
+    }
+
+    /// How long the old address can undo a confirmed change.
+    static let undoLifetime = 7 * 24 * 3600
+
     struct ConfirmBody: Decodable, KnownFields {
         let channel: String
         let code: String
@@ -35,6 +43,7 @@ struct ContactRoutes: Sendable {
 
     func add(to builder: inout Router.Builder) {
         let pool = auth.pool
+        addUndoRoute(to: &builder)
         builder.add(.post, "/v1/me/contacts/verify", bodyLimit: 4 * 1024, signedIn: auth) { context, caller in
             let user = try await caller.user()
             let body = try context.decodeJSON(VerifyBody.self)
@@ -82,6 +91,7 @@ struct ContactRoutes: Sendable {
                         } catch let error as DatabaseError where error.code == .uniqueViolation {
                             throw Self.taken(body.channel)
                         }
+                        try Self.sendUndoLink(of: user, channel: body.channel, newAddress: address, on: connection)
                     } else {
                         try UserStore().markVerified(user: user.id, channel: body.channel, address: address, on: connection)
                     }
@@ -102,6 +112,51 @@ struct ContactRoutes: Sendable {
                 throw APIError.invalid("no code is pending for that channel; ask for one first", "channel")
             }
         }
+    }
+
+    /// `POST /v1/me/contacts/undo {token}`: the link sent to the old address puts it back as it
+    /// was, ends every session of the account (its streams close on every node) and drops any
+    /// pending code; once, within 7 days. No session is needed: whoever took the account may
+    /// have changed its password. 409 when another account has the old address by now.
+    func addUndoRoute(to builder: inout Router.Builder) {
+        let pool = auth.pool
+        builder.add(.post, "/v1/me/contacts/undo", bodyLimit: 4 * 1024) { context in
+            let body = try context.decodeJSON(UndoBody.self)
+            let unknown = APIError(.notFound, code: "not_found", message: "no such link, or it was used already or has expired")
+            guard let token = TenantToken(body.token, prefix: TenantToken.contactUndo) else { throw unknown }
+            let undone = try await pool.withConnection { connection in
+                try connection.withTenantTransaction(token.tenant) { connection -> Bool in
+                    guard let undo = try ContactUndoStore().take(tokenHash: token.hash, on: connection) else { return false }
+                    do {
+                        try UserStore().switchAddress(user: undo.userID, channel: undo.channel, to: undo.oldAddress, verified: undo.oldVerified,
+                                                      on: connection)
+                    } catch let error as DatabaseError where error.code == .uniqueViolation {
+                        throw Self.taken(undo.channel)
+                    }
+                    try ContactVerificationStore().remove(user: undo.userID, channel: undo.channel, on: connection)
+                    _ = try UserStore().deleteSessions(of: undo.userID, tenant: token.tenant, on: connection)
+                    return true
+                }
+            }
+            guard undone else { throw unknown }
+            return try APIJSON.response(.ok, ["status": "undone"])
+        }
+    }
+
+    /// After a confirmed change, the old address (when it was proven) is told, with the link
+    /// that undoes the change (template `address_changed`): a session taken from its owner cannot
+    /// keep the account by moving it to another address.
+    static func sendUndoLink(of user: User, channel: String, newAddress: String, on connection: PostgresConnection) throws {
+        let (old, verified) = channel == "email" ? (user.email, user.emailVerified) : (user.phone, user.phoneVerified)
+        guard let old, verified else { return }
+        let (text, token) = TenantToken.generate(TenantToken.contactUndo, tenant: user.tenantID)
+        try ContactUndoStore().create(tenant: user.tenantID, tokenHash: token.hash,
+                                      undo: ContactUndo(userID: user.id, channel: channel, oldAddress: old, oldVerified: true, newAddress: newAddress),
+                                      lifetime: undoLifetime, on: connection)
+        try OutboxStore().enqueue(tenant: user.tenantID, channel: channel == "email" ? "email" : "sms", recipient: old, template: "address_changed",
+                                  data: RawJSON("{\"channel\":\"\(channel)\",\"new_address\":\(JSONString.quote(masked(newAddress))),"
+                                                + "\"token\":\"\(text)\",\"expires_in_days\":7}"),
+                                  on: connection)
     }
 
     /// The user's address on a channel: 400 for an unknown channel or a missing address,

@@ -19,9 +19,12 @@ struct ProfileRoutes: Sendable {
         /// A new address starts a change (`ContactRoutes.startChange`).
         let email: String?
         let phone: String?
+        /// Required with a new email or phone (`AccountRoutes.confirmPassword`).
+        let currentPassword: String?
 
         enum CodingKeys: String, CodingKey, CaseIterable {
             case displayName = "display_name"
+            case currentPassword = "current_password"
             case home, email, phone
         }
     }
@@ -113,9 +116,17 @@ struct ProfileRoutes: Sendable {
         enum CodingKeys: String, CodingKey { case home }
     }
 
+    /// `{current_password}` (`password`, its earlier name, is still read).
     struct PasswordBody: Decodable, KnownFields {
-        let password: String
-        static let fieldNames: Set<String> = ["password"]
+        let currentPassword: String?
+        let password: String?
+        static let fieldNames: Set<String> = names(CodingKeys.self)
+        var given: String? { currentPassword ?? password }
+
+        enum CodingKeys: String, CodingKey, CaseIterable {
+            case currentPassword = "current_password"
+            case password
+        }
     }
 
     func add(to builder: inout Router.Builder) {
@@ -147,6 +158,8 @@ struct ProfileRoutes: Sendable {
             }.flatMap { $0 == user.email ? nil : $0 }
             let phone = try body.phone.map { value throws(APIError) in try ContactAddresses.validate(email: nil, phone: value).phone! }
                 .flatMap { $0 == user.phone ? nil : $0 }
+            // A stolen session alone cannot move the account to another address.
+            if email != nil || phone != nil { try await accounts.confirmPassword(body.currentPassword, of: user, context) }
             let limits = accounts.limits
             let updated = try await pool.withConnection { connection in
                 try connection.withTenantTransaction(user.tenantID) { connection in
@@ -163,10 +176,7 @@ struct ProfileRoutes: Sendable {
         builder.add(.delete, "/v1/me", bodyLimit: 4 * 1024, signedIn: auth) { context, caller in
             let user = try await caller.user()
             // A stolen session alone cannot erase the account: the password must come with it.
-            let body = try context.decodeJSON(PasswordBody.self)
-            guard try await accounts.verifyPassword(body.password, of: user, context) else {
-                throw APIError.invalid("that is not the account's password", "password")
-            }
+            try await accounts.confirmPassword(try context.decodeJSON(PasswordBody.self).given, of: user, context)
             try await pool.withConnection { connection in
                 try connection.withTenantTransaction(user.tenantID) { try AccountDeletion.run(user, on: $0) }
             }

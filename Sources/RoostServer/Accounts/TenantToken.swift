@@ -2,7 +2,7 @@ import Foundation
 import RoostProtocol
 
 /// A tenant-bound secret token: a prefix naming its kind (`rst_` session, `riv_` invitation,
-/// `rbk_` bridge key, `rec_` and `rem_` escalation and emergency contacts' links, `rcs_` a check-in's status page),
+/// `rbk_` bridge key, `rec_` and `rem_` escalation and emergency contacts' links, `rcs_` a check-in's status page, `rcu_` an address change's undo link),
 /// then base64url of the tenant's 16-byte id followed by 32 random bytes.
 ///
 /// The tenant travels in the token so a request can set `roost.tenant_id` before row-level
@@ -19,6 +19,8 @@ public struct TenantToken: Sendable, Equatable {
     public static let emergencyContact = "rem_"
     /// A told emergency contact's check-in status page.
     public static let checkinStatus = "rcs_"
+    /// The link that undoes a change of address, sent to the old address.
+    public static let contactUndo = "rcu_"
 
     public let tenant: UUID
     /// SHA-256 of the token's text: what the sessions table keys on.

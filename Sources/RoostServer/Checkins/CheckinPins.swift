@@ -25,19 +25,17 @@ struct CheckinPins: Sendable {
         static let fieldNames: Set<String> = names(CodingKeys.self)
         let safePin: String
         let duressPin: String
-        /// Required to replace PINs already set (a session alone cannot switch off the duress PIN).
+        /// Required to replace PINs already set (a session alone cannot switch off the duress PIN);
+        /// `password` is its earlier name.
+        let currentPassword: String?
         let password: String?
 
         enum CodingKeys: String, CodingKey, CaseIterable {
+            case currentPassword = "current_password"
             case password
             case safePin = "safe_pin"
             case duressPin = "duress_pin"
         }
-    }
-
-    struct PasswordBody: Decodable, KnownFields {
-        static let fieldNames: Set<String> = ["password"]
-        let password: String
     }
 
     /// `{pin?}`: the body of `complete` and `cancel` (which may also come without a body).
@@ -63,12 +61,7 @@ struct CheckinPins: Sendable {
             let (safe, duress) = (try Self.validate(body.safePin, field: "safe_pin"), try Self.validate(body.duressPin, field: "duress_pin"))
             guard safe != duress else { throw APIError.invalid("the duress PIN must differ from the safe PIN", "duress_pin") }
             let (user, existing) = try await caller.inTenant { user, connection in (user, try PinStore().pins(of: user.id, on: connection) != nil) }
-            if existing {
-                guard let password = body.password else { throw APIError.invalid("PINs are set; the password is needed to change them", "password") }
-                guard try await accounts.verifyPassword(password, of: user, context) else {
-                    throw APIError.invalid("that is not the account's password", "password")
-                }
-            }
+            if existing { try await accounts.confirmPassword(body.currentPassword ?? body.password, of: user, context) }
             let (hasher, address) = (accounts.hasher, accounts.throttleAddress(context))
             let hashes = try await accounts.gate.run(address: address) { (hasher.hash(safe), hasher.hash(duress)) }
             try await pool.withConnection { connection in
@@ -79,11 +72,9 @@ struct CheckinPins: Sendable {
             return HTTPResponse(status: .noContent)
         }
         builder.add(.delete, "/v1/me/pins", bodyLimit: 4 * 1024, signedIn: accounts.auth) { context, caller in
-            let body = try context.decodeJSON(PasswordBody.self)
+            let body = try context.decodeJSON(ProfileRoutes.PasswordBody.self)
             let user = try await caller.user()
-            guard try await accounts.verifyPassword(body.password, of: user, context) else {
-                throw APIError.invalid("that is not the account's password", "password")
-            }
+            try await accounts.confirmPassword(body.given, of: user, context)
             let deleted = try await pool.withConnection { connection in
                 try connection.withTenantTransaction(user.tenantID) { try PinStore().delete(user: user.id, on: $0) }
             }

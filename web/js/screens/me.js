@@ -97,10 +97,14 @@ export async function show({ main, navigate }) {
       field({ label: "Safe PIN", name: "safe_pin", type: "password", inputmode: "numeric", pattern: "[0-9]{4,8}", autocomplete: "new-password", hint: "4 to 8 digits: ends a check-in." }),
       field({ label: "Duress PIN", name: "duress_pin", type: "password", inputmode: "numeric", pattern: "[0-9]{4,8}", autocomplete: "new-password",
         hint: "Looks exactly like the safe one, but silently tells your group you are in danger." }),
+      field({ label: "Current password", name: "current_password", type: "password", autocomplete: "current-password",
+        hint: "Needed to replace PINs you have set, so a phone left signed in cannot switch them off." }),
     ],
     submit: "Set PINs",
     action: async (values, element) => {
-      await api("PUT", "/v1/me/pins", { safe_pin: values.safe_pin ?? "", duress_pin: values.duress_pin ?? "" });
+      const body = { safe_pin: values.safe_pin ?? "", duress_pin: values.duress_pin ?? "" };
+      if (values.current_password) body.current_password = values.current_password;
+      await api("PUT", "/v1/me/pins", body);
       localStorage.setItem("roost.pins", "1");
       element.reset();
       toast("PINs set. Check-ins now end with your PIN.");
