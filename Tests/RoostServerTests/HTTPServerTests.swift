@@ -73,6 +73,11 @@ final class TestServer {
             return HTTPResponse(status: .ok, body: (0..<count).map { UInt8(truncatingIfNeeded: $0 % 251) })
         }
         builder.add(.post, "/echo") { context in HTTPResponse(status: .ok, body: context.request.body) }
+        builder.add(.post, "/upload", bodyLimit: 16 << 20, streamedBody: true) { context in
+            var count = 0
+            while let part = try await context.bodyStream?.next() { count += part.count }
+            return .json(.ok, Array("{\"bytes\":\(count)}".utf8))
+        }
         builder.add(.get, "/stream/{pieces:int}") { context in
             .streamed(.ok, headers: ["Content-Type": "application/octet-stream"], CountingSource(pieces: Int(context.parameters.int("pieces")!)))
         }
@@ -258,6 +263,71 @@ struct HTTPServerTests {
         let normal = try TestClient(port: test.port)
         normal.send("GET /hello HTTP/1.1\r\n\r\n")
         #expect(await normal.readResponse()?.status == 200)
+        await test.stop()
+    }
+
+    /// An upload's head, asking for `100 Continue`: the interim answer says the upload holds a slot.
+    func startUpload(_ test: TestServer, bytes: Int = 100_000) async throws -> TestClient {
+        let client = try TestClient(port: test.port)
+        client.send("POST /upload HTTP/1.1\r\nContent-Length: \(bytes)\r\nExpect: 100-continue\r\n\r\n")
+        return client
+    }
+
+    @Test func trickledUploadsTakeSlotsOfTheirOwnAndLeaveTheHandlersToEveryoneElse() async throws {
+        var limits = NetworkLimits()
+        limits.maxConcurrentHandlers = 4
+        limits.maxConcurrentUploads = 6
+        let clock = ManualClock()  // time stands still: no upload is cut while the test runs
+        let test = try TestServer(limits: limits, threads: 1, clock: clock)
+        var uploads: [TestClient] = []
+        for _ in 0..<6 {
+            let upload = try await startUpload(test)
+            #expect(await upload.readResponseHeadOnly()?.status == 100)
+            upload.send("x")
+            uploads.append(upload)
+        }
+        // The node's upload slots are taken: one more is 503 at once, with Retry-After.
+        let extra = try await startUpload(test)
+        let refused = await extra.readResponse()
+        #expect(refused?.status == 503 && refused?.headers["retry-after"] == "1")
+        // Every other request is still served, more of them than there are handler slots.
+        for _ in 0..<8 {
+            let other = try TestClient(port: test.port)
+            other.send("GET /hello HTTP/1.1\r\nConnection: close\r\n\r\n")
+            #expect(await other.readResponse()?.status == 200)
+        }
+        // The uploads finish when their bytes come.
+        for upload in uploads {
+            upload.send([UInt8](repeating: 0x61, count: 99_999))
+            let answer = await upload.readResponse()
+            #expect(answer?.status == 200 && answer.map { String(decoding: $0.body, as: UTF8.self) } == #"{"bytes":100000}"#)
+        }
+        await test.stop()
+    }
+
+    @Test func anUploadUnderTheMinimumRateOverAWindowIsCutWith408() async throws {
+        var limits = NetworkLimits()
+        limits.minUploadBytesPerSecond = 1024
+        limits.uploadRateWindowMilliseconds = 30_000
+        let clock = ManualClock()
+        let test = try TestServer(limits: limits, threads: 1, clock: clock)
+        let (slow, steady) = (try await startUpload(test), try await startUpload(test))
+        #expect(await slow.readResponseHeadOnly()?.status == 100)
+        #expect(await steady.readResponseHeadOnly()?.status == 100)
+        slow.send("x")
+        // Six ticks of 5 s: the steady one sends 2 KiB/s, the slow one nothing more.
+        for _ in 0..<6 {
+            steady.send([UInt8](repeating: 0x61, count: 10_240))
+            await test.settle()
+            clock.advance(milliseconds: 5_000)
+            await test.settle()
+        }
+        let cut = await slow.readResponse()
+        #expect(cut?.status == 408 && cut.map { String(decoding: $0.body, as: UTF8.self).contains("too slow") } == true)
+        #expect(await slow.waitForClose())
+        steady.send([UInt8](repeating: 0x61, count: 100_000 - 61_440))
+        let finished = await steady.readResponse()
+        #expect(finished?.status == 200, Comment(rawValue: finished.map { String(decoding: $0.body, as: UTF8.self) } ?? "none"))
         await test.stop()
     }
 

@@ -49,6 +49,50 @@ struct MediaTests {
         return (0...(haystack.count - needle.count)).contains { haystack[$0..<($0 + needle.count)].elementsEqual(needle) }
     }
 
+    @Test func aThousandTricklingUploadsFromOneAccountLeaveEveryTenantServed() async throws {
+        let api = try APIFixture()
+        let mallory = try await api.person(email: "mallory@example.org")
+        // Dee is in another tenant of the same server.
+        let other = "birch-\(UUID().uuidString.prefix(8).lowercased())"
+        _ = try TenantStore().create(slug: other, name: "Birch Close", registration: .open, on: try TestDatabase.migratedConnection())
+        let (registered, dee) = try await api.register(["tenant": other, "email": "dee@example.org", "display_name": "Dee"])
+        let deeToken = try #require(dee["token"] as? String, "\(registered) \(dee)")
+        let (_, group) = try await api.call("POST", "/v1/groups", ["name": "Birch Close"], token: deeToken)
+        let gid = try #require(group["id"] as? String)
+
+        // 1,030 uploads that would send a byte every 20 s: four take their slots, the rest are
+        // refused at once, and none takes a handler slot from anyone.
+        var running: [TestClient] = []
+        var refusals: [Int: Int] = [:]
+        for _ in 0..<1030 {
+            let client = try TestClient(port: api.test.port)
+            client.send("POST /v1/media HTTP/1.1\r\nAuthorization: Bearer \(mallory.token)\r\nContent-Type: image/png\r\n"
+                        + "Content-Length: 1000000\r\nExpect: 100-continue\r\n\r\n")
+            let head = try #require(await client.readResponseHeadOnly())
+            if head.status == 100 {
+                client.send([0x89])
+                running.append(client)
+            } else {
+                refusals[head.status, default: 0] += 1
+                #expect(head.headers["retry-after"] != nil)
+            }
+        }
+        #expect(running.count == 4 && refusals == [429: 1026], "\(running.count) running, refused \(refusals)")
+        // Another account from the same address waits too: the address has its four.
+        let sam = try await api.person(email: "sam@example.org")
+        #expect(try await Self.upload(api, MediaSamples.jpeg(), token: sam.token, contentType: "image/jpeg").0 == 429)
+        let (posted, alert) = try await api.call("POST", "/v1/groups/\(gid)/messages",
+                                                 ["client_msg_id": "fire-1", "text": "Smoke at no. 9", "kind": "alert", "severity": "red"], token: deeToken)
+        #expect(posted == 201, "\(alert)")
+        // When an upload ends (here refused: not a PNG after all), its slot is free before its answer.
+        running[0].send([UInt8](repeating: 0, count: 16))
+        let refused = await running[0].readResponse()
+        #expect(refused.map { [400, 415].contains($0.status) } == true, "\(String(describing: refused?.status))")
+        #expect(try await Self.upload(api, MediaSamples.jpeg(), token: sam.token, contentType: "image/jpeg").0 == 201)
+        running.removeAll()
+        await api.stop()
+    }
+
     @Test func anUploadIsStrippedLinkedAndSeenOnlyByTheGroup() async throws {
         let api = try APIFixture()
         let (ann, ben, cy) = (try await api.person(email: "ann@example.org"), try await api.person(email: "ben@example.org"),

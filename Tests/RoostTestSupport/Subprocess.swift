@@ -80,6 +80,8 @@ public struct SubprocessError: Error, CustomStringConvertible {
 }
 
 /// A blocking TCP socket connected to 127.0.0.1:`port` with a receive timeout; nil if refused.
+/// Nagle is off: what a test sends is on its way when `send` returns, not held back for the
+/// server's delayed ACK (a test that moves a manual clock next relies on that).
 public func connectToLoopback(port: UInt16, receiveTimeoutSeconds: Int = 10, receiveBuffer: Int32? = nil) -> Int32? {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     guard fd >= 0 else { return nil }
@@ -99,6 +101,8 @@ public func connectToLoopback(port: UInt16, receiveTimeoutSeconds: Int = 10, rec
     }
     var timeout = timeval(tv_sec: receiveTimeoutSeconds, tv_usec: 0)
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    var noDelay: Int32 = 1
+    setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &noDelay, socklen_t(MemoryLayout<Int32>.size))
     return fd
 }
 

@@ -224,27 +224,26 @@ final class HTTPConnection: EventHandler {
             let requestContext = RequestContext(request: request, route: pattern, parameters: parameters, requestID: requestID, peer: peer)
             beginUpgrade(requestContext, acceptor: acceptor, started: started)
         case .found(let handler, let pattern, let parameters, _):
-            guard context.enterHandler() else {
-                let error = APIError(.serviceUnavailable, code: "unavailable", message: "the server is busy; try again shortly", headers: ["Retry-After": "1"])
+            let slot: ServerContext.Slot = streamingBody ? .upload : .handler
+            guard context.enter(slot) else {
+                let error = APIError(.serviceUnavailable, code: "unavailable",
+                                     message: slot == .upload ? "the server takes no more uploads at the moment; try again shortly" : "the server is busy; try again shortly",
+                                     headers: ["Retry-After": "1"])
                 respondImmediately(HTTPResponse(error), keepAlive: keepAlive, started: started, method: request.method.rawValue, route: pattern, requestID: requestID)
                 return
             }
             let number = http.responses.take()
             var requestContext = RequestContext(request: request, route: pattern, parameters: parameters, requestID: requestID, peer: peer)
             if streamingBody {
-                requestContext.bodyStream = beginUpload(number)
-                // A client waiting for `100 Continue` (curl does past 1 MiB) sends at once rather than
-                // after its timeout; only when nothing is owed before it, so responses keep their order.
-                if request.headers["Expect"]?.lowercased() == "100-continue" && http.responses.inFlight == 1 && outbound.isEmpty {
-                    outbound.append(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8))
-                    flush()
-                }
+                // `100 Continue` only when nothing is owed before it, so responses keep their order.
+                let continueOwed = request.headers["Expect"]?.lowercased() == "100-continue" && http.responses.inFlight == 1 && outbound.isEmpty
+                requestContext.bodyStream = beginUpload(number, continueOwed: continueOwed)
             }
             let bound = LoopBound(value: self)
             let loop = self.loop
             let isHead = request.method == .head
             let method = request.method.rawValue
-            Self.spawn(handler, requestContext, server: context) { response in
+            Self.spawn(handler, requestContext, server: context, slot: slot) { response in
                 loop.execute {
                     bound.value.finish(number, response, keepAlive: keepAlive, isHead: isHead, started: started, method: method, route: pattern, requestID: requestID)
                 }
@@ -254,12 +253,12 @@ final class HTTPConnection: EventHandler {
 
     /// Runs the handler as a task off the loop and reports its response.
     private static func spawn(
-        _ handler: @escaping RouteHandler, _ requestContext: RequestContext, server: ServerContext,
+        _ handler: @escaping RouteHandler, _ requestContext: RequestContext, server: ServerContext, slot: ServerContext.Slot,
         completion: @escaping @Sendable (HTTPResponse) -> Void
     ) {
         Task {
             let response = await run(handler, requestContext, server: server)
-            server.exitHandler()
+            server.exit(slot)
             completion(response)
         }
     }

@@ -52,7 +52,7 @@ public final class HTTPServer: Sendable {
 
     /// The `/metrics` body.
     public func renderMetrics(pool: (open: Int, inUse: Int, waiting: Int)) -> String {
-        context.metrics.render(pool: pool, runningHandlers: runningHandlers)
+        context.metrics.render(pool: pool, runningHandlers: runningHandlers, runningUploads: context.runningUploads.load(ordering: .relaxed))
     }
 
     /// Runs `work` on the first event loop (to register another descriptor with it).

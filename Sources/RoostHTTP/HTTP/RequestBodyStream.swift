@@ -16,23 +16,31 @@ public final class RequestBodyStream: Sendable {
         var waiter: CheckedContinuation<[UInt8]?, any Error>?
         /// The connection was told to pause and not yet to resume.
         var paused = false
+        /// The handler has asked for the body at least once.
+        var asked = false
     }
 
     private let state = Mutex(State())
     let highWater: Int
     let lowWater: Int
     private let resume: @Sendable () -> Void
+    /// Called once, at the handler's first `next()`: the handler wants the body (a client
+    /// waiting for `100 Continue` is told only then, RFC 9110 §10.1.1; a handler that refuses
+    /// the request first answers without it).
+    private let firstRead: @Sendable () -> Void
 
-    init(highWater: Int, lowWater: Int, resume: @escaping @Sendable () -> Void) {
+    init(highWater: Int, lowWater: Int, firstRead: @escaping @Sendable () -> Void = {}, resume: @escaping @Sendable () -> Void) {
         self.highWater = highWater
         self.lowWater = lowWater
+        self.firstRead = firstRead
         self.resume = resume
     }
 
     /// The next piece, nil at the end of the body; throws the API error the body failed with
     /// (malformed framing, the client went away, the upload stalled).
     public func next() async throws -> [UInt8]? {
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<[UInt8]?, any Error>) in
+        if state.withLock({ state in defer { state.asked = true }; return !state.asked }) { firstRead() }
+        return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<[UInt8]?, any Error>) in
             enum Now { case part([UInt8], resume: Bool), end, failed(APIError), wait }
             let now = state.withLock { state -> Now in
                 if !state.parts.isEmpty {

@@ -14,6 +14,13 @@ public struct NetworkLimits: Sendable {
     public var maxPipelinedRequests = 16
     /// Handlers running at once on the node; beyond, requests get 503 with Retry-After.
     public var maxConcurrentHandlers = 1024
+    /// Streamed uploads at once on the node, in slots of their own: uploads waiting on slow
+    /// clients never take the handlers every other request needs. Beyond, 503.
+    public var maxConcurrentUploads = 256
+    /// An upload averaging less than this over `uploadRateWindowMilliseconds` is cut with 408
+    /// (0: no minimum).
+    public var minUploadBytesPerSecond = 8 * 1024
+    public var uploadRateWindowMilliseconds = 30_000
     public var shutdownGraceMilliseconds = 10_000
     /// Connections from one client address (TCP); beyond, 503 and close. 0: no limit.
     public var maxConnectionsPerAddress = 20_000
@@ -48,6 +55,7 @@ final class ServerContext: Sendable {
     let errorMapper: ErrorMapper
     let openConnections = Atomic<Int>(0)
     let runningHandlers = Atomic<Int>(0)
+    let runningUploads = Atomic<Int>(0)
     let requestsServed = Atomic<Int>(0)
     /// Bytes written from the connections' outbound queues (`flush`): every HTTP response byte,
     /// and the WebSocket frames that waited in a queue (a frame sent at once is not counted here).
@@ -109,18 +117,31 @@ final class ServerContext: Sendable {
         }
     }
 
-    /// Takes a handler slot, or refuses when the node is saturated.
-    func enterHandler() -> Bool {
-        let value = runningHandlers.add(1, ordering: .relaxed).newValue
-        if value > limits.maxConcurrentHandlers {
-            runningHandlers.subtract(1, ordering: .relaxed)
-            return false
-        }
-        return true
+    /// Which gate a handler runs under: an ordinary request's, or a streamed upload's.
+    enum Slot: Sendable {
+        case handler
+        case upload
     }
 
-    func exitHandler() {
-        runningHandlers.subtract(1, ordering: .relaxed)
+    /// Takes a slot of its kind, or refuses when the node has none left.
+    func enter(_ slot: Slot) -> Bool {
+        switch slot {
+        case .handler: Self.take(runningHandlers, limit: limits.maxConcurrentHandlers)
+        case .upload: Self.take(runningUploads, limit: limits.maxConcurrentUploads)
+        }
+    }
+
+    func exit(_ slot: Slot) {
+        switch slot {
+        case .handler: runningHandlers.subtract(1, ordering: .relaxed)
+        case .upload: runningUploads.subtract(1, ordering: .relaxed)
+        }
+    }
+
+    private static func take(_ counter: borrowing Atomic<Int>, limit: Int) -> Bool {
+        guard counter.add(1, ordering: .relaxed).newValue > limit else { return true }
+        counter.subtract(1, ordering: .relaxed)
+        return false
     }
 
     var parserLimits: HTTPRequestParser.Limits {

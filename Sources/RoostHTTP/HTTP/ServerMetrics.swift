@@ -31,6 +31,8 @@ final class ServerMetrics: Sendable {
     let queuedBytes = Atomic<Int>(0)
     /// Times accepting paused because descriptors or kernel memory ran out.
     let acceptPauses = Atomic<Int>(0)
+    /// Uploads cut for arriving under the minimum rate.
+    let uploadsTooSlow = Atomic<Int>(0)
     /// The longest event-loop iteration since the last scrape, nanoseconds.
     let worstLoopIteration = Atomic<UInt64>(0)
 
@@ -57,7 +59,7 @@ final class ServerMetrics: Sendable {
     }
 
     /// Everything in Prometheus text format.
-    func render(pool: (open: Int, inUse: Int, waiting: Int), runningHandlers: Int) -> String {
+    func render(pool: (open: Int, inUse: Int, waiting: Int), runningHandlers: Int, runningUploads: Int = 0) -> String {
         var out = ""
         func family(_ name: String, _ type: String, _ help: String) { out += "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n" }
         func sample(_ name: String, _ labels: String = "", _ value: String) {
@@ -85,6 +87,10 @@ final class ServerMetrics: Sendable {
 
         family("roost_handlers_running", "gauge", "Request handlers running now.")
         sample("roost_handlers_running", "", String(runningHandlers))
+        family("roost_uploads_running", "gauge", "Streamed uploads running now, in slots of their own.")
+        sample("roost_uploads_running", "", String(runningUploads))
+        family("roost_uploads_too_slow_total", "counter", "Uploads cut with 408 for arriving under the minimum rate.")
+        sample("roost_uploads_too_slow_total", "", String(uploadsTooSlow.load(ordering: .relaxed)))
 
         family("roost_websocket_frames_total", "counter", "WebSocket messages and control frames, by direction.")
         sample("roost_websocket_frames_total", "direction=\"in\"", String(framesIn.load(ordering: .relaxed)))

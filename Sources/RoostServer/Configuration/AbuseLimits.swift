@@ -24,6 +24,8 @@ public struct AbuseLimits: Sendable {
     public var wrongResetCodesPerAddressPerHour = 20
     /// One upload's bytes (413 beyond, before the body is read when declared).
     public var maxUploadBytes = 25 << 20
+    /// Uploads at once from one account, one bridge or one client address, on one node.
+    public var uploadsPerUploader = 4
     /// What one tenant's media may take in all (413 `quota_exceeded` beyond).
     public var tenantMediaQuotaBytes = 1024 << 20
 

@@ -100,6 +100,20 @@ struct ServerSetting: Sendable {
                 "idle keep-alive connections close after this") { $0.network.idleTimeoutMilliseconds = $1 },
         integer("--max-handlers", "ROOST_MAX_HANDLERS", 1...1_000_000, 1024,
                 "requests handled at once; beyond, 503 with Retry-After") { $0.network.maxConcurrentHandlers = $1 },
+        integer("--max-uploads", "ROOST_MAX_UPLOADS", 1...1_000_000, 256,
+                "streamed uploads at once on the node, in slots apart from the handlers'; beyond, 503 with Retry-After") {
+            $0.network.maxConcurrentUploads = $1
+        },
+        integer("--upload-min-rate", "ROOST_UPLOAD_MIN_RATE", 0...1_073_741_824, 8192,
+                "bytes a second an upload must average over ROOST_UPLOAD_RATE_WINDOW_S (0: no minimum); below, 408") {
+            $0.network.minUploadBytesPerSecond = $1
+        },
+        integer("--upload-rate-window-s", "ROOST_UPLOAD_RATE_WINDOW_S", 1...3600, 30,
+                "the window an upload's rate is averaged over") { $0.network.uploadRateWindowMilliseconds = $1 * 1000 },
+        integer("--uploads-per-uploader", "ROOST_UPLOADS_PER_UPLOADER", 1...10_000, 4,
+                "uploads at once from one account, one bridge or one client address, per node; beyond, 429") {
+            $0.abuse.uploadsPerUploader = $1
+        },
         integer("--shutdown-grace-ms", "ROOST_SHUTDOWN_GRACE_MS", 0...600_000, 10_000,
                 "how long in-flight requests may finish after SIGTERM") { $0.network.shutdownGraceMilliseconds = $1 },
         integer("--ws-max-message-bytes", "ROOST_WS_MAX_MESSAGE_BYTES", 125...16_777_216, 65_536,

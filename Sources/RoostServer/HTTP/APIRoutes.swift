@@ -27,7 +27,8 @@ struct APIRoutes: Sendable {
         EscalationContactRoutes(auth: auth, lifetime: accounts.invitationLifetime).add(to: &builder)
         LiveLocationRoutes(auth: auth).add(to: &builder)
         BridgeRoutes(auth: auth).add(to: &builder)
-        MediaRoutes(auth: auth, bridges: BridgeRoutes(auth: auth), limits: limits).add(to: &builder)
+        let accounts = accounts
+        MediaRoutes(auth: auth, bridges: BridgeRoutes(auth: auth), limits: limits, clientAddress: { accounts.throttleAddress($0) }).add(to: &builder)
         let pins = CheckinPins(accounts: accounts)
         pins.add(to: &builder)
         CheckinRoutes(auth: auth, pins: pins, minimumSeconds: checkinMinimumSeconds).add(to: &builder)

@@ -12,8 +12,20 @@ struct MediaRoutes: Sendable {
     let auth: Authentication
     let bridges: BridgeRoutes
     let limits: AbuseLimits
+    /// The client's address as the throttles count it (behind a trusted proxy, the forwarded one).
+    let clientAddress: @Sendable (RequestContext) -> String
+    /// At most `limits.uploadsPerUploader` uploads at once per account, bridge and address.
+    let slots: UploadSlots
     /// Uploads waiting to be linked, per user.
     static let maxPending = 20
+
+    init(auth: Authentication, bridges: BridgeRoutes, limits: AbuseLimits, clientAddress: @escaping @Sendable (RequestContext) -> String) {
+        self.auth = auth
+        self.bridges = bridges
+        self.limits = limits
+        self.clientAddress = clientAddress
+        slots = UploadSlots(perKey: limits.uploadsPerUploader)
+    }
 
     var pool: ConnectionPool { auth.pool }
 
@@ -46,6 +58,13 @@ struct MediaRoutes: Sendable {
     private func upload(_ context: RequestContext) async throws -> HTTPResponse {
         let uploader = try await uploader(context)
         guard let body = context.bodyStream else { preconditionFailure("POST /v1/media is a streamed route") }
+        let keys = ["\(uploader.type):\(uploader.id.lowercasedText)", "address:\(clientAddress(context))"]
+        guard slots.take(keys) else {
+            throw APIError(.tooManyRequests, code: "rate_limited",
+                           message: "\(slots.perKey) uploads are running already from this \(uploader.type == "bridge" ? "bridge" : "account") or address; wait for one to finish",
+                           headers: ["Retry-After": "5"])
+        }
+        defer { slots.release(keys) }
         let quota = limits.tenantMediaQuotaBytes
         let (used, pending) = try await pool.withConnection { connection in
             try connection.withTenantTransaction(uploader.tenant) { try MediaStore().standing(tenant: uploader.tenant, uploader: uploader.id, on: $0) }
