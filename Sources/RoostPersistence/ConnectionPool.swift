@@ -19,10 +19,13 @@ public final class ConnectionPool: Sendable {
     public struct Options: Sendable {
         public var maxConnections: Int
         public var acquireTimeout: Duration
-        public init(maxConnections: Int = 10, acquireTimeout: Duration = .seconds(5)) {
+        /// What the waiting line's deadlines are read on (tests move a manual one).
+        public var clock: any PoolClock
+        public init(maxConnections: Int = 10, acquireTimeout: Duration = .seconds(5), clock: any PoolClock = SystemPoolClock()) {
             precondition(maxConnections > 0, "a pool needs at least one connection")
             self.maxConnections = maxConnections
             self.acquireTimeout = acquireTimeout
+            self.clock = clock
         }
     }
 
@@ -33,7 +36,7 @@ public final class ConnectionPool: Sendable {
     }
 
     private struct Waiter {
-        let deadline: DispatchTime
+        let deadline: UInt64
         let continuation: CheckedContinuation<Grant, any Error>
     }
 
@@ -43,30 +46,33 @@ public final class ConnectionPool: Sendable {
         /// In joining order, which is deadline order.
         var waiters: [Waiter] = []
         /// The deadline the timer is set for, if it is set.
-        var timerDeadline: DispatchTime?
+        var timerDeadline: UInt64?
         var isClosed = false
     }
 
     public let configuration: ConnectionConfiguration
     public let options: Options
     private let state = Mutex(State())
-    private let timer = LineTimer()
+    /// The waiting line's one timer, set only with the state locked.
+    private let timer: any PoolTimer
+    private let expiry = Expiry()
 
-    /// The waiting line's one timer. `@unchecked Sendable`: a dispatch source may be scheduled
-    /// and cancelled from any thread, and the pool schedules it only with its state locked.
-    private final class LineTimer: @unchecked Sendable {
-        let source = DispatchSource.makeTimerSource(queue: .global())
+    /// Whom the timer reaches: set once the pool exists (the timer is made before it).
+    private final class Expiry: Sendable {
+        let pool = Mutex<WeakPool?>(nil)
+        struct WeakPool: @unchecked Sendable { weak var value: ConnectionPool? }  // a weak reference, read under the lock
     }
 
     public init(configuration: ConnectionConfiguration, options: Options = Options()) {
         self.configuration = configuration
         self.options = options
-        timer.source.setEventHandler { [weak self] in self?.expireWaiters() }
-        timer.source.activate()
+        let expiry = self.expiry
+        timer = options.clock.makeTimer { expiry.pool.withLock { $0?.value }?.expireWaiters() }
+        expiry.pool.withLock { $0 = Expiry.WeakPool(value: self) }
     }
 
     deinit {
-        timer.source.cancel()
+        timer.cancel()
     }
 
     /// Lends a connection to `body`, run on the blocking queue, and takes it back afterwards.
@@ -113,7 +119,7 @@ public final class ConnectionPool: Sendable {
 
     /// Closes idle connections and fails every waiter; lent connections close on return.
     public func close() {
-        timer.source.cancel()
+        timer.cancel()
         let waiters = state.withLock { state -> [Waiter] in
             state.isClosed = true
             state.open -= state.idle.count
@@ -148,7 +154,7 @@ public final class ConnectionPool: Sendable {
                     state.open += 1
                     return .success(.openSlot)
                 }
-                let deadline = DispatchTime.now() + options.acquireTimeout.timeInterval
+                let deadline = options.clock.now() + options.acquireTimeout.nanoseconds
                 state.waiters.append(Waiter(deadline: deadline, continuation: continuation))
                 if state.timerDeadline == nil { setTimer(for: deadline, in: &state) }
                 return nil
@@ -158,15 +164,15 @@ public final class ConnectionPool: Sendable {
     }
 
     /// Sets the one timer; called with the state locked, so the deadline it records is the one set.
-    private func setTimer(for deadline: DispatchTime, in state: inout State) {
+    private func setTimer(for deadline: UInt64, in state: inout State) {
         state.timerDeadline = deadline
-        timer.source.schedule(deadline: deadline, repeating: .never)
+        timer.schedule(at: deadline)
     }
 
     /// The timer fired: fails the waiters whose deadline has passed, from the front of the line,
     /// and sets the timer for the next one (waiters served meanwhile have left the line).
     private func expireWaiters() {
-        let now = DispatchTime.now()
+        let now = options.clock.now()
         let expired = state.withLock { state -> [Waiter] in
             state.timerDeadline = nil
             let due = Array(state.waiters.prefix { $0.deadline <= now })
@@ -225,12 +231,5 @@ public final class ConnectionPool: Sendable {
         try await withCheckedThrowingContinuation { continuation in
             queue.async { continuation.resume(with: Result<Value, any Error> { try work() }) }
         }
-    }
-}
-
-extension Duration {
-    var timeInterval: Double {
-        let (seconds, attoseconds) = components
-        return Double(seconds) + Double(attoseconds) / 1e18
     }
 }

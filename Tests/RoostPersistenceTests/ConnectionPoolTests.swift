@@ -41,28 +41,36 @@ struct ConnectionPoolTests {
 
     /// One timer serves the whole line: each waiter fails at its own deadline, so the later
     /// joiner fails after the earlier one and not before its own timeout; and a waiter served
-    /// before its deadline is not failed when the timer set for it fires.
+    /// before its deadline is not failed when the timer set for it fires. On a manual clock:
+    /// time moves only when the test says, so a busy machine changes nothing.
     @Test func eachWaiterInLineFailsAtItsOwnDeadline() async throws {
-        let timeout = Duration.seconds(2)
-        let pool = makePool(size: 1, timeout: timeout)
+        let clock = ManualPoolClock()
+        let pool = ConnectionPool(configuration: TestDatabase.configuration(applicationName: "roost-pool-line"),
+                                  options: .init(maxConnections: 1, acquireTimeout: .seconds(2), clock: clock))
         defer { pool.close() }
         let release = DispatchSemaphore(value: 0)
         let holder = await hold(pool, until: release)
-        /// How long the waiter waited, and when it gave up.
-        func waiter() -> Task<(waited: Duration, ended: ContinuousClock.Instant)?, Never> {
+        /// Whether the waiter gave up (true) or was served (false).
+        func waiter() -> Task<Bool, Never> {
             Task {
-                let started = ContinuousClock.now
-                do { _ = try await pool.query("SELECT 1") } catch { return (ContinuousClock.now - started, ContinuousClock.now) }
-                return nil  // served, which these two never are
+                do { _ = try await pool.query("SELECT 1") } catch { return (error as? DatabaseError)?.code == .unavailable }
+                return false
             }
         }
         let first = waiter()
-        try await Task.sleep(for: .seconds(1))  // the second joins about half a timeout later
+        while pool.statistics.waiting < 1 { await Task.yield() }
+        clock.advance(by: .seconds(1))  // the second joins half a timeout later
         let second = waiter()
-        let (earlier, later) = (await first.value, await second.value)
-        #expect(earlier.map { $0.waited >= timeout - .milliseconds(50) } == true)
-        #expect(later.map { $0.waited >= timeout - .milliseconds(50) } == true, "not failed at the earlier joiner's deadline")
-        #expect(earlier.map { e in later.map { e.ended < $0.ended } == true } == true)
+        while pool.statistics.waiting < 2 { await Task.yield() }
+        clock.advance(by: .milliseconds(999))
+        #expect(pool.statistics.waiting == 2, "nobody fails before their deadline")
+        clock.advance(by: .milliseconds(1))
+        #expect(await first.value)
+        #expect(pool.statistics.waiting == 1, "the later joiner is not failed at the earlier one's deadline")
+        clock.advance(by: .milliseconds(999))
+        #expect(pool.statistics.waiting == 1)
+        clock.advance(by: .milliseconds(1))
+        #expect(await second.value)
         #expect(pool.statistics.waiting == 0)
 
         // A waiter served before its deadline: the timer set for it finds nobody to fail.
@@ -71,7 +79,7 @@ struct ConnectionPoolTests {
         release.signal()
         try await holder.value
         #expect(try await served.value == 5)
-        try await Task.sleep(for: timeout + .milliseconds(200))
+        clock.advance(by: .seconds(3))
         #expect(try await pool.query("SELECT 6 AS n").rows[0].decode(Int.self, "n") == 6)
     }
 

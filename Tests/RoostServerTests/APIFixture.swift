@@ -28,7 +28,7 @@ struct APIFixture {
     /// the throttle tests pass the limits they test.
     init(invitationLifetime: Int = 3600, stream: Bool = false, database: String? = nil, limits: AbuseLimits = .generous,
          proxies: TrustedProxies = .none, hasher: PasswordHasher = PasswordHasher(parameters: .init(logN: 10, r: 8, p: 1)),
-         push: PushSettings = PushSettings()) throws {
+         push: PushSettings = PushSettings(), network: NetworkLimits = NetworkLimits()) throws {
         let setup = try database.map { try TestDatabase.connect(database: $0) } ?? TestDatabase.migratedConnection()
         let suffix = UUID().uuidString.prefix(8).lowercased()
         tenant = "acct-\(suffix)"
@@ -44,7 +44,7 @@ struct APIFixture {
                                    sessionLifetime: 3600, hashingThreads: 2, invitationLifetime: invitationLifetime, limits: limits,
                                    proxies: proxies, push: push)
         let hub = stream ? StreamHub.make(pool: pool, queueLimit: NetworkLimits().maxOutboundQueueBytes) : nil
-        test = try TestServer(extraRoutes: { builder in
+        test = try TestServer(limits: network, extraRoutes: { builder in
             APIRoutes(accounts: routes, checkinMinimumSeconds: 1, hub: hub).add(to: &builder)
         })
         self.hub = hub
