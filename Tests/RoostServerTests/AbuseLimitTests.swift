@@ -54,6 +54,95 @@ struct AbuseLimitTests {
         await api.stop()
     }
 
+    /// An address no test has used: the destination budget is counted across tenants (and so
+    /// across the suites sharing the test database).
+    static func freshAddress() -> String { "stranger-\(UUID().uuidString.prefix(12).lowercased())@example.org" }
+
+    @Test func aFreshAccountMailsStrangersOnlyWithinItsBudget() async throws {
+        var limits = AbuseLimits.generous
+        limits.outsidePerNewAccountPerDay = 3
+        limits.outsidePerAccountPerDay = 100
+        let api = try APIFixture(limits: limits)
+        let mallory = try await api.person(email: "mallory@example.org")
+        let group = try #require(try await api.call("POST", "/v1/groups", ["name": "Spam"], token: mallory.token).1["id"] as? String)
+        let before = OutsideBudget.refusalCount(.account)
+        for _ in 0..<3 {
+            #expect(try await api.call("POST", "/v1/groups/\(group)/invitations", ["email": Self.freshAddress()], token: mallory.token).0 == 201)
+        }
+        let refused = try await Self.request(api, "POST", "/v1/groups/\(group)/invitations", ["email": Self.freshAddress()], token: mallory.token)
+        let body = (try? JSONSerialization.jsonObject(with: Data(refused.body)) as? [String: Any]) ?? [:]
+        #expect(refused.status == 429 && Int(refused.headers["retry-after"] ?? "").map { $0 > 0 } == true)
+        #expect(Self.code(body) == "rate_limited" && (body["error"] as? [String: Any])?["field"] as? String == "account_budget", "\(body)")
+        #expect(OutsideBudget.refusalCount(.account) > before)
+        // A code to prove her own address is one more message of the same budget.
+        let (verify, _) = try await api.call("POST", "/v1/me/contacts/verify", ["channel": "email"], token: mallory.token)
+        #expect(verify == 429)
+        let queued = try await api.inTenant { _, connection in
+            try connection.query("SELECT count(*) AS n FROM outbox WHERE template IN ('invitation', 'verification')").rows[0].decode(Int.self, "n")
+        }
+        #expect(queued == 3)
+        await api.stop()
+    }
+
+    @Test func oneNumberGetsItsDaysCodesWhicheverAccountsAskForIt() async throws {
+        var limits = AbuseLimits.generous
+        limits.outsidePerDestinationPerDay = 3
+        let api = try APIFixture(limits: limits)
+        // A premium number: every text to it costs the operator.
+        let number = "+4570" + String(UInt32.random(in: 100_000...999_999))
+        var statuses: [Int] = []
+        var fields: [String] = []
+        for index in 0..<5 {
+            let person = try await api.person(email: "caller\(index)@example.org")
+            let (status, body) = try await api.call("PATCH", "/v1/me", ["phone": number, "current_password": APIFixture.password], token: person.token)
+            statuses.append(status)
+            if let field = (body["error"] as? [String: Any])?["field"] as? String { fields.append(field) }
+        }
+        #expect(statuses == [202, 202, 202, 429, 429] && fields == ["destination_budget", "destination_budget"], "\(statuses) \(fields)")
+        let texts = try await api.inTenant { _, connection in
+            try connection.query("SELECT count(*) AS n FROM outbox WHERE recipient = \(number)").rows[0].decode(Int.self, "n")
+        }
+        #expect(texts == 3)
+        await api.stop()
+    }
+
+    @Test func aTenantsDayOfMessagesEndsAndIsCounted() async throws {
+        var limits = AbuseLimits.generous
+        limits.outsidePerTenantPerDay = 2
+        let api = try APIFixture(limits: limits)
+        let owner = try await api.person(email: "olga@example.org")
+        let group = try #require(try await api.call("POST", "/v1/groups", ["name": "Busy"], token: owner.token).1["id"] as? String)
+        let before = OutsideBudget.refusalCount(.tenant)
+        // Registration sent no message; two invitations use the tenant's day.
+        for _ in 0..<2 {
+            #expect(try await api.call("POST", "/v1/groups/\(group)/invitations", ["email": Self.freshAddress()], token: owner.token).0 == 201)
+        }
+        let (status, body) = try await api.call("POST", "/v1/groups/\(group)/invitations", ["email": Self.freshAddress()], token: owner.token)
+        #expect(status == 429 && (body["error"] as? [String: Any])?["field"] as? String == "tenant_budget", "\(body)")
+        #expect(OutsideBudget.refusalCount(.tenant) == before + 1)
+        #expect(OutsideBudget.renderMetrics().contains("roost_outside_messages_refused_total{budget=\"tenant\"}"))
+        await api.stop()
+    }
+
+    @Test func aMemberWithoutADeviceGetsSixAlertEmailsAnHourHoweverManyAlerts() async throws {
+        let api = try APIFixture()
+        let ann = try await api.person(email: "ann@example.org")
+        let bob = try await api.person(email: "bob@example.org")
+        let group = try #require(try await api.call("POST", "/v1/groups", ["name": "Sirens"], token: ann.token).1["id"] as? String)
+        try await api.addMember(bob.id, to: group, role: "member")
+        try await api.inTenant { _, connection in try connection.query("UPDATE users SET email_verified = true") }
+        for index in 0..<10 {
+            let (posted, _) = try await api.call("POST", "/v1/groups/\(group)/messages",
+                                                 ["client_msg_id": "siren-\(index)", "text": "Siren \(index)", "kind": "alert", "severity": "red"], token: ann.token)
+            #expect(posted == 201)
+        }
+        let emails = try await api.inTenant { _, connection in
+            try connection.query("SELECT count(*) AS n FROM outbox WHERE recipient = 'bob@example.org' AND template = 'alert'").rows[0].decode(Int.self, "n")
+        }
+        #expect(emails == OutboxStore.alertFallbacksPerRecipientPerHour)
+        await api.stop()
+    }
+
     @Test func groupsAndAlertsAreLimitedPerMember() async throws {
         var limits = AbuseLimits.generous
         limits.groupsPerUserPerDay = 2

@@ -160,12 +160,12 @@ struct NotificationPreferenceTests {
             let failed = try connection.query("""
                 UPDATE outbox SET status = 'failed' WHERE recipient = 'bob-phone' AND data->'alert'->'alert'->>'severity' = 'red' RETURNING id
                 """).rows[0].decode(UUID.self, "id")
-            #expect(try OutboxStore().enqueueFallback(afterFailed: failed, on: connection))
-            #expect(try !OutboxStore().enqueueFallback(afterFailed: failed, on: connection), "once")
+            #expect(try OutboxStore().enqueueFallback(afterFailed: failed, on: connection) == .queued)
+            #expect(try OutboxStore().enqueueFallback(afterFailed: failed, on: connection) == OutboxStore.Fallback.none, "once")
             let amber = try connection.query("""
                 UPDATE outbox SET status = 'failed' WHERE recipient = 'cy-phone' AND data->'alert'->'alert'->>'severity' = 'amber' RETURNING id
                 """).rows[0].decode(UUID.self, "id")
-            #expect(try !OutboxStore().enqueueFallback(afterFailed: amber, on: connection), "only red falls back")
+            #expect(try OutboxStore().enqueueFallback(afterFailed: amber, on: connection) == OutboxStore.Fallback.none, "only red falls back")
         }
         #expect(try await place.rows().filter { $0.to == "bob@example.org" }.count == 1)
         await place.finish()

@@ -126,20 +126,44 @@ public struct OutboxStore: Sendable {
         try connection.query("UPDATE outbox_jobs SET next_attempt_at = \(until), lease_until = NULL WHERE outbox_id = \(id)")
     }
 
+    /// Alert emails and texts one person gets in an hour, whatever raised the alerts (a bridge
+    /// firing thirty red alerts is six messages, not thirty); the app and pushes show the rest.
+    public static let alertFallbacksPerRecipientPerHour = 6
+
+    /// The condition that `person` (a users row alias) had fewer than the hour's alert emails
+    /// and texts: one place for both ways an alert reaches a person outside the app.
+    static func underFallbackBudget(_ person: String) -> String {
+        """
+        (SELECT count(*) FROM outbox h
+         WHERE h.tenant_id = \(person).tenant_id AND h.user_id = \(person).id AND h.template = 'alert' AND h.channel <> 'push'
+           AND h.created_at > now() - interval '1 hour') < \(alertFallbacksPerRecipientPerHour)
+        """
+    }
+
+    /// What became of a failed red alert's fallback.
+    public enum Fallback: Sendable, Equatable {
+        case queued
+        /// Its person had `perHour` alert emails or texts in the last hour already.
+        case heldBack
+        /// Nothing to send: not a red alert's push, no proven address or the person turned it
+        /// off, or the alert reached them another way.
+        case none
+    }
+
     /// After a red alert's push to a member failed for good: when none of their pushes of that
     /// alert is still pending or was delivered, and no fallback was sent yet, the alert goes to
-    /// their verified email (or else phone) if their fallback allows it. Whether one was queued.
+    /// their verified email (or else phone) if their fallback allows it, and they had fewer than
+    /// `alertFallbacksPerRecipientPerHour` in the last hour.
     @discardableResult
-    public func enqueueFallback(afterFailed id: UUID, on connection: PostgresConnection) throws -> Bool {
-        try connection.query("""
+    public func enqueueFallback(afterFailed id: UUID, on connection: PostgresConnection) throws -> Fallback {
+        let row = try connection.query("""
             WITH failed AS (
                 SELECT tenant_id, user_id, data FROM outbox
                 WHERE id = \(id) AND status = 'failed' AND channel = 'push' AND template = 'alert' AND user_id IS NOT NULL
                   AND data->'alert'->'alert'->>'severity' = 'red'),
-            queued AS (
-                INSERT INTO outbox (tenant_id, channel, recipient, template, user_id, data)
-                SELECT x.tenant_id, CASE WHEN a.email IS NOT NULL THEN 'email' ELSE 'sms' END, coalesce(a.email, a.phone), 'alert', x.user_id,
-                       jsonb_build_object('group_name', x.data->'group_name', 'alert', x.data->'alert', 'fallback', true)
+            eligible AS (
+                SELECT x.tenant_id, CASE WHEN a.email IS NOT NULL THEN 'email' ELSE 'sms' END AS channel, coalesce(a.email, a.phone) AS recipient,
+                       x.user_id, jsonb_build_object('group_name', x.data->'group_name', 'alert', x.data->'alert', 'fallback', true) AS data
                 FROM failed x
                 JOIN users u ON u.tenant_id = x.tenant_id AND u.id = x.user_id AND u.deleted_at IS NULL
                 LEFT JOIN user_preferences p ON p.tenant_id = x.tenant_id AND p.user_id = x.user_id
@@ -150,10 +174,19 @@ public struct OutboxStore: Sendable {
                       SELECT 1 FROM outbox o
                       WHERE o.tenant_id = x.tenant_id AND o.user_id = x.user_id AND o.template = 'alert' AND o.id <> \(id)
                         AND (o.channel <> 'push' OR o.status IN ('pending', 'delivered'))
-                        AND o.data->'alert'->>'group_id' = x.data->'alert'->>'group_id' AND o.data->'alert'->'seq' = x.data->'alert'->'seq')
-                RETURNING id, tenant_id)
-            INSERT INTO outbox_jobs (outbox_id, tenant_id) SELECT id, tenant_id FROM queued
-            """).affectedRows == 1
+                        AND o.data->'alert'->>'group_id' = x.data->'alert'->>'group_id' AND o.data->'alert'->'seq' = x.data->'alert'->'seq')),
+            queued AS (
+                INSERT INTO outbox (tenant_id, channel, recipient, template, user_id, data)
+                SELECT e.tenant_id, e.channel, e.recipient, 'alert', e.user_id, e.data FROM eligible e
+                JOIN users u ON u.tenant_id = e.tenant_id AND u.id = e.user_id
+                WHERE \(unsafeRaw: Self.underFallbackBudget("u"))
+                RETURNING id, tenant_id),
+            jobs AS (
+                INSERT INTO outbox_jobs (outbox_id, tenant_id) SELECT id, tenant_id FROM queued RETURNING outbox_id)
+            SELECT (SELECT count(*) FROM eligible) AS eligible, (SELECT count(*) FROM jobs) AS queued
+            """).rows[0]
+        if try row.decode(Int.self, "queued") > 0 { return .queued }
+        return try row.decode(Int.self, "eligible") > 0 ? .heldBack : .none
     }
 
     /// A job whose row is no longer pending (delivered elsewhere, deleted with its tenant): drop it.
@@ -242,7 +275,7 @@ extension OutboxStore {
     }
 
     /// A red alert by email (else SMS) to every member but the author with no device at all and
-    /// a verified address their fallback allows. Its own statement, run for red alerts only, so
+    /// a verified address their fallback allows, under the hour's `alertFallbacksPerRecipientPerHour`. Its own statement, run for red alerts only, so
     /// an amber alert's statement stays as small to plan as it was.
     private func enqueueDevicelessFallback(group: UUID, excluding author: UUID?, alert: RawJSON, committing: Bool,
                                            on connection: PostgresConnection) throws -> Int {
@@ -259,6 +292,7 @@ extension OutboxStore {
                                            CASE WHEN u.phone_verified AND coalesce(p.fallback_sms, true) THEN u.phone END AS phone) f
                 WHERE m.group_id = \(group) AND m.user_id IS DISTINCT FROM \(author) AND u.deleted_at IS NULL AND coalesce(f.email, f.phone) IS NOT NULL
                   AND NOT EXISTS (SELECT 1 FROM devices d WHERE d.tenant_id = m.tenant_id AND d.user_id = m.user_id)
+                  AND \(unsafeRaw: Self.underFallbackBudget("u"))
                 RETURNING id, tenant_id)
             INSERT INTO outbox_jobs (outbox_id, tenant_id) SELECT id, tenant_id FROM fallback
             """, committing: committing).affectedRows

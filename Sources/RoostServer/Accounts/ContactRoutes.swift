@@ -197,7 +197,8 @@ struct ContactRoutes: Sendable {
             throw taken(channel)
         }
         try sendCode(to: address, channel: channel, of: user, change: true, smsField: "phone", limits: limits, on: connection)
-        if let old = channel == "email" ? user.email : user.phone {
+        if let old = channel == "email" ? user.email : user.phone,
+           try OutsideBudget.allows(channel == "email" ? "email" : "sms", to: old, tenant: user.tenantID, by: user, limits: limits, on: connection) {
             try OutboxStore().enqueue(tenant: user.tenantID, channel: channel == "email" ? "email" : "sms", recipient: old,
                                       template: "address_change_requested",
                                       data: RawJSON("{\"channel\":\"\(channel)\",\"new_address\":\(JSONString.quote(masked(address)))}"),
@@ -221,6 +222,8 @@ struct ContactRoutes: Sendable {
         if channel == "phone" { try Throttle.requireSMSAllowed(address, tenant: user.tenantID, field: smsField, on: connection) }
         try Throttle.count([RateLimit("verify-send:\(user.tenantID.uuidString):\(user.id.uuidString)", limit: limits.verificationCodesPerUserPerDay,
                                       window: Throttle.day)], "too many codes sent today; try again tomorrow", on: connection)
+        // The one message that may go to an address not yet proven: the code that proves it.
+        try OutsideBudget.require(channel == "email" ? "email" : "sms", to: address, tenant: user.tenantID, by: user, limits: limits, on: connection)
         let code = generateCode()
         try ContactVerificationStore().replace(tenant: user.tenantID, user: user.id, channel: channel, address: address,
                                                codeHash: hash(code, user: user.id, channel: channel, address: address), lifetime: codeLifetime,

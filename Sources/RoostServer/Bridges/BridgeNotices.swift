@@ -4,11 +4,13 @@ import RoostProtocol
 
 /// Tells a bridge's group managers that it went silent (`bridge.offline`, after two missed
 /// heartbeats) or came back (`bridge.online`): a notice on each manager's streams on every node,
-/// and an email through the outbox to each manager with an address.
+/// every time; and an email to each manager with a proven address, at most one an hour a
+/// manager (a flapping bridge, or five of them, is one email; the app shows each change).
 enum BridgeNotices {
     static func announce(_ bridge: Bridge, tenant: UUID, event: NoticeKind, on connection: PostgresConnection) throws {
         let managers = try connection.query("""
-            SELECT m.user_id, u.email FROM memberships m JOIN users u ON u.tenant_id = m.tenant_id AND u.id = m.user_id
+            SELECT m.user_id, CASE WHEN u.email_verified THEN u.email END AS email
+            FROM memberships m JOIN users u ON u.tenant_id = m.tenant_id AND u.id = m.user_id
             WHERE m.group_id = \(bridge.groupID) AND m.role IN ('owner', 'admin') AND u.deleted_at IS NULL
             """).rows.map { (try $0.decode(UUID.self, "user_id"), try $0.decode(String?.self, "email")) }
         let groupName = try GroupStore().group(id: bridge.groupID, on: connection)?.name ?? ""
@@ -17,11 +19,24 @@ enum BridgeNotices {
             + "\"heartbeat_s\":\(bridge.heartbeatSeconds.map(String.init) ?? "null")}"
         for (user, email) in managers {
             try GroupEventLog.notifyUser(tenant: tenant, user: user, event: event, data: data, on: connection)
-            if let email {
+            if let email, try mayEmail(user, at: email, tenant: tenant, on: connection) {
                 try OutboxStore().enqueue(tenant: tenant, channel: "email", recipient: email, template: event.name.replacingOccurrences(of: ".", with: "_"),
                                           data: RawJSON(data), on: connection)
             }
         }
+    }
+
+    /// One bridge email a manager an hour, charged to the tenant's budget; nothing is counted
+    /// when it is held back.
+    private static func mayEmail(_ user: UUID, at email: String, tenant: UUID, on connection: PostgresConnection) throws -> Bool {
+        let hourly = RateLimit("bridge-notice:\(tenant.lowercasedText):\(user.lowercasedText)", limit: 1, window: Throttle.hour)
+        do {
+            try connection.withSavepoint { try RateLimitStore().count([hourly], on: $0) }
+        } catch is RateLimitStore.UsedUp {
+            OutsideBudget.countBridgeNoticeHeldBack()
+            return false
+        }
+        return try OutsideBudget.allows("email", to: email, tenant: tenant, by: nil, limits: AbuseLimits(), on: connection)
     }
 
     /// One round of the watch: marks at most `limit` silent bridges offline, announcing each

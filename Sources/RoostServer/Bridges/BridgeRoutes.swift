@@ -11,6 +11,11 @@ struct BridgeRoutes: Sendable {
     /// How far a signed request's timestamp may be from now, and how long signatures are remembered.
     static let signatureWindow = 300
     static let maxDetailsBytes = 16 * 1024
+    /// Live bridges in one group (API.md "Bridges, extended"): each can raise alerts and mail
+    /// the managers, so a group cannot hold a fleet of them.
+    static let maxPerGroup = 20
+    /// The shortest heartbeat: a watch that announces silence needs room for a late beat.
+    static let minimumHeartbeatSeconds = 60
 
     struct CreateBody: Decodable, KnownFields {
         static let fieldNames: Set<String> = names(CodingKeys.self)
@@ -81,8 +86,8 @@ struct BridgeRoutes: Sendable {
             let group = context.parameters.uuid("gid")!
             let body = try context.decodeJSON(CreateBody.self)
             let name = try BoundedText.validate(body.name, field: "name", range: 1...100)
-            if let heartbeat = body.heartbeatSeconds, !(10...86_400).contains(heartbeat) {
-                throw APIError.invalid("heartbeat_s must be 10 to 86400", "heartbeat_s")
+            if let heartbeat = body.heartbeatSeconds, !(Self.minimumHeartbeatSeconds...86_400).contains(heartbeat) {
+                throw APIError.invalid("heartbeat_s must be \(Self.minimumHeartbeatSeconds) to 86400", "heartbeat_s")
             }
             let rate = body.ratePerMinute ?? 60
             guard (1...6000).contains(rate) else { throw APIError.invalid("rate_per_minute must be 1 to 6000", "rate_per_minute") }
@@ -91,6 +96,9 @@ struct BridgeRoutes: Sendable {
             let secret = body.signing == true ? "rbs_" + Secrets.base64URL(Secrets.randomBytes(32)) : nil
             let (bridge, key) = try await caller.inGroup(group) { caller, connection in
                 try caller.requireManager("only the owner and admins manage bridges")
+                guard try BridgeStore().list(group: group, on: connection).count < Self.maxPerGroup else {
+                    throw APIError(.conflict, code: "conflict", message: "a group holds at most \(Self.maxPerGroup) bridges; revoke one first")
+                }
                 let (text, token) = TenantToken.generate(TenantToken.bridge, tenant: caller.user.tenantID)
                 let bridge = try BridgeStore().create(
                     tenant: caller.user.tenantID, group: group, name: name, keyHash: token.hash, signingSecret: secret,

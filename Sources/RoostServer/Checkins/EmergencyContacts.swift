@@ -10,13 +10,15 @@ import RoostProtocol
 struct AddEmergencyContact: UserUseCase {
     let contact: NewOutsideContact
     let lifetime: Int
+    let limits: AbuseLimits
 
     static let maxPerUser = 5
     static let perUserPerDay = 10
 
-    init(name: String, email: String?, phone: String?, lifetime: Int) throws(APIError) {
+    init(name: String, email: String?, phone: String?, lifetime: Int, limits: AbuseLimits) throws(APIError) {
         contact = try NewOutsideContact(name: name, email: email, phone: phone)
         self.lifetime = lifetime
+        self.limits = limits
     }
 
     func run(by user: User, on connection: PostgresConnection) throws -> OutsideContact {
@@ -25,7 +27,7 @@ struct AddEmergencyContact: UserUseCase {
             ownerLimit: RateLimit("emergency-contact-user:\(user.tenantID.uuidString):\(user.id.uuidString)", limit: Self.perUserPerDay,
                                   window: Throttle.day),
             tokenPrefix: TenantToken.emergencyContact, lifetime: lifetime, template: "emergency_contact_confirm",
-            data: "\"added_by\":\(JSONString.quote(user.displayName))", by: user, on: connection)
+            data: "\"added_by\":\(JSONString.quote(user.displayName))", by: user, limits: limits, on: connection)
     }
 }
 
@@ -35,6 +37,7 @@ struct EmergencyContactRoutes: Sendable {
     let auth: Authentication
     /// How long a confirmation link works (the invitations' lifetime).
     let lifetime: Int
+    let limits: AbuseLimits
 
     /// A contact's view of the check-in they were told about.
     struct StatusView: Encodable {
@@ -65,7 +68,7 @@ struct EmergencyContactRoutes: Sendable {
         let pool = auth.pool
         builder.add(.post, "/v1/me/emergency-contacts", bodyLimit: 4 * 1024, signedIn: auth) { context, caller in
             let body = try context.decodeJSON(OutsideContactView.CreateBody.self)
-            let add = try AddEmergencyContact(name: body.name, email: body.email, phone: body.phone, lifetime: lifetime)
+            let add = try AddEmergencyContact(name: body.name, email: body.email, phone: body.phone, lifetime: lifetime, limits: limits)
             do {
                 return try APIJSON.response(.created, OutsideContactView(contact: try await caller.run(add)))
             } catch let error as DatabaseError where error.code == .uniqueViolation {

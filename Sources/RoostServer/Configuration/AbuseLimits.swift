@@ -22,6 +22,15 @@ public struct AbuseLimits: Sendable {
     public var passwordResetsPerAddressPerHour = 10
     /// Wrong password reset codes from one client address in an hour.
     public var wrongResetCodesPerAddressPerHour = 20
+    /// Emails and texts one address receives in a day, from any tenant and for any reason but
+    /// alerts (`OutsideBudget`).
+    public var outsidePerDestinationPerDay = 10
+    /// Emails and texts one account causes in a day, every kind together.
+    public var outsidePerAccountPerDay = 30
+    /// The same for an account younger than a day or with no proven address.
+    public var outsidePerNewAccountPerDay = 8
+    /// Emails and texts one tenant sends in a day.
+    public var outsidePerTenantPerDay = 20_000
     /// One upload's bytes (413 beyond, before the body is read when declared).
     public var maxUploadBytes = 25 << 20
     /// Uploads at once from one account, one bridge or one client address, on one node.
@@ -44,6 +53,10 @@ public struct AbuseLimits: Sendable {
         limits.verificationCodesPerUserPerDay = 1_000_000
         limits.passwordResetsPerAddressPerHour = 1_000_000
         limits.wrongResetCodesPerAddressPerHour = 1_000_000
+        limits.outsidePerDestinationPerDay = 1_000_000
+        limits.outsidePerAccountPerDay = 1_000_000
+        limits.outsidePerNewAccountPerDay = 1_000_000
+        limits.outsidePerTenantPerDay = 1_000_000
         return limits
     }
 }

@@ -148,6 +148,20 @@ struct ServerSetting: Sendable {
                 "amber and red alerts one member raises in an hour; beyond, 429") { $0.abuse.alertsPerUserPerHour = $1 },
         integer("--verification-codes-per-user-per-day", "ROOST_VERIFICATION_CODES_PER_USER_PER_DAY", 1...1_000_000, 5,
                 "verification codes sent to one user in a day (a resend counts); beyond, 429") { $0.abuse.verificationCodesPerUserPerDay = $1 },
+        integer("--outside-per-destination-per-day", "ROOST_OUTSIDE_PER_DESTINATION_PER_DAY", 1...1_000_000, 10,
+                "emails and texts accounts cause to one address in a day, across tenants; beyond, 429 destination_budget") {
+            $0.abuse.outsidePerDestinationPerDay = $1
+        },
+        integer("--outside-per-account-per-day", "ROOST_OUTSIDE_PER_ACCOUNT_PER_DAY", 1...1_000_000, 30,
+                "emails and texts one account causes in a day, every kind together; beyond, 429 account_budget") {
+            $0.abuse.outsidePerAccountPerDay = $1
+        },
+        integer("--outside-per-new-account-per-day", "ROOST_OUTSIDE_PER_NEW_ACCOUNT_PER_DAY", 1...1_000_000, 8,
+                "the same for an account younger than a day or with no proven address") { $0.abuse.outsidePerNewAccountPerDay = $1 },
+        integer("--outside-per-tenant-per-day", "ROOST_OUTSIDE_PER_TENANT_PER_DAY", 1...100_000_000, 20_000,
+                "emails and texts one tenant sends in a day; beyond, 429 tenant_budget, a metric and a log line") {
+            $0.abuse.outsidePerTenantPerDay = $1
+        },
         integer("--password-resets-per-address-per-hour", "ROOST_PASSWORD_RESETS_PER_ADDRESS_PER_HOUR", 1...1_000_000, 10,
                 "password reset requests from one client address in an hour; beyond, 429") { $0.abuse.passwordResetsPerAddressPerHour = $1 },
         integer("--max-upload-bytes", "ROOST_MAX_UPLOAD_BYTES", 1024...1_073_741_824, 26_214_400,

@@ -236,7 +236,9 @@ public final class OutboxWorker: Sendable {
                 }
                 // A red alert that reached none of the member's devices goes by email or SMS.
                 if outcome != .delivered, message.channel == "push", message.severity == "red" {
-                    try OutboxStore().enqueueFallback(afterFailed: id, on: connection)
+                    if try OutboxStore().enqueueFallback(afterFailed: id, on: connection) == .heldBack {
+                        OutsideBudget.countAlertFallbackHeldBack()
+                    }
                 }
             }
         }

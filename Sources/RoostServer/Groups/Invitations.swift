@@ -38,6 +38,7 @@ struct InviteMember: GroupUseCase {
             RateLimit("invite-recipient:\(tenant):\(address)", limit: limits.invitationsPerRecipientPerDay, window: Throttle.day),
             RateLimit("invite-group:\(tenant):\(group.uuidString)", limit: limits.invitationsPerGroupPerDay, window: Throttle.day),
         ], "too many invitations today; try again tomorrow", on: connection)
+        try OutsideBudget.require(email != nil ? "email" : "sms", to: address, tenant: user.tenantID, by: user, limits: limits, on: connection)
         let (text, token) = TenantToken.generate(TenantToken.invitation, tenant: user.tenantID)
         let store = InvitationStore()
         if try store.isMember(email: email, phone: phone, group: group, on: connection) {

@@ -24,7 +24,7 @@ struct APIRoutes: Sendable {
         AuditRoutes(auth: auth).add(to: &builder)
         InvitationRoutes(auth: auth, limits: limits, lifetime: accounts.invitationLifetime).add(to: &builder)
         MessageRoutes(auth: auth, limits: limits).add(to: &builder)
-        EscalationContactRoutes(auth: auth, lifetime: accounts.invitationLifetime).add(to: &builder)
+        EscalationContactRoutes(auth: auth, lifetime: accounts.invitationLifetime, limits: limits).add(to: &builder)
         LiveLocationRoutes(auth: auth).add(to: &builder)
         BridgeRoutes(auth: auth).add(to: &builder)
         let accounts = accounts
@@ -33,7 +33,7 @@ struct APIRoutes: Sendable {
         pins.add(to: &builder)
         CheckinRoutes(auth: auth, pins: pins, minimumSeconds: checkinMinimumSeconds).add(to: &builder)
         CheckinRequestRoutes(auth: auth).add(to: &builder)
-        EmergencyContactRoutes(auth: auth, lifetime: accounts.invitationLifetime).add(to: &builder)
+        EmergencyContactRoutes(auth: auth, lifetime: accounts.invitationLifetime, limits: limits).add(to: &builder)
         if let hub { StreamRoutes.add(to: &builder, auth: auth, hub: hub) }
     }
 }

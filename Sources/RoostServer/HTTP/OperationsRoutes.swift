@@ -24,7 +24,7 @@ enum OperationsRoutes {
         builder.add(.get, "/metrics") { _ in
             var headers = HTTPHeaders()
             headers.add("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-            let text = (server()?.renderMetrics(pool: pool.statistics) ?? "") + jobs.render() + renderFanout(hub)
+            let text = (server()?.renderMetrics(pool: pool.statistics) ?? "") + jobs.render() + OutsideBudget.renderMetrics() + renderFanout(hub)
             return HTTPResponse(status: .ok, headers: headers, body: Array(text.utf8))
         }
     }

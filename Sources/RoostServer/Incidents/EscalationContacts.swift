@@ -11,15 +11,17 @@ struct AddEscalationContact: GroupUseCase {
     let contact: NewOutsideContact
     /// How long the confirmation link works (the invitations' lifetime).
     let lifetime: Int
+    let limits: AbuseLimits
 
     /// Contacts in one group, and contacts added to one group in a day.
     static let maxPerGroup = 10
     static let perGroupPerDay = 20
 
-    init(group: UUID, name: String, email: String?, phone: String?, lifetime: Int) throws(APIError) {
+    init(group: UUID, name: String, email: String?, phone: String?, lifetime: Int, limits: AbuseLimits) throws(APIError) {
         contact = try NewOutsideContact(name: name, email: email, phone: phone)
         self.group = group
         self.lifetime = lifetime
+        self.limits = limits
     }
 
     func run(by caller: GroupCaller, on connection: PostgresConnection) throws -> OutsideContact {
@@ -31,7 +33,7 @@ struct AddEscalationContact: GroupUseCase {
             ownerLimit: RateLimit("escalation-contact-group:\(user.tenantID.uuidString):\(group.uuidString)", limit: Self.perGroupPerDay,
                                   window: Throttle.day),
             tokenPrefix: TenantToken.escalationContact, lifetime: lifetime, template: "escalation_contact_confirm",
-            data: "\"group_name\":\(JSONString.quote(groupName)),\"added_by\":\(JSONString.quote(user.displayName))", by: user, on: connection)
+            data: "\"group_name\":\(JSONString.quote(groupName)),\"added_by\":\(JSONString.quote(user.displayName))", by: user, limits: limits, on: connection)
         try Audit.record(caller, group: group, "escalation_contact.added", target: ("escalation_contact", added.id.lowercasedText),
                          data: "{\"channel\":\"\(added.email != nil ? "email" : "phone")\"}", on: connection)
         return added
@@ -70,13 +72,14 @@ struct RemoveEscalationContact: GroupUseCase {
 struct EscalationContactRoutes: Sendable {
     let auth: Authentication
     let lifetime: Int
+    let limits: AbuseLimits
 
     func add(to builder: inout Router.Builder) {
         let pool = auth.pool
         builder.add(.post, "/v1/groups/{gid:uuid}/escalation-contacts", bodyLimit: 4 * 1024, signedIn: auth) { context, caller in
             let body = try context.decodeJSON(OutsideContactView.CreateBody.self)
             let add = try AddEscalationContact(group: context.parameters.uuid("gid")!, name: body.name, email: body.email, phone: body.phone,
-                                               lifetime: lifetime)
+                                               lifetime: lifetime, limits: limits)
             do {
                 return try APIJSON.response(.created, OutsideContactView(contact: try await caller.run(add)))
             } catch let error as DatabaseError where error.code == .uniqueViolation {

@@ -24,7 +24,7 @@ struct NewOutsideContact: Sendable {
     /// (`template`, with `data`'s fields and the link's `token`); `maxCount` contacts per owner (and what they are, for the 409),
     /// `ownerLimit` additions per owner (409 and 429 beyond).
     func add(to store: OutsideContactStore, owner: UUID, maxCount: (Int, String), ownerLimit: RateLimit, tokenPrefix: String, lifetime: Int,
-             template: String, data: String, by user: User, on connection: PostgresConnection) throws -> OutsideContact {
+             template: String, data: String, by user: User, limits: AbuseLimits, on connection: PostgresConnection) throws -> OutsideContact {
         let address = email ?? phone!
         if let phone { try Throttle.requireSMSAllowed(phone, tenant: user.tenantID, field: "phone", on: connection) }
         guard try store.count(owner: owner, on: connection) < maxCount.0 else {
@@ -34,6 +34,7 @@ struct NewOutsideContact: Sendable {
             ownerLimit,
             RateLimit("\(template):\(user.tenantID.uuidString):\(address)", limit: Self.perAddressPerDay, window: Throttle.day),
         ], "too many contacts added today; try again tomorrow", on: connection)
+        try OutsideBudget.require(email != nil ? "email" : "sms", to: address, tenant: user.tenantID, by: user, limits: limits, on: connection)
         let (text, token) = TenantToken.generate(tokenPrefix, tenant: user.tenantID)
         // The same address twice for one owner fails the insert (uniqueViolation; the route answers 409).
         let contact = try store.add(tenant: user.tenantID, owner: owner, name: name, email: email, phone: phone, tokenHash: token.hash,
