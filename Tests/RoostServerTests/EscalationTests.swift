@@ -263,14 +263,24 @@ struct NearbyTests {
         #expect((ben["distance_m"] as? Double).map { abs($0 - 111) <= 1 } == true && ben["critical"] as? Bool == true)
         #expect((cy["distance_m"] as? Double).map { abs($0 - 1112) <= 2 } == true && cy["critical"] as? Bool == false)
 
-        // The owner (and the author) see who lives nearest, with their answers; a plain member does not.
+        // The owner sees who lives nearest, each distance only as a band, with their answers; a
+        // plain member does not, not even of an alert they raised.
         #expect(try await api.call("POST", "/v1/groups/\(street.group)/alerts/\(seq)/ack", ["response": "on_my_way"], token: street.cy.token).0 == 200)
         let path = "/v1/groups/\(street.group)/messages/\(seq)"
         let nearby = try #require(((try await api.call("GET", path, token: street.owner.token).1)["alert"] as? [String: Any])?["nearby"] as? [[String: Any]])
         #expect(nearby.map { $0["display_name"] as? String } == ["ben", "cy"])
+        #expect(nearby.map { $0["distance"] as? String } == ["100-300m", ">1km"] && nearby.allSatisfy { $0["distance_m"] == nil }, "\(nearby)")
         #expect(nearby.map { $0["response"] as? String } == [nil, "on_my_way"] && nearby[0]["response"] is NSNull)
         let asMember = try #require((try await api.call("GET", path, token: street.ben.token).1)["alert"] as? [String: Any])
         #expect(asMember["nearby"] == nil && asMember["receipts"] != nil)
+        let (raised, own) = try await api.call("POST", "/v1/groups/\(street.group)/messages",
+                                               ["client_msg_id": "n2", "text": "Who lives here?", "kind": "alert", "severity": "info",
+                                                "location": ["lat": 55.001, "lon": 12.0]], token: street.cy.token)
+        #expect(raised == 201)
+        let ownSeq = try #require(own["seq"] as? Int)
+        let ownAlert = try #require((try await api.call("GET", "/v1/groups/\(street.group)/messages/\(ownSeq)", token: street.cy.token).1)["alert"]
+                                    as? [String: Any])
+        #expect(ownAlert["nearby"] == nil, "an author who is a plain member sees no one's distance")
         await api.stop()
     }
 }

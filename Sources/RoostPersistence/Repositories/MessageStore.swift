@@ -209,10 +209,11 @@ public struct MessageStore: Sendable {
 
     /// One message as the alert detail shows it: an alert's object gains `receipts` (members
     /// now; pushed; seen: members whose read marker reached it or who answered; acknowledged:
-    /// members who answered), and, when `showNearby` or the viewer raised it, `nearby`: the
-    /// members whose home is nearest the alert's place (those who set one) with their answers.
-    /// Nil when there is no such message.
-    public func detail(group: UUID, seq: Int64, viewer: UUID, showNearby: Bool, on connection: PostgresConnection) throws -> String? {
+    /// members who answered), and, when `showNearby` (the group's managers), `nearby`: the
+    /// members whose home is nearest the alert's place (those who set one) with their answers,
+    /// each distance given only as a band (`< 100 m`, `100-300 m`, `300 m-1 km`, `> 1 km`), so
+    /// no run of alerts can place a home. Nil when there is no such message.
+    public func detail(group: UUID, seq: Int64, showNearby: Bool, on connection: PostgresConnection) throws -> String? {
         try connection.query("""
             SELECT CASE WHEN a.seq IS NULL THEN j.json ELSE jsonb_set(j.json, '{alert}', (j.json->'alert') || jsonb_build_object('receipts', jsonb_build_object(
                 'members', (SELECT count(*) FROM memberships mb WHERE mb.tenant_id = a.tenant_id AND mb.group_id = a.group_id),
@@ -223,9 +224,11 @@ public struct MessageStore: Sendable {
                 'acknowledged', (SELECT count(*) FROM alert_acks k JOIN memberships mb ON mb.tenant_id = k.tenant_id
                                    AND mb.group_id = k.group_id AND mb.user_id = k.user_id
                                  WHERE k.tenant_id = a.tenant_id AND k.group_id = a.group_id AND k.seq = a.seq)))
-                || CASE WHEN \(showNearby) OR (m.author_type = 'user' AND m.author_id = \(viewer)) THEN jsonb_build_object('nearby', coalesce((
+                || CASE WHEN \(showNearby) THEN jsonb_build_object('nearby', coalesce((
                            SELECT jsonb_agg(jsonb_build_object('user_id', n.user_id, 'display_name', n.display_name,
-                                                               'distance_m', n.distance, 'response', n.response) ORDER BY n.distance, n.user_id)
+                                                               'distance', CASE WHEN n.distance < 100 THEN '<100m' WHEN n.distance < 300 THEN '100-300m'
+                                                                                WHEN n.distance < 1000 THEN '300m-1km' ELSE '>1km' END,
+                                                               'response', n.response) ORDER BY n.distance, n.user_id)
                            FROM (SELECT mb.user_id, nu.display_name, round(roost_distance_m(nu.home->'location', m.location)) AS distance, k.response
                                  FROM memberships mb JOIN users nu ON nu.tenant_id = mb.tenant_id AND nu.id = mb.user_id
                                  LEFT JOIN alert_acks k ON k.tenant_id = a.tenant_id AND k.group_id = a.group_id AND k.seq = a.seq

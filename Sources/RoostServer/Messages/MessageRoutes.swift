@@ -89,7 +89,7 @@ struct MessageRoutes: Sendable {
         builder.add(.get, "/v1/groups/{gid:uuid}/messages/{seq:int}", signedIn: auth) { context, caller in
             let (group, seq) = (context.parameters.uuid("gid")!, context.parameters.int("seq")!)
             let json = try await caller.inGroup(group) { caller, connection in
-                try MessageStore().detail(group: group, seq: seq, viewer: caller.user.id, showNearby: caller.isManager, on: connection)
+                try MessageStore().detail(group: group, seq: seq, showNearby: caller.isManager, on: connection)
             }
             guard let json else { throw APIError(.notFound, code: "not_found", message: "no such message") }
             return .json(.ok, Array(json.utf8))

@@ -86,8 +86,10 @@ struct PostMessage: GroupUseCase {
         message.hiddenFrom = target?.hiddenFrom
         message.attachments = try Attachments.resolve(attachments, uploaderType: "user", uploader: caller.user.id, on: connection)
         let raisesAlert = message.severity.map { AlertSeverity($0).raisesAlert } == true
-        // Amber and red alerts reach people's phones: counted per member (a repeat rolls back with the insert).
-        if raisesAlert {
+        // Amber and red alerts reach people's phones: counted per member (a repeat rolls back with
+        // the insert). So are info alerts with a place: each tells members' distances from it, and
+        // a few of them once located a neighbour's home.
+        if raisesAlert || (message.severity == AlertSeverity.info.name && location != nil) {
             // A client retrying an alert it already raised gets it back, whatever the limit. Looked
             // up when the transaction's opening said it is a repeat (or, run without that
             // question, as a test may, here); a repeat racing this post fails its insert instead.

@@ -6,6 +6,7 @@ import { errorBox, field, fill, followPosition, form, h, mapLink, mount, severit
 
 const RESPONSES = [["seen", "Seen"], ["on_my_way", "On my way"], ["cannot_help", "Can't help"]];
 const RESPONSE_TEXT = Object.fromEntries(RESPONSES);
+const DISTANCE_TEXT = { "<100m": "under 100 m", "100-300m": "100 to 300 m", "300m-1km": "300 m to 1 km", ">1km": "over 1 km" };
 
 export async function show({ main, params: [groupID, seqText], stream }) {
   const seq = Number(seqText);
@@ -49,7 +50,7 @@ export async function show({ main, params: [groupID, seqText], stream }) {
           h("strong", {}, ack.display_name ?? "A member"), `: ${RESPONSE_TEXT[ack.response] ?? ack.response}`, ack.note ? ` (“${ack.note}”)` : "", " · ", time(ack.at))))
         : h("p", { class: "muted" }, "Nobody has answered yet."),
       alert.nearby?.length ? [h("h3", {}, "Neighbours nearest the place"), h("ul", { class: "answers" }, alert.nearby.map((near) =>
-        h("li", {}, `${near.display_name}: ${Math.round(near.distance_m)} m away`, near.response ? ` · ${RESPONSE_TEXT[near.response]}` : "")))] : null);
+        h("li", {}, `${near.display_name}: ${DISTANCE_TEXT[near.distance] ?? near.distance} away`, near.response ? ` · ${RESPONSE_TEXT[near.response]}` : "")))] : null);
 
     const mine = alert.acks.find((ack) => ack.user_id === me?.id)?.response;
     fill(buttons, ...(alert.status === "open" ? RESPONSES.map(([value, text]) =>
