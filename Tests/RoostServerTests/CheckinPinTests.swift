@@ -175,6 +175,37 @@ struct CheckinPinTests {
         await walk.api.stop()
     }
 
+    @Test func withPINsArrivingAsksForThePINAndExtendingTakesIt() async throws {
+        let walk = try await Walk()
+        #expect(try await setPins(walk).0 == 204)
+        // Arriving is not an answer: whoever holds the phone may have walked it there.
+        let home = ["lat": 55.6761, "lon": 12.5683, "radius_m": 50.0]
+        let id = try #require(try await walk.start(["group_id": walk.elm, "due_in_s": 3600, "grace_s": 600, "destination": home])["id"] as? String)
+        #expect(try await walk.api.call("POST", "/v1/checkins/\(id)/location", ["lat": 55.6763, "lon": 12.5683], token: walk.ben.token).0 == 204)
+        #expect(try await walk.checkin(id)["status"] as? String == "prompting")
+        let prompt = try #require(try await walk.pushes(to: "ben-phone").last { $0.template == "checkin_prompt" })
+        #expect((prompt.data["checkin"] as? [String: Any])?["reason"] as? String == "arrived" && prompt.data["critical"] as? Bool == true)
+        // Extending takes the PIN like the other answers.
+        #expect(try await walk.api.call("POST", "/v1/checkins/\(id)/extend", ["due_in_s": 600], token: walk.ben.token).1.errorCode == "pin_required")
+        #expect(try await walk.api.call("POST", "/v1/checkins/\(id)/extend", ["due_in_s": 600, "pin": "0000"], token: walk.ben.token).1.errorCode
+                == "wrong_pin")
+        let (extended, body) = try await walk.api.call("POST", "/v1/checkins/\(id)/extend", ["due_in_s": 600, "pin": Self.safePIN], token: walk.ben.token)
+        #expect(extended == 200 && body["status"] as? String == "active", "\(body)")
+        #expect(try await walk.api.call("POST", "/v1/checkins/\(id)/complete", ["pin": Self.safePIN], token: walk.ben.token).0 == 200)
+
+        // The duress PIN extends as asked, and the silent alert goes to the group.
+        let forced = try #require(try await walk.start(["group_id": walk.elm, "due_in_s": 3600])["id"] as? String)
+        let (answered, shown) = try await walk.api.call("POST", "/v1/checkins/\(forced)/extend", ["due_in_s": 900, "pin": Self.duressPIN],
+                                                        token: walk.ben.token)
+        #expect(answered == 200 && shown["status"] as? String == "active")
+        let (_, alerts) = try await walk.api.call("GET", "/v1/groups/\(walk.elm)/alerts?status=open", token: walk.ann.token)
+        let templates = (alerts["items"] as? [[String: Any]] ?? []).compactMap { $0["template"] as? String }
+        #expect(templates.contains("duress"), "\(alerts)")
+        let (_, own) = try await walk.api.call("GET", "/v1/groups/\(walk.elm)/alerts?status=open", token: walk.ben.token)
+        #expect(!String(describing: own).contains("duress"), "the walker sees nothing of it")
+        await walk.api.stop()
+    }
+
     @Test func pinsAreDigitsDifferentNeededOnceSetAndThrottledLikeSignIns() async throws {
         let walk = try await Walk()
         for (body, field) in [(["safe_pin": "123", "duress_pin": "4567"], "safe_pin"), (["safe_pin": "123456789", "duress_pin": "4567"], "safe_pin"),

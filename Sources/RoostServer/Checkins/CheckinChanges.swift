@@ -103,7 +103,14 @@ struct ShareCheckinLocation: OwnCheckinChange {
         try CheckinStore().recordLocation(checkin, tenant: user.tenantID, location: try location.validatedJSON(), battery: battery,
                                           stillLocation: try still.place.validatedJSON(), stillSince: still.since, trail: keep, on: connection)
         let destination = try checkin.destination.map { try JSONDecoder().decode(Destination.self, from: Data($0.utf8)) }
-        if CheckinStatus(of: checkin).isWalking && CheckinPolicy.arrived(at: location, destination: destination) {
+        guard CheckinStatus(of: checkin).isWalking && CheckinPolicy.arrived(at: location, destination: destination) else { return }
+        // With PINs set, arriving is not an answer (whoever holds the phone may have walked it
+        // there): the walk asks for the PIN, with the usual grace, as at its deadline.
+        if try PinStore().pins(of: user.id, on: connection) != nil {
+            if CheckinStatus(of: checkin) == .active {
+                try CheckinDeadlines.prompt(checkin, at: now, reason: "arrived", tenant: user.tenantID, on: connection)
+            }
+        } else {
             _ = try CompleteCheckin.finish(checkin, reason: "arrived", allClear: false, by: user, on: connection)
         }
     }
@@ -115,6 +122,8 @@ struct ExtendCheckin: OwnCheckinChange {
     static let answer = CheckinPolicy.Answer.extend
     let checkin: UUID
     let seconds: Double
+    /// Answered with the duress PIN (`CheckinPins`): extended as asked, and the silent alert raised.
+    var duress = false
 
     func change(_ checkin: Checkin, _ outcome: CheckinPolicy.Outcome, by user: User, on connection: PostgresConnection) throws -> Checkin {
         let store = CheckinStore()
@@ -122,6 +131,7 @@ struct ExtendCheckin: OwnCheckinChange {
         try store.reschedule(checkin.id, at: CheckinPolicy.firstLook(CheckinPolicy.Clock(extended)), on: connection)
         let data = CheckinAlerts.eventData(extended, name: user.displayName, "\"due_at\":\(JSONString.quote(APIJSON.time(extended.dueAt)))")
         try CheckinAlerts.announce(extended, event: .checkinExtended, data: data, tenant: user.tenantID, on: connection)
+        if duress { try CheckinAlerts.duress(extended, name: user.displayName, tenant: user.tenantID, on: connection) }
         return extended
     }
 }

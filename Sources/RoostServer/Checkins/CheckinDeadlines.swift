@@ -37,6 +37,20 @@ struct CheckinDeadlines: Sendable {
             .filter { $0 != .rescheduled }
     }
 
+    /// "Are you OK?": the walk moves to `prompting` at `at` (its deadline came, `due`, or the
+    /// walker arrived with PINs set, `arrived`), a critical push and a notice ask the walker,
+    /// and the alert goes out at `missAt` (`at` plus the grace when not given) unless answered.
+    static func prompt(_ checkin: Checkin, at now: Date, missAt given: Date? = nil, reason: String, tenant: UUID,
+                       on connection: PostgresConnection) throws {
+        let missAt = given ?? now.addingTimeInterval(Double(checkin.graceSeconds))
+        try CheckinStore().prompt(checkin.id, at: now, missAt: missAt, on: connection)
+        let data = "{\"checkin_id\":\"\(checkin.id.lowercasedText)\",\"due_at\":\(JSONString.quote(APIJSON.time(checkin.dueAt))),"
+            + "\"miss_at\":\(JSONString.quote(APIJSON.time(missAt))),\"note\":\(JSONString.quote(checkin.note)),\"reason\":\"\(reason)\"}"
+        try OutboxStore().enqueuePushes(to: checkin.userID, template: "checkin_prompt",
+                                        data: RawJSON("{\"critical\":true,\"checkin\":\(data)}"), on: connection)
+        try GroupEventLog.notifyUser(tenant: tenant, user: checkin.userID, event: .checkinPrompt, data: data, on: connection)
+    }
+
     private func handle(_ job: ClaimedCheckin, now: Date, on connection: PostgresConnection) throws -> Done? {
         let store = CheckinStore()
         let checkin: Checkin
@@ -52,12 +66,7 @@ struct CheckinDeadlines: Sendable {
             try store.reschedule(checkin.id, at: until, on: connection)
             return .rescheduled
         case .prompt(let missAt):
-            try store.prompt(checkin.id, at: now, missAt: missAt, on: connection)
-            let data = "{\"checkin_id\":\"\(checkin.id.lowercasedText)\",\"due_at\":\(JSONString.quote(APIJSON.time(checkin.dueAt))),"
-                + "\"miss_at\":\(JSONString.quote(APIJSON.time(missAt))),\"note\":\(JSONString.quote(checkin.note))}"
-            try OutboxStore().enqueuePushes(to: checkin.userID, template: "checkin_prompt",
-                                            data: RawJSON("{\"critical\":true,\"checkin\":\(data)}"), on: connection)
-            try GroupEventLog.notifyUser(tenant: job.tenant, user: checkin.userID, event: .checkinPrompt, data: data, on: connection)
+            try Self.prompt(checkin, at: now, missAt: missAt, reason: "due", tenant: job.tenant, on: connection)
             return .prompted(checkin.id)
         case .miss:
             let name = try UserStore().find(id: checkin.userID, on: connection)?.displayName ?? UserStore.deletedName

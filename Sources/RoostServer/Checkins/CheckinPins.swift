@@ -88,7 +88,11 @@ struct CheckinPins: Sendable {
     /// the sign-in limit. Both hashes are always checked, so the safe and the duress PIN take
     /// the same time.
     func answer(_ context: RequestContext, _ caller: SignedIn) async throws -> Answer {
-        let pin = context.request.body.isEmpty ? nil : try context.decodeJSON(AnswerBody.self).pin
+        try await verify(context.request.body.isEmpty ? nil : try context.decodeJSON(AnswerBody.self).pin, context, caller)
+    }
+
+    /// `answer` for a PIN that came in a larger body (`extend`'s `{due_in_s, pin}`).
+    func verify(_ pin: String?, _ context: RequestContext, _ caller: SignedIn) async throws -> Answer {
         let (user, stored) = try await caller.inTenant { user, connection in (user, try PinStore().pins(of: user.id, on: connection)) }
         guard let stored else {
             if pin != nil { throw APIError.invalid("no PINs are set (PUT /v1/me/pins)", "pin") }

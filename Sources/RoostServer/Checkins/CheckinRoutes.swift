@@ -50,8 +50,13 @@ struct CheckinRoutes: Sendable {
 
     struct ExtendBody: Decodable, KnownFields {
         let dueInSeconds: Int
-        enum CodingKeys: String, CodingKey { case dueInSeconds = "due_in_s" }
-        static let fieldNames: Set<String> = ["due_in_s"]
+        /// Required once PINs are set: more time is an answer like "I'm safe".
+        let pin: String?
+        enum CodingKeys: String, CodingKey {
+            case dueInSeconds = "due_in_s"
+            case pin
+        }
+        static let fieldNames: Set<String> = ["due_in_s", "pin"]
     }
 
     struct LocationBody: Decodable, KnownFields {
@@ -176,7 +181,10 @@ struct CheckinRoutes: Sendable {
         }
         builder.add(.post, "/v1/checkins/{id:uuid}/extend", bodyLimit: 4 * 1024, signedIn: auth) { context, caller in
             let body = try context.decodeJSON(ExtendBody.self)
-            let extend = ExtendCheckin(checkin: context.parameters.uuid("id")!, seconds: try seconds(dueIn: body.dueInSeconds, dueAt: nil))
+            let seconds = try seconds(dueIn: body.dueInSeconds, dueAt: nil)
+            // The duress PIN is answered exactly like the safe one, while the silent alert goes out.
+            let duress = try await pins.verify(body.pin, context, caller) == .duress
+            let extend = ExtendCheckin(checkin: context.parameters.uuid("id")!, seconds: seconds, duress: duress)
             return try APIJSON.response(.ok, CheckinView(checkin: try await caller.run(extend)))
         }
         // With PINs set, the PIN decides; the duress PIN's answer is the safe PIN's, byte for byte.
