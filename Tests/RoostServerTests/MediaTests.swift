@@ -14,9 +14,9 @@ struct MediaTests {
     /// Uploads `bytes` as the raw body (chunked in `pieces` when given); the status and JSON.
     /// With `close`, the request says `Connection: close` (its body must still be read whole).
     static func upload(_ api: APIFixture, _ bytes: [UInt8], token: String, contentType: String? = nil, pieces: Int? = nil,
-                       close: Bool = false) async throws -> (Int, [String: Any]) {
+                       close: Bool = false, query: String = "") async throws -> (Int, [String: Any]) {
         let client = try TestClient(port: api.test.port)
-        var head = "POST /v1/media HTTP/1.1\r\nAuthorization: Bearer \(token)\r\n" + (close ? "Connection: close\r\n" : "")
+        var head = "POST /v1/media\(query) HTTP/1.1\r\nAuthorization: Bearer \(token)\r\n" + (close ? "Connection: close\r\n" : "")
         if let contentType { head += "Content-Type: \(contentType)\r\n" }
         if let pieces {
             client.send(head + "Transfer-Encoding: chunked\r\n\r\n")
@@ -309,6 +309,47 @@ struct MediaTests {
         #expect(full == 413 && (error["error"] as? [String: Any])?["code"] as? String == "quota_exceeded", "\(error)")
         let kept = try await api.inTenant { _, connection in try connection.query("SELECT count(*) AS n FROM media_blobs").rows[0].decode(Int.self, "n") }
         #expect(kept == 1, "what did not fit left bytes behind")
+        await api.stop()
+    }
+
+    /// A PNG of about `bytes` bytes, different for each `seed` (identical uploads share their bytes).
+    static func png(bytes: Int, seed: UInt8) -> [UInt8] {
+        MediaSamples.pngSignature + MediaSamples.chunk("IHDR", [0, 0, 0, 5, 0, 0, 0, 4, 8, 2, 0, 0, 0])
+            + MediaSamples.chunk("IDAT", [seed] + [UInt8](repeating: 7, count: bytes - 58)) + MediaSamples.chunk("IEND", [])
+    }
+
+    @Test func eachUploaderKeepsToTheirShareAndAlertsHaveTheLastOfTheQuota() async throws {
+        var limits = AbuseLimits.generous
+        limits.tenantMediaQuotaBytes = 10_000
+        limits.mediaSharePercent = 30          // 3,000 bytes each
+        limits.mediaAlertReservePercent = 20   // ordinary uploads stop at 8,000
+        let api = try APIFixture(limits: limits)
+        let (ann, bob, cy) = (try await api.person(email: "ann@example.org"), try await api.person(email: "bob@example.org"),
+                              try await api.person(email: "cy@example.org"))
+        var seed: UInt8 = 0
+        func upload(_ person: APIFixture.Person, query: String = "") async throws -> (Int, [String: Any]) {
+            seed += 1
+            return try await Self.upload(api, Self.png(bytes: 1400, seed: seed), token: person.token, query: query)
+        }
+        // Ann's share: two fit, the third is hers to wait for, whatever room the tenant has.
+        for _ in 0..<2 { #expect(try await upload(ann).0 == 201) }
+        let (over, refusal) = try await upload(ann)
+        #expect(over == 413 && refusal.errorCode == "quota_exceeded" && "\(refusal)".contains("share"), "\(refusal)")
+        // Bob and Cy fill the tenant up to the reserve (5,600 + 1,400 + 1,400 would pass 8,000).
+        for person in [bob, bob, cy] { #expect(try await upload(person).0 == 201) }
+        let (full, error) = try await upload(cy)
+        #expect(full == 413 && error.errorCode == "quota_exceeded" && !"\(error)".contains("share"), "\(error)")
+        // The reserve takes a photo for an alert, and it goes only into an alert.
+        let (reserved, photo) = try await upload(cy, query: "?for=alert")
+        #expect(reserved == 201, "\(photo)")
+        let id = try #require(photo["id"] as? String)
+        let group = try #require(try await api.call("POST", "/v1/groups", ["name": "Elm"], token: cy.token).1["id"] as? String)
+        let (chat, chatError) = try await api.call("POST", "/v1/groups/\(group)/messages", ["client_msg_id": "c1", "text": "look", "kind": "chat",
+                                                                                             "attachments": [id]], token: cy.token)
+        #expect(chat == 400 && (chatError["error"] as? [String: Any])?["field"] as? String == "attachments")
+        #expect(try await api.call("POST", "/v1/groups/\(group)/messages", ["client_msg_id": "a1", "text": "Broken window", "kind": "alert",
+                                                                            "severity": "red", "attachments": [id]], token: cy.token).0 == 201)
+        #expect(try await Self.upload(api, Self.png(bytes: 1400, seed: 99), token: cy.token, query: "?for=chat").0 == 400)
         await api.stop()
     }
 

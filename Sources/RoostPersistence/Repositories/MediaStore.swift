@@ -50,12 +50,19 @@ public struct MediaStore: Sendable {
     }
 
     /// The bytes and usage the tenant has, and how many uploads `uploader` has waiting to be linked.
-    public func standing(tenant: UUID, uploader: UUID, on connection: PostgresConnection) throws -> (usedBytes: Int, pending: Int) {
+    /// The tenant's bytes in use, the uploader's own (each of their distinct blobs once), and
+    /// their uploads waiting to be linked.
+    public func standing(tenant: UUID, uploaderType: String, uploader: UUID, on connection: PostgresConnection)
+        throws -> (usedBytes: Int, uploaderBytes: Int, pending: Int)
+    {
         let row = try connection.query("""
             SELECT coalesce((SELECT bytes FROM media_usage WHERE tenant_id = \(tenant)), 0) AS used,
+                   coalesce((SELECT sum(mb.bytes) FROM media_blobs mb
+                             WHERE mb.tenant_id = \(tenant) AND mb.id IN (SELECT blob_id FROM media
+                                                                       WHERE uploader_type = \(uploaderType) AND uploader_id = \(uploader))), 0) AS own,
                    (SELECT count(*) FROM media WHERE uploader_id = \(uploader) AND expires_at IS NOT NULL) AS pending
             """).rows[0]
-        return (try row.decode(Int.self, "used"), try row.decode(Int.self, "pending"))
+        return (try row.decode(Int.self, "used"), try row.decode(Int.self, "own"), try row.decode(Int.self, "pending"))
     }
 
     public enum Finish: Sendable, Equatable {
@@ -69,7 +76,7 @@ public struct MediaStore: Sendable {
     /// `quota`, and the upload made, pending for a day. A concurrent identical upload that
     /// won the hash's unique key surfaces as `uniqueViolation`: run it again.
     public func finish(tenant: UUID, blob: UUID, uploaderType: String, uploader: UUID, bytes: Int, width: Int?, height: Int?,
-                       sha256: [UInt8]?, patch: (offset: Int, bytes: [UInt8])?, quota: Int,
+                       sha256: [UInt8]?, patch: (offset: Int, bytes: [UInt8])?, quota: Int, forAlert: Bool = false,
                        on connection: PostgresConnection) throws -> Finish {
         if let patch {
             try connection.query("""
@@ -100,8 +107,8 @@ public struct MediaStore: Sendable {
             if counted == nil { return .overQuota }
         }
         let row = try connection.query("""
-            INSERT INTO media (tenant_id, id, blob_id, uploader_type, uploader_id, expires_at)
-            VALUES (\(tenant), \(blob), \(stored), \(uploaderType), \(uploader), now() + \(Self.pendingLifetime) * interval '1 second')
+            INSERT INTO media (tenant_id, id, blob_id, uploader_type, uploader_id, expires_at, for_alert)
+            VALUES (\(tenant), \(blob), \(stored), \(uploaderType), \(uploader), now() + \(Self.pendingLifetime) * interval '1 second', \(forAlert))
             RETURNING id
             """).rows[0]
         return .stored(try record(try row.decode(UUID.self, "id"), on: connection)!)
@@ -147,12 +154,14 @@ public struct MediaStore: Sendable {
 
     /// The `attachments` of a message about to be posted, as its JSON shows them, when every id
     /// is an upload of the poster's; nil when one is not.
-    public func attachmentsJSON(_ ids: [UUID], uploaderType: String, uploader: UUID, on connection: PostgresConnection) throws -> String? {
+    /// Uploads made for an alert go only into alerts (`intoAlert`).
+    public func attachmentsJSON(_ ids: [UUID], uploaderType: String, uploader: UUID, intoAlert: Bool = true,
+                                on connection: PostgresConnection) throws -> String? {
         guard !ids.isEmpty else { return "[]" }
         let row = try connection.query("""
             SELECT count(*) AS found, coalesce(jsonb_agg(\(unsafeRaw: Self.attachmentObject) ORDER BY x.position), '[]'::jsonb)::text AS json
             FROM unnest(\(ids)::uuid[]) WITH ORDINALITY AS x(id, position)
-            JOIN media md ON md.id = x.id AND md.uploader_type = \(uploaderType) AND md.uploader_id = \(uploader)
+            JOIN media md ON md.id = x.id AND md.uploader_type = \(uploaderType) AND md.uploader_id = \(uploader) AND (\(intoAlert) OR NOT md.for_alert)
             JOIN media_blobs mb ON mb.tenant_id = md.tenant_id AND mb.id = md.blob_id
             """).rows[0]
         return try row.decode(Int.self, "found") == Set(ids).count ? try row.decode(String.self, "json") : nil

@@ -37,6 +37,11 @@ public struct AbuseLimits: Sendable {
     public var uploadsPerUploader = 4
     /// What one tenant's media may take in all (413 `quota_exceeded` beyond).
     public var tenantMediaQuotaBytes = 1024 << 20
+    /// The part of that quota one member's or one bridge's uploads may take, in percent.
+    public var mediaSharePercent = 10
+    /// The last part of the quota, in percent, kept for uploads made for an alert (a bridge's
+    /// snapshot, `POST /v1/media?for=alert`): a full tenant can still show what happened.
+    public var mediaAlertReservePercent = 5
 
     public init() {}
 
@@ -57,6 +62,8 @@ public struct AbuseLimits: Sendable {
         limits.outsidePerAccountPerDay = 1_000_000
         limits.outsidePerNewAccountPerDay = 1_000_000
         limits.outsidePerTenantPerDay = 1_000_000
+        limits.mediaSharePercent = 100
+        limits.mediaAlertReservePercent = 0
         return limits
     }
 }

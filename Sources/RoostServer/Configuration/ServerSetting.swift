@@ -162,6 +162,14 @@ struct ServerSetting: Sendable {
                 "emails and texts one tenant sends in a day; beyond, 429 tenant_budget, a metric and a log line") {
             $0.abuse.outsidePerTenantPerDay = $1
         },
+        integer("--media-share-percent", "ROOST_MEDIA_SHARE_PERCENT", 1...100, 10,
+                "the part of a tenant's media quota one member's or one bridge's uploads may take; beyond, 413 quota_exceeded") {
+            $0.abuse.mediaSharePercent = $1
+        },
+        integer("--media-alert-reserve-percent", "ROOST_MEDIA_ALERT_RESERVE_PERCENT", 0...50, 5,
+                "the last part of the media quota, kept for uploads made for alerts (bridge snapshots, POST /v1/media?for=alert)") {
+            $0.abuse.mediaAlertReservePercent = $1
+        },
         integer("--password-resets-per-address-per-hour", "ROOST_PASSWORD_RESETS_PER_ADDRESS_PER_HOUR", 1...1_000_000, 10,
                 "password reset requests from one client address in an hour; beyond, 429") { $0.abuse.passwordResetsPerAddressPerHour = $1 },
         integer("--max-upload-bytes", "ROOST_MAX_UPLOAD_BYTES", 1024...1_073_741_824, 26_214_400,

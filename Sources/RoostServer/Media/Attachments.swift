@@ -13,11 +13,13 @@ enum Attachments {
         }
     }
 
-    /// The ids with their JSON, for `NewMessage.attachments`; 400 when one is not the poster's upload.
-    static func resolve(_ ids: [UUID], uploaderType: String, uploader: UUID, on connection: PostgresConnection) throws -> (ids: [UUID], json: String) {
+    /// The ids with their JSON, for `NewMessage.attachments`; 400 when one is not the poster's
+    /// upload, or was made for an alert (`?for=alert`) and this is not one.
+    static func resolve(_ ids: [UUID], uploaderType: String, uploader: UUID, intoAlert: Bool = true,
+                        on connection: PostgresConnection) throws -> (ids: [UUID], json: String) {
         guard !ids.isEmpty else { return ([], "[]") }
-        guard let json = try MediaStore().attachmentsJSON(ids, uploaderType: uploaderType, uploader: uploader, on: connection) else {
-            throw APIError.invalid("an attachment is not an upload of yours (POST /v1/media first)", "attachments")
+        guard let json = try MediaStore().attachmentsJSON(ids, uploaderType: uploaderType, uploader: uploader, intoAlert: intoAlert, on: connection) else {
+            throw APIError.invalid("an attachment is not an upload of yours (POST /v1/media first), or was made for an alert", "attachments")
         }
         return (ids, json)
     }

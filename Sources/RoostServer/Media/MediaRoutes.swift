@@ -55,6 +55,12 @@ struct MediaRoutes: Sendable {
         APIError(.payloadTooLarge, code: "quota_exceeded", message: "this neighbourhood's media storage (\(quota >> 20) MiB) is full")
     }
 
+    static func shareExceeded(_ share: Int, bridge: Bool) -> APIError {
+        APIError(.payloadTooLarge, code: "quota_exceeded",
+                 message: "this \(bridge ? "bridge's" : "member's") share of the neighbourhood's media storage (\(share >> 10) KiB) is used up; "
+                     + "delete or let expire what is not needed")
+    }
+
     private func upload(_ context: RequestContext) async throws -> HTTPResponse {
         let uploader = try await uploader(context)
         guard let body = context.bodyStream else { preconditionFailure("POST /v1/media is a streamed route") }
@@ -65,19 +71,30 @@ struct MediaRoutes: Sendable {
                            headers: ["Retry-After": "5"])
         }
         defer { slots.release(keys) }
+        // A bridge's snapshots are for its alerts; a member says so with `?for=alert`.
+        let purpose = context.request.target.queryValue("for")
+        guard purpose == nil || purpose == "alert" else { throw APIError.invalid("for is alert, or absent", "for") }
+        let forAlert = uploader.type == "bridge" || purpose == "alert"
         let quota = limits.tenantMediaQuotaBytes
-        let (used, pending) = try await pool.withConnection { connection in
-            try connection.withTenantTransaction(uploader.tenant) { try MediaStore().standing(tenant: uploader.tenant, uploader: uploader.id, on: $0) }
+        let (used, own, pending) = try await pool.withConnection { connection in
+            try connection.withTenantTransaction(uploader.tenant) {
+                try MediaStore().standing(tenant: uploader.tenant, uploaderType: uploader.type, uploader: uploader.id, on: $0)
+            }
         }
         if uploader.type == "user" && pending >= Self.maxPending {
             throw APIError(.tooManyRequests, code: "rate_limited",
                            message: "\(Self.maxPending) uploads already wait to be linked into a message; use them or let them expire",
                            headers: ["Retry-After": "3600"])
         }
-        let room = quota - used
-        if let declared = context.request.headers["Content-Length"].flatMap(Int.init), declared > room { throw Self.quotaExceeded(quota) }
+        // Ordinary uploads stop short of the alert reserve; every uploader keeps to their share.
+        let ceiling = forAlert ? quota : quota - quota / 100 * limits.mediaAlertReservePercent
+        let share = quota / 100 * limits.mediaSharePercent
+        let (tenantRoom, shareRoom) = (ceiling - used, share - own)
+        let room = min(tenantRoom, shareRoom)
+        let refusal = shareRoom < tenantRoom ? Self.shareExceeded(share, bridge: uploader.type == "bridge") : Self.quotaExceeded(quota)
+        if let declared = context.request.headers["Content-Length"].flatMap(Int.init), declared > room { throw refusal }
 
-        var writer = BlobWriter(pool: pool, tenant: uploader.tenant, room: room, quota: quota)
+        var writer = BlobWriter(pool: pool, tenant: uploader.tenant, room: room, ceiling: ceiling, forAlert: forAlert, refusal: refusal)
         var stripper = MediaStripper(contentType: context.request.headers["Content-Type"])
         do {
             while let part = try await body.next() {
@@ -105,7 +122,11 @@ struct MediaRoutes: Sendable {
         let pool: ConnectionPool
         let tenant: UUID
         let room: Int
-        let quota: Int
+        /// The tenant's usage this upload may reach (below the alert reserve unless `forAlert`).
+        let ceiling: Int
+        let forAlert: Bool
+        /// What a write past `room` is answered with.
+        let refusal: APIError
         let id = UUID()
         var pending: [UInt8] = []
         var chunks = 0
@@ -115,7 +136,7 @@ struct MediaRoutes: Sendable {
 
         mutating func write(_ output: [UInt8], type: MediaType?, last: Bool = false) async throws {
             bytes += output.count
-            guard bytes <= room else { throw MediaRoutes.quotaExceeded(quota) }
+            guard bytes <= room else { throw refusal }
             pending += output
             while pending.count >= MediaStore.chunkBytes || (last && !pending.isEmpty) {
                 let data = Array(pending.prefix(MediaStore.chunkBytes))
@@ -147,16 +168,16 @@ struct MediaRoutes: Sendable {
         func finish(uploader: Uploader, width: Int?, height: Int?, patch: (offset: Int, bytes: [UInt8])?) async throws -> MediaRecord {
             // A patched header (WebP's size) changes bytes already hashed: PostgreSQL hashes the stored ones.
             let digest = patch == nil ? hash.finish() : nil
-            let (tenant, id, bytes, quota) = (tenant, id, bytes, quota)
+            let (tenant, id, bytes, ceiling, forAlert) = (tenant, id, bytes, ceiling, forAlert)
             for attempt in 1...2 {
                 do {
                     return try await pool.withConnection { connection in
                         try connection.withTenantTransaction(tenant) { connection in
                             let finished = try MediaStore().finish(tenant: tenant, blob: id, uploaderType: uploader.type, uploader: uploader.id,
                                                                    bytes: bytes, width: width, height: height, sha256: digest, patch: patch,
-                                                                   quota: quota, on: connection)
+                                                                   quota: ceiling, forAlert: forAlert, on: connection)
                             // Over the quota: the transaction rolls back (the blob stays unfinished, for `abandon`).
-                            guard case .stored(let record) = finished else { throw MediaRoutes.quotaExceeded(quota) }
+                            guard case .stored(let record) = finished else { throw MediaRoutes.quotaExceeded(ceiling) }
                             return record
                         }
                     }

@@ -84,7 +84,8 @@ struct PostMessage: GroupUseCase {
         }
         // A reply to a message hidden from someone is hidden from them too.
         message.hiddenFrom = target?.hiddenFrom
-        message.attachments = try Attachments.resolve(attachments, uploaderType: "user", uploader: caller.user.id, on: connection)
+        message.attachments = try Attachments.resolve(attachments, uploaderType: "user", uploader: caller.user.id, intoAlert: kind == "alert",
+                                                      on: connection)
         let raisesAlert = message.severity.map { AlertSeverity($0).raisesAlert } == true
         // Amber and red alerts reach people's phones: counted per member (a repeat rolls back with
         // the insert). So are info alerts with a place: each tells members' distances from it, and
