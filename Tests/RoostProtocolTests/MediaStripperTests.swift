@@ -71,6 +71,23 @@ struct MediaStripperTests {
         #expect(!Self.contains(out, MediaSamples.secret))
     }
 
+    @Test func onlyChunksAndSegmentsKnownToMakeThePicturePass() throws {
+        // WebP: LIST/INFO (author, software, dates) and a chunk nobody knows go; alpha stays.
+        let info = MediaSamples.riffChunk("LIST", Array("INFOIART".utf8) + [9, 0, 0, 0] + Array("Ann Lee\0\0".utf8))
+        let webp = MediaSamples.riff(MediaSamples.riffChunk("VP8X", MediaSamples.vp8x) + info + MediaSamples.riffChunk("ALPH", [0, 1])
+                                     + MediaSamples.riffChunk("ZZZZ", MediaSamples.secret) + MediaSamples.riffChunk("VP8L", MediaSamples.vp8l))
+        let (_, strippedWebP) = try strip(webp)
+        #expect(!Self.contains(strippedWebP, Array("Ann Lee".utf8)) && !Self.contains(strippedWebP, MediaSamples.secret))
+        #expect(Self.contains(strippedWebP, MediaSamples.riffChunk("ALPH", [0, 1])) && Self.contains(strippedWebP, MediaSamples.riffChunk("VP8L", MediaSamples.vp8l)))
+        // JPEG: an unknown APPn and a JPGn extension go like IPTC; the tables stay.
+        let jpeg = [0xFF, 0xD8] + MediaSamples.segment(0xE5, MediaSamples.secret) + MediaSamples.segment(0xF3, MediaSamples.secret)
+            + MediaSamples.segment(0xDB, [0] + [UInt8](repeating: 1, count: 64)) + MediaSamples.segment(0xC0, [8, 0, 2, 0, 3, 1, 1, 0x11, 0])
+            + MediaSamples.segment(0xDA, [1, 1, 0, 0, 63, 0]) + [0x12, 0xFF, 0xD9]
+        let (_, strippedJPEG) = try strip(jpeg)
+        #expect(!Self.contains(strippedJPEG, MediaSamples.secret))
+        #expect(Self.contains(strippedJPEG, MediaSamples.segment(0xDB, [0] + [UInt8](repeating: 1, count: 64))))
+    }
+
     @Test func typesAreToldByTheirBytesAndADeclaredTypeThatDisagreesIsRefused() throws {
         #expect(try strip(MediaSamples.pdf, contentType: "application/pdf").0.type == .pdf)
         #expect(try strip(MediaSamples.jpeg(), contentType: "image/jpg; charset=x").0.type == .jpeg)

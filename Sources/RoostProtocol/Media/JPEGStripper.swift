@@ -116,10 +116,10 @@ struct JPEGStripper: FormatStripper {
             if Self.starts(data, "ICC_PROFILE\0") { Self.write(code, data, into: &output) }
         case 0xEE:
             if Self.starts(data, "Adobe") { Self.write(code, data, into: &output) }
-        case 0xE3...0xED, 0xEF, 0xFE:
-            break  // other application segments (IPTC, vendors' notes) and comments
+        case 0xC4, 0xCC, 0xDB, 0xDC, 0xDD, 0xDE, 0xDF:
+            Self.write(code, data, into: &output)  // Huffman, arithmetic and quantization tables, line count, restart interval, hierarchy
         default:
-            Self.write(code, data, into: &output)  // tables, restart interval, and the rest of the format
+            break  // a keep-list: other application segments (IPTC, vendors' notes), comments, JPGn extensions, anything unknown
         }
     }
 

@@ -1,7 +1,8 @@
-/// WebP (RIFF) without its metadata: the `EXIF` and `XMP ` chunks are left out, the extended
-/// header's flags stop announcing them, and the RIFF size at offset 4 is rewritten once the
-/// whole file has passed (`patch`). Every other chunk passes through as it arrives; anything
-/// past the size the RIFF header declares is dropped.
+/// WebP (RIFF) without its metadata: only the chunks known to make the picture pass (`VP8X`,
+/// `VP8 `, `VP8L`, `ALPH`, `ANIM`, `ANMF`, `ICCP`); `EXIF`, `XMP `, `LIST`/`INFO` and anything
+/// else are left out, the extended header's flags stop announcing EXIF and XMP, and the RIFF size
+/// at offset 4 is rewritten once the whole file has passed (`patch`). Anything past the size the
+/// RIFF header declares is dropped.
 struct WebPStripper: FormatStripper {
     private enum State: Sendable {
         /// "RIFF", size, "WEBP": 12 bytes into `pending`.
@@ -76,18 +77,20 @@ struct WebPStripper: FormatStripper {
         let header = pending
         pending = []
         switch fourcc {
-        case "EXIF", "XMP ":
-            state = .data(keep: false, remaining: padded)
-            if padded == 0 { state = left == 0 ? .done : .chunkHeader }
         case "VP8X", "VP8 ", "VP8L":
             let wanted = fourcc == "VP8X" ? 10 : fourcc == "VP8 " ? 10 : 5
             guard size >= wanted else { throw .malformed("a WebP \(fourcc) chunk is too short") }
             emit(header, into: &output)
             state = .chunkStart(fourcc: fourcc, size: padded, wanted: wanted)
-        default:
+        case "ALPH", "ANIM", "ANMF", "ICCP":
             if fourcc == "ANMF" { sawImage = true }  // an animation's frame
             emit(header, into: &output)
             state = .data(keep: true, remaining: padded)
+            if padded == 0 { state = left == 0 ? .done : .chunkHeader }
+        default:
+            // A keep-list: EXIF, XMP, LIST/INFO (author, software, dates) and any chunk not
+            // known to be part of the picture are left out.
+            state = .data(keep: false, remaining: padded)
             if padded == 0 { state = left == 0 ? .done : .chunkHeader }
         }
     }
