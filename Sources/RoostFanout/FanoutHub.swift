@@ -77,6 +77,11 @@ public final class FanoutHub<Sink: FrameSink>: Sendable {
         mutate { $0.resume(id, cursors: cursors, now: now) }
     }
 
+    /// The user's open streams on this node (`StreamRoutes` caps them).
+    public func streamCount(of user: UUID) -> Int {
+        state.withLock { $0.streamCount(of: user) }
+    }
+
     /// The connection closed.
     public func close(_ id: SubscriberID) {
         state.withLock { $0.unsubscribe(id) }

@@ -130,6 +130,9 @@ public struct FanoutState<Sink> {
     private(set) var subscribers: [SubscriberID: Subscriber] = [:]
     private var byUser: [UUID: Set<SubscriberID>] = [:]
     private var bySession: [String: Set<SubscriberID>] = [:]
+
+    /// The user's open streams on this node.
+    public func streamCount(of user: UUID) -> Int { byUser[user]?.count ?? 0 }
     private var nextID = 0
 
     public init(replayPageSize: Int = 200, resumeLimit: Int = 20, resumeWindowNanoseconds: UInt64 = 10_000_000_000) {

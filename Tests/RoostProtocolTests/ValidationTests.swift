@@ -27,6 +27,18 @@ struct ValidationTests {
         #expect(throws: APIError.self) { try BoundedText.clientKey(String(repeating: "k", count: 201), field: "client_msg_id") }
     }
 
+    @Test func namesHaveNoInvisibleOrDirectionChangingCharacters() throws {
+        for bad in ["Ann\u{202E}nimda", "\u{2066}Ann\u{2069}", "Ann\u{200E}", "Ann\u{061C}", "An\u{00AD}n", "Ann\u{2060}", "Ann\u{E0041}", "A\u{FEFF}nn"] {
+            #expect(throws: APIError.self, "\(bad.unicodeScalars.map { String($0.value, radix: 16) })") {
+                try BoundedText.name(bad, field: "display_name", range: 1...100)
+            }
+        }
+        for good in ["Ann Lee", "Zoë", "محمد", "می\u{200C}خواهم", "👨\u{200D}👩\u{200D}👧 The Lees", "李小龙"] {
+            #expect(try BoundedText.name(good, field: "display_name", range: 1...100) == good)
+        }
+        #expect(throws: APIError.self) { try BoundedText.name("Ann\u{7}", field: "display_name", range: 1...100) }
+    }
+
     @Test func locationsAreCheckedAndWrittenAsSortedJSON() throws {
         #expect(try Location(lat: 55.67, lon: 12.5, accuracyM: 8).validatedJSON() == #"{"accuracy_m":8,"lat":55.67,"lon":12.5}"#)
         #expect(try Location(lat: -90, lon: 180).validatedJSON() == #"{"lat":-90,"lon":180}"#)

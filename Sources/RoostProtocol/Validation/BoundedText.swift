@@ -14,6 +14,20 @@ public enum BoundedText {
         return trimmed
     }
 
+    /// A name shown to others (a display name, a group's, a bridge's, a contact's): free text
+    /// as `validate`, and no Unicode format characters (general category Cf: soft hyphens,
+    /// invisible separators, tags), least of all the bidirectional controls that make a name read
+    /// as another ("Ann\u{202E}nimda"). The zero-width joiner and non-joiner stay: emoji
+    /// sequences and Persian names need them.
+    public static func name(_ value: String, field: String, range: ClosedRange<Int>) throws(APIError) -> String {
+        let text = try validate(value, field: field, range: range)
+        let hidden = text.unicodeScalars.contains { scalar in
+            scalar.properties.generalCategory == .format && scalar != "\u{200C}" && scalar != "\u{200D}"
+        }
+        guard !hidden else { throw APIError.invalid("\(field) must not contain invisible or direction-changing characters", field) }
+        return text
+    }
+
     /// `value` without the white space (Unicode White_Space, line breaks included) at either
     /// end, scalar by scalar, as Foundation's `trimmingCharacters(in: .whitespacesAndNewlines)`.
     public static func trimmed(_ value: String) -> String {

@@ -122,11 +122,15 @@ struct SignedIn: Sendable {
 
 extension Router.Builder {
     /// A route for signed-in users: a request without a bearer token of a session token's shape
-    /// is refused with 401 before the handler runs (or its body is decoded).
+    /// is refused with 401 before the handler runs (or its body is decoded). What it answers is
+    /// one person's and is never stored by a cache on the way (`Cache-Control: no-store`,
+    /// unless the route says otherwise).
     mutating func add(_ method: HTTPMethod, _ pattern: String, bodyLimit: Int? = nil, signedIn auth: Authentication,
                       _ handler: @escaping @Sendable (RequestContext, SignedIn) async throws -> HTTPResponse) {
         add(method, pattern, bodyLimit: bodyLimit) { context in
-            try await handler(context, SignedIn(token: auth.sessionToken(context.bearerToken), auth: auth))
+            var response = try await handler(context, SignedIn(token: auth.sessionToken(context.bearerToken), auth: auth))
+            if response.headers["Cache-Control"] == nil { response.headers.add("Cache-Control", "no-store") }
+            return response
         }
     }
 }

@@ -145,10 +145,7 @@ struct AccountRoutes: Sendable {
         guard (10...1024).contains(body.password.count) else {
             throw APIError.invalid("password must be 10 to 1024 characters", "password")
         }
-        let name = BoundedText.trimmed(body.displayName)
-        guard (1...100).contains(name.count), !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
-            throw APIError.invalid("display_name must be 1 to 100 characters, no control characters", "display_name")
-        }
+        let name = try BoundedText.name(body.displayName, field: "display_name", range: 1...100)
         // Counted first, before the tenant is even looked up: a flood from one address reaches
         // the database one request at a time and stops at its limit.
         try await throttle([RateLimit("register:\(throttleAddress(context))", limit: limits.registrationsPerAddressPerHour, window: 3600)],

@@ -139,7 +139,7 @@ struct ProfileRoutes: Sendable {
         builder.add(.patch, "/v1/me", bodyLimit: 16 * 1024, signedIn: auth) { context, caller in
             let user = try await caller.user()
             let body = try context.decodeJSON(PatchBody.self)
-            let name = try body.displayName.map { name throws(APIError) in try BoundedText.validate(name, field: "display_name", range: 1...100) }
+            let name = try body.displayName.map { name throws(APIError) in try BoundedText.name(name, field: "display_name", range: 1...100) }
             var cleaned: Home?
             if let given = body.home {
                 cleaned = Home(

@@ -85,7 +85,7 @@ struct BridgeRoutes: Sendable {
         builder.add(.post, "/v1/groups/{gid:uuid}/bridges", bodyLimit: 8 * 1024, signedIn: auth) { context, caller in
             let group = context.parameters.uuid("gid")!
             let body = try context.decodeJSON(CreateBody.self)
-            let name = try BoundedText.validate(body.name, field: "name", range: 1...100)
+            let name = try BoundedText.name(body.name, field: "name", range: 1...100)
             if let heartbeat = body.heartbeatSeconds, !(Self.minimumHeartbeatSeconds...86_400).contains(heartbeat) {
                 throw APIError.invalid("heartbeat_s must be \(Self.minimumHeartbeatSeconds) to 86400", "heartbeat_s")
             }

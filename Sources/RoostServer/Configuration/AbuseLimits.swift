@@ -13,6 +13,8 @@ public struct AbuseLimits: Sendable {
     public var invitationsPerGroupPerDay = 200
     /// Groups one user creates in a day.
     public var groupsPerUserPerDay = 10
+    /// Messages one account posts in a minute, on one node (a token bucket, in memory).
+    public var postsPerAccountPerMinute = 60
     /// Amber and red alerts one member raises in an hour (bridges have their own token bucket).
     public var alertsPerUserPerHour = 10
     /// Verification codes sent to one user in a day.
@@ -55,6 +57,7 @@ public struct AbuseLimits: Sendable {
         limits.invitationsPerGroupPerDay = 1_000_000
         limits.groupsPerUserPerDay = 1_000_000
         limits.alertsPerUserPerHour = 1_000_000
+        limits.postsPerAccountPerMinute = 1_000_000
         limits.verificationCodesPerUserPerDay = 1_000_000
         limits.passwordResetsPerAddressPerHour = 1_000_000
         limits.wrongResetCodesPerAddressPerHour = 1_000_000

@@ -144,6 +144,10 @@ struct ServerSetting: Sendable {
                 "invitations sent from one group in a day; beyond, 429") { $0.abuse.invitationsPerGroupPerDay = $1 },
         integer("--groups-per-user-per-day", "ROOST_GROUPS_PER_USER_PER_DAY", 1...1_000_000, 10,
                 "groups one user creates in a day; beyond, 429") { $0.abuse.groupsPerUserPerDay = $1 },
+        integer("--posts-per-account-per-minute", "ROOST_POSTS_PER_ACCOUNT_PER_MINUTE", 1...1_000_000, 60,
+                "messages one account posts in a minute on a node (a burst of as many, then that rate); beyond, 429") {
+            $0.abuse.postsPerAccountPerMinute = $1
+        },
         integer("--alerts-per-user-per-hour", "ROOST_ALERTS_PER_USER_PER_HOUR", 1...1_000_000, 10,
                 "amber and red alerts one member raises in an hour; beyond, 429") { $0.abuse.alertsPerUserPerHour = $1 },
         integer("--verification-codes-per-user-per-day", "ROOST_VERIFICATION_CODES_PER_USER_PER_DAY", 1...1_000_000, 5,

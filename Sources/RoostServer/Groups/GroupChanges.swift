@@ -18,7 +18,7 @@ struct CreateGroup: UserUseCase {
     let perDay: Int
 
     init(name: String, description: String?, perDay: Int) throws(APIError) {
-        self.name = try BoundedText.validate(name, field: "name", range: 1...200)
+        self.name = try BoundedText.name(name, field: "name", range: 1...200)
         self.description = try description.map { value throws(APIError) in
             try BoundedText.validate(value, field: "description", range: 0...2000, allowNewlines: true)
         } ?? ""
@@ -49,7 +49,7 @@ struct UpdateGroup: GroupUseCase {
 
     init(group: UUID, name: String?, description: String?, escalateAfterSeconds: SettingChange<Int?> = .unchanged,
          nearbyMeters: Int? = nil, retentionDays: SettingChange<Int?> = .unchanged) throws(APIError) {
-        self.name = try name.map { value throws(APIError) in try BoundedText.validate(value, field: "name", range: 1...200) }
+        self.name = try name.map { value throws(APIError) in try BoundedText.name(value, field: "name", range: 1...200) }
         self.description = try description.map { value throws(APIError) in
             try BoundedText.validate(value, field: "description", range: 0...2000, allowNewlines: true)
         }
@@ -135,7 +135,8 @@ struct ChangeRole: GroupUseCase {
 }
 
 /// A manager removes a member, or a member leaves (the member is the caller). The owner can
-/// do neither: ownership is transferred or the group deleted.
+/// do neither: ownership is transferred or the group deleted. Only the owner removes an admin
+/// (admins cannot remove each other, as only the owner makes one).
 struct RemoveMember: GroupUseCase {
     let group: UUID
     let member: UUID
@@ -149,6 +150,7 @@ struct RemoveMember: GroupUseCase {
                 : APIError.forbidden("the owner cannot be removed")
         }
         guard leaving || caller.isManager else { throw APIError.forbidden("only the owner and admins can remove members") }
+        if current == .admin && !leaving { try caller.requireOwner("only the owner can remove an admin") }
         try GroupStore().removeMember(member, from: group, on: connection)
         let data = #"{"user_id":"\#(member.lowercasedText)"}"#
         try GroupEventLog().append(tenant: caller.user.tenantID, group: group, event: leaving ? .memberLeft : .memberRemoved,

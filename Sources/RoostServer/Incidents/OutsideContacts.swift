@@ -15,7 +15,7 @@ struct NewOutsideContact: Sendable {
     static let perAddressPerDay = 3
 
     init(name: String, email: String?, phone: String?) throws(APIError) {
-        self.name = try BoundedText.validate(name, field: "name", range: 1...100)
+        self.name = try BoundedText.name(name, field: "name", range: 1...100)
         guard (email == nil) != (phone == nil) else { throw APIError.invalid("give exactly one of email and phone", "email") }
         (self.email, self.phone) = try ContactAddresses.validate(email: email, phone: phone)
     }

@@ -116,7 +116,8 @@ struct AlertStatusChange {
 }
 
 /// The author, the owner or an admin removes a message's content; the event stays, saying it
-/// was removed. Removing a removed message changes nothing.
+/// was removed, and the audit log keeps who did it (`message.redacted`). Removing a removed
+/// message changes nothing.
 struct RedactMessage: GroupUseCase {
     let group: UUID
     let seq: Int64
@@ -133,6 +134,10 @@ struct RedactMessage: GroupUseCase {
         try store.redact(group: group, seq: seq, on: connection)
         try GroupEventLog().append(tenant: caller.user.tenantID, group: group, event: .messageRedacted, actorType: "user",
                                    actorID: caller.user.id, data: RawJSON("{\"seq\":\(seq)}"), hiddenFrom: message.hiddenFrom, on: connection)
+        // Hidden from whom the message was (a duress alert's walker): its removal is too.
+        try AuditLog().record(tenant: caller.user.tenantID, group: group, actor: .user(caller.user.id), action: "message.redacted",
+                              target: ("message", String(seq)), data: "{\"by_author\":\(message.authorID == caller.user.id)}",
+                              hiddenFrom: message.hiddenFrom, on: connection)
     }
 }
 

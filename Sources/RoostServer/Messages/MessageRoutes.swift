@@ -10,6 +10,13 @@ import RoostProtocol
 struct MessageRoutes: Sendable {
     let auth: Authentication
     let limits: AbuseLimits
+    let pace: PostPace
+
+    init(auth: Authentication, limits: AbuseLimits) {
+        self.auth = auth
+        self.limits = limits
+        pace = PostPace(perMinute: limits.postsPerAccountPerMinute)
+    }
 
     struct PostBody: Decodable, KnownFields {
         static let fieldNames: Set<String> = names(CodingKeys.self)
@@ -68,7 +75,8 @@ struct MessageRoutes: Sendable {
             let body = try context.decodeJSON(PostBody.self)
             let post = try PostMessage(group: context.parameters.uuid("gid")!, clientMessageID: body.clientMessageID, kind: body.kind,
                                        text: body.text, severity: body.severity, template: body.template, location: body.location,
-                                       replyTo: body.replyTo, attachments: body.attachments ?? [], alertsPerHour: limits.alertsPerUserPerHour)
+                                       replyTo: body.replyTo, attachments: body.attachments ?? [], alertsPerHour: limits.alertsPerUserPerHour,
+                                       pace: pace)
             do {
                 let (created, json) = try await caller.run(post)
                 return .json(created ? .created : .ok, Array(json.utf8))

@@ -19,6 +19,8 @@ struct PostMessage: GroupUseCase {
     let attachments: [UUID]
     /// Amber and red alerts one member may raise in an hour (`ROOST_LIMIT_ALERTS_PER_HOUR`).
     let alertsPerHour: Int
+    /// The account's posts a minute on this node; nil: not limited (server-side posts, tests).
+    let pace: PostPace?
     /// Chat messages of one author in one group that push to members who asked for chat, an hour.
     static let chatPushesPerAuthorPerHour = 20
 
@@ -27,7 +29,7 @@ struct PostMessage: GroupUseCase {
 
     /// Validates what the client sent; 400 naming the first field at fault.
     init(group: UUID, clientMessageID: String, kind: String, text: String?, severity: String?, template: String?, location: Location?,
-         replyTo: Int64?, attachments: [UUID] = [], alertsPerHour: Int) throws(APIError) {
+         replyTo: Int64?, attachments: [UUID] = [], alertsPerHour: Int, pace: PostPace? = nil) throws(APIError) {
         self.clientMessageID = try BoundedText.clientKey(clientMessageID, field: "client_msg_id")
         guard kind == "chat" || kind == "alert" else { throw APIError.invalid("kind must be chat or alert", "kind") }
         if let severity {
@@ -51,6 +53,7 @@ struct PostMessage: GroupUseCase {
         self.replyTo = replyTo
         self.attachments = attachments
         self.alertsPerHour = alertsPerHour
+        self.pace = pace
     }
 
     static let badReply = APIError.invalid("reply_to must be a seq of this group", "reply_to")
@@ -66,6 +69,10 @@ struct PostMessage: GroupUseCase {
     }
 
     func run(by caller: GroupCaller, on connection: PostgresConnection) throws -> Output {
+        if let wait = pace?.take(caller.user.id) {
+            throw APIError(.tooManyRequests, code: "rate_limited", message: "too many messages this minute; slow down",
+                           headers: ["Retry-After": String(wait)])
+        }
         let store = MessageStore()
         var message = NewMessage(clientMessageID: clientMessageID, text: text, kind: kind, severity: nil, template: nil,
                                  location: location, replyTo: replyTo)

@@ -1,0 +1,80 @@
+import Foundation
+import RoostPersistence
+import RoostProtocol
+@testable import RoostServer
+import RoostTestSupport
+import Testing
+
+/// The smaller ways one ordinary account was found to overreach (docs/SECURITY.md, "Limits"
+/// and "Authorization"), each tried as that account would, over the real API and database.
+@Suite(.enabled(if: TestDatabase.isConfigured, "needs TEST_DATABASE_URL"))
+struct HostileMemberTests {
+    @Test func anAccountHoldsAtMostTwentyStreamsOnANode() async throws {
+        let api = try APIFixture(stream: true)
+        let ann = try await api.person(email: "ann@example.org")
+        var streams: [WebSocketTestClient] = []
+        for _ in 0..<StreamRoutes.maxPerAccount {
+            let stream = try await WebSocketTestClient.connect(port: api.test.port, path: "/v1/stream", token: ann.token)
+            #expect(await stream.receiveJSON()?["type"] as? String == "ready")
+            streams.append(stream)
+        }
+        let refused = try TestClient(port: api.test.port)
+        refused.send("GET /v1/stream HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(ann.token)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                     + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
+        let answer = try #require(await refused.readResponse())
+        #expect(answer.status == 429 && answer.text.contains("rate_limited") && answer.headers["retry-after"] != nil, "\(answer.status) \(answer.text)")
+        // Another account is not held back by Ann's.
+        let bob = try await api.person(email: "bob@example.org")
+        let other = try await WebSocketTestClient.connect(port: api.test.port, path: "/v1/stream", token: bob.token)
+        #expect(await other.receiveJSON()?["type"] as? String == "ready")
+        await api.stop()
+    }
+
+    @Test func postsAreLimitedPerAccountAndEveryPrivateAnswerSaysNoStore() async throws {
+        var limits = AbuseLimits.generous
+        limits.postsPerAccountPerMinute = 5
+        let api = try APIFixture(limits: limits)
+        let ann = try await api.person(email: "ann@example.org")
+        let group = try #require(try await api.call("POST", "/v1/groups", ["name": "Chatty"], token: ann.token).1["id"] as? String)
+        for index in 0..<5 {
+            #expect(try await api.call("POST", "/v1/groups/\(group)/messages", ["client_msg_id": "m\(index)", "text": "hi", "kind": "chat"],
+                                       token: ann.token).0 == 201)
+        }
+        let client = try TestClient(port: api.test.port)
+        let body = #"{"client_msg_id":"m5","text":"hi","kind":"chat"}"#
+        client.send("POST /v1/groups/\(group)/messages HTTP/1.1\r\nAuthorization: Bearer \(ann.token)\r\nContent-Type: application/json\r\n"
+                    + "Content-Length: \(body.utf8.count)\r\n\r\n\(body)")
+        let flood = try #require(await client.readResponse())
+        #expect(flood.status == 429 && Int(flood.headers["retry-after"] ?? "").map { $0 >= 1 } == true)
+        // What a signed-in person is answered is theirs alone: no cache on the way keeps it.
+        client.send("GET /v1/me HTTP/1.1\r\nAuthorization: Bearer \(ann.token)\r\n\r\n")
+        let me = try #require(await client.readResponse())
+        #expect(me.status == 200 && me.headers["cache-control"] == "no-store")
+        await api.stop()
+    }
+
+    @Test func onlyTheOwnerRemovesAnAdminAndRedactionsAreAudited() async throws {
+        let api = try APIFixture()
+        let owner = try await api.person(email: "olga@example.org")
+        let (abe, ada) = (try await api.person(email: "abe@example.org"), try await api.person(email: "ada@example.org"))
+        let member = try await api.person(email: "max@example.org")
+        let group = try #require(try await api.call("POST", "/v1/groups", ["name": "Admins"], token: owner.token).1["id"] as? String)
+        for admin in [abe, ada] { try await api.addMember(admin.id, to: group, role: "admin") }
+        try await api.addMember(member.id, to: group, role: "member")
+        let (refused, body) = try await api.call("DELETE", "/v1/groups/\(group)/members/\(ada.id)", token: abe.token)
+        #expect(refused == 403 && body.errorCode == "forbidden", "\(body)")
+        #expect(try await api.call("DELETE", "/v1/groups/\(group)/members/\(member.id)", token: abe.token).0 == 204, "members, yes")
+        #expect(try await api.call("DELETE", "/v1/groups/\(group)/members/\(abe.id)", token: abe.token).0 == 204, "an admin may leave")
+        #expect(try await api.call("DELETE", "/v1/groups/\(group)/members/\(ada.id)", token: owner.token).0 == 204)
+
+        let (_, posted) = try await api.call("POST", "/v1/groups/\(group)/messages", ["client_msg_id": "x", "text": "rude", "kind": "chat"],
+                                             token: owner.token)
+        let seq = try #require(posted["seq"] as? Int)
+        #expect(try await api.call("DELETE", "/v1/groups/\(group)/messages/\(seq)", token: owner.token).0 == 204)
+        let (_, audit) = try await api.call("GET", "/v1/groups/\(group)/audit", token: owner.token)
+        let entries = audit["items"] as? [[String: Any]] ?? []
+        let redacted = try #require(entries.first { $0["action"] as? String == "message.redacted" }, "\(audit)")
+        #expect((redacted["target"] as? [String: Any])?["id"] as? String == String(seq))
+        await api.stop()
+    }
+}
