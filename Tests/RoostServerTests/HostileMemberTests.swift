@@ -77,4 +77,18 @@ struct HostileMemberTests {
         #expect((redacted["target"] as? [String: Any])?["id"] as? String == String(seq))
         await api.stop()
     }
+
+    @Test func aDeliveryErrorWithANULInItIsKeptAndTheRowSettles() async throws {
+        let api = try APIFixture()
+        let (status, error) = try await api.inTenant { tenant, connection -> (String, String?) in
+            let id = try OutboxStore().enqueue(tenant: tenant, channel: "email", recipient: "x@example.org", template: "verification",
+                                               data: RawJSON("{}"), on: connection)
+            // What a hostile mail relay might answer, NUL and all.
+            try OutboxStore().markFailed(id, error: "550 no\u{0}such\r\nuser", backoff: { _ in 0 }, maxAttempts: 1, permanent: true, on: connection)
+            let row = try connection.query("SELECT status, last_error FROM outbox WHERE id = \(id)").rows[0]
+            return (try row.decode(String.self, "status"), try row.decode(String?.self, "last_error"))
+        }
+        #expect(status == "failed" && error == "550 no\u{FFFD}such\u{FFFD}\u{FFFD}user", "\(String(describing: error))")
+        await api.stop()
+    }
 }

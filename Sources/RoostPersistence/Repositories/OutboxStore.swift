@@ -95,6 +95,14 @@ public struct OutboxStore: Sendable {
     /// Fields of `data` that are secrets for their recipient, scrubbed once a row is done.
     static let secretFields = ["token", "code"]
 
+    /// A delivery's error as a row can keep it, whatever a remote server put in it: at most 500
+    /// characters, every control character (NUL, which PostgreSQL text cannot hold, among them)
+    /// shown as U+FFFD, so no answer of a mail relay or push service can make the bookkeeping
+    /// of its own failure fail.
+    static func storable(_ error: String) -> String {
+        String(String.UnicodeScalarView(error.unicodeScalars.prefix(500).map { $0.properties.generalCategory == .control ? "\u{FFFD}" : $0 }))
+    }
+
     /// Records a failed attempt: retried after `backoff(attempts before this one)` seconds, or
     /// `failed` (and its secrets scrubbed) once it has had `maxAttempts`, or at once when the
     /// failure is `permanent` (a 5xx from an SMTP server: trying again changes nothing).
@@ -105,7 +113,7 @@ public struct OutboxStore: Sendable {
         let final = permanent || before + 1 >= maxAttempts
         let retryIn = backoff(before)
         try connection.query("""
-            UPDATE outbox SET attempts = attempts + 1, last_error = \(String(error.prefix(500))), status = \(final ? "failed" : "pending"),
+            UPDATE outbox SET attempts = attempts + 1, last_error = \(Self.storable(error)), status = \(final ? "failed" : "pending"),
                               next_attempt_at = now() + \(retryIn) * interval '1 second',
                               data = CASE WHEN \(final) THEN data - \(Self.secretFields)::text[] ELSE data END
             WHERE id = \(id)
