@@ -161,4 +161,31 @@ struct LiveLocationTests {
         #expect(jobsLeft == 0)
         await api.stop()
     }
+
+    @Test func aHelperWhoIsNoLongerComingOrLeftTheGroupStopsSharing() async throws {
+        let street = try await Street(stream: true)
+        let api = street.api
+        let group = "/v1/groups/\(street.group)"
+        let seq = try await street.post("Someone in the garden", kind: "alert", severity: "red", as: street.owner)
+        for helper in [street.ben, street.cy] {
+            #expect(try await api.call("POST", "\(group)/alerts/\(seq)/ack", ["response": "on_my_way"], token: helper.token).0 == 200)
+            #expect(try await api.call("POST", "\(group)/alerts/\(seq)/live-location", ["lat": 55.0, "lon": 12.0], token: helper.token).0 == 204)
+        }
+        let (watcher, _) = try await StreamTests().stream(api, street.owner)
+        // Ben answers "seen" instead: his place is no longer shown, and he cannot share it.
+        #expect(try await api.call("POST", "\(group)/alerts/\(seq)/ack", ["response": "seen"], token: street.ben.token).0 == 200)
+        // Cy leaves the group: hers goes too.
+        #expect(try await api.call("DELETE", "\(group)/members/\(street.cy.id)", token: street.cy.token).0 == 204)
+        var ended: [[String: Any]] = []
+        while ended.count < 2 {
+            let frame = try #require(await watcher.receiveJSON(), "the stream ended after \(ended)")
+            if frame["event"] as? String == "location.ended", let data = frame["data"] as? [String: Any] { ended.append(data) }
+        }
+        #expect(ended.map { $0["user_id"] as? String } == [street.ben.id, street.cy.id])
+        #expect(ended.map { $0["reason"] as? String } == ["answer_changed", "left"])
+        let (_, listed) = try await api.call("GET", "\(group)/alerts/\(seq)/live-locations", token: street.owner.token)
+        #expect((listed["items"] as? [Any])?.isEmpty == true, "\(listed)")
+        #expect(try await api.call("POST", "\(group)/alerts/\(seq)/live-location", ["lat": 55.0, "lon": 12.0], token: street.ben.token).0 == 403)
+        await api.stop()
+    }
 }

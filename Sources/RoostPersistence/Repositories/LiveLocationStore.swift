@@ -125,10 +125,23 @@ public struct LiveLocationStore: Sendable {
         try connection.query("DELETE FROM live_location_jobs WHERE job_id = \(id)")
     }
 
-    /// Ends one sharing: its point and its job are deleted.
-    public func end(tenant: UUID, group: UUID, seq: Int64, user: UUID, on connection: PostgresConnection) throws {
-        try connection.query("DELETE FROM live_locations WHERE group_id = \(group) AND seq = \(seq) AND user_id = \(user)")
+    /// Ends one sharing: its point and its job are deleted; whether there was one.
+    @discardableResult
+    public func end(tenant: UUID, group: UUID, seq: Int64, user: UUID, on connection: PostgresConnection) throws -> Bool {
+        let ended = try connection.query("DELETE FROM live_locations WHERE group_id = \(group) AND seq = \(seq) AND user_id = \(user)").affectedRows > 0
         try connection.query("DELETE FROM live_location_jobs WHERE tenant_id = \(tenant) AND group_id = \(group) AND seq = \(seq) AND user_id = \(user)")
+        return ended
+    }
+
+    /// Ends every sharing of one user in a group (they left it); the alerts' seqs.
+    public func endAll(of user: UUID, tenant: UUID, group: UUID, on connection: PostgresConnection) throws -> [Int64] {
+        let seqs = try connection.query("""
+            DELETE FROM live_locations WHERE group_id = \(group) AND user_id = \(user) RETURNING seq
+            """).rows.map { try $0.decode(Int64.self, "seq") }
+        if !seqs.isEmpty {
+            try connection.query("DELETE FROM live_location_jobs WHERE tenant_id = \(tenant) AND group_id = \(group) AND user_id = \(user)")
+        }
+        return seqs.sorted()
     }
 
     /// Ends every sharing of an alert (it closed); the users who were sharing.

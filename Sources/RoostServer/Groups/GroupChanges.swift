@@ -152,6 +152,7 @@ struct RemoveMember: GroupUseCase {
         guard leaving || caller.isManager else { throw APIError.forbidden("only the owner and admins can remove members") }
         if current == .admin && !leaving { try caller.requireOwner("only the owner can remove an admin") }
         try GroupStore().removeMember(member, from: group, on: connection)
+        try LiveLocationNotice.endAll(of: member, tenant: caller.user.tenantID, group: group, on: connection)
         let data = #"{"user_id":"\#(member.lowercasedText)"}"#
         try GroupEventLog().append(tenant: caller.user.tenantID, group: group, event: leaving ? .memberLeft : .memberRemoved,
                                    actorType: "user", actorID: caller.user.id, data: RawJSON(data), subject: member, on: connection)

@@ -62,12 +62,30 @@ enum LiveLocationNotice {
                            due: point.at.addingTimeInterval(LiveLocationPolicy.idleLimit), flush: false, on: connection)
     }
 
-    /// `reason`: `closed` (the alert closed) or `idle` (an hour without an update).
+    /// `reason`: `closed` (the alert closed), `idle` (an hour without an update), `left` (the
+    /// sharer left the group or was removed) or `answer_changed` (a helper is no longer on
+    /// their way).
     static func ended(tenant: UUID, group: UUID, seq: Int64, user: UUID, reason: String, on connection: PostgresConnection) throws {
         let data = "{\"group_id\":\"\(group.lowercasedText)\",\"seq\":\(seq),\"user_id\":\"\(user.lowercasedText)\","
             + "\"reason\":\"\(reason)\"}"
         try GroupEventLog.notifyGroup(tenant: tenant, group: group, event: .locationEnded, data: data,
                                       hiddenFrom: try MessageStore().hiddenFrom(group: group, seq: seq, on: connection), on: connection)
+    }
+
+    /// A sharer who left the group shares nothing there any more.
+    static func endAll(of user: UUID, tenant: UUID, group: UUID, on connection: PostgresConnection) throws {
+        for seq in try LiveLocationStore().endAll(of: user, tenant: tenant, group: group, on: connection) {
+            try ended(tenant: tenant, group: group, seq: seq, user: user, reason: "left", on: connection)
+        }
+    }
+
+    /// A helper who answered something other than `on_my_way` stops sharing (the author never
+    /// does by answering).
+    static func endForAnswer(_ response: String, user: UUID, author: UUID?, tenant: UUID, group: UUID, seq: Int64,
+                             on connection: PostgresConnection) throws {
+        guard response != "on_my_way", user != author,
+              try LiveLocationStore().end(tenant: tenant, group: group, seq: seq, user: user, on: connection) else { return }
+        try ended(tenant: tenant, group: group, seq: seq, user: user, reason: "answer_changed", on: connection)
     }
 
     /// Ends every sharing of an alert that just closed, telling the group.

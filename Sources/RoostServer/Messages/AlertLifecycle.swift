@@ -27,6 +27,8 @@ struct AcknowledgeAlert: GroupUseCase {
         guard alert.status == AlertStatus.open.name else { throw APIError(.conflict, code: "conflict", message: "the alert is closed") }
         let user = caller.user
         try store.acknowledge(tenant: user.tenantID, group: group, seq: seq, user: user.id, response: response, note: note, on: connection)
+        try LiveLocationNotice.endForAnswer(response, user: user.id, author: alert.authorID, tenant: user.tenantID, group: group, seq: seq,
+                                            on: connection)
         let data = "{\"seq\":\(seq),\"user_id\":\"\(user.id.lowercasedText)\",\"display_name\":\(JSONString.quote(user.displayName)),"
             + "\"response\":\(JSONString.quote(response)),\"note\":\(note.map(JSONString.quote) ?? "null")}"
         try GroupEventLog().append(tenant: user.tenantID, group: group, event: .alertAcknowledged, actorType: "user", actorID: user.id,
