@@ -47,15 +47,7 @@ struct OutboundPolicyTests {
         }
 
         func worker() throws -> OutboxWorker {
-            var channels = OutboxWorker.Channels()
-            channels.push = .webpush
-            channels.webPush = push
-            channels.network = push.network
-            channels.tls = try TLSClientContext()
-            var options = OutboxWorker.Options()
-            options.baseBackoffSeconds = 0.001
-            options.webhookTimeoutSeconds = 1
-            return OutboxWorker(pool: api.pool, channels: channels, options: options, log: Log(level: .error))
+            try WebPushDeliveryTests.worker(api.pool, push: push, tls: TLSClientContext(), timeoutSeconds: 1)
         }
 
         func register(_ endpoint: String, token: String) async throws -> (Int, [String: Any]) {

@@ -36,14 +36,7 @@ struct WebPushDeliveryTests {
         }
 
         func worker() throws -> OutboxWorker {
-            var channels = OutboxWorker.Channels()
-            channels.push = .webpush
-            channels.webPush = push
-            channels.network = push.network
-            channels.tls = try TLSClientContext(extraCAFile: ca)
-            var options = OutboxWorker.Options()
-            options.baseBackoffSeconds = 0.001
-            return OutboxWorker(pool: api.pool, channels: channels, options: options, log: Log(level: .error))
+            try WebPushDeliveryTests.worker(api.pool, push: push, tls: TLSClientContext(extraCAFile: ca))
         }
 
         func finish() async {
@@ -58,6 +51,20 @@ struct WebPushDeliveryTests {
 
         /// Every push the service has received so far, as JSON.
         var received: [[String: Any]] { service.lines }
+    }
+
+    /// An outbox worker that sends Web Push devices directly with `push`'s settings and network,
+    /// retrying at once, each connection given `timeoutSeconds`.
+    static func worker(_ pool: ConnectionPool, push: PushSettings, tls: TLSClientContext, timeoutSeconds: Int = 10) -> OutboxWorker {
+        var channels = OutboxWorker.Channels()
+        channels.push = .webpush
+        channels.webPush = push
+        channels.network = push.network
+        channels.tls = tls
+        var options = OutboxWorker.Options()
+        options.baseBackoffSeconds = 0.001
+        options.webhookTimeoutSeconds = timeoutSeconds
+        return OutboxWorker(pool: pool, channels: channels, options: options, log: Log(level: .error))
     }
 
     @Test func alertsArriveEncryptedWithAValidVAPIDTokenAndGoneDevicesAreRemoved() async throws {

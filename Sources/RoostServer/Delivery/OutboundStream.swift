@@ -103,17 +103,13 @@ final class OutboundStream {
             address.sin_family = sa_family_t(AF_INET)
             address.sin_port = UInt16(answer.port).bigEndian
             withUnsafeMutableBytes(of: &address.sin_addr) { $0.copyBytes(from: answer.address.bytes) }
-            result = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-            }
+            result = Self.connect(fd, to: &address)
         } else {
             var address = sockaddr_in6()
             address.sin6_family = sa_family_t(AF_INET6)
             address.sin6_port = UInt16(answer.port).bigEndian
             withUnsafeMutableBytes(of: &address.sin6_addr) { $0.copyBytes(from: answer.address.bytes) }
-            result = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
-            }
+            result = Self.connect(fd, to: &address)
         }
         let target = "\(host):\(port) (\(answer.address))"
         if result != 0 {
@@ -123,6 +119,13 @@ final class OutboundStream {
             var length = socklen_t(MemoryLayout<Int32>.size)
             getsockopt(fd, SOL_SOCKET, SO_ERROR, &code, &length)
             guard code == 0 else { throw OutboundFailure("cannot connect to \(target): \(Self.text(code))") }
+        }
+    }
+
+    /// `connect(2)` with a `sockaddr_in` or `sockaddr_in6`, as the address it is.
+    private static func connect<Address>(_ fd: Int32, to address: inout Address) -> Int32 {
+        withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<Address>.size)) }
         }
     }
 
