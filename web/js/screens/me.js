@@ -144,12 +144,12 @@ export async function show({ main, navigate }) {
 
   const remove = form({
     label: "Delete account",
-    fields: [field({ label: "Password", name: "password", type: "password", required: true, autocomplete: "current-password",
+    fields: [field({ label: "Password", name: "current_password", type: "password", required: true, autocomplete: "current-password",
       hint: "Your name, addresses and places are erased. Your messages stay, from “deleted user”." })],
     submit: "Delete my account",
     action: async (values) => {
       if (!window.confirm("Delete your account for good?")) return;
-      await api("DELETE", "/v1/me", { password: values.password ?? "" });
+      await api("DELETE", "/v1/me", { current_password: values.current_password ?? "" });
       session.clear();
       toast("Your account is deleted.");
       navigate("/join");
