@@ -31,11 +31,14 @@ final class DeadlineScheduler: Sendable {
     private let running = Mutex<Task<Void, Never>?>(nil)
     static let perRound = 100
 
-    init(pool: ConnectionPool, log: Log, metrics: JobMetrics = JobMetrics(), maxAttempts: Int = 5, intervalMilliseconds: Int = 500) {
+    /// `baseBackoffSeconds`: how long a failed job waits before its first retry (doubling after).
+    init(pool: ConnectionPool, log: Log, metrics: JobMetrics = JobMetrics(), maxAttempts: Int = 5, intervalMilliseconds: Int = 500,
+         baseBackoffSeconds: Double = 1) {
         self.pool = pool
         self.log = log
         var runner = JobRunner(metrics: metrics, log: log)
         runner.maxAttempts = maxAttempts
+        runner.baseBackoffSeconds = baseBackoffSeconds
         self.runner = runner
         escalations = AlertEscalations(pool: pool, runner: runner)
         liveLocations = LiveLocationJobs(pool: pool, runner: runner)
