@@ -136,10 +136,17 @@ struct AbuseLimitTests {
                                                  ["client_msg_id": "siren-\(index)", "text": "Siren \(index)", "kind": "alert", "severity": "red"], token: ann.token)
             #expect(posted == 201)
         }
-        let emails = try await api.inTenant { _, connection in
-            try connection.query("SELECT count(*) AS n FROM outbox WHERE recipient = 'bob@example.org' AND template = 'alert'").rows[0].decode(Int.self, "n")
+        let (emails, digests) = try await api.inTenant { _, connection in
+            (try connection.query("SELECT count(*) AS n FROM outbox WHERE recipient = 'bob@example.org' AND template = 'alert'").rows[0].decode(Int.self, "n"),
+             try connection.query("""
+                SELECT o.data->>'count' AS count, o.data->>'lines' AS lines, j.next_attempt_at > now() + interval '50 minutes' AS later
+                FROM outbox o JOIN outbox_jobs j ON j.outbox_id = o.id WHERE o.recipient = 'bob@example.org' AND o.template = 'alert_digest'
+                """).rows.map { (try $0.decode(String.self, "count"), try $0.decode(String.self, "lines"), try $0.decode(Bool.self, "later")) })
         }
         #expect(emails == OutboxStore.alertFallbacksPerRecipientPerHour)
+        // The other four are one "N more alerts" message, sent when the hour is up.
+        #expect(digests.count == 1 && digests.first?.0 == "4" && digests.first?.2 == true, "\(digests)")
+        #expect(digests.first?.1 == (6..<10).map { "Sirens: Siren \($0)" }.joined(separator: "\n"))
         await api.stop()
     }
 

@@ -170,7 +170,14 @@ struct BridgeTests {
         let mails = try await api.inTenant { _, connection in
             try connection.query("SELECT template FROM outbox WHERE recipient = \(email) ORDER BY created_at").rows.map { try $0.decode(String.self, "template") }
         }
-        #expect(mails == ["bridge_offline"], "one bridge email a manager an hour; the stream had both")
+        #expect(mails == ["bridge_offline", "bridge_digest"], "one bridge email a manager an hour, the rest in a digest; the stream had both")
+        let digest = try await api.inTenant { _, connection in
+            try connection.query("""
+                SELECT o.data->>'count' AS count, o.data->>'lines' AS lines, j.next_attempt_at > now() + interval '1 second' AS later
+                FROM outbox o JOIN outbox_jobs j ON j.outbox_id = o.id WHERE o.recipient = \(email) AND o.template = 'bridge_digest'
+                """).rows.map { (try $0.decode(String.self, "count"), try $0.decode(String.self, "lines"), try $0.decode(Bool.self, "later")) }
+        }
+        #expect(digest.count == 1 && digest[0].0 == "1" && digest[0].1 == "Gate camera (Watched) is back" && digest[0].2, "\(digest)")
         await api.stop()
     }
 

@@ -138,14 +138,81 @@ public struct OutboxStore: Sendable {
     /// firing thirty red alerts is six messages, not thirty); the app and pushes show the rest.
     public static let alertFallbacksPerRecipientPerHour = 6
 
-    /// The condition that `person` (a users row alias) had fewer than the hour's alert emails
-    /// and texts: one place for both ways an alert reaches a person outside the app.
-    static func underFallbackBudget(_ person: String) -> String {
+    /// The condition that the person of `row` (an alias with `tenant_id` and `user_id`) had fewer
+    /// than the hour's alert emails and texts: one place for both ways an alert reaches a person
+    /// outside the app.
+    static func underFallbackBudget(_ row: String) -> String {
         """
         (SELECT count(*) FROM outbox h
-         WHERE h.tenant_id = \(person).tenant_id AND h.user_id = \(person).id AND h.template = 'alert' AND h.channel <> 'push'
+         WHERE h.tenant_id = \(row).tenant_id AND h.user_id = \(row).user_id AND h.template = 'alert' AND h.channel <> 'push'
            AND h.created_at > now() - interval '1 hour') < \(alertFallbacksPerRecipientPerHour)
         """
+    }
+
+    /// Lines a digest shows one by one (the rest are counted in `more`).
+    static let digestLines = 10
+
+    /// A digest's data with one more item, `line` (SQL text) being its line: `{count, lines, more}`.
+    static func digestAppended(_ data: String, line: String) -> String {
+        """
+        jsonb_build_object('count', (\(data)->>'count')::int + 1,
+                           'lines', CASE WHEN (\(data)->>'count')::int < \(digestLines) THEN (\(data)->>'lines') || E'\\n' || \(line)
+                                         ELSE \(data)->>'lines' END,
+                           'more', greatest(0, (\(data)->>'count')::int + 1 - \(digestLines)))
+        """
+    }
+
+    /// The statement's end for alert fallbacks, after a CTE `eligible` of (tenant_id, channel,
+    /// recipient, user_id, data) rows: those under the hour's budget are queued as `alert`
+    /// deliveries; for the others the alert joins their pending `alert_digest` ("N more alerts",
+    /// sent an hour on), or starts one. Selects `eligible`, `queued` and `held` counts.
+    static let fallbackTail = """
+        queued AS (
+            INSERT INTO outbox (tenant_id, channel, recipient, template, user_id, data)
+            SELECT e.tenant_id, e.channel, e.recipient, 'alert', e.user_id, e.data FROM eligible e WHERE \(underFallbackBudget("e"))
+            RETURNING id, tenant_id),
+        jobs AS (
+            INSERT INTO outbox_jobs (outbox_id, tenant_id) SELECT id, tenant_id FROM queued RETURNING outbox_id),
+        over AS (
+            SELECT e.*, (e.data->>'group_name') || ': ' || coalesce(left(e.data->'alert'->>'text', 140), '') AS line
+            FROM eligible e WHERE NOT \(underFallbackBudget("e"))),
+        merged AS (
+            UPDATE outbox o SET data = \(digestAppended("o.data", line: "v.line"))
+            FROM over v
+            WHERE o.tenant_id = v.tenant_id AND o.user_id = v.user_id AND o.template = 'alert_digest' AND o.status = 'pending'
+              AND EXISTS (SELECT 1 FROM outbox_jobs j WHERE j.outbox_id = o.id AND j.lease_until IS NULL
+                                                      AND j.next_attempt_at > now() + interval '5 seconds')
+            RETURNING o.user_id),
+        digests AS (
+            INSERT INTO outbox (tenant_id, channel, recipient, template, user_id, data)
+            SELECT v.tenant_id, v.channel, v.recipient, 'alert_digest', v.user_id, jsonb_build_object('count', 1, 'lines', v.line, 'more', 0)
+            FROM over v WHERE v.user_id NOT IN (SELECT user_id FROM merged)
+            RETURNING id, tenant_id),
+        digest_jobs AS (
+            INSERT INTO outbox_jobs (outbox_id, tenant_id, next_attempt_at)
+            SELECT id, tenant_id, now() + interval '1 hour' FROM digests RETURNING outbox_id)
+        SELECT (SELECT count(*) FROM eligible) AS eligible, (SELECT count(*) FROM jobs) AS queued, (SELECT count(*) FROM over) AS held
+        """
+
+    /// Adds `line` to the person's pending digest of `template` (`bridge_digest`), or starts one
+    /// to be sent at `due`: what was held back from them goes out once, together.
+    public func addToDigest(tenant: UUID, user: UUID, channel: String, recipient: String, template: String, line: String, due: Date,
+                            on connection: PostgresConnection) throws {
+        try connection.query("""
+            WITH item AS (SELECT \(line)::text AS line),
+            merged AS (
+                UPDATE outbox o SET data = \(unsafeRaw: Self.digestAppended("o.data", line: "(SELECT line FROM item)"))
+                WHERE o.tenant_id = \(tenant) AND o.user_id = \(user) AND o.template = \(template) AND o.status = 'pending'
+                  AND EXISTS (SELECT 1 FROM outbox_jobs j WHERE j.outbox_id = o.id AND j.lease_until IS NULL
+                                                          AND j.next_attempt_at > now() + interval '5 seconds')
+                RETURNING o.id),
+            made AS (
+                INSERT INTO outbox (tenant_id, channel, recipient, template, user_id, data)
+                SELECT \(tenant), \(channel), \(recipient), \(template), \(user), jsonb_build_object('count', 1, 'lines', (SELECT line FROM item), 'more', 0)
+                WHERE NOT EXISTS (SELECT 1 FROM merged)
+                RETURNING id, tenant_id)
+            INSERT INTO outbox_jobs (outbox_id, tenant_id, next_attempt_at) SELECT id, tenant_id, \(due) FROM made
+            """)
     }
 
     /// What became of a failed red alert's fallback.
@@ -183,15 +250,7 @@ public struct OutboxStore: Sendable {
                       WHERE o.tenant_id = x.tenant_id AND o.user_id = x.user_id AND o.template = 'alert' AND o.id <> \(id)
                         AND (o.channel <> 'push' OR o.status IN ('pending', 'delivered'))
                         AND o.data->'alert'->>'group_id' = x.data->'alert'->>'group_id' AND o.data->'alert'->'seq' = x.data->'alert'->'seq')),
-            queued AS (
-                INSERT INTO outbox (tenant_id, channel, recipient, template, user_id, data)
-                SELECT e.tenant_id, e.channel, e.recipient, 'alert', e.user_id, e.data FROM eligible e
-                JOIN users u ON u.tenant_id = e.tenant_id AND u.id = e.user_id
-                WHERE \(unsafeRaw: Self.underFallbackBudget("u"))
-                RETURNING id, tenant_id),
-            jobs AS (
-                INSERT INTO outbox_jobs (outbox_id, tenant_id) SELECT id, tenant_id FROM queued RETURNING outbox_id)
-            SELECT (SELECT count(*) FROM eligible) AS eligible, (SELECT count(*) FROM jobs) AS queued
+            \(unsafeRaw: Self.fallbackTail)
             """).rows[0]
         if try row.decode(Int.self, "queued") > 0 { return .queued }
         return try row.decode(Int.self, "eligible") > 0 ? .heldBack : .none
@@ -283,15 +342,14 @@ extension OutboxStore {
     }
 
     /// A red alert by email (else SMS) to every member but the author with no device at all and
-    /// a verified address their fallback allows, under the hour's `alertFallbacksPerRecipientPerHour`. Its own statement, run for red alerts only, so
-    /// an amber alert's statement stays as small to plan as it was.
+    /// a verified address their fallback allows, as `fallbackTail` decides; how many were queued.
+    /// Its own statement, run for red alerts only, so an amber alert's stays as small to plan.
     private func enqueueDevicelessFallback(group: UUID, excluding author: UUID?, alert: RawJSON, committing: Bool,
                                            on connection: PostgresConnection) throws -> Int {
         try connection.query("""
-            WITH fallback AS (
-                INSERT INTO outbox (tenant_id, channel, recipient, template, user_id, data)
-                SELECT m.tenant_id, CASE WHEN f.email IS NOT NULL THEN 'email' ELSE 'sms' END, coalesce(f.email, f.phone), 'alert', m.user_id,
-                       jsonb_build_object('group_name', g.name, 'alert', \(alert)::jsonb, 'fallback', true)
+            WITH eligible AS (
+                SELECT m.tenant_id, CASE WHEN f.email IS NOT NULL THEN 'email' ELSE 'sms' END AS channel, coalesce(f.email, f.phone) AS recipient,
+                       m.user_id, jsonb_build_object('group_name', g.name, 'alert', \(alert)::jsonb, 'fallback', true) AS data
                 FROM memberships m
                 JOIN users u ON u.tenant_id = m.tenant_id AND u.id = m.user_id
                 JOIN groups g ON g.tenant_id = m.tenant_id AND g.id = m.group_id
@@ -299,11 +357,9 @@ extension OutboxStore {
                 CROSS JOIN LATERAL (SELECT CASE WHEN u.email_verified AND coalesce(p.fallback_email, true) THEN u.email END AS email,
                                            CASE WHEN u.phone_verified AND coalesce(p.fallback_sms, true) THEN u.phone END AS phone) f
                 WHERE m.group_id = \(group) AND m.user_id IS DISTINCT FROM \(author) AND u.deleted_at IS NULL AND coalesce(f.email, f.phone) IS NOT NULL
-                  AND NOT EXISTS (SELECT 1 FROM devices d WHERE d.tenant_id = m.tenant_id AND d.user_id = m.user_id)
-                  AND \(unsafeRaw: Self.underFallbackBudget("u"))
-                RETURNING id, tenant_id)
-            INSERT INTO outbox_jobs (outbox_id, tenant_id) SELECT id, tenant_id FROM fallback
-            """, committing: committing).affectedRows
+                  AND NOT EXISTS (SELECT 1 FROM devices d WHERE d.tenant_id = m.tenant_id AND d.user_id = m.user_id)),
+            \(unsafeRaw: Self.fallbackTail)
+            """, committing: committing).rows[0].decode(Int.self, "queued")
     }
 
     /// Whether any member of the group but the author asked for chat pushes, as a condition

@@ -5,7 +5,8 @@ import RoostProtocol
 /// Tells a bridge's group managers that it went silent (`bridge.offline`, after two missed
 /// heartbeats) or came back (`bridge.online`): a notice on each manager's streams on every node,
 /// every time; and an email to each manager with a proven address, at most one an hour a
-/// manager (a flapping bridge, or five of them, is one email; the app shows each change).
+/// manager: what comes within the hour goes into one digest sent when the hour is up
+/// (template `bridge_digest`), so a flapping bridge, or five of them, is two emails, not twenty.
 enum BridgeNotices {
     static func announce(_ bridge: Bridge, tenant: UUID, event: NoticeKind, on connection: PostgresConnection) throws {
         let managers = try connection.query("""
@@ -19,21 +20,26 @@ enum BridgeNotices {
             + "\"heartbeat_s\":\(bridge.heartbeatSeconds.map(String.init) ?? "null")}"
         for (user, email) in managers {
             try GroupEventLog.notifyUser(tenant: tenant, user: user, event: event, data: data, on: connection)
-            if let email, try mayEmail(user, at: email, tenant: tenant, on: connection) {
+            if let email, try mayEmail(user, at: email, tenant: tenant, bridge: bridge, groupName: groupName, event: event, on: connection) {
                 try OutboxStore().enqueue(tenant: tenant, channel: "email", recipient: email, template: event.name.replacingOccurrences(of: ".", with: "_"),
                                           data: RawJSON(data), on: connection)
             }
         }
     }
 
-    /// One bridge email a manager an hour, charged to the tenant's budget; nothing is counted
-    /// when it is held back.
-    private static func mayEmail(_ user: UUID, at email: String, tenant: UUID, on connection: PostgresConnection) throws -> Bool {
+    /// One bridge email a manager an hour, charged to the tenant's budget; when the hour's email
+    /// went already, the change joins the manager's digest, due when the hour is up.
+    private static func mayEmail(_ user: UUID, at email: String, tenant: UUID, bridge: Bridge, groupName: String, event: NoticeKind,
+                                 on connection: PostgresConnection) throws -> Bool {
         let hourly = RateLimit("bridge-notice:\(tenant.lowercasedText):\(user.lowercasedText)", limit: 1, window: Throttle.hour)
         do {
             try connection.withSavepoint { try RateLimitStore().count([hourly], on: $0) }
-        } catch is RateLimitStore.UsedUp {
+        } catch let used as RateLimitStore.UsedUp {
             OutsideBudget.countBridgeNoticeHeldBack()
+            let state = event == .bridgeOffline ? "went silent" : "is back"
+            try OutboxStore().addToDigest(tenant: tenant, user: user, channel: "email", recipient: email, template: "bridge_digest",
+                                          line: "\(bridge.name) (\(groupName)) \(state)", due: Date().addingTimeInterval(Double(used.retryAfter)),
+                                          on: connection)
             return false
         }
         return try OutsideBudget.allows("email", to: email, tenant: tenant, by: nil, limits: AbuseLimits(), on: connection)
