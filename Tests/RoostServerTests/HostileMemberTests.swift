@@ -91,4 +91,20 @@ struct HostileMemberTests {
         #expect(status == "failed" && error == "550 no\u{FFFD}such\u{FFFD}\u{FFFD}user", "\(String(describing: error))")
         await api.stop()
     }
+
+    @Test func registeringWithATakenAddressTellsItsOwner() async throws {
+        let api = try APIFixture()
+        _ = try await api.person(email: "ann@example.org")
+        _ = try await api.person(email: "bob@example.org")
+        try await api.inTenant { _, connection in try connection.query("UPDATE users SET email_verified = (email = 'ann@example.org')") }
+        for email in ["ann@example.org", "bob@example.org"] {
+            let (status, body) = try await api.register(["email": email, "display_name": "Someone else"])
+            #expect(status == 409 && body.errorCode == "conflict")
+        }
+        let told = try await api.inTenant { _, connection in
+            try connection.query("SELECT recipient FROM outbox WHERE template = 'registration_attempted'").rows.map { try $0.decode(String.self, "recipient") }
+        }
+        #expect(told == ["ann@example.org"], "only a proven address is written to")
+        await api.stop()
+    }
 }

@@ -5,7 +5,7 @@ import Testing
 /// The shipped templates and how they are found, overridden and filled in.
 struct RenderedMessagesTests {
     let messages = RenderedMessages(publicURL: "https://watch.example.org/")
-    let emailTemplates = ["invitation", "verification", "password_reset", "password_changed", "address_change_requested", "address_changed", "alert_digest", "bridge_digest",
+    let emailTemplates = ["invitation", "verification", "password_reset", "password_changed", "address_change_requested", "address_changed", "alert_digest", "bridge_digest", "registration_attempted",
                           "emergency_contact_confirm", "escalation_contact_confirm", "alert", "alert_escalated", "checkin_alert",
                           "checkin_all_clear", "bridge_offline", "bridge_online"]
     let pushTemplates = ["alert", "alert_closed", "alert_response", "checkin_prompt", "checkin_request", "checkin_request_answered",

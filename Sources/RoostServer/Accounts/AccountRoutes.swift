@@ -188,7 +188,26 @@ struct AccountRoutes: Sendable {
             return try APIJSON.response(.created, SessionView(user: UserView(user), token: session.text, expiresAt: expires))
         } catch let error as DatabaseError where error.code == .uniqueViolation {
             let field = error.constraint?.contains("phone") == true ? "phone" : "email"
+            try await tellOwnerOfTakenAddress(field == "phone" ? (nil, body.phone.flatMap(PhoneNumber.normalize)) : (body.email.flatMap(EmailAddress.normalize), nil),
+                                              tenant: tenant)
             throw APIError(.conflict, code: "conflict", message: "an account with that \(field) already exists here", field: field)
+        }
+    }
+
+    /// Someone tried to register with an address an account has: its owner, when the address is
+    /// proven, is told (template `registration_attempted`), within the address's daily budget.
+    /// API.md keeps the 409, so the answer itself still says the address is taken.
+    private func tellOwnerOfTakenAddress(_ address: (email: String?, phone: String?), tenant: Tenant) async throws {
+        let limits = self.limits
+        try await pool.withConnection { connection in
+            try connection.withTenantTransaction(tenant.id) { connection in
+                guard let owner = try UserStore().find(email: address.email, phone: address.phone, on: connection),
+                      let (channel, to) = address.email.map({ ("email", $0) }) ?? address.phone.map({ ("sms", $0) }),
+                      channel == "email" ? owner.emailVerified : owner.phoneVerified,
+                      try OutsideBudget.allows(channel, to: to, tenant: tenant.id, by: nil, destination: true, limits: limits, on: connection) else { return }
+                try OutboxStore().enqueue(tenant: tenant.id, channel: channel, recipient: to, template: "registration_attempted",
+                                          data: RawJSON("{\"channel\":\"\(channel == "sms" ? "phone" : "email")\"}"), on: connection)
+            }
         }
     }
 

@@ -35,13 +35,15 @@ enum OutsideBudget {
     }
 
     /// Charges one message to `address` on `channel` (`email` or `sms`), caused by `account`
-    /// (nil: by the server itself, charged to the tenant alone), in `tenant`.
-    static func charge(_ channel: String, to address: String, tenant: UUID, by account: User?, limits: AbuseLimits, now: Date = Date(),
-                       on connection: PostgresConnection) throws {
+    /// (nil: by the server itself, charged to the tenant alone unless `destination`), in `tenant`.
+    static func charge(_ channel: String, to address: String, tenant: UUID, by account: User?, destination: Bool? = nil, limits: AbuseLimits,
+                       now: Date = Date(), on connection: PostgresConnection) throws {
         var budgets: [(Name, RateLimit)] = []
-        if let account {
+        if destination ?? (account != nil) {
             budgets.append((.destination, RateLimit("outside-destination:\(channel):\(address.lowercased())", limit: limits.outsidePerDestinationPerDay,
                                                     window: Throttle.day)))
+        }
+        if let account {
             let isNew = now.timeIntervalSince(account.createdAt) < Double(Throttle.day) || !(account.emailVerified || account.phoneVerified)
             budgets.append((.account, RateLimit("outside-account:\(account.id.lowercasedText)",
                                                 limit: isNew ? limits.outsidePerNewAccountPerDay : limits.outsidePerAccountPerDay, window: Throttle.day)))
@@ -76,11 +78,11 @@ enum OutsideBudget {
 
     /// `charge` for a job: true when the message may go; over a budget it is dropped and nothing
     /// of the charge stays counted (a savepoint), and the job goes on.
-    static func allows(_ channel: String, to address: String, tenant: UUID, by account: User?, limits: AbuseLimits,
+    static func allows(_ channel: String, to address: String, tenant: UUID, by account: User?, destination: Bool? = nil, limits: AbuseLimits,
                        on connection: PostgresConnection) throws -> Bool {
         do {
             try connection.withSavepoint { connection throws in
-                try charge(channel, to: address, tenant: tenant, by: account, limits: limits, on: connection)
+                try charge(channel, to: address, tenant: tenant, by: account, destination: destination, limits: limits, on: connection)
             }
             return true
         } catch is Exhausted {
