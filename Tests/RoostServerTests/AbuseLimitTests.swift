@@ -92,6 +92,7 @@ struct AbuseLimitTests {
         let number = "+4570" + String(UInt32.random(in: 100_000...999_999))
         var statuses: [Int] = []
         var fields: [String] = []
+        let before = OutsideBudget.refusalCount(.destination)
         for index in 0..<5 {
             let person = try await api.person(email: "caller\(index)@example.org")
             let (status, body) = try await api.call("PATCH", "/v1/me", ["phone": number, "current_password": APIFixture.password], token: person.token)
@@ -99,6 +100,7 @@ struct AbuseLimitTests {
             if let field = (body["error"] as? [String: Any])?["field"] as? String { fields.append(field) }
         }
         #expect(statuses == [202, 202, 202, 429, 429] && fields == ["destination_budget", "destination_budget"], "\(statuses) \(fields)")
+        #expect(OutsideBudget.refusalCount(.destination) >= before + 2)
         let texts = try await api.inTenant { _, connection in
             try connection.query("SELECT count(*) AS n FROM outbox WHERE recipient = \(number)").rows[0].decode(Int.self, "n")
         }
