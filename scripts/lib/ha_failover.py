@@ -44,7 +44,9 @@ def say(text):
 class Node(RoostServe):
     def __init__(self, binary, name, workdir, admin, outbox):
         limits = ("ROOST_REGISTRATIONS_PER_ADDRESS_PER_HOUR", "ROOST_INVITATIONS_PER_SENDER_PER_DAY", "ROOST_INVITATIONS_PER_GROUP_PER_DAY",
-                  "ROOST_INVITATIONS_PER_RECIPIENT_PER_DAY", "ROOST_ALERTS_PER_USER_PER_HOUR")
+                  "ROOST_INVITATIONS_PER_RECIPIENT_PER_DAY", "ROOST_ALERTS_PER_USER_PER_HOUR", "ROOST_POSTS_PER_ACCOUNT_PER_MINUTE",
+                  "ROOST_OUTSIDE_PER_DESTINATION_PER_DAY", "ROOST_OUTSIDE_PER_ACCOUNT_PER_DAY", "ROOST_OUTSIDE_PER_NEW_ACCOUNT_PER_DAY",
+                  "ROOST_OUTSIDE_PER_TENANT_PER_DAY")
         super().__init__(binary, os.path.join(workdir, f"{name}.log"), name=name,
                          environment={"ROOST_ADMIN_TOKEN": admin, **{limit: "1000000" for limit in limits}},
                          arguments=("--no-access-log",) + (() if outbox else ("--no-outbox-worker",)))
