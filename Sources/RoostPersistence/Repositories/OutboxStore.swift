@@ -167,15 +167,17 @@ public struct OutboxStore: Sendable {
     /// deliveries; for the others the alert joins their pending `alert_digest` ("N more alerts",
     /// sent an hour on), or starts one. Selects `eligible`, `queued` and `held` counts.
     static let fallbackTail = """
+        judged AS (
+            SELECT e.*, \(underFallbackBudget("e")) AS under FROM eligible e),
         queued AS (
             INSERT INTO outbox (tenant_id, channel, recipient, template, user_id, data)
-            SELECT e.tenant_id, e.channel, e.recipient, 'alert', e.user_id, e.data FROM eligible e WHERE \(underFallbackBudget("e"))
+            SELECT e.tenant_id, e.channel, e.recipient, 'alert', e.user_id, e.data FROM judged e WHERE e.under
             RETURNING id, tenant_id),
         jobs AS (
             INSERT INTO outbox_jobs (outbox_id, tenant_id) SELECT id, tenant_id FROM queued RETURNING outbox_id),
         over AS (
             SELECT e.*, (e.data->>'group_name') || ': ' || coalesce(left(e.data->'alert'->>'text', 140), '') AS line
-            FROM eligible e WHERE NOT \(underFallbackBudget("e"))),
+            FROM judged e WHERE NOT e.under),
         merged AS (
             UPDATE outbox o SET data = \(digestAppended("o.data", line: "v.line"))
             FROM over v
