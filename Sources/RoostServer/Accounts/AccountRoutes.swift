@@ -294,6 +294,20 @@ struct AccountRoutes: Sendable {
     /// Whether `password` is the signed-in user's, for requests that ask for it again (erasing
     /// the account): counted like a sign-in against the account's failures, so a stolen
     /// session cannot be used to guess the password past the sign-in limit.
+    /// `{current_password}`, the body of what asks for the password again and nothing else
+    /// (`password`, the field's earlier name, is still read).
+    struct CurrentPasswordBody: Decodable, KnownFields {
+        let currentPassword: String?
+        let password: String?
+        static let fieldNames: Set<String> = names(CodingKeys.self)
+        var given: String? { currentPassword ?? password }
+
+        enum CodingKeys: String, CodingKey, CaseIterable {
+            case currentPassword = "current_password"
+            case password
+        }
+    }
+
     /// The account's password asked again before anything that would hand the account to
     /// whoever holds a session (API.md "Wave 3"): 403 `password_required` without it, 403
     /// `wrong_password` for another (counted like a failed sign-in, so it cannot be guessed).

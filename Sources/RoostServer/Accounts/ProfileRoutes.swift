@@ -46,20 +46,29 @@ struct ProfileRoutes: Sendable {
         }
     }
 
+    /// A device as it registers: its token, and for Web Push its keys and its endpoint as the
+    /// outbound policy read it.
+    struct NewDevice {
+        let token: String
+        var keys: (p256dh: [UInt8], auth: [UInt8])?
+        var endpoint: OutboundURL?
+    }
+
     /// The device's token, and for Web Push its keys: a `webpush` device must bring its
     /// subscription, whose endpoint must be an `https` URL on an allowed push service and whose
     /// keys must be a P-256 point and a 16-byte secret (400 otherwise).
-    func deviceToken(_ body: DeviceBody) throws(APIError) -> (String, (p256dh: [UInt8], auth: [UInt8])?) {
+    func newDevice(_ body: DeviceBody) throws(APIError) -> NewDevice {
         guard body.platform == "webpush" else {
             guard body.subscription == nil else { throw APIError.invalid("only webpush devices have a subscription", "subscription") }
             guard let token = body.token else { throw APIError.invalid("token is required", "token") }
-            return (try BoundedText.validate(token, field: "token", range: 1...4096), nil)
+            return NewDevice(token: try BoundedText.validate(token, field: "token", range: 1...4096))
         }
         guard let subscription = body.subscription else {
             throw APIError.invalid("a webpush device registers its subscription: {endpoint, keys: {p256dh, auth}}", "subscription")
         }
+        let endpoint: OutboundURL
         do {
-            _ = try accounts.push.endpoint(subscription.endpoint)
+            endpoint = try accounts.push.endpoint(subscription.endpoint)
         } catch {
             throw APIError.invalid("the endpoint must be an https:// URL on a known push service: \(error)", "subscription.endpoint")
         }
@@ -69,15 +78,14 @@ struct ProfileRoutes: Sendable {
         guard let auth = Secrets.decodeBase64URL(subscription.keys.auth), auth.count == 16 else {
             throw APIError.invalid("auth must be 16 bytes, base64url", "subscription.keys.auth")
         }
-        return (subscription.endpoint, (p256dh, auth))
+        return NewDevice(token: subscription.endpoint, keys: (p256dh, auth), endpoint: endpoint)
     }
 
     /// A Web Push endpoint's name must lead only where the outbound policy lets Roost connect
     /// (public addresses): checked now, and again by every delivery, since DNS may change.
-    func checkAddresses(of endpoint: String) async throws(APIError) {
-        let push = accounts.push
+    func checkAddresses(of endpoint: OutboundURL) async throws(APIError) {
         do {
-            _ = try await push.network.addressesDetached(of: try push.endpoint(endpoint))
+            _ = try await accounts.push.network.addressesDetached(of: endpoint)
         } catch {
             throw APIError.invalid("the endpoint's host must resolve to public addresses only: \(error)", "subscription.endpoint")
         }
@@ -116,18 +124,6 @@ struct ProfileRoutes: Sendable {
         enum CodingKeys: String, CodingKey { case home }
     }
 
-    /// `{current_password}` (`password`, its earlier name, is still read).
-    struct PasswordBody: Decodable, KnownFields {
-        let currentPassword: String?
-        let password: String?
-        static let fieldNames: Set<String> = names(CodingKeys.self)
-        var given: String? { currentPassword ?? password }
-
-        enum CodingKeys: String, CodingKey, CaseIterable {
-            case currentPassword = "current_password"
-            case password
-        }
-    }
 
     func add(to builder: inout Router.Builder) {
         let pool = auth.pool
@@ -176,7 +172,7 @@ struct ProfileRoutes: Sendable {
         builder.add(.delete, "/v1/me", bodyLimit: 4 * 1024, signedIn: auth) { context, caller in
             let user = try await caller.user()
             // A stolen session alone cannot erase the account: the password must come with it.
-            try await accounts.confirmPassword(try context.decodeJSON(PasswordBody.self).given, of: user, context)
+            try await accounts.confirmPassword(try context.decodeJSON(AccountRoutes.CurrentPasswordBody.self).given, of: user, context)
             try await pool.withConnection { connection in
                 try connection.withTenantTransaction(user.tenantID) { try AccountDeletion.run(user, on: $0) }
             }
@@ -188,8 +184,9 @@ struct ProfileRoutes: Sendable {
             guard Self.platforms.contains(body.platform) else {
                 throw APIError.invalid("platform must be apns, fcm, webpush or unifiedpush", "platform")
             }
-            let (token, keys) = try deviceToken(body)
-            if keys != nil { try await checkAddresses(of: token) }
+            let registering = try newDevice(body)
+            if let endpoint = registering.endpoint { try await checkAddresses(of: endpoint) }
+            let (token, keys) = (registering.token, registering.keys)
             let (device, created) = try await pool.withConnection { connection in
                 try connection.withTenantTransaction(user.tenantID) { connection in
                     if try DeviceStore().count(user: user.id, on: connection) >= Self.maxDevices {

@@ -72,7 +72,7 @@ struct CheckinPins: Sendable {
             return HTTPResponse(status: .noContent)
         }
         builder.add(.delete, "/v1/me/pins", bodyLimit: 4 * 1024, signedIn: accounts.auth) { context, caller in
-            let body = try context.decodeJSON(ProfileRoutes.PasswordBody.self)
+            let body = try context.decodeJSON(AccountRoutes.CurrentPasswordBody.self)
             let user = try await caller.user()
             try await accounts.confirmPassword(body.given, of: user, context)
             let deleted = try await pool.withConnection { connection in
