@@ -35,7 +35,7 @@ enum BridgeNotices {
         do {
             try connection.withSavepoint { try RateLimitStore().count([hourly], on: $0) }
         } catch let used as RateLimitStore.UsedUp {
-            OutsideBudget.countBridgeNoticeHeldBack()
+            OutsideBudget.refused(.bridgeNotice, tenant: tenant)
             let state = event == .bridgeOffline ? "went silent" : "is back"
             try OutboxStore().addToDigest(tenant: tenant, user: user, channel: "email", recipient: email, template: "bridge_digest",
                                           line: "\(bridge.name) (\(groupName)) \(state)", due: Date().addingTimeInterval(Double(used.retryAfter)),

@@ -237,7 +237,7 @@ public final class OutboxWorker: Sendable {
                 // A red alert that reached none of the member's devices goes by email or SMS.
                 if outcome != .delivered, message.channel == "push", message.severity == "red" {
                     if try OutboxStore().enqueueFallback(afterFailed: id, on: connection) == .heldBack {
-                        OutsideBudget.countAlertFallbackHeldBack()
+                        OutsideBudget.refused(.alertFallback, tenant: tenant)
                     }
                 }
             }

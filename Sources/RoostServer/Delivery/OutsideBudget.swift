@@ -96,7 +96,10 @@ enum OutsideBudget {
     /// Where a tenant's budget running out is reported (the server's log once `serve` sets it).
     static let log = Mutex<Log?>(nil)
 
-    private static func refused(_ budget: Name, tenant: UUID) {
+    /// A message `budget` held back: counted, and logged when it is the tenant's. The per-person
+    /// rules call it too (`alert_fallback`: a person had `OutboxStore.alertFallbacksPerRecipientPerHour`;
+    /// `bridge_notice`: a manager had this hour's bridge email).
+    static func refused(_ budget: Name, tenant: UUID) {
         refusals.withLock { $0[budget, default: 0] += 1 }
         if budget == .tenant {
             log.withLock { $0 }?.warning("a tenant's budget of messages outside the app is used up for today", ["tenant_id": tenant.lowercasedText])
@@ -104,12 +107,6 @@ enum OutsideBudget {
     }
 
     static func refusalCount(_ budget: Name) -> Int { refusals.withLock { $0[budget, default: 0] } }
-
-    /// A red alert's email or text was held back: its person had `OutboxStore.alertFallbacksPerRecipientPerHour`.
-    static func countAlertFallbackHeldBack() { refusals.withLock { $0[.alertFallback, default: 0] += 1 } }
-
-    /// A bridge notice's email was held back: its manager had one this hour.
-    static func countBridgeNoticeHeldBack() { refusals.withLock { $0[.bridgeNotice, default: 0] += 1 } }
 
     /// The counters in Prometheus text format.
     static func renderMetrics() -> String {
