@@ -40,13 +40,11 @@ struct HostileMemberTests {
             #expect(try await api.call("POST", "/v1/groups/\(group)/messages", ["client_msg_id": "m\(index)", "text": "hi", "kind": "chat"],
                                        token: ann.token).0 == 201)
         }
-        let client = try TestClient(port: api.test.port)
-        let body = #"{"client_msg_id":"m5","text":"hi","kind":"chat"}"#
-        client.send("POST /v1/groups/\(group)/messages HTTP/1.1\r\nAuthorization: Bearer \(ann.token)\r\nContent-Type: application/json\r\n"
-                    + "Content-Length: \(body.utf8.count)\r\n\r\n\(body)")
-        let flood = try #require(await client.readResponse())
+        let flood = try await AbuseLimitTests.request(api, "POST", "/v1/groups/\(group)/messages",
+                                                      ["client_msg_id": "m5", "text": "hi", "kind": "chat"], token: ann.token)
         #expect(flood.status == 429 && Int(flood.headers["retry-after"] ?? "").map { $0 >= 1 } == true)
         // What a signed-in person is answered is theirs alone: no cache on the way keeps it.
+        let client = try TestClient(port: api.test.port)
         client.send("GET /v1/me HTTP/1.1\r\nAuthorization: Bearer \(ann.token)\r\n\r\n")
         let me = try #require(await client.readResponse())
         #expect(me.status == 200 && me.headers["cache-control"] == "no-store")
