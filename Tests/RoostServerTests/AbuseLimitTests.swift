@@ -269,7 +269,7 @@ struct AbuseLimitTests {
     @Test func aStolenSessionCannotGuessThePasswordThroughAccountDeletion() async throws {
         let api = try APIFixture()
         let person = try await api.person(email: "jo@example.org")
-        for index in 0..<AccountRoutes.failuresPerIdentifier {
+        for index in 0..<Credentials.failuresPerIdentifier {
             #expect(try await api.call("DELETE", "/v1/me", ["current_password": "guess number \(index)"], token: person.token).0 == 403)
         }
         // The account's failures are used up: even the right password waits, and so does sign-in.

@@ -83,7 +83,7 @@ struct CheckinPhaseTests {
 
     static func date(_ value: Any?) throws -> Date {
         let text = try #require(value as? String)
-        return try #require(CheckinRoutes.parseDate(text))
+        return try #require(APIJSON.date(text))
     }
 
     @Test func aWalkIsPromptedOnceThenMissedInEveryGroupWithItsTrailAndTheAllClearClosesEveryAlert() async throws {

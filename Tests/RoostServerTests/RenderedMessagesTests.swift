@@ -13,7 +13,7 @@ struct RenderedMessagesTests {
 
     @Test func everyTemplateExistsInEveryShippedLanguageAndParses() throws {
         let shipped = try #require(RenderedMessages.shippedFolder())
-        for locale in RenderedMessages.locales {
+        for locale in MessageLocale.shipped {
             for name in emailTemplates {
                 #expect(FileManager.default.fileExists(atPath: shipped.appendingPathComponent("\(locale)/\(name).txt").path), "\(locale)/\(name).txt")
                 let email = try messages.email(name, locale: locale, data: [:])

@@ -41,7 +41,7 @@ struct SignInThrottleTests {
     @Test func failuresCountPerAccountWhicheverIdentifierNamesIt() async throws {
         let api = try APIFixture()
         _ = try await api.person(["email": "wil@example.org", "phone": "+4522334455", "display_name": "Wil"])
-        for index in 0..<AccountRoutes.failuresPerIdentifier {
+        for index in 0..<Credentials.failuresPerIdentifier {
             let identifier: [String: Any] = index % 2 == 0 ? ["email": "wil@example.org"] : ["phone": "+4522334455"]
             #expect(try await api.call("POST", "/v1/auth/login", identifier.merging(["tenant": api.tenant, "password": "wrong \(index)"]) { $1 }).0 == 401)
         }
@@ -65,8 +65,8 @@ struct SignInThrottleTests {
         }
         // Never more than the limit get to try a password, however the twenty interleave (under
         // load a few may be turned away earlier, with 503, before they are counted).
-        #expect(statuses.filter { $0 == 401 }.count <= AccountRoutes.failuresPerIdentifier, "\(statuses.sorted())")
-        #expect(statuses.filter { $0 == 429 }.count >= 20 - AccountRoutes.failuresPerIdentifier - statuses.filter { $0 == 503 }.count)
+        #expect(statuses.filter { $0 == 401 }.count <= Credentials.failuresPerIdentifier, "\(statuses.sorted())")
+        #expect(statuses.filter { $0 == 429 }.count >= 20 - Credentials.failuresPerIdentifier - statuses.filter { $0 == 503 }.count)
         #expect(statuses.allSatisfy { [401, 429, 503].contains($0) })
         await api.stop()
     }
@@ -139,7 +139,7 @@ struct SignInThrottleTests {
         print("sign-in flood: 200 bad sign-ins from one address → \(outcomes.sorted { $0.key < $1.key }); another address's sign-ins "
               + "p50 \(Int(latencies[latencies.count / 2])) ms, p99 \(Int(latencies.last!)) ms")
         // The flood is throttled at its address: only the first 20 ever reach the password check.
-        #expect(outcomes[401, default: 0] <= AccountRoutes.failuresPerAddress)
+        #expect(outcomes[401, default: 0] <= Credentials.failuresPerAddress)
         #expect(outcomes[401, default: 0] + outcomes[429, default: 0] + outcomes[503, default: 0] == 200)
         await api.stop()
     }

@@ -6,24 +6,6 @@ import RoostProtocol
 import Glibc
 #endif
 
-/// What went wrong talking to a server outside: the text lands in the outbox row's
-/// `last_error` (and `roost outbox list --failed`). A refusal by the outbound policy is final:
-/// no retry changes it.
-public struct OutboundFailure: Error, CustomStringConvertible {
-    public let description: String
-    public let isRefusal: Bool
-
-    public init(_ description: String) {
-        self.description = description
-        isRefusal = false
-    }
-
-    init(_ refusal: OutboundRefusal) {
-        description = "refused by the outbound policy: \(refusal)"
-        isRefusal = true
-    }
-}
-
 /// The client side of TLS for the delivery worker (libssl): certificates and host names are
 /// always verified, against the system trust store plus, optionally, one more CA file
 /// (`ROOST_TLS_CA_FILE`). TLS 1.2 at least. One context serves every connection.

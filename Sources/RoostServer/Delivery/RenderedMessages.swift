@@ -13,9 +13,6 @@ import Synchronization
 /// file, so one file can be changed without copying the rest; a locale without the file falls
 /// back to English. Files are read once and kept (a restart picks up edits).
 final class RenderedMessages: Sendable {
-    /// The languages shipped; a tenant's `locale` is one of them.
-    static let locales: Set<String> = ["en", "da"]
-
     struct Email: Equatable {
         let subject: String
         let text: String

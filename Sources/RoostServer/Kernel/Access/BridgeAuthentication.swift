@@ -1,0 +1,68 @@
+import Foundation
+import RoostHTTP
+import RoostPersistence
+import RoostProtocol
+
+/// How a bridge's request is admitted (API.md "Bridges"): its key, its rate limit, its
+/// signature when it signs, and its heartbeat. The bridge routes and the media uploads a bridge
+/// makes both admit through it.
+struct BridgeAuthentication: Sendable {
+    let pool: ConnectionPool
+    /// Called in the admitting transaction when a bridge that had fallen silent is heard again
+    /// (the Bridges section announces it back online).
+    let cameBack: @Sendable (_ bridge: Bridge, _ tenant: UUID, _ connection: PostgresConnection) throws -> Void
+
+    /// How far a signed request's timestamp may be from now, in seconds.
+    static let signatureWindow = 300
+
+    static let unauthenticated = APIError(.unauthorized, code: "unauthenticated", message: "a valid bridge key is required",
+                                          headers: ["WWW-Authenticate": "Bearer"])
+
+    /// Authenticates a bridge request, spends a token of its rate limit and checks its
+    /// signature (when the bridge signs, and `signedBody`: an upload's body streams past before
+    /// it could be checked, so there the key alone admits, to a pending upload nobody sees
+    /// until a signed alert links it); the tenant and the bridge.
+    func admit(_ context: RequestContext, signedBody: Bool = true) async throws -> (UUID, Bridge) {
+        guard let text = context.bearerToken, let token = TenantToken(text, prefix: TenantToken.bridge) else { throw Self.unauthenticated }
+        let timestamp = context.request.headers["X-Roost-Timestamp"]
+        let signature = context.request.headers["X-Roost-Signature"]
+        let body = context.request.body
+        let bridge = try await pool.withConnection { connection in
+            try connection.withTenantTransaction(token.tenant) { connection -> Bridge in
+                let store = BridgeStore()
+                guard let bridge = try store.authenticate(keyHash: token.hash, on: connection) else { throw Self.unauthenticated }
+                if let wait = try store.consumeToken(bridge.id, on: connection) {
+                    throw APIError(.tooManyRequests, code: "rate_limited", message: "this bridge is sending too fast",
+                                   headers: ["Retry-After": String(wait)])
+                }
+                if signedBody, let secret = bridge.signingSecret {
+                    let mac = try Self.verify(secret: secret, timestamp: timestamp, signature: signature, body: body)
+                    guard try store.recordSignature(tenant: token.tenant, bridge: bridge.id, signature: mac, window: Self.signatureWindow,
+                                                    on: connection) else {
+                        throw APIError(.conflict, code: "conflict", message: "this signed request was seen already (a replay)")
+                    }
+                }
+                // Any admitted request counts as a heartbeat; one after silence brings the bridge back.
+                if let heartbeat = bridge.heartbeatSeconds, try store.heard(bridge.id, heartbeatSeconds: heartbeat, on: connection) {
+                    try cameBack(bridge, token.tenant, connection)
+                }
+                return bridge
+            }
+        }
+        return (token.tenant, bridge)
+    }
+
+    /// Checks `X-Roost-Signature: sha256=<hex HMAC-SHA256 of "timestamp.body">` in constant time
+    /// and the timestamp's distance from now; the signature's bytes.
+    static func verify(secret: String, timestamp: String?, signature: String?, body: [UInt8]) throws(APIError) -> [UInt8] {
+        let refused = APIError(.unauthorized, code: "unauthenticated", message: "this bridge signs its requests: a valid X-Roost-Timestamp and X-Roost-Signature are required")
+        guard let timestamp, let seconds = Int(timestamp), let signature, signature.hasPrefix("sha256=") else { throw refused }
+        guard abs(Int(Date().timeIntervalSince1970) - seconds) <= signatureWindow else {
+            throw APIError(.unauthorized, code: "unauthenticated", message: "X-Roost-Timestamp is more than 5 minutes from now")
+        }
+        let expected = Secrets.hmacSHA256(key: Array(secret.utf8), message: Array((timestamp + ".").utf8) + body)
+        let given = Array(Digest.hex(expected).utf8)
+        guard Secrets.constantTimeEqual(Array(signature.dropFirst(7).lowercased().utf8), given) else { throw refused }
+        return expected
+    }
+}
