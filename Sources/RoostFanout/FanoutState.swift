@@ -237,7 +237,7 @@ public struct FanoutState<Sink> {
         subscribers[id] = subscriber
         guard subscriber.resumesInWindow <= resumeLimit else {
             let seconds = resumeWindowNanoseconds / 1_000_000_000
-            return [.send(StreamFrames.error(code: "rate_limited", message: "more than \(resumeLimit) resumes in \(seconds) s"), to: [subscriber.sink]),
+            return [.send(StreamFrames.error(code: .rateLimited, message: "more than \(resumeLimit) resumes in \(seconds) s"), to: [subscriber.sink]),
                     .close(subscriber.sink, .policyViolation, reason: "too many resumes")]
         }
         // One replay at a time; a resume waiting for it is replaced by this newer one.
@@ -290,7 +290,7 @@ public struct FanoutState<Sink> {
         for frame in begun.frames { actions.append(.send(frame, to: [sink])) }
         if !begun.unknown.isEmpty {
             let list = begun.unknown.map { $0.lowercasedText }.joined(separator: ", ")
-            actions.append(.send(StreamFrames.error(code: "not_found", message: "not a group of yours: " + list), to: [sink]))
+            actions.append(.send(StreamFrames.error(code: .notFound, message: "not a group of yours: " + list), to: [sink]))
         }
         subscribers[id]!.replay = Replay(token: begun.token, groups: begun.accepted.map(\.0))
         continueReplay(id, into: &actions)

@@ -23,7 +23,7 @@ public enum StreamFrames {
         WebSocketFrameEncoder.text(StreamFrameJSON.reset(group, oldestSeq: oldestSeq))
     }
 
-    public static func error(code: String, message: String) -> [UInt8] {
+    public static func error(code: APIError.Code, message: String) -> [UInt8] {
         WebSocketFrameEncoder.text(StreamFrameJSON.error(code: code, message: message))
     }
 }

@@ -53,7 +53,7 @@ struct OutboxProcessTests {
             let tenant = try TenantStore().create(slug: "outbox-nodes", name: "Outbox Nodes", registration: .open, on: connection).id
             let ids = try connection.withTenantTransaction(tenant) { connection in
                 try (0..<40).map { index in
-                    try OutboxStore().enqueue(tenant: tenant, channel: "email", recipient: "n\(index)@example.org", template: "invitation",
+                    try OutboxStore().enqueue(tenant: tenant, channel: .email, recipient: "n\(index)@example.org", template: .invitation,
                                               data: RawJSON(#"{"token":"t\#(index)"}"#), on: connection).uuidString.lowercased()
                 }
             }

@@ -123,7 +123,7 @@ struct StartupTests {
         let setup = try TestDatabase.migratedConnection()
         let tenant = try TenantStore().create(slug: "obx-\(UUID().uuidString.prefix(8).lowercased())", name: "Outbox", registration: .open, on: setup)
         let id = try setup.withTenantTransaction(tenant.id) { connection in
-            let id = try OutboxStore().enqueue(tenant: tenant.id, channel: "email", recipient: "gone@example.org", template: "invitation",
+            let id = try OutboxStore().enqueue(tenant: tenant.id, channel: .email, recipient: "gone@example.org", template: .invitation,
                                                data: RawJSON("{}"), on: connection)
             try OutboxStore().markFailed(id, error: "webhook answered 500", backoff: { _ in 0 }, maxAttempts: 1, on: connection)
             return id

@@ -40,10 +40,10 @@ struct HTTPResponseWriterTests {
     }
 
     @Test func theErrorBodyHasTheAPIShape() {
-        let error = APIError(.badRequest, code: "validation_failed", message: "text is \"empty\"", field: "text")
+        let error = APIError(.badRequest, code: .validationFailed, message: "text is \"empty\"", field: "text")
         #expect(String(decoding: error.body, as: UTF8.self)
             == #"{"error":{"code":"validation_failed","message":"text is \"empty\"","field":"text"}}"#)
-        let response = HTTPResponse(APIError(.tooManyRequests, code: "rate_limited", message: "slow down", headers: ["Retry-After": "3"]))
+        let response = HTTPResponse(APIError(.tooManyRequests, code: .rateLimited, message: "slow down", headers: ["Retry-After": "3"]))
         #expect(response.status == .tooManyRequests)
         #expect(response.headers["Retry-After"] == "3")
         #expect(response.headers["Content-Type"] == "application/json; charset=utf-8")
@@ -59,7 +59,7 @@ struct HTTPResponseWriterTests {
             let error = HTTPParseError(reason, "x")
             #expect(error.status.code == status)
             #expect(error.apiError.status.code == status)
-            #expect(error.apiError.code == code)
+            #expect(error.apiError.code.text == code)
         }
     }
 

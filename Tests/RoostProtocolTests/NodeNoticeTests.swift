@@ -89,6 +89,6 @@ struct StreamClientFrameTests {
             Issue.record("accepted \(text)")
             return
         }
-        #expect(["invalid_json", "unknown_type", "validation_failed"].contains(refusal.code))
+        #expect(["invalid_json", "unknown_type", "validation_failed"].contains(refusal.code.text))
     }
 }

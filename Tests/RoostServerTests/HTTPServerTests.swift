@@ -86,7 +86,7 @@ final class TestServer {
             let body = try context.decodeJSON(DecodedBody.self)
             return .json(.ok, Array("{\"text\":\(body.text.count),\"places\":\(body.places?.count ?? 0)}".utf8))
         }
-        builder.add(.get, "/teapot") { _ in throw APIError(.conflict, code: "conflict", message: "already brewing") }
+        builder.add(.get, "/teapot") { _ in throw APIError(.conflict, code: .conflict, message: "already brewing") }
         builder.add(.get, "/crash") { _ in throw CancellationError() }
         builder.add(.get, "/db-down") { _ in
             // A closed pool fails like an unreachable database, with no mapping in the route.

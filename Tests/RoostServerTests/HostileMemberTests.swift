@@ -79,7 +79,7 @@ struct HostileMemberTests {
     @Test func aDeliveryErrorWithANULInItIsKeptAndTheRowSettles() async throws {
         let api = try APIFixture()
         let (status, error) = try await api.inTenant { tenant, connection -> (String, String?) in
-            let id = try OutboxStore().enqueue(tenant: tenant, channel: "email", recipient: "x@example.org", template: "verification",
+            let id = try OutboxStore().enqueue(tenant: tenant, channel: .email, recipient: "x@example.org", template: .verification,
                                                data: RawJSON("{}"), on: connection)
             // What a hostile mail relay might answer, NUL and all.
             try OutboxStore().markFailed(id, error: "550 no\u{0}such\r\nuser", backoff: { _ in 0 }, maxAttempts: 1, permanent: true, on: connection)

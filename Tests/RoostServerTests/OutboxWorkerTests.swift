@@ -93,7 +93,7 @@ extension OutboxDeliveryTests {
             return try await pool.withConnection { connection in
                 try connection.withTenantTransaction(tenant) { connection in
                     try (0..<count).map { index in
-                        try OutboxStore().enqueue(tenant: tenant, channel: "sms", recipient: "+4512345678", template: "invitation",
+                        try OutboxStore().enqueue(tenant: tenant, channel: .sms, recipient: "+4512345678", template: .invitation,
                                                   data: RawJSON(#"{"token":"secret-\#(index)","group_name":"Elm \"St\""}"#), on: connection)
                     }
                 }
@@ -249,7 +249,7 @@ extension OutboxDeliveryTests {
             while sink.received.count < 200 { try await Task.sleep(for: .milliseconds(5)) }
             let queuedAt = ContinuousClock.now
             try setup.withTenantTransaction(quiet) { connection in
-                try OutboxStore().enqueue(tenant: quiet, channel: "email", recipient: "quiet@example.org", template: "verification",
+                try OutboxStore().enqueue(tenant: quiet, channel: .email, recipient: "quiet@example.org", template: .verification,
                                           data: RawJSON(#"{"code":"123456"}"#), on: connection)
             }
             _ = try await sink.awaitDelivery(to: "quiet@example.org", template: "verification", timeout: .seconds(30))

@@ -10,7 +10,7 @@ extension TestServer {
         try TestServer(limits: limits, threads: threads, clock: clock, extraRoutes: { builder in
             builder.addWebSocket("/v1/conformance/echo") { _ in EchoSession() }
             builder.addWebSocket("/v1/refusing") { _ in
-                throw APIError(.unauthorized, code: "unauthenticated", message: "no token")
+                throw APIError(.unauthorized, code: .unauthenticated, message: "no token")
             }
         })
     }

@@ -93,7 +93,7 @@ extension HTTPConnection {
             let connection = bound.value
             guard connection.http?.upload != nil else { return }
             connection.http?.upload?.timer = nil
-            connection.cutUpload(APIError(.requestTimeout, code: "timeout", message: "the request body stalled (nothing for \(milliseconds / 1000) s)"))
+            connection.cutUpload(APIError(.requestTimeout, code: .timeout, message: "the request body stalled (nothing for \(milliseconds / 1000) s)"))
         }
     }
 
@@ -120,7 +120,7 @@ extension HTTPConnection {
             connection.http?.upload?.paceTimer = nil
             if connection.http!.upload!.pace.isTooSlow(now: connection.loop.clock.now()) {
                 connection.context.metrics.uploadsTooSlow.add(1, ordering: .relaxed)
-                connection.cutUpload(APIError(.requestTimeout, code: "timeout", message: "the upload is too slow: under \(limits.minUploadBytesPerSecond >> 10) KiB/s "
+                connection.cutUpload(APIError(.requestTimeout, code: .timeout, message: "the upload is too slow: under \(limits.minUploadBytesPerSecond >> 10) KiB/s "
                                                   + "over \(limits.uploadRateWindowMilliseconds / 1000) s"))
             } else {
                 connection.armPaceTimer()

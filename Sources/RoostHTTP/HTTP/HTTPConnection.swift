@@ -140,7 +140,7 @@ final class HTTPConnection: EventHandler {
                 // The peer finished sending: answer what it asked, then close.
                 stopReading = true
                 closeWhenDrained = true
-                endUpload(failing: APIError(.badRequest, code: "invalid_request", message: "the connection ended before the request body did"))
+                endUpload(failing: APIError(.badRequest, code: .invalidRequest, message: "the connection ended before the request body did"))
                 break
             }
             processRequests()
@@ -211,11 +211,11 @@ final class HTTPConnection: EventHandler {
         let requestID = Self.acceptedRequestID(request.headers["X-Request-Id"]) ?? newRequestID()
         switch context.router.match(request.method, request.target.pathSegments) {
         case .notFound:
-            let error = APIError(.notFound, code: "not_found", message: "no such resource: \(request.target.path)")
+            let error = APIError(.notFound, code: .notFound, message: "no such resource: \(request.target.path)")
             respondImmediately(HTTPResponse(error), keepAlive: keepAlive, started: started, method: request.method.rawValue, route: "-", requestID: requestID)
         case .methodNotAllowed(let allowed):
             let names = allowed.map(\.rawValue).joined(separator: ", ")
-            let error = APIError(.methodNotAllowed, code: "method_not_allowed", message: "\(request.method) is not allowed here; use \(names)", headers: ["Allow": names])
+            let error = APIError(.methodNotAllowed, code: .methodNotAllowed, message: "\(request.method) is not allowed here; use \(names)", headers: ["Allow": names])
             respondImmediately(HTTPResponse(error), keepAlive: keepAlive, started: started, method: request.method.rawValue, route: "-", requestID: requestID)
         case .inline(let handler, let pattern, let parameters):
             let requestContext = RequestContext(request: request, route: pattern, parameters: parameters, requestID: requestID, peer: peer)
@@ -226,7 +226,7 @@ final class HTTPConnection: EventHandler {
         case .found(let handler, let pattern, let parameters, _):
             let slot: ServerContext.Slot = streamingBody ? .upload : .handler
             guard context.enter(slot) else {
-                let error = APIError(.serviceUnavailable, code: "unavailable",
+                let error = APIError(.serviceUnavailable, code: .unavailable,
                                      message: slot == .upload ? "the server takes no more uploads at the moment; try again shortly" : "the server is busy; try again shortly",
                                      headers: ["Retry-After": "1"])
                 respondImmediately(HTTPResponse(error), keepAlive: keepAlive, started: started, method: request.method.rawValue, route: pattern, requestID: requestID)
@@ -300,7 +300,7 @@ final class HTTPConnection: EventHandler {
         guard !isClosed, let http else { return }
         // Answered before its body was all read (refused, say): the rest is not read.
         if let upload = http.upload, upload.number == number {
-            endUpload(failing: APIError(.badRequest, code: "invalid_request", message: "the request was answered before its body ended"))
+            endUpload(failing: APIError(.badRequest, code: .invalidRequest, message: "the request was answered before its body ended"))
             stopReading = true
             closeWhenDrained = true
         }
@@ -412,7 +412,7 @@ final class HTTPConnection: EventHandler {
     /// Closes at once (shutdown of an idle keep-alive connection, deadline, error).
     func close() {
         guard !isClosed else { return }
-        endUpload(failing: APIError(.badRequest, code: "invalid_request", message: "the connection closed before the request body ended"))
+        endUpload(failing: APIError(.badRequest, code: .invalidRequest, message: "the connection closed before the request body ended"))
         let webSocket = self.webSocket
         // The HTTP state goes with the mode: its streamed bodies are dropped, and a piece on its
         // way finds the connection closed.

@@ -242,7 +242,7 @@ final class Listener: EventHandler {
     /// Over the connection limit: a 503 in the API's shape, written once, then close.
     private func refuse(_ client: Int32) {
         var bytes: [UInt8] = []
-        let error = APIError(.serviceUnavailable, code: "unavailable", message: "the server has too many connections; try again shortly", headers: ["Retry-After": "1"])
+        let error = APIError(.serviceUnavailable, code: .unavailable, message: "the server has too many connections; try again shortly", headers: ["Retry-After": "1"])
         HTTPResponseWriter.write(HTTPResponse(error), keepAlive: false, date: context.httpDate, into: &bytes)
         _ = bytes.withUnsafeBytes { send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
         Glibc.close(client)

@@ -49,7 +49,7 @@ extension RequestContext {
     public func decodeJSON<Body: Decodable>(_ type: Body.Type) throws(APIError) -> Body {
         if let contentType = request.headers["Content-Type"]?.lowercased(),
            !contentType.hasPrefix("application/json") {
-            throw APIError(.unsupportedMediaType, code: "unsupported_media_type", message: "send the body as application/json")
+            throw APIError(.unsupportedMediaType, code: .unsupportedMediaType, message: "send the body as application/json")
         }
         do {
             return try JSONBodyDecoder().decode(FieldsChecked<Body>.self, from: request.body).body
@@ -58,7 +58,7 @@ extension RequestContext {
         } catch let error as DecodingError {
             throw Self.apiError(for: error)
         } catch {
-            throw APIError(.badRequest, code: "invalid_json", message: "the body is not valid JSON")
+            throw APIError(.badRequest, code: .invalidJSON, message: "the body is not valid JSON")
         }
     }
 
@@ -77,12 +77,12 @@ extension RequestContext {
             let name = field(context.codingPath)
             return APIError.invalid("\(name) must be \(describe(expected))", name)
         case .dataCorrupted(let context) where context.codingPath.isEmpty:
-            return APIError(.badRequest, code: "invalid_json", message: "the body is not valid JSON")
+            return APIError(.badRequest, code: .invalidJSON, message: "the body is not valid JSON")
         case .dataCorrupted(let context):
             let name = field(context.codingPath)
             return APIError.invalid("\(name) is not valid: \(context.debugDescription)", name)
         @unknown default:
-            return APIError(.badRequest, code: "invalid_json", message: "the body could not be read")
+            return APIError(.badRequest, code: .invalidJSON, message: "the body could not be read")
         }
     }
 

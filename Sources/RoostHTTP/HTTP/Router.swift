@@ -165,7 +165,7 @@ public struct Router: Sendable {
         /// A WebSocket endpoint: `GET pattern` with `Upgrade: websocket` becomes a session.
         public mutating func addWebSocket(_ pattern: String, _ acceptor: @escaping WebSocketAcceptor) {
             let refuse: RouteHandler = { _ in
-                throw APIError(.upgradeRequired, code: "upgrade_required", message: "this endpoint needs Upgrade: websocket",
+                throw APIError(.upgradeRequired, code: .upgradeRequired, message: "this endpoint needs Upgrade: websocket",
                                headers: ["Upgrade": "websocket", "Connection": "Upgrade"])
             }
             insert(.get, pattern, Route(handler: refuse, pattern: pattern, bodyLimit: 0, acceptor: acceptor))

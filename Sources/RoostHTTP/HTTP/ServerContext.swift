@@ -86,7 +86,7 @@ final class ServerContext: Sendable {
         if let error = error as? APIError { return error }
         if let mapped = errorMapper(error) { return mapped }
         log.error("handler failed", ["route": request.route, "request_id": request.requestID, "error": "\(error)"])
-        return APIError(.internalServerError, code: "internal", message: "something went wrong on our side (request \(request.requestID))")
+        return APIError(.internalServerError, code: .internal, message: "something went wrong on our side (request \(request.requestID))")
     }
 
     /// The `Date` header value, formatted at most once a second.

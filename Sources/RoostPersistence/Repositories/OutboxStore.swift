@@ -1,12 +1,13 @@
 import Foundation
+import RoostProtocol
 
 /// One delivery to the outside world (API.md "Outbound delivery").
 public struct OutboxMessage: Sendable, Equatable {
     public let id: UUID
     public let tenantID: UUID
-    public let channel: String
+    public let channel: OutboxChannel
     public let recipient: String
-    public let template: String
+    public let template: TemplateName
     /// The `data` object as JSON text.
     public let data: String
     public let attempts: Int
@@ -25,7 +26,7 @@ public struct OutboxStore: Sendable {
 
     /// Queues a delivery; call inside the causing change's tenant transaction.
     @discardableResult
-    public func enqueue(tenant: UUID, channel: String, recipient: String, template: String, data: RawJSON,
+    public func enqueue(tenant: UUID, channel: OutboxChannel, recipient: String, template: TemplateName, data: RawJSON,
                         on connection: PostgresConnection) throws -> UUID {
         let id = try connection.query("""
             INSERT INTO outbox (tenant_id, channel, recipient, template, data)
@@ -38,10 +39,10 @@ public struct OutboxStore: Sendable {
     /// Queues a delivery to someone known by one address (an invitation's, an escalation
     /// contact's): by email to an email address, otherwise by SMS to the phone number.
     @discardableResult
-    public func enqueue(tenant: UUID, email: String?, phone: String?, template: String, data: RawJSON,
+    public func enqueue(tenant: UUID, email: String?, phone: String?, template: TemplateName, data: RawJSON,
                         on connection: PostgresConnection) throws -> UUID {
         precondition(email != nil || phone != nil, "a delivery needs an address")
-        return try enqueue(tenant: tenant, channel: email != nil ? "email" : "sms", recipient: email ?? phone!, template: template, data: data,
+        return try enqueue(tenant: tenant, channel: email != nil ? .email : .sms, recipient: email ?? phone!, template: template, data: data,
                            on: connection)
     }
 
@@ -74,8 +75,8 @@ public struct OutboxStore: Sendable {
             WHERE id = \(id) AND status = 'pending'
             """).first.map {
             OutboxMessage(id: try $0.decode(UUID.self, "id"), tenantID: try $0.decode(UUID.self, "tenant_id"),
-                          channel: try $0.decode(String.self, "channel"), recipient: try $0.decode(String.self, "recipient"),
-                          template: try $0.decode(String.self, "template"), data: try $0.decode(String.self, "data"),
+                          channel: try $0.decode(OutboxChannel.self, "channel"), recipient: try $0.decode(String.self, "recipient"),
+                          template: try $0.decode(TemplateName.self, "template"), data: try $0.decode(String.self, "data"),
                           attempts: try $0.decode(Int.self, "attempts"), platform: try $0.decode(String?.self, "platform"),
                           userID: try $0.decode(UUID?.self, "user_id"), severity: try $0.decode(String?.self, "severity"))
         }
@@ -198,7 +199,7 @@ public struct OutboxStore: Sendable {
 
     /// Adds `line` to the person's pending digest of `template` (`bridge_digest`), or starts one
     /// to be sent at `due`: what was held back from them goes out once, together.
-    public func addToDigest(tenant: UUID, user: UUID, channel: String, recipient: String, template: String, line: String, due: Date,
+    public func addToDigest(tenant: UUID, user: UUID, channel: OutboxChannel, recipient: String, template: TemplateName, line: String, due: Date,
                             on connection: PostgresConnection) throws {
         try connection.query("""
             WITH item AS (SELECT \(line)::text AS line),
@@ -267,8 +268,8 @@ public struct OutboxStore: Sendable {
 /// A delivery that ran out of attempts, as `roost outbox list --failed` shows it.
 public struct FailedDelivery: Sendable, Equatable {
     public let id: UUID
-    public let channel: String
-    public let template: String
+    public let channel: OutboxChannel
+    public let template: TemplateName
     public let attempts: Int
     public let lastError: String?
     public let createdAt: Date
@@ -282,8 +283,8 @@ extension OutboxStore {
             SELECT id, channel, template, attempts, last_error, created_at FROM outbox
             WHERE status = 'failed' ORDER BY created_at, id LIMIT \(limit)
             """).rows.map {
-            FailedDelivery(id: try $0.decode(UUID.self, "id"), channel: try $0.decode(String.self, "channel"),
-                           template: try $0.decode(String.self, "template"), attempts: try $0.decode(Int.self, "attempts"),
+            FailedDelivery(id: try $0.decode(UUID.self, "id"), channel: try $0.decode(OutboxChannel.self, "channel"),
+                           template: try $0.decode(TemplateName.self, "template"), attempts: try $0.decode(Int.self, "attempts"),
                            lastError: try $0.decode(String?.self, "last_error"), createdAt: try $0.decode(Date.self, "created_at"))
         }
     }
@@ -405,13 +406,13 @@ extension OutboxStore {
     /// One `push` delivery with `template` per registered device of `user`: what an alert's
     /// author hears of the answers (unless they turned `responses` off). Returns how many were queued.
     @discardableResult
-    public func enqueuePushes(to user: UUID, template: String, data: RawJSON, on connection: PostgresConnection) throws -> Int {
+    public func enqueuePushes(to user: UUID, template: TemplateName, data: RawJSON, on connection: PostgresConnection) throws -> Int {
         try connection.query("""
             WITH queued AS (
                 INSERT INTO outbox (tenant_id, channel, recipient, template, user_id, data)
                 SELECT d.tenant_id, 'push', d.token, \(template), d.user_id, jsonb_build_object('platform', d.platform) || \(data)::jsonb
                 FROM devices d WHERE d.user_id = \(user)
-                  AND (\(template) <> 'alert_response'
+                  AND (\(template) <> \(TemplateName.alertResponse)
                        OR coalesce((SELECT push_responses FROM user_preferences p WHERE p.user_id = d.user_id), true))
                 RETURNING id, tenant_id)
             INSERT INTO outbox_jobs (outbox_id, tenant_id) SELECT id, tenant_id FROM queued
@@ -424,7 +425,7 @@ extension OutboxStore {
     /// device's platform and, given `distanceTo` (the alert's JSON), the recipient's home's
     /// `distance_m` to the alert's place (null without either). Returns how many were queued.
     @discardableResult
-    public func enqueueRecipientPushes(group: UUID, seq: Int64, template: String, data: RawJSON, unansweredOnly: Bool = false,
+    public func enqueueRecipientPushes(group: UUID, seq: Int64, template: TemplateName, data: RawJSON, unansweredOnly: Bool = false,
                                        distanceTo alert: RawJSON? = nil, on connection: PostgresConnection) throws -> Int {
         try connection.query("""
             WITH queued AS (

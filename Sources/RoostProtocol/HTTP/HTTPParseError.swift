@@ -41,12 +41,12 @@ public struct HTTPParseError: Error, Hashable, Sendable, CustomStringConvertible
     /// The API error body for this failure (API.md "Conventions").
     public var apiError: APIError {
         switch reason {
-        case .requestLineTooLong: return APIError(.uriTooLong, code: "uri_too_long", message: detail)
-        case .headersTooLarge: return APIError(.headersTooLarge, code: "headers_too_large", message: detail)
-        case .bodyTooLarge: return APIError(.payloadTooLarge, code: "payload_too_large", message: detail)
+        case .requestLineTooLong: return APIError(.uriTooLong, code: .uriTooLong, message: detail)
+        case .headersTooLarge: return APIError(.headersTooLarge, code: .headersTooLarge, message: detail)
+        case .bodyTooLarge: return APIError(.payloadTooLarge, code: .payloadTooLarge, message: detail)
         case .unsupportedVersion:
-            return APIError(.httpVersionNotSupported, code: "http_version_not_supported", message: detail)
-        default: return APIError(.badRequest, code: "bad_request", message: detail)
+            return APIError(.httpVersionNotSupported, code: .httpVersionNotSupported, message: detail)
+        default: return APIError(.badRequest, code: .badRequest, message: detail)
         }
     }
 

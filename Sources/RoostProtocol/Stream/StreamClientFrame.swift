@@ -7,7 +7,7 @@ public enum StreamClientFrame: Equatable, Sendable {
 
     /// Why a frame was refused: the `error` frame's `code` and `message`.
     public struct Refusal: Error, Equatable, Sendable {
-        public let code: String
+        public let code: APIError.Code
         public let message: String
     }
 
@@ -15,18 +15,18 @@ public enum StreamClientFrame: Equatable, Sendable {
     /// group once (one spelt twice, in two cases, keeps the lower cursor: replaying more is safe).
     public static func parse(_ text: String) -> Result<StreamClientFrame, Refusal> {
         guard let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else {
-            return .failure(Refusal(code: "invalid_json", message: "frames must be JSON objects"))
+            return .failure(Refusal(code: .invalidJSON, message: "frames must be JSON objects"))
         }
         guard object["type"] as? String == "resume" else {
-            return .failure(Refusal(code: "unknown_type", message: "the only client frame is {\"type\":\"resume\",\"cursors\":{...}}"))
+            return .failure(Refusal(code: .unknownType, message: "the only client frame is {\"type\":\"resume\",\"cursors\":{...}}"))
         }
         guard let raw = object["cursors"] as? [String: Any] else {
-            return .failure(Refusal(code: "validation_failed", message: "resume needs cursors: {\"<group id>\": <last seq seen>}"))
+            return .failure(Refusal(code: .validationFailed, message: "resume needs cursors: {\"<group id>\": <last seq seen>}"))
         }
         var cursors: [UUID: Int64] = [:]
         for (key, value) in raw {
             guard let group = UUID(text: key), let seq = value as? Int, seq >= 0 else {
-                return .failure(Refusal(code: "validation_failed", message: "each cursor is a group id and a whole seq ≥ 0"))
+                return .failure(Refusal(code: .validationFailed, message: "each cursor is a group id and a whole seq ≥ 0"))
             }
             cursors[group] = min(cursors[group] ?? Int64(seq), Int64(seq))
         }

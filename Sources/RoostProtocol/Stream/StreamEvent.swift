@@ -77,7 +77,7 @@ public enum StreamFrameJSON {
         "{\"type\":\"reset\",\"group_id\":\"\(group.lowercasedText)\",\"oldest_seq\":\(oldestSeq)}"
     }
 
-    public static func error(code: String, message: String) -> String {
-        "{\"type\":\"error\",\"code\":\(JSONString.quote(code)),\"message\":\(JSONString.quote(message))}"
+    public static func error(code: APIError.Code, message: String) -> String {
+        "{\"type\":\"error\",\"code\":\(JSONString.quote(code.text)),\"message\":\(JSONString.quote(message))}"
     }
 }

@@ -14,29 +14,29 @@ public enum WebSocketHandshake {
     public static func accept(_ request: HTTPRequest) -> Result<HTTPResponse, APIError> {
         guard request.method == .get else {
             return .failure(APIError(
-                .methodNotAllowed, code: "method_not_allowed", message: "a WebSocket handshake must use GET",
+                .methodNotAllowed, code: .methodNotAllowed, message: "a WebSocket handshake must use GET",
                 headers: ["Allow": "GET"]))
         }
         guard request.version == .http1_1 else {
-            return .failure(APIError(.badRequest, code: "bad_request", message: "a WebSocket handshake needs HTTP/1.1"))
+            return .failure(APIError(.badRequest, code: .badRequest, message: "a WebSocket handshake needs HTTP/1.1"))
         }
         guard request.headers.tokens("Upgrade").contains("websocket") else {
             return .failure(APIError(
-                .upgradeRequired, code: "upgrade_required", message: "this endpoint needs Upgrade: websocket",
+                .upgradeRequired, code: .upgradeRequired, message: "this endpoint needs Upgrade: websocket",
                 headers: ["Upgrade": "websocket", "Connection": "Upgrade"]))
         }
         guard request.headers.tokens("Connection").contains("upgrade") else {
-            return .failure(APIError(.badRequest, code: "bad_request", message: "a WebSocket handshake needs Connection: Upgrade"))
+            return .failure(APIError(.badRequest, code: .badRequest, message: "a WebSocket handshake needs Connection: Upgrade"))
         }
         guard request.headers.values("Sec-WebSocket-Version").map({ $0.trimmingOWS() }) == ["13"] else {
             return .failure(APIError(
-                .upgradeRequired, code: "unsupported_websocket_version",
+                .upgradeRequired, code: .unsupportedWebSocketVersion,
                 message: "only WebSocket version 13 is supported", headers: ["Sec-WebSocket-Version": "13"]))
         }
         let keys = request.headers.values("Sec-WebSocket-Key")
         guard keys.count == 1, let key = Optional(keys[0].trimmingOWS()), isValidKey(key) else {
             return .failure(APIError(
-                .badRequest, code: "bad_request", message: "Sec-WebSocket-Key must be the base64 encoding of 16 bytes"))
+                .badRequest, code: .badRequest, message: "Sec-WebSocket-Key must be the base64 encoding of 16 bytes"))
         }
         var headers = HTTPHeaders()
         headers.add("Upgrade", "websocket")

@@ -12,7 +12,7 @@ enum OperationsRoutes {
         builder.addInline(.get, "/healthz") { _ in .json(.ok, healthy) }
         builder.add(.get, "/readyz") { _ in
             guard await probe.ready() else {
-                throw APIError(.serviceUnavailable, code: "unavailable", message: "PostgreSQL did not answer within 1 s", headers: ["Retry-After": "1"])
+                throw APIError(.serviceUnavailable, code: .unavailable, message: "PostgreSQL did not answer within 1 s", headers: ["Retry-After": "1"])
             }
             return .json(.ok, Array(#"{"status":"ready"}"#.utf8))
         }

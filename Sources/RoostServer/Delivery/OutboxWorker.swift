@@ -72,8 +72,8 @@ public final class OutboxWorker: Sendable {
 
         func route(_ message: OutboxMessage) -> Route {
             switch message.channel {
-            case "email": return email
-            case "sms": return sms
+            case .email: return email
+            case .sms: return sms
             default:
                 guard push == .webpush else { return push }
                 return message.platform == "webpush" ? .webpush : (webhook != nil ? .webhook : .log)
@@ -211,7 +211,7 @@ public final class OutboxWorker: Sendable {
                     return nil
                 }
                 var context = Context(tenant: try TenantStore().find(id: tenant, on: connection))
-                if webPush, message.channel == "push", message.platform == "webpush" {
+                if webPush, message.channel == .push, message.platform == "webpush" {
                     context.subscription = try DeviceStore().webPushSubscription(endpoint: message.recipient, on: connection)
                 }
                 return (message, context)
@@ -235,7 +235,7 @@ public final class OutboxWorker: Sendable {
                     try OutboxStore().markFailed(id, error: error, backoff: { _ in 0 }, maxAttempts: maxAttempts, permanent: true, on: connection)
                 }
                 // A red alert that reached none of the member's devices goes by email or SMS.
-                if outcome != .delivered, message.channel == "push", message.severity == "red" {
+                if outcome != .delivered, message.channel == .push, message.severity == "red" {
                     if try OutboxStore().enqueueFallback(afterFailed: id, on: connection) == .heldBack {
                         OutsideBudget.refused(.alertFallback, tenant: tenant)
                     }
@@ -254,8 +254,8 @@ public final class OutboxWorker: Sendable {
     /// When a push falls in its member's quiet hours, when they end: red alerts and check-in
     /// prompts come through (nil), everything else waits.
     static func quietUntil(_ message: OutboxMessage, now: Date, on connection: PostgresConnection) throws -> Date? {
-        guard message.channel == "push", let user = message.userID,
-              !(message.template == "checkin_prompt" || (message.template == "alert" && message.severity == "red")),
+        guard message.channel == .push, let user = message.userID,
+              !(message.template == .checkinPrompt || (message.template == .alert && message.severity == "red")),
               let setting = try PreferenceStore().load(user, on: connection).quietHours, let quiet = QuietHours(setting) else { return nil }
         return quiet.end(after: now)
     }
@@ -318,8 +318,8 @@ public final class OutboxWorker: Sendable {
 
     /// `{"id", "channel", "to", "template", "tenant", "data"}` (API.md "Outbound delivery").
     static func payload(_ message: OutboxMessage, tenantSlug: String) -> [UInt8] {
-        let text = "{\"id\":\"\(message.id.lowercasedText)\",\"channel\":\(JSONString.quote(message.channel)),"
-            + "\"to\":\(JSONString.quote(message.recipient)),\"template\":\(JSONString.quote(message.template)),"
+        let text = "{\"id\":\"\(message.id.lowercasedText)\",\"channel\":\(JSONString.quote(message.channel.name)),"
+            + "\"to\":\(JSONString.quote(message.recipient)),\"template\":\(JSONString.quote(message.template.name)),"
             + "\"tenant\":\(JSONString.quote(tenantSlug)),\"data\":\(message.data)}"
         return Array(text.utf8)
     }

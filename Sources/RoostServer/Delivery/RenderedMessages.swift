@@ -44,8 +44,8 @@ final class RenderedMessages: Sendable {
         ShippedFolder.find("templates", marker: "en/invitation.txt")
     }
 
-    func email(_ template: String, locale: String, data: [String: Any]) throws -> Email {
-        guard let text = try load(template, "txt", locale: locale) else {
+    func email(_ template: TemplateName, locale: String, data: [String: Any]) throws -> Email {
+        guard let text = try load(template.name, "txt", locale: locale) else {
             throw Missing(description: "no template \(template).txt for \(locale) or en in \(folders.map(\.path))")
         }
         let context = enriched(data, template: template)
@@ -59,7 +59,7 @@ final class RenderedMessages: Sendable {
         if lines.first?.trimmingCharacters(in: .whitespaces).isEmpty == true { lines.removeFirst() }
         let body = lines.joined(separator: "\n")
         let html: String
-        if let page = try load(template, "html", locale: locale) {
+        if let page = try load(template.name, "html", locale: locale) {
             html = page.render(context)
         } else if let layout = try load("_layout", "html", locale: locale) {
             html = layout.render(context.merging(["subject": subject, "body": body]) { $1 })
@@ -69,8 +69,8 @@ final class RenderedMessages: Sendable {
         return Email(subject: subject, text: body, html: html)
     }
 
-    func push(_ template: String, locale: String, data: [String: Any]) throws -> Push {
-        guard let push = try load(template, "push", locale: locale) else {
+    func push(_ template: TemplateName, locale: String, data: [String: Any]) throws -> Push {
+        guard let push = try load(template.name, "push", locale: locale) else {
             throw Missing(description: "no template \(template).push for \(locale) or en in \(folders.map(\.path))")
         }
         let rendered = push.render(enriched(data, template: template)).trimmingCharacters(in: .whitespacesAndNewlines)
@@ -83,7 +83,7 @@ final class RenderedMessages: Sendable {
     /// a link carrying the delivery's token (`/#/<template>?token=…&tenant=…`, where the web app takes
     /// it), a map link for an alert's place, its first photo's absolute address, and flags for
     /// its severity.
-    func enriched(_ data: [String: Any], template: String) -> [String: Any] {
+    func enriched(_ data: [String: Any], template: TemplateName) -> [String: Any] {
         var context = data
         if let publicURL {
             context["app_url"] = publicURL

@@ -50,13 +50,13 @@ struct WebPushSender {
 
     /// The notification for a push row: title and body from `templates/<locale>/<template>.push`,
     /// what the app needs to open the right place, and how urgent and long-lived it is.
-    static func notification(template: String, data: [String: Any], locale: String, messages: RenderedMessages) throws -> Notification {
+    static func notification(template: TemplateName, data: [String: Any], locale: String, messages: RenderedMessages) throws -> Notification {
         let rendered = try messages.push(template, locale: locale, data: data)
         let alert = data["alert"] as? [String: Any]
         let groupID = data["group_id"] as? String ?? alert?["group_id"] as? String
         let seq = data["seq"] as? Int ?? alert?["seq"] as? Int
         let urgent = RenderedMessages.severity(of: data) == "red" || data["critical"] as? Bool == true
-        var fields: [String: Any] = ["template": template, "title": rendered.title, "body": rendered.body]
+        var fields: [String: Any] = ["template": template.name, "title": rendered.title, "body": rendered.body]
         if let groupID { fields["group_id"] = groupID }
         if let seq { fields["seq"] = seq }
         if let checkin = (data["checkin"] as? [String: Any])?["checkin_id"] as? String { fields["checkin_id"] = checkin }
@@ -70,9 +70,9 @@ struct WebPushSender {
         // alert's pushes (raised, re-pushed, all clear) replace each other; so do one check-in's
         // prompts, and a group's chat lines.
         let (ttl, collapse): (Int, String?) = switch template {
-        case "alert", "alert_closed": (6 * 3600, groupID.flatMap { group in seq.map { "alert/\(group)/\($0)" } })
-        case "checkin_prompt": (900, fields["checkin_id"].map { "checkin/\($0)" })
-        case "chat": (24 * 3600, groupID.map { "chat/\($0)" })
+        case .alert, .alertClosed: (6 * 3600, groupID.flatMap { group in seq.map { "alert/\(group)/\($0)" } })
+        case .checkinPrompt: (900, fields["checkin_id"].map { "checkin/\($0)" })
+        case .chat: (24 * 3600, groupID.map { "chat/\($0)" })
         default: (24 * 3600, nil)
         }
         return Notification(payload: Array(payload), ttl: ttl, urgent: urgent,

@@ -123,7 +123,7 @@ struct AccountRoutes: Sendable {
         let name = try BoundedText.name(body.displayName, field: "display_name", range: 1...100)
         // Counted first, before the tenant is even looked up: a flood from one address reaches
         // the database one request at a time and stops at its limit.
-        try await credentials.throttle([RateLimit("register:\(credentials.throttleAddress(context))", limit: limits.registrationsPerAddressPerHour, window: 3600)],
+        try await credentials.throttle([RateLimit(RateLimitKey(.register, credentials.throttleAddress(context)), limit: limits.registrationsPerAddressPerHour, window: 3600)],
                            "too many accounts created from this address; try again later")
         let tenant = try await credentials.findTenant(body.tenant)
         // The invitation, when one is given, is checked for shape and tenant before any hashing;
@@ -135,7 +135,7 @@ struct AccountRoutes: Sendable {
             }
             invitationHash = token.hash
         } else if tenant.registration == .inviteOnly {
-            throw APIError(.forbidden, code: "forbidden", message: "this neighbourhood is invite-only: registration needs an invitation",
+            throw APIError(.forbidden, code: .forbidden, message: "this neighbourhood is invite-only: registration needs an invitation",
                            field: "invitation_token")
         }
         let password = body.password
@@ -165,7 +165,7 @@ struct AccountRoutes: Sendable {
             let field = error.constraint?.contains("phone") == true ? "phone" : "email"
             try await tellOwnerOfTakenAddress(field == "phone" ? (nil, body.phone.flatMap(PhoneNumber.normalize)) : (body.email.flatMap(EmailAddress.normalize), nil),
                                               tenant: tenant)
-            throw APIError(.conflict, code: "conflict", message: "an account with that \(field) already exists here", field: field)
+            throw APIError(.conflict, code: .conflict, message: "an account with that \(field) already exists here", field: field)
         }
     }
 
@@ -177,19 +177,19 @@ struct AccountRoutes: Sendable {
         try await pool.withConnection { connection in
             try connection.withTenantTransaction(tenant.id) { connection in
                 guard let owner = try UserStore().find(email: address.email, phone: address.phone, on: connection),
-                      let (channel, to) = address.email.map({ ("email", $0) }) ?? address.phone.map({ ("sms", $0) }),
-                      channel == "email" ? owner.emailVerified : owner.phoneVerified,
+                      let (channel, to) = address.email.map({ (OutboxChannel.email, $0) }) ?? address.phone.map({ (OutboxChannel.sms, $0) }),
+                      channel == .email ? owner.emailVerified : owner.phoneVerified,
                       try OutsideBudget.allows(channel, to: to, tenant: tenant.id, by: nil, destination: true, limits: limits, on: connection) else { return }
-                try OutboxStore().enqueue(tenant: tenant.id, channel: channel, recipient: to, template: "registration_attempted",
-                                          data: RawJSON("{\"channel\":\"\(channel == "sms" ? "phone" : "email")\"}"), on: connection)
+                try OutboxStore().enqueue(tenant: tenant.id, channel: channel, recipient: to, template: .registrationAttempted,
+                                          data: RawJSON("{\"channel\":\"\(channel == .sms ? "phone" : "email")\"}"), on: connection)
             }
         }
     }
 
-    static let invalidInvitation = APIError(.forbidden, code: "forbidden", message: "that invitation is not valid here",
+    static let invalidInvitation = APIError(.forbidden, code: .forbidden, message: "that invitation is not valid here",
                                             field: "invitation_token")
 
-    static let signInRefused = APIError(.unauthorized, code: "unauthenticated", message: "that tenant, identifier and password do not match an account")
+    static let signInRefused = APIError(.unauthorized, code: .unauthenticated, message: "that tenant, identifier and password do not match an account")
 
     private func login(_ context: RequestContext) async throws -> HTTPResponse {
         let body = try context.decodeJSON(LoginBody.self)
@@ -209,7 +209,7 @@ struct AccountRoutes: Sendable {
         let attempt = UUID()
         let identifierKey = Digest.sha256(Array("id:\(email ?? phone ?? "")".utf8))
         let addressKey = Digest.sha256(Array("ip:\(address)".utf8))
-        let found = try await credentials.serializer.run(["sign-in-address:\(address)", "sign-in-id:\(body.tenant):\(Digest.hex(identifierKey))"]) {
+        let found = try await credentials.serializer.run([RateLimitKey(.signInAddress, address), RateLimitKey(.signInIdentifier, body.tenant, Digest.hex(identifierKey))]) {
             () async throws -> (Tenant, User?)? in
             // An unknown tenant is refused like a wrong password (after the same hashing work, so
             // it takes as long), and counted per address; a database failure is still a 503.
@@ -217,7 +217,7 @@ struct AccountRoutes: Sendable {
             do {
                 tenant = try await credentials.findTenant(body.tenant)
             } catch let error as APIError where error.status == .notFound {
-                try await credentials.count([RateLimit("login-unknown-tenant:\(address)", limit: limits.unknownTenantSignInsPerAddress,
+                try await credentials.count([RateLimit(RateLimitKey(.loginUnknownTenant, address), limit: limits.unknownTenantSignInsPerAddress,
                                            window: Credentials.throttleWindow)], "too many failed sign-ins; try again later")
                 return nil
             }

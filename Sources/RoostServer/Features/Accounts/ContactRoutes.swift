@@ -104,10 +104,10 @@ struct ContactRoutes: Sendable {
             case .wrongCode(let left):
                 throw APIError.invalid("that code is not right; \(left) \(left == 1 ? "try" : "tries") left", "code")
             case .exhausted:
-                throw APIError(.tooManyRequests, code: "rate_limited", message: "too many wrong codes; ask for a new one",
+                throw APIError(.tooManyRequests, code: .rateLimited, message: "too many wrong codes; ask for a new one",
                                headers: ["Retry-After": String(Self.resendInterval)])
             case .expired:
-                throw APIError(.gone, code: "expired", message: "the code has expired; ask for a new one", field: "code")
+                throw APIError(.gone, code: .expired, message: "the code has expired; ask for a new one", field: "code")
             case .nonePending:
                 throw APIError.invalid("no code is pending for that channel; ask for one first", "channel")
             }
@@ -122,7 +122,7 @@ struct ContactRoutes: Sendable {
         let pool = auth.pool
         builder.add(.post, "/v1/me/contacts/undo", bodyLimit: 4 * 1024) { context in
             let body = try context.decodeJSON(UndoBody.self)
-            let unknown = APIError(.notFound, code: "not_found", message: "no such link, or it was used already or has expired")
+            let unknown = APIError(.notFound, code: .notFound, message: "no such link, or it was used already or has expired")
             guard let token = TenantToken(body.token, prefix: TenantToken.contactUndo) else { throw unknown }
             let undone = try await pool.withConnection { connection in
                 try connection.withTenantTransaction(token.tenant) { connection -> Bool in
@@ -153,7 +153,7 @@ struct ContactRoutes: Sendable {
         try ContactUndoStore().create(tenant: user.tenantID, tokenHash: token.hash,
                                       undo: ContactUndo(userID: user.id, channel: channel, oldAddress: old, oldVerified: true, newAddress: newAddress),
                                       lifetime: undoLifetime, on: connection)
-        try OutboxStore().enqueue(tenant: user.tenantID, channel: channel == "email" ? "email" : "sms", recipient: old, template: "address_changed",
+        try OutboxStore().enqueue(tenant: user.tenantID, channel: channel == "email" ? .email : .sms, recipient: old, template: .addressChanged,
                                   data: RawJSON("{\"channel\":\"\(channel)\",\"new_address\":\(JSONString.quote(masked(newAddress))),"
                                                 + "\"token\":\"\(text)\",\"expires_in_days\":7}"),
                                   on: connection)
@@ -173,7 +173,7 @@ struct ContactRoutes: Sendable {
         guard let address else {
             throw APIError.invalid("your account has no \(channel) to verify", "channel")
         }
-        guard !verified else { throw APIError(.conflict, code: "conflict", message: "your \(channel) is verified already", field: "channel") }
+        guard !verified else { throw APIError(.conflict, code: .conflict, message: "your \(channel) is verified already", field: "channel") }
         return address
     }
 
@@ -181,7 +181,7 @@ struct ContactRoutes: Sendable {
     static func generateCode() -> String { Secrets.randomDigits(6) }
 
     static func taken(_ channel: String) -> APIError {
-        APIError(.conflict, code: "conflict", message: "that \(channel == "email" ? "email address" : "phone number") belongs to another account",
+        APIError(.conflict, code: .conflict, message: "that \(channel == "email" ? "email address" : "phone number") belongs to another account",
                  field: channel)
     }
 
@@ -198,9 +198,9 @@ struct ContactRoutes: Sendable {
         }
         try sendCode(to: address, channel: channel, of: user, change: true, smsField: "phone", limits: limits, on: connection)
         if let old = channel == "email" ? user.email : user.phone,
-           try OutsideBudget.allows(channel == "email" ? "email" : "sms", to: old, tenant: user.tenantID, by: user, limits: limits, on: connection) {
-            try OutboxStore().enqueue(tenant: user.tenantID, channel: channel == "email" ? "email" : "sms", recipient: old,
-                                      template: "address_change_requested",
+           try OutsideBudget.allows(channel == "email" ? .email : .sms, to: old, tenant: user.tenantID, by: user, limits: limits, on: connection) {
+            try OutboxStore().enqueue(tenant: user.tenantID, channel: channel == "email" ? .email : .sms, recipient: old,
+                                      template: .addressChangeRequested,
                                       data: RawJSON("{\"channel\":\"\(channel)\",\"new_address\":\(JSONString.quote(masked(address)))}"),
                                       on: connection)
         }
@@ -210,7 +210,7 @@ struct ContactRoutes: Sendable {
     static func requireResendAllowed(user: User, channel: String, on connection: PostgresConnection) throws {
         guard let pending = try ContactVerificationStore().pending(user: user.id, channel: channel, on: connection),
               !pending.expired, pending.age < resendInterval else { return }
-        throw APIError(.tooManyRequests, code: "rate_limited", message: "a code was sent less than a minute ago",
+        throw APIError(.tooManyRequests, code: .rateLimited, message: "a code was sent less than a minute ago",
                        headers: ["Retry-After": String(max(1, resendInterval - pending.age))])
     }
 
@@ -220,15 +220,15 @@ struct ContactRoutes: Sendable {
     static func sendCode(to address: String, channel: String, of user: User, change: Bool, smsField: String, limits: AbuseLimits,
                          on connection: PostgresConnection) throws {
         if channel == "phone" { try Throttle.requireSMSAllowed(address, tenant: user.tenantID, field: smsField, on: connection) }
-        try Throttle.count([RateLimit("verify-send:\(user.tenantID.uuidString):\(user.id.uuidString)", limit: limits.verificationCodesPerUserPerDay,
+        try Throttle.count([RateLimit(RateLimitKey(.verifySend, user.tenantID.uuidString, user.id.uuidString), limit: limits.verificationCodesPerUserPerDay,
                                       window: Throttle.day)], "too many codes sent today; try again tomorrow", on: connection)
         // The one message that may go to an address not yet proven: the code that proves it.
-        try OutsideBudget.require(channel == "email" ? "email" : "sms", to: address, tenant: user.tenantID, by: user, limits: limits, on: connection)
+        try OutsideBudget.require(channel == "email" ? .email : .sms, to: address, tenant: user.tenantID, by: user, limits: limits, on: connection)
         let code = generateCode()
         try ContactVerificationStore().replace(tenant: user.tenantID, user: user.id, channel: channel, address: address,
                                                codeHash: hash(code, user: user.id, channel: channel, address: address), lifetime: codeLifetime,
                                                on: connection)
-        try OutboxStore().enqueue(tenant: user.tenantID, channel: channel == "email" ? "email" : "sms", recipient: address, template: "verification",
+        try OutboxStore().enqueue(tenant: user.tenantID, channel: channel == "email" ? .email : .sms, recipient: address, template: .verification,
                                   data: RawJSON("{\"code\":\"\(code)\",\"expires_in_s\":\(codeLifetime)\(change ? ",\"change\":true" : "")}"),
                                   on: connection)
     }

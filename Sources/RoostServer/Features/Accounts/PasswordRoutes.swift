@@ -52,7 +52,7 @@ struct PasswordRoutes: Sendable {
 
     static let accepted = HTTPResponse.json(.accepted, Array(#"{"status":"sent if the account exists"}"#.utf8))
     static let wrongCode = APIError.invalid("that code is not right", "code")
-    static let deadCode = APIError(.gone, code: "expired", message: "that code has expired or been used; ask for a new one", field: "code")
+    static let deadCode = APIError(.gone, code: .expired, message: "that code has expired or been used; ask for a new one", field: "code")
 
     static func validate(newPassword: String, field: String = "new_password") throws(APIError) -> String {
         guard (10...1024).contains(newPassword.count) else { throw APIError.invalid("a password is 10 to 1024 characters", field) }
@@ -79,14 +79,14 @@ struct PasswordRoutes: Sendable {
         let body = try context.decodeJSON(RequestBody.self)
         let (email, phone) = try ContactAddresses.validate(email: body.email, phone: body.phone)
         guard (email == nil) != (phone == nil) else { throw APIError.invalid("give the email or the phone number, not both", "phone") }
-        try await accounts.credentials.throttle([RateLimit("password-reset:\(accounts.credentials.throttleAddress(context))", limit: accounts.limits.passwordResetsPerAddressPerHour,
+        try await accounts.credentials.throttle([RateLimit(RateLimitKey(.passwordReset, accounts.credentials.throttleAddress(context)), limit: accounts.limits.passwordResetsPerAddressPerHour,
                                                window: Throttle.hour)], "too many reset requests from this address; try again later")
         let tenant = try await accounts.credentials.findTenant(body.tenant)
         let identifier = Digest.hex(Digest.sha256(Array((email ?? phone!).utf8)))
         try await accounts.pool.withConnection { connection in
             try connection.withTenantTransaction(tenant.id) { connection in
                 // Counted per address asked for, whether or not it is an account's.
-                try Throttle.count([RateLimit("password-reset-id:\(tenant.id.uuidString):\(identifier)", limit: Self.requestsPerIdentifierPerHour,
+                try Throttle.count([RateLimit(RateLimitKey(.passwordResetIdentifier, tenant.id.uuidString, identifier), limit: Self.requestsPerIdentifierPerHour,
                                               window: Throttle.hour)], "too many reset requests for this account; try again later", on: connection)
                 // Whether the tenant texts that country says nothing of who has the number.
                 if let phone { try Throttle.requireSMSAllowed(phone, tenant: tenant.id, field: "phone", on: connection) }
@@ -106,7 +106,7 @@ struct PasswordRoutes: Sendable {
             throw APIError.invalid("the code is \(Self.codeDigits) digits", "code")
         }
         let address = accounts.credentials.throttleAddress(context)
-        let wrongLimit = RateLimit("password-reset-wrong:\(address)", limit: accounts.limits.wrongResetCodesPerAddressPerHour,
+        let wrongLimit = RateLimit(RateLimitKey(.passwordResetWrong, address), limit: accounts.limits.wrongResetCodesPerAddressPerHour,
                                    window: Throttle.hour)
         let tenant = try await accounts.credentials.findTenant(body.tenant)
         // The code is checked (and used up) first; only a right one costs a password hash.
@@ -114,7 +114,7 @@ struct PasswordRoutes: Sendable {
         let checked = try await accounts.pool.withConnection { connection in
             try connection.withTenantTransaction(tenant.id) { connection -> Checked in
                 if let wait = try RateLimitStore().usedUp(wrongLimit, on: connection) {
-                    throw APIError(.tooManyRequests, code: "rate_limited", message: "too many wrong codes from this address; try again later",
+                    throw APIError(.tooManyRequests, code: .rateLimited, message: "too many wrong codes from this address; try again later",
                                    headers: ["Retry-After": String(wait)])
                 }
                 guard let user = try UserStore().find(email: email, phone: phone, on: connection),
@@ -184,11 +184,11 @@ struct PasswordRoutes: Sendable {
         try UserStore().deleteSessions(of: user.id, except: kept, tenant: user.tenantID, on: connection)
         let data = "{\"display_name\":\(JSONString.quote(user.displayName))}"
         if user.emailVerified, let email = user.email {
-            try OutboxStore().enqueue(tenant: user.tenantID, channel: "email", recipient: email, template: "password_changed", data: RawJSON(data),
+            try OutboxStore().enqueue(tenant: user.tenantID, channel: .email, recipient: email, template: .passwordChanged, data: RawJSON(data),
                                       on: connection)
         }
         if user.phoneVerified, let phone = user.phone {
-            try OutboxStore().enqueue(tenant: user.tenantID, channel: "sms", recipient: phone, template: "password_changed", data: RawJSON(data),
+            try OutboxStore().enqueue(tenant: user.tenantID, channel: .sms, recipient: phone, template: .passwordChanged, data: RawJSON(data),
                                       on: connection)
         }
     }
@@ -220,7 +220,7 @@ struct PasswordResetJobs: Sendable {
         try PasswordResetStore().replace(tenant: tenant, user: user.id, codeHash: PasswordRoutes.hash(code, user: user.id),
                                          lifetime: PasswordRoutes.codeLifetime, on: connection)
         let data = "{\"code\":\"\(code)\",\"display_name\":\(JSONString.quote(user.displayName)),\"expires_in_s\":\(PasswordRoutes.codeLifetime)}"
-        try OutboxStore().enqueue(tenant: tenant, email: address.email, phone: address.phone, template: "password_reset", data: RawJSON(data),
+        try OutboxStore().enqueue(tenant: tenant, email: address.email, phone: address.phone, template: .passwordReset, data: RawJSON(data),
                                   on: connection)
     }
 }

@@ -165,7 +165,7 @@ struct ProfileRoutes: Sendable {
                     return (try UserStore().find(id: user.id, on: connection), try UserStore().home(user: user.id, on: connection))
                 }
             }
-            guard let fresh = updated.0 else { throw APIError(.unauthorized, code: "unauthenticated", message: "the account is gone") }
+            guard let fresh = updated.0 else { throw APIError(.unauthorized, code: .unauthenticated, message: "the account is gone") }
             // 202 while an address change waits for its code; the account shows its old address until then.
             return try APIJSON.response(email != nil || phone != nil ? .accepted : .ok, MeView(user: UserView(fresh), home: updated.1))
         }
@@ -192,7 +192,7 @@ struct ProfileRoutes: Sendable {
                     if try DeviceStore().count(user: user.id, on: connection) >= Self.maxDevices {
                         let existing = try DeviceStore().list(user: user.id, on: connection)
                         guard let same = existing.first(where: { $0.platform == body.platform && $0.token == token }) else {
-                            throw APIError(.conflict, code: "conflict", message: "at most \(Self.maxDevices) devices; remove one first")
+                            throw APIError(.conflict, code: .conflict, message: "at most \(Self.maxDevices) devices; remove one first")
                         }
                         return (same, false)
                     }
@@ -216,7 +216,7 @@ struct ProfileRoutes: Sendable {
             let user = try await caller.user()
             let id = context.parameters.uuid("id")!
             let deleted = try await pool.withConnection { try $0.withTenantTransaction(user.tenantID) { try DeviceStore().delete(id: id, user: user.id, on: $0) } }
-            guard deleted else { throw APIError(.notFound, code: "not_found", message: "no such device") }
+            guard deleted else { throw APIError(.notFound, code: .notFound, message: "no such device") }
             return HTTPResponse(status: .noContent)
         }
     }

@@ -46,7 +46,7 @@ struct SessionRoutes: Sendable {
             let ended = try await caller.inTenant { user, connection in
                 try UserStore().deleteSession(id: id, user: user.id, tenant: user.tenantID, on: connection)
             }
-            guard ended else { throw APIError(.notFound, code: "not_found", message: "no such session") }
+            guard ended else { throw APIError(.notFound, code: .notFound, message: "no such session") }
             return HTTPResponse(status: .noContent)
         }
     }

@@ -50,7 +50,7 @@ struct BridgeAlert: Sendable {
         let open = try store.openAlert(bridge: bridge.id, dedupKey: dedupKey, on: connection)
         switch (action, open) {
         case (.resolve, nil):
-            throw APIError(.notFound, code: "not_found", message: "no open alert under that dedup_key", field: "dedup_key")
+            throw APIError(.notFound, code: .notFound, message: "no open alert under that dedup_key", field: "dedup_key")
         case (.resolve, let seq?):
             return (false, try AlertStatusChange.apply(closed: true, tenant: tenant, group: bridge.groupID, seq: seq, by: ("bridge", bridge.id),
                                                        resolution: summary, on: connection))

@@ -21,7 +21,7 @@ enum BridgeNotices {
         for (user, email) in managers {
             try GroupEventLog.notifyUser(tenant: tenant, user: user, event: event, data: data, on: connection)
             if let email, try mayEmail(user, at: email, tenant: tenant, bridge: bridge, groupName: groupName, event: event, on: connection) {
-                try OutboxStore().enqueue(tenant: tenant, channel: "email", recipient: email, template: event.name.replacingOccurrences(of: ".", with: "_"),
+                try OutboxStore().enqueue(tenant: tenant, channel: .email, recipient: email, template: event == .bridgeOnline ? .bridgeOnline : .bridgeOffline,
                                           data: RawJSON(data), on: connection)
             }
         }
@@ -31,18 +31,18 @@ enum BridgeNotices {
     /// went already, the change joins the manager's digest, due when the hour is up.
     private static func mayEmail(_ user: UUID, at email: String, tenant: UUID, bridge: Bridge, groupName: String, event: NoticeKind,
                                  on connection: PostgresConnection) throws -> Bool {
-        let hourly = RateLimit("bridge-notice:\(tenant.lowercasedText):\(user.lowercasedText)", limit: 1, window: Throttle.hour)
+        let hourly = RateLimit(RateLimitKey(.bridgeNotice, tenant.lowercasedText, user.lowercasedText), limit: 1, window: Throttle.hour)
         do {
             try connection.withSavepoint { try RateLimitStore().count([hourly], on: $0) }
         } catch let used as RateLimitStore.UsedUp {
             OutsideBudget.refused(.bridgeNotice, tenant: tenant)
             let state = event == .bridgeOffline ? "went silent" : "is back"
-            try OutboxStore().addToDigest(tenant: tenant, user: user, channel: "email", recipient: email, template: "bridge_digest",
+            try OutboxStore().addToDigest(tenant: tenant, user: user, channel: .email, recipient: email, template: .bridgeDigest,
                                           line: "\(bridge.name) (\(groupName)) \(state)", due: Date().addingTimeInterval(Double(used.retryAfter)),
                                           on: connection)
             return false
         }
-        return try OutsideBudget.allows("email", to: email, tenant: tenant, by: nil, limits: AbuseLimits(), on: connection)
+        return try OutsideBudget.allows(.email, to: email, tenant: tenant, by: nil, limits: AbuseLimits(), on: connection)
     }
 
     /// One round of the watch: marks at most `limit` silent bridges offline, announcing each

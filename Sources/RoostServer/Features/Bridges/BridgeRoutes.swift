@@ -97,7 +97,7 @@ struct BridgeRoutes: Sendable {
             let (bridge, key) = try await caller.inGroup(group) { caller, connection in
                 try caller.requireManager("only the owner and admins manage bridges")
                 guard try BridgeStore().list(group: group, on: connection).count < Self.maxPerGroup else {
-                    throw APIError(.conflict, code: "conflict", message: "a group holds at most \(Self.maxPerGroup) bridges; revoke one first")
+                    throw APIError(.conflict, code: .conflict, message: "a group holds at most \(Self.maxPerGroup) bridges; revoke one first")
                 }
                 let (text, token) = TenantToken.generate(TenantToken.bridge, tenant: caller.user.tenantID)
                 let bridge = try BridgeStore().create(
@@ -125,7 +125,7 @@ struct BridgeRoutes: Sendable {
             try await caller.inGroup(group) { caller, connection in
                 try caller.requireManager("only the owner and admins manage bridges")
                 guard try BridgeStore().revoke(id, group: group, on: connection) else {
-                    throw APIError(.notFound, code: "not_found", message: "no such bridge")
+                    throw APIError(.notFound, code: .notFound, message: "no such bridge")
                 }
                 try Audit.record(caller, group: group, "bridge.revoked", target: ("bridge", id.lowercasedText), on: connection)
             }
@@ -159,7 +159,7 @@ struct BridgeRoutes: Sendable {
                 continue
             }
         }
-        throw APIError(.conflict, code: "conflict", message: "the alert changed under this request; send it again")
+        throw APIError(.conflict, code: .conflict, message: "the alert changed under this request; send it again")
     }
 
     /// The `details` object of a bridge alert as JSON text (≤ 16 KiB), or nil.
@@ -170,7 +170,7 @@ struct BridgeRoutes: Sendable {
             throw APIError.invalid("details must be a JSON object", "details")
         }
         guard data.count <= maxDetailsBytes else {
-            throw APIError(.payloadTooLarge, code: "payload_too_large", message: "details must be at most 16 KiB of JSON", field: "details")
+            throw APIError(.payloadTooLarge, code: .payloadTooLarge, message: "details must be at most 16 KiB of JSON", field: "details")
         }
         return String(decoding: data, as: UTF8.self)
     }

@@ -128,7 +128,7 @@ enum CheckinAlerts {
             let data = "{\"contact_name\":\(JSONString.quote(contact.name)),\"walker\":\(JSONString.quote(name)),"
                 + "\"walker_id\":\"\(checkin.userID.lowercasedText)\",\"reason\":\(JSONString.quote(reason)),"
                 + "\"note\":\(JSONString.quote(checkin.note)),\"location\":\(checkin.location ?? "null"),\"status_token\":\(JSONString.quote(text))}"
-            try OutboxStore().enqueue(tenant: tenant, email: contact.email, phone: contact.phone, template: "checkin_alert", data: RawJSON(data),
+            try OutboxStore().enqueue(tenant: tenant, email: contact.email, phone: contact.phone, template: .checkinAlert, data: RawJSON(data),
                                       on: connection)
         }
     }
@@ -139,15 +139,16 @@ enum CheckinAlerts {
             guard try allowed(contact, tenant: tenant, on: connection) else { continue }
             let data = "{\"contact_name\":\(JSONString.quote(contact.name)),\"walker\":\(JSONString.quote(name)),"
                 + "\"walker_id\":\"\(checkin.userID.lowercasedText)\"}"
-            try OutboxStore().enqueue(tenant: tenant, email: contact.email, phone: contact.phone, template: "checkin_all_clear", data: RawJSON(data),
+            try OutboxStore().enqueue(tenant: tenant, email: contact.email, phone: contact.phone, template: .checkinAllClear, data: RawJSON(data),
                                       on: connection)
         }
     }
 
     private static func allowed(_ contact: OutsideContact, tenant: UUID, on connection: PostgresConnection) throws -> Bool {
-        let key = "emergency-contact:\(tenant.uuidString):\(contact.id.uuidString)"
-        return try AlertPushes.allowed(RateLimit(key + ":hour", limit: contactMessagesPerHour, window: Throttle.hour),
-                                       RateLimit(key + ":day", limit: contactMessagesPerDay, window: Throttle.day), on: connection)
+        let (hour, day) = (RateLimitKey(.emergencyContact, tenant.uuidString, contact.id.uuidString, "hour"),
+                           RateLimitKey(.emergencyContact, tenant.uuidString, contact.id.uuidString, "day"))
+        return try AlertPushes.allowed(RateLimit(hour, limit: contactMessagesPerHour, window: Throttle.hour),
+                                       RateLimit(day, limit: contactMessagesPerDay, window: Throttle.day), on: connection)
     }
 
 }

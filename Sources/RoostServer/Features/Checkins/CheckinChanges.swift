@@ -45,11 +45,11 @@ struct StartCheckin: UserUseCase {
             throw APIError.noSuchGroup
         }
         guard try OutsideContactStore.emergency.existing(owner: user.id, among: new.contacts, on: connection).count == new.contacts.count else {
-            throw APIError(.notFound, code: "not_found", message: "no such emergency contact")
+            throw APIError(.notFound, code: .notFound, message: "no such emergency contact")
         }
         let store = CheckinStore()
         guard try store.walkingCount(user: user.id, on: connection) < Self.maxWalking else {
-            throw APIError(.conflict, code: "conflict", message: "at most \(Self.maxWalking) check-ins at once; complete one first")
+            throw APIError(.conflict, code: .conflict, message: "at most \(Self.maxWalking) check-ins at once; complete one first")
         }
         let checkin = try store.create(tenant: user.tenantID, user: user.id, new, on: connection)
         try store.schedule(checkin.id, tenant: user.tenantID, at: CheckinPolicy.firstLook(CheckinPolicy.Clock(checkin)), on: connection)
@@ -211,7 +211,7 @@ struct CheckinHelp: OwnCheckinChange {
         let raised = try CheckinAlerts.raise(checkin, template: "help", text: text, location: location, name: user.displayName,
                                              tenant: user.tenantID, attachments: attachments, on: connection)
         guard let first = raised.first else {
-            throw APIError(.conflict, code: "conflict", message: "you are no longer in any of the check-in's groups; post the alert in a group")
+            throw APIError(.conflict, code: .conflict, message: "you are no longer in any of the check-in's groups; post the alert in a group")
         }
         try CheckinAlerts.tellContacts(checkin, reason: "help", name: user.displayName, tenant: user.tenantID, on: connection)
         let now = try connection.query("SELECT now() AS now").rows[0].decode(Date.self, "now")
@@ -222,5 +222,5 @@ struct CheckinHelp: OwnCheckinChange {
 }
 
 extension APIError {
-    static let noSuchCheckin = APIError(.notFound, code: "not_found", message: "no such check-in")
+    static let noSuchCheckin = APIError(.notFound, code: .notFound, message: "no such check-in")
 }

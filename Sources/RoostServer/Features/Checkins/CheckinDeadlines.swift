@@ -46,7 +46,7 @@ struct CheckinDeadlines: Sendable {
         try CheckinStore().prompt(checkin.id, at: now, missAt: missAt, on: connection)
         let data = "{\"checkin_id\":\"\(checkin.id.lowercasedText)\",\"due_at\":\(JSONString.quote(APIJSON.time(checkin.dueAt))),"
             + "\"miss_at\":\(JSONString.quote(APIJSON.time(missAt))),\"note\":\(JSONString.quote(checkin.note)),\"reason\":\"\(reason)\"}"
-        try OutboxStore().enqueuePushes(to: checkin.userID, template: "checkin_prompt",
+        try OutboxStore().enqueuePushes(to: checkin.userID, template: .checkinPrompt,
                                         data: RawJSON("{\"critical\":true,\"checkin\":\(data)}"), on: connection)
         try GroupEventLog.notifyUser(tenant: tenant, user: checkin.userID, event: .checkinPrompt, data: data, on: connection)
     }

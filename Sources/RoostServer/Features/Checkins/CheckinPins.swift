@@ -45,8 +45,8 @@ struct CheckinPins: Sendable {
         let pin: String?
     }
 
-    static let required = APIError(.forbidden, code: "pin_required", message: "a PIN is required to end this check-in", field: "pin")
-    static let wrong = APIError(.forbidden, code: "wrong_pin", message: "that PIN is not right", field: "pin")
+    static let required = APIError(.forbidden, code: .pinRequired, message: "a PIN is required to end this check-in", field: "pin")
+    static let wrong = APIError(.forbidden, code: .wrongPIN, message: "that PIN is not right", field: "pin")
 
     static func validate(_ pin: String, field: String) throws(APIError) -> String {
         guard digits.contains(pin.utf8.count), pin.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else {
@@ -79,7 +79,7 @@ struct CheckinPins: Sendable {
             let deleted = try await pool.withConnection { connection in
                 try connection.withTenantTransaction(user.tenantID) { try PinStore().delete(user: user.id, on: $0) }
             }
-            guard deleted else { throw APIError(.notFound, code: "not_found", message: "no PINs are set") }
+            guard deleted else { throw APIError(.notFound, code: .notFound, message: "no PINs are set") }
             return HTTPResponse(status: .noContent)
         }
     }
@@ -103,7 +103,7 @@ struct CheckinPins: Sendable {
         _ = try Self.validate(pin, field: "pin")
         let key = Digest.sha256(Array("pin:\(user.id.uuidString)".utf8))
         let (tenant, attempt) = (user.tenantID, UUID())
-        try await credentials.serializer.run(["pin:\(Digest.hex(key))"]) {
+        try await credentials.serializer.run([RateLimitKey(.checkinPIN, Digest.hex(key))]) {
             try await credentials.pool.withConnection { connection in
                 try connection.withTenantTransaction(tenant) { connection in
                     try Credentials.countAttempt(tenant: tenant, attempt: attempt, keys: [(key, Credentials.failuresPerIdentifier)],

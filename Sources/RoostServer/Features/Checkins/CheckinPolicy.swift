@@ -128,7 +128,7 @@ enum CheckinPolicy {
     }
 
     private static func conflict(_ message: String) -> APIError {
-        APIError(.conflict, code: "conflict", message: message)
+        APIError(.conflict, code: .conflict, message: message)
     }
 
     /// Where the walker has stood still since, after a new point: the same place and time

@@ -18,7 +18,7 @@ enum CheckinRequests {
     static let receivedPerHour = 5
     static let needHelpText = "I need help"
 
-    static let noSuchRequest = APIError(.notFound, code: "not_found", message: "no such check-in request")
+    static let noSuchRequest = APIError(.notFound, code: .notFound, message: "no such check-in request")
 
     /// `{id, group_id, requester: {id, display_name}, addressee: {...}, note, status, created_at,
     /// expires_at, answered_at, alert_seq, location, location_at}`: the request as both sides see it.
@@ -36,7 +36,7 @@ enum CheckinRequests {
     }
 
     /// Tells one side of a request what happened to it: a notice on their streams and a push.
-    static func tell(_ user: UUID, _ request: CheckinRequest, notice: NoticeKind, push: String, tenant: UUID,
+    static func tell(_ user: UUID, _ request: CheckinRequest, notice: NoticeKind, push: TemplateName, tenant: UUID,
                      on connection: PostgresConnection) throws {
         let data = json(request)
         try GroupEventLog.notifyUser(tenant: tenant, user: user, event: notice, data: data, on: connection)
@@ -66,15 +66,15 @@ struct SendCheckinRequest: GroupUseCase {
         guard addressee != user.id else { throw APIError.invalid("ask someone else; your own answer is a check-in", "user_id") }
         guard try GroupStore().role(of: addressee, in: group, on: connection) != nil else { throw APIError.noSuchMember }
         let tenant = user.tenantID.uuidString
-        try Throttle.count([RateLimit("checkin-request-sent:\(tenant):\(user.id.uuidString)", limit: CheckinRequests.sentPerHour, window: Throttle.hour),
-                            RateLimit("checkin-request-received:\(tenant):\(addressee.uuidString)", limit: CheckinRequests.receivedPerHour,
+        try Throttle.count([RateLimit(RateLimitKey(.checkinRequestSent, tenant, user.id.uuidString), limit: CheckinRequests.sentPerHour, window: Throttle.hour),
+                            RateLimit(RateLimitKey(.checkinRequestReceived, tenant, addressee.uuidString), limit: CheckinRequests.receivedPerHour,
                                       window: Throttle.hour)],
                            "too many check-in requests this hour", on: connection)
         guard let request = try CheckinRequestStore().create(tenant: user.tenantID, group: group, requester: user.id, addressee: addressee,
                                                              note: note, seconds: seconds, on: connection) else {
-            throw APIError(.conflict, code: "conflict", message: "you already have a request waiting for their answer")
+            throw APIError(.conflict, code: .conflict, message: "you already have a request waiting for their answer")
         }
-        try CheckinRequests.tell(addressee, request, notice: .checkinRequestReceived, push: "checkin_request", tenant: user.tenantID, on: connection)
+        try CheckinRequests.tell(addressee, request, notice: .checkinRequestReceived, push: .checkinRequest, tenant: user.tenantID, on: connection)
         return request
     }
 }
@@ -100,12 +100,12 @@ struct AnswerCheckinRequest: UserUseCase {
             throw CheckinRequests.noSuchRequest
         }
         guard found.status == "pending" else {
-            throw APIError(.conflict, code: "conflict", message: found.status == "expired" ? "the request has expired" : "the request is answered already")
+            throw APIError(.conflict, code: .conflict, message: found.status == "expired" ? "the request has expired" : "the request is answered already")
         }
         var seq: Int64?
         if needsHelp {
             guard try GroupStore().role(of: user.id, in: found.groupID, on: connection) != nil else {
-                throw APIError(.conflict, code: "conflict", message: "you are no longer in the request's group; post the alert in a group")
+                throw APIError(.conflict, code: .conflict, message: "you are no longer in the request's group; post the alert in a group")
             }
             let message = NewMessage(clientMessageID: nil, systemKey: "checkin-request:\(found.id.lowercasedText)",
                                      text: CheckinRequests.needHelpText, kind: "alert", severity: AlertSeverity.red.name, template: "need_help",
@@ -117,7 +117,7 @@ struct AnswerCheckinRequest: UserUseCase {
             seq = posted.seq
         }
         let answered = try store.answer(found.id, status: needsHelp ? "need_help" : "safe", alertSeq: seq, on: connection)
-        try CheckinRequests.tell(found.requesterID, answered, notice: .checkinRequestAnswered, push: "checkin_request_answered",
+        try CheckinRequests.tell(found.requesterID, answered, notice: .checkinRequestAnswered, push: .checkinRequestAnswered,
                                  tenant: user.tenantID, on: connection)
         return answered
     }
@@ -147,7 +147,7 @@ struct CheckinRequestExpiries: Sendable {
         }
         let place = try PreferenceStore().load(request.addresseeID, on: connection).shareLocationOnUnansweredRequest ? try store.newestPlace(of: request.addresseeID, on: connection) : nil
         let expired = try store.expire(request.id, sharing: place, on: connection)
-        try CheckinRequests.tell(request.requesterID, expired, notice: .checkinRequestExpired, push: "checkin_request_expired",
+        try CheckinRequests.tell(request.requesterID, expired, notice: .checkinRequestExpired, push: .checkinRequestExpired,
                                  tenant: job.tenant, on: connection)
         return request.id
     }

@@ -24,9 +24,9 @@ struct AddEmergencyContact: UserUseCase {
     func run(by user: User, on connection: PostgresConnection) throws -> OutsideContact {
         try contact.add(
             to: .emergency, owner: user.id, maxCount: (Self.maxPerUser, "emergency contacts"),
-            ownerLimit: RateLimit("emergency-contact-user:\(user.tenantID.uuidString):\(user.id.uuidString)", limit: Self.perUserPerDay,
+            ownerLimit: RateLimit(RateLimitKey(.emergencyContactUser, user.tenantID.uuidString, user.id.uuidString), limit: Self.perUserPerDay,
                                   window: Throttle.day),
-            tokenPrefix: TenantToken.emergencyContact, lifetime: lifetime, template: "emergency_contact_confirm",
+            tokenPrefix: TenantToken.emergencyContact, lifetime: lifetime, template: .emergencyContactConfirm,
             data: "\"added_by\":\(JSONString.quote(user.displayName))", by: user, limits: limits, on: connection)
     }
 }
@@ -72,7 +72,7 @@ struct EmergencyContactRoutes: Sendable {
             do {
                 return try APIJSON.response(.created, OutsideContactView(contact: try await caller.run(add)))
             } catch let error as DatabaseError where error.code == .uniqueViolation {
-                throw APIError(.conflict, code: "conflict", message: "that address is one of your emergency contacts already")
+                throw APIError(.conflict, code: .conflict, message: "that address is one of your emergency contacts already")
             }
         }
         builder.add(.get, "/v1/me/emergency-contacts", signedIn: auth) { context, caller in
@@ -86,13 +86,13 @@ struct EmergencyContactRoutes: Sendable {
         builder.add(.delete, "/v1/me/emergency-contacts/{id:uuid}", signedIn: auth) { context, caller in
             let id = context.parameters.uuid("id")!
             let deleted = try await caller.inTenant { user, connection in try OutsideContactStore.emergency.delete(id, owner: user.id, on: connection) }
-            guard deleted else { throw APIError(.notFound, code: "not_found", message: "no such emergency contact") }
+            guard deleted else { throw APIError(.notFound, code: .notFound, message: "no such emergency contact") }
             return HTTPResponse(status: .noContent)
         }
         OutsideContactView.addConfirmRoute("/v1/emergency-contacts/confirm", prefix: TenantToken.emergencyContact, store: .emergency,
                                            pool: pool, to: &builder)
         builder.add(.get, "/v1/public/checkins/{token}") { context in
-            let unknown = APIError(.notFound, code: "not_found", message: "no such check-in, or its page has expired")
+            let unknown = APIError(.notFound, code: .notFound, message: "no such check-in, or its page has expired")
             guard let token = TenantToken(context.parameters["token"] ?? "", prefix: TenantToken.checkinStatus) else { throw unknown }
             let page = try await pool.withConnection { connection in
                 try connection.withTenantTransaction(token.tenant) { try CheckinStore().statusPage(tokenHash: token.hash, on: $0) }

@@ -21,7 +21,7 @@ struct AccountExportRoutes: Sendable {
     func add(to builder: inout Router.Builder) {
         builder.add(.get, "/v1/me/export", signedIn: auth) { _, caller in
             let user = try await caller.inTenant { user, connection in
-                try Throttle.count([RateLimit("export:\(user.tenantID.uuidString):\(user.id.uuidString)", limit: Self.perHour, window: Throttle.hour)],
+                try Throttle.count([RateLimit(RateLimitKey(.export, user.tenantID.uuidString, user.id.uuidString), limit: Self.perHour, window: Throttle.hour)],
                                    "too many exports this hour; try again later", on: connection)
                 return user
             }
@@ -57,7 +57,7 @@ actor AccountExport: ResponseBodySource {
         self.tokenHash = tokenHash
     }
 
-    static let sessionEnded = APIError(.unauthorized, code: "unauthenticated", message: "the session ended during the export")
+    static let sessionEnded = APIError(.unauthorized, code: .unauthenticated, message: "the session ended during the export")
 
     /// One page in a transaction of the account's tenant, for the account, while its session lives.
     private func page<Value: Sendable>(_ body: @escaping @Sendable (PostgresConnection) throws -> Value) async throws -> Value {

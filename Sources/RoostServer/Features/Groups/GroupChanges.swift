@@ -18,7 +18,7 @@ struct CreateGroup: UserUseCase {
     }
 
     func run(by user: User, on connection: PostgresConnection) throws -> WatchGroup {
-        try Throttle.count([RateLimit("group-create:\(user.tenantID.uuidString):\(user.id.uuidString)", limit: perDay, window: Throttle.day)],
+        try Throttle.count([RateLimit(RateLimitKey(.groupCreate, user.tenantID.uuidString, user.id.uuidString), limit: perDay, window: Throttle.day)],
                            "too many groups created today; try again tomorrow", on: connection)
         return try GroupStore().create(tenant: user.tenantID, owner: user.id, name: name, description: description, on: connection)
     }
@@ -116,7 +116,7 @@ struct ChangeRole: GroupUseCase {
         let store = GroupStore()
         guard let current = try store.role(of: member, in: group, on: connection) else { throw APIError.noSuchMember }
         guard current != .owner else {
-            throw APIError(.conflict, code: "conflict", message: "the owner's role changes only by transferring ownership")
+            throw APIError(.conflict, code: .conflict, message: "the owner's role changes only by transferring ownership")
         }
         if current != role {
             try store.setRole(role, of: member, in: group, on: connection)
@@ -138,7 +138,7 @@ struct RemoveMember: GroupUseCase {
         guard let current = try GroupStore().role(of: member, in: group, on: connection) else { throw APIError.noSuchMember }
         if current == .owner {
             throw leaving
-                ? APIError(.conflict, code: "conflict", message: "the owner cannot leave: transfer ownership or delete the group")
+                ? APIError(.conflict, code: .conflict, message: "the owner cannot leave: transfer ownership or delete the group")
                 : APIError.forbidden("the owner cannot be removed")
         }
         guard leaving || caller.isManager else { throw APIError.forbidden("only the owner and admins can remove members") }
@@ -189,6 +189,6 @@ struct RoleChanged {
 }
 
 extension APIError {
-    static let noSuchMember = APIError(.notFound, code: "not_found", message: "no such member")
+    static let noSuchMember = APIError(.notFound, code: .notFound, message: "no such member")
 }
 

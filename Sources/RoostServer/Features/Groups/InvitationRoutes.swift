@@ -76,7 +76,7 @@ struct InvitationRoutes: Sendable {
             do {
                 return try APIJSON.response(.created, InvitationView(invitation: try await caller.run(invite)))
             } catch let error as DatabaseError where error.code == .uniqueViolation {
-                throw APIError(.conflict, code: "conflict", message: "a pending invitation to that address exists")
+                throw APIError(.conflict, code: .conflict, message: "a pending invitation to that address exists")
             }
         }
         builder.add(.get, "/v1/groups/{gid:uuid}/invitations", signedIn: auth) { context, caller in

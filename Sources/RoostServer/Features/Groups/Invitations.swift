@@ -27,22 +27,22 @@ struct InviteMember: GroupUseCase {
     func run(by caller: GroupCaller, on connection: PostgresConnection) throws -> Invitation {
         try caller.requireManager("only the owner and admins can invite")
         if role == .admin && !caller.isOwner {
-            throw APIError(.forbidden, code: "forbidden", message: "only the owner can make an admin", field: "role")
+            throw APIError(.forbidden, code: .forbidden, message: "only the owner can make an admin", field: "role")
         }
         let user = caller.user
         let tenant = user.tenantID.uuidString
         let address = email ?? phone!
         if let phone { try Throttle.requireSMSAllowed(phone, tenant: user.tenantID, field: "phone", on: connection) }
         try Throttle.count([
-            RateLimit("invite-sender:\(tenant):\(user.id.uuidString)", limit: limits.invitationsPerSenderPerDay, window: Throttle.day),
-            RateLimit("invite-recipient:\(tenant):\(address)", limit: limits.invitationsPerRecipientPerDay, window: Throttle.day),
-            RateLimit("invite-group:\(tenant):\(group.uuidString)", limit: limits.invitationsPerGroupPerDay, window: Throttle.day),
+            RateLimit(RateLimitKey(.inviteSender, tenant, user.id.uuidString), limit: limits.invitationsPerSenderPerDay, window: Throttle.day),
+            RateLimit(RateLimitKey(.inviteRecipient, tenant, address), limit: limits.invitationsPerRecipientPerDay, window: Throttle.day),
+            RateLimit(RateLimitKey(.inviteGroup, tenant, group.uuidString), limit: limits.invitationsPerGroupPerDay, window: Throttle.day),
         ], "too many invitations today; try again tomorrow", on: connection)
-        try OutsideBudget.require(email != nil ? "email" : "sms", to: address, tenant: user.tenantID, by: user, limits: limits, on: connection)
+        try OutsideBudget.require(email != nil ? .email : .sms, to: address, tenant: user.tenantID, by: user, limits: limits, on: connection)
         let (text, token) = TenantToken.generate(TenantToken.invitation, tenant: user.tenantID)
         let store = InvitationStore()
         if try store.isMember(email: email, phone: phone, group: group, on: connection) {
-            throw APIError(.conflict, code: "conflict", message: "that person is already a member")
+            throw APIError(.conflict, code: .conflict, message: "that person is already a member")
         }
         // A pending invitation to the same address fails the insert (uniqueViolation; the route answers 409).
         let invitation = try store.create(tenant: user.tenantID, group: group, email: email, phone: phone, role: role.name, tokenHash: token.hash,
@@ -51,7 +51,7 @@ struct InviteMember: GroupUseCase {
         let data = "{\"token\":\(JSONString.quote(text)),\"group_name\":\(JSONString.quote(groupName)),"
             + "\"inviter\":\(JSONString.quote(user.displayName)),\"inviter_id\":\"\(user.id.lowercasedText)\","
             + "\"invitation_id\":\"\(invitation.id.lowercasedText)\"}"
-        try OutboxStore().enqueue(tenant: user.tenantID, email: email, phone: phone, template: "invitation", data: RawJSON(data), on: connection)
+        try OutboxStore().enqueue(tenant: user.tenantID, email: email, phone: phone, template: .invitation, data: RawJSON(data), on: connection)
         try Self.announce(invitation, groupName: groupName, tenant: user.tenantID, on: connection)
         try Audit.record(caller, group: group, "invitation.sent", target: ("invitation", invitation.id.lowercasedText),
                          data: "{\"channel\":\"\(email != nil ? "email" : "phone")\",\"role\":\"\(role.name)\"}", on: connection)
@@ -78,7 +78,7 @@ struct RevokeInvitation: GroupUseCase {
     func run(by caller: GroupCaller, on connection: PostgresConnection) throws {
         try caller.requireManager("only the owner and admins revoke invitations")
         guard try InvitationStore().revoke(invitation, group: group, on: connection) else {
-            throw APIError(.notFound, code: "not_found", message: "no such pending invitation")
+            throw APIError(.notFound, code: .notFound, message: "no such pending invitation")
         }
         try Audit.record(caller, group: group, "invitation.revoked", target: ("invitation", invitation.lowercasedText), on: connection)
     }
@@ -106,7 +106,7 @@ struct RedeemInvitation: UserUseCase {
         }
         try InvitationJoin.requireOpen(invitation)
         if try GroupStore().role(of: user.id, in: invitation.groupID, on: connection) != nil {
-            throw APIError(.conflict, code: "conflict", message: "you are already a member of this group")
+            throw APIError(.conflict, code: .conflict, message: "you are already a member of this group")
         }
         try InvitationJoin.join(invitation, user: user, on: connection)
         return (try GroupStore().group(id: invitation.groupID, on: connection)!, Role(invitation.role))
@@ -134,5 +134,5 @@ struct DeclineInvitation: UserUseCase {
 }
 
 extension APIError {
-    static let noSuchInvitation = APIError(.notFound, code: "not_found", message: "no such invitation")
+    static let noSuchInvitation = APIError(.notFound, code: .notFound, message: "no such invitation")
 }

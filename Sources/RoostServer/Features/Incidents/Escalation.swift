@@ -106,23 +106,23 @@ struct AlertEscalations: Sendable {
         let alert = try MessageStore().message(group: group, seq: seq, on: connection)!
         let groupName = try GroupStore().group(id: group, on: connection)?.name ?? ""
         let reaches = EscalationPolicy.reaches(from: from, to: level)
-        let key = "\(tenant.uuidString):\(group.uuidString):\(seq)"
         if reaches.members,
-           try AlertPushes.allowed(RateLimit("escalation-push:" + key, limit: Self.memberPushesPerAlertPerHour, window: Throttle.hour), on: connection) {
+           try AlertPushes.allowed(RateLimit(RateLimitKey(.escalationPush, tenant.uuidString, group.uuidString, seq), limit: Self.memberPushesPerAlertPerHour, window: Throttle.hour), on: connection) {
             // The critical re-push (template `alert`) to every member pushed the alert who has not answered it.
             let data = "{\"group_name\":\(JSONString.quote(groupName)),\"alert\":\(alert),\"critical\":true,\"escalation_level\":\(level)}"
-            try OutboxStore().enqueueRecipientPushes(group: group, seq: seq, template: "alert", data: RawJSON(data), unansweredOnly: true,
+            try OutboxStore().enqueueRecipientPushes(group: group, seq: seq, template: .alert, data: RawJSON(data), unansweredOnly: true,
                                                      distanceTo: RawJSON(alert), on: connection)
         }
         if reaches.contacts {
             for contact in try OutsideContactStore.escalation.confirmed(owner: group, on: connection) {
-                let contactKey = "escalation-contact:\(tenant.uuidString):\(contact.id.uuidString)"
-                guard try AlertPushes.allowed(RateLimit(contactKey + ":hour", limit: Self.contactMessagesPerHour, window: Throttle.hour),
-                                              RateLimit(contactKey + ":day", limit: Self.contactMessagesPerDay, window: Throttle.day), on: connection)
+                let (hour, day) = (RateLimitKey(.escalationContact, tenant.uuidString, contact.id.uuidString, "hour"),
+                                   RateLimitKey(.escalationContact, tenant.uuidString, contact.id.uuidString, "day"))
+                guard try AlertPushes.allowed(RateLimit(hour, limit: Self.contactMessagesPerHour, window: Throttle.hour),
+                                              RateLimit(day, limit: Self.contactMessagesPerDay, window: Throttle.day), on: connection)
                 else { continue }
                 let data = "{\"contact_name\":\(JSONString.quote(contact.name)),\"group_name\":\(JSONString.quote(groupName)),"
                     + "\"level\":\(level),\"alert\":\(alert)}"
-                try OutboxStore().enqueue(tenant: tenant, email: contact.email, phone: contact.phone, template: "alert_escalated",
+                try OutboxStore().enqueue(tenant: tenant, email: contact.email, phone: contact.phone, template: .alertEscalated,
                                           data: RawJSON(data), on: connection)
             }
         }

@@ -30,9 +30,9 @@ struct AddEscalationContact: GroupUseCase {
         let groupName = try GroupStore().group(id: group, on: connection)?.name ?? ""
         let added = try contact.add(
             to: .escalation, owner: group, maxCount: (Self.maxPerGroup, "escalation contacts in a group"),
-            ownerLimit: RateLimit("escalation-contact-group:\(user.tenantID.uuidString):\(group.uuidString)", limit: Self.perGroupPerDay,
+            ownerLimit: RateLimit(RateLimitKey(.escalationContactGroup, user.tenantID.uuidString, group.uuidString), limit: Self.perGroupPerDay,
                                   window: Throttle.day),
-            tokenPrefix: TenantToken.escalationContact, lifetime: lifetime, template: "escalation_contact_confirm",
+            tokenPrefix: TenantToken.escalationContact, lifetime: lifetime, template: .escalationContactConfirm,
             data: "\"group_name\":\(JSONString.quote(groupName)),\"added_by\":\(JSONString.quote(user.displayName))", by: user, limits: limits, on: connection)
         try Audit.record(caller, group: group, "escalation_contact.added", target: ("escalation_contact", added.id.lowercasedText),
                          data: "{\"channel\":\"\(added.email != nil ? "email" : "phone")\"}", on: connection)
@@ -60,7 +60,7 @@ struct RemoveEscalationContact: GroupUseCase {
     func run(by caller: GroupCaller, on connection: PostgresConnection) throws {
         try caller.requireManager("only the owner and admins manage escalation contacts")
         guard try OutsideContactStore.escalation.delete(contact, owner: group, on: connection) else {
-            throw APIError(.notFound, code: "not_found", message: "no such escalation contact")
+            throw APIError(.notFound, code: .notFound, message: "no such escalation contact")
         }
         try Audit.record(caller, group: group, "escalation_contact.removed", target: ("escalation_contact", contact.lowercasedText),
                          on: connection)
@@ -83,7 +83,7 @@ struct EscalationContactRoutes: Sendable {
             do {
                 return try APIJSON.response(.created, OutsideContactView(contact: try await caller.run(add)))
             } catch let error as DatabaseError where error.code == .uniqueViolation {
-                throw APIError(.conflict, code: "conflict", message: "that address is an escalation contact of the group already")
+                throw APIError(.conflict, code: .conflict, message: "that address is an escalation contact of the group already")
             }
         }
         builder.add(.get, "/v1/groups/{gid:uuid}/escalation-contacts", signedIn: auth) { context, caller in

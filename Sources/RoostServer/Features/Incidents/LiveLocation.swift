@@ -31,7 +31,7 @@ struct ShareLiveLocation: GroupUseCase {
         guard state.author || state.coming else {
             throw APIError.forbidden("only the alert's author and members on their way share their location")
         }
-        guard state.open else { throw APIError(.conflict, code: "conflict", message: "the alert is closed") }
+        guard state.open else { throw APIError(.conflict, code: .conflict, message: "the alert is closed") }
         let lastNotice = try store.store(tenant: user.tenantID, group: group, seq: seq, user: user.id, location: location, battery: battery,
                                          at: now, on: connection)
         switch LiveLocationPolicy.onUpdate(lastNotice: lastNotice, now: now) {

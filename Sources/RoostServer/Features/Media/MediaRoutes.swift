@@ -52,11 +52,11 @@ struct MediaRoutes: Sendable {
     }
 
     static func quotaExceeded(_ quota: Int) -> APIError {
-        APIError(.payloadTooLarge, code: "quota_exceeded", message: "this neighbourhood's media storage (\(quota >> 20) MiB) is full")
+        APIError(.payloadTooLarge, code: .quotaExceeded, message: "this neighbourhood's media storage (\(quota >> 20) MiB) is full")
     }
 
     static func shareExceeded(_ share: Int, bridge: Bool) -> APIError {
-        APIError(.payloadTooLarge, code: "quota_exceeded",
+        APIError(.payloadTooLarge, code: .quotaExceeded,
                  message: "this \(bridge ? "bridge's" : "member's") share of the neighbourhood's media storage (\(share >> 10) KiB) is used up; "
                      + "delete or let expire what is not needed")
     }
@@ -66,7 +66,7 @@ struct MediaRoutes: Sendable {
         guard let body = context.bodyStream else { preconditionFailure("POST /v1/media is a streamed route") }
         let keys = ["\(uploader.type):\(uploader.id.lowercasedText)", "address:\(clientAddress(context))"]
         guard slots.take(keys) else {
-            throw APIError(.tooManyRequests, code: "rate_limited",
+            throw APIError(.tooManyRequests, code: .rateLimited,
                            message: "\(slots.perKey) uploads are running already from this \(uploader.type == "bridge" ? "bridge" : "account") or address; wait for one to finish",
                            headers: ["Retry-After": "5"])
         }
@@ -82,7 +82,7 @@ struct MediaRoutes: Sendable {
             }
         }
         if uploader.type == "user" && pending >= Self.maxPending {
-            throw APIError(.tooManyRequests, code: "rate_limited",
+            throw APIError(.tooManyRequests, code: .rateLimited,
                            message: "\(Self.maxPending) uploads already wait to be linked into a message; use them or let them expire",
                            headers: ["Retry-After": "3600"])
         }
@@ -105,8 +105,8 @@ struct MediaRoutes: Sendable {
             await writer.abandon()
             if let rejection = error as? MediaRejection {
                 switch rejection {
-                case .malformed(let message): throw APIError(.badRequest, code: "validation_failed", message: message)
-                case .unsupported(let message): throw APIError(.unsupportedMediaType, code: "unsupported_media_type", message: message)
+                case .malformed(let message): throw APIError(.badRequest, code: .validationFailed, message: message)
+                case .unsupported(let message): throw APIError(.unsupportedMediaType, code: .unsupportedMediaType, message: message)
                 }
             }
             throw error
@@ -196,7 +196,7 @@ struct MediaRoutes: Sendable {
 
     private func download(_ context: RequestContext) async throws -> HTTPResponse {
         let id = context.parameters.uuid("id")!
-        let notFound = APIError(.notFound, code: "not_found", message: "no such media")
+        let notFound = APIError(.notFound, code: .notFound, message: "no such media")
         let target = context.request.target
         let record: MediaRecord?
         let tenant: UUID
@@ -241,7 +241,7 @@ struct MediaRoutes: Sendable {
         if let asked = context.request.headers["Range"] {
             switch ByteRange.parse(asked, size: record.bytes) {
             case .none:
-                throw APIError(.rangeNotSatisfiable, code: "range_not_satisfiable", message: "the range is outside the file's \(record.bytes) bytes",
+                throw APIError(.rangeNotSatisfiable, code: .rangeNotSatisfiable, message: "the range is outside the file's \(record.bytes) bytes",
                                headers: ["Content-Range": "bytes */\(record.bytes)"])
             case .some(nil):
                 break  // not a single byte range: the whole file

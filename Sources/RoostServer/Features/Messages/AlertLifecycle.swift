@@ -24,7 +24,7 @@ struct AcknowledgeAlert: GroupUseCase {
     func run(by caller: GroupCaller, on connection: PostgresConnection) throws -> String {
         let store = MessageStore()
         guard let alert = try store.alertState(group: group, seq: seq, on: connection) else { throw APIError.noSuchAlert }
-        guard alert.status == AlertStatus.open.name else { throw APIError(.conflict, code: "conflict", message: "the alert is closed") }
+        guard alert.status == AlertStatus.open.name else { throw APIError(.conflict, code: .conflict, message: "the alert is closed") }
         let user = caller.user
         try store.acknowledge(tenant: user.tenantID, group: group, seq: seq, user: user.id, response: response, note: note, on: connection)
         try LiveLocationNotice.endForAnswer(response, user: user.id, author: alert.authorID, tenant: user.tenantID, group: group, seq: seq,
@@ -86,7 +86,7 @@ struct AlertStatusChange {
             throw APIError.forbidden("only the alert's author, the owner and admins can \(close ? "close" : "reopen") it")
         }
         guard alert.status == (close ? AlertStatus.open : AlertStatus.closed).name else {
-            throw APIError(.conflict, code: "conflict", message: close ? "the alert is closed already" : "the alert is open")
+            throw APIError(.conflict, code: .conflict, message: close ? "the alert is closed already" : "the alert is open")
         }
         return try Self.apply(closed: close, tenant: caller.user.tenantID, group: group, seq: seq, by: ("user", caller.user.id),
                               resolution: resolution, on: connection)
@@ -127,7 +127,7 @@ struct RedactMessage: GroupUseCase {
     func run(by caller: GroupCaller, on connection: PostgresConnection) throws {
         let store = MessageStore()
         guard let message = try store.authorForRedaction(group: group, seq: seq, on: connection) else {
-            throw APIError(.notFound, code: "not_found", message: "no such message")
+            throw APIError(.notFound, code: .notFound, message: "no such message")
         }
         guard caller.isManager || message.authorID == caller.user.id else {
             throw APIError.forbidden("only the author, the owner and admins can remove a message")
@@ -181,5 +181,5 @@ struct ReplaceTemplates: GroupUseCase {
 }
 
 extension APIError {
-    static let noSuchAlert = APIError(.notFound, code: "not_found", message: "no such alert")
+    static let noSuchAlert = APIError(.notFound, code: .notFound, message: "no such alert")
 }

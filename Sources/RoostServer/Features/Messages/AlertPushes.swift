@@ -16,24 +16,24 @@ enum AlertPushes {
     static func response(group: UUID, seq: Int64, author: UUID?, responder: User, response: String?, note: String?,
                          reply: (seq: Int64, text: String)?, on connection: PostgresConnection) throws {
         guard let author, author != responder.id else { return }
-        let key = "alert-response:\(responder.tenantID.uuidString):\(group.uuidString):\(seq):\(responder.id.uuidString)"
+        let key = RateLimitKey(.alertResponse, responder.tenantID.uuidString, group.uuidString, seq, responder.id.uuidString)
         guard try allowed(RateLimit(key, limit: responsesPerResponderPerHour, window: Throttle.hour), on: connection) else { return }
         let groupName = try GroupStore().group(id: group, on: connection)?.name ?? ""
         let replyJSON = reply.map { "{\"seq\":\($0.seq),\"text\":\(JSONString.quote(String($0.text.prefix(140))))}" } ?? "null"
         let data = "{\"group_id\":\"\(group.lowercasedText)\",\"group_name\":\(JSONString.quote(groupName)),\"seq\":\(seq),"
             + "\"responder\":{\"id\":\"\(responder.id.lowercasedText)\",\"display_name\":\(JSONString.quote(responder.displayName))},"
             + "\"response\":\(response.map(JSONString.quote) ?? "null"),\"note\":\(note.map(JSONString.quote) ?? "null"),\"reply\":\(replyJSON)}"
-        try OutboxStore().enqueuePushes(to: author, template: "alert_response", data: RawJSON(data), on: connection)
+        try OutboxStore().enqueuePushes(to: author, template: .alertResponse, data: RawJSON(data), on: connection)
     }
 
     /// The alert was closed (`alert_closed`, the all clear, with the resolution) or reopened
     /// (`alert` again, with the alert as it is now), to everyone it was pushed to.
     static func statusChanged(group: UUID, seq: Int64, closed: Bool, alert: String, tenant: UUID, on connection: PostgresConnection) throws {
-        let key = "alert-status:\(tenant.uuidString):\(group.uuidString):\(seq)"
+        let key = RateLimitKey(.alertStatus, tenant.uuidString, group.uuidString, seq)
         guard try allowed(RateLimit(key, limit: statusPushesPerAlertPerHour, window: Throttle.hour), on: connection) else { return }
         let groupName = try GroupStore().group(id: group, on: connection)?.name ?? ""
         let data = "{\"group_id\":\"\(group.lowercasedText)\",\"group_name\":\(JSONString.quote(groupName)),\"seq\":\(seq),\"alert\":\(alert)}"
-        try OutboxStore().enqueueRecipientPushes(group: group, seq: seq, template: closed ? "alert_closed" : "alert", data: RawJSON(data),
+        try OutboxStore().enqueueRecipientPushes(group: group, seq: seq, template: closed ? .alertClosed : .alert, data: RawJSON(data),
                                                  on: connection)
     }
 

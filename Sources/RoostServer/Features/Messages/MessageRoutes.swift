@@ -99,7 +99,7 @@ struct MessageRoutes: Sendable {
             let json = try await caller.inGroup(group) { caller, connection in
                 try MessageStore().detail(group: group, seq: seq, showNearby: caller.isManager, on: connection)
             }
-            guard let json else { throw APIError(.notFound, code: "not_found", message: "no such message") }
+            guard let json else { throw APIError(.notFound, code: .notFound, message: "no such message") }
             return .json(.ok, Array(json.utf8))
         }
         builder.add(.get, "/v1/groups/{gid:uuid}/messages/{seq:int}/replies", signedIn: auth) { context, caller in
@@ -109,7 +109,7 @@ struct MessageRoutes: Sendable {
                 guard try MessageStore().exists(group: group, seq: seq, on: connection) else { return nil }
                 return try MessageStore().replies(group: group, to: seq, after: after, limit: limit, on: connection)
             }
-            guard let rows else { throw APIError(.notFound, code: "not_found", message: "no such message") }
+            guard let rows else { throw APIError(.notFound, code: .notFound, message: "no such message") }
             return Self.page(rows.map(\.json), next: rows.count == limit ? rows.last.map { String($0.seq) } : nil)
         }
         builder.add(.post, "/v1/groups/{gid:uuid}/read", bodyLimit: 1024, signedIn: auth) { context, caller in
@@ -127,7 +127,7 @@ struct MessageRoutes: Sendable {
             case .events(let events):
                 return Self.page(events.map(\.itemJSON), next: events.count == limit ? events.last.map { String($0.seq) } : nil)
             case .expired(let oldest):
-                var expired = APIError(.gone, code: "expired",
+                var expired = APIError(.gone, code: .expired,
                                        message: "events after \(after) were purged by the group's retention; reload the group, then resume from oldest_seq - 1")
                 expired.details["oldest_seq"] = oldest
                 throw expired

@@ -70,7 +70,7 @@ struct PostMessage: GroupUseCase {
 
     func run(by caller: GroupCaller, on connection: PostgresConnection) throws -> Output {
         if let wait = pace?.take(caller.user.id) {
-            throw APIError(.tooManyRequests, code: "rate_limited", message: "too many messages this minute; slow down",
+            throw APIError(.tooManyRequests, code: .rateLimited, message: "too many messages this minute; slow down",
                            headers: ["Retry-After": String(wait)])
         }
         let store = MessageStore()
@@ -105,7 +105,7 @@ struct PostMessage: GroupUseCase {
                let earlier = try store.idempotent(group: group, author: caller.user.id, clientMessageID: clientMessageID, on: connection) {
                 return (false, earlier)
             }
-            try Throttle.count([RateLimit("alert:\(caller.user.tenantID.uuidString):\(caller.user.id.uuidString)", limit: alertsPerHour,
+            try Throttle.count([RateLimit(RateLimitKey(.alert, caller.user.tenantID.uuidString, caller.user.id.uuidString), limit: alertsPerHour,
                                           window: Throttle.hour)], "too many alerts raised this hour", on: connection)
         }
         // Someone wants this chat line pushed: asked when the transaction opened (run without
@@ -124,7 +124,7 @@ struct PostMessage: GroupUseCase {
                                                  red: message.severity == AlertSeverity.red.name, committing: repliedTo == nil, on: connection)
         } else if chatPushes,
                   // Chat is not rate-limited, pushes to phones are: a chatty author's later lines wait in the app.
-                  try AlertPushes.allowed(RateLimit("chat-push:\(caller.user.tenantID.uuidString):\(group.uuidString):\(caller.user.id.uuidString)",
+                  try AlertPushes.allowed(RateLimit(RateLimitKey(.chatPush, caller.user.tenantID.uuidString, group.uuidString, caller.user.id.uuidString),
                                                     limit: Self.chatPushesPerAuthorPerHour, window: Throttle.hour), on: connection) {
             try OutboxStore().enqueueChatPushes(group: group, excluding: caller.user.id, message: RawJSON(posted.json), on: connection)
         }

@@ -77,11 +77,11 @@ enum TenantRoutes {
     static func add(to builder: inout Router.Builder, pool: ConnectionPool, adminToken: String?) {
         let authorize: @Sendable (RequestContext) throws(APIError) -> Void = { (context: RequestContext) throws(APIError) in
             guard let adminToken else {
-                throw APIError(.notFound, code: "not_found", message: "no such resource: \(context.request.target.path)")
+                throw APIError(.notFound, code: .notFound, message: "no such resource: \(context.request.target.path)")
             }
             guard let token = context.bearerToken,
                   Secrets.constantTimeEqual(Digest.sha256(Array(token.utf8)), Digest.sha256(Array(adminToken.utf8))) else {
-                throw APIError(.unauthorized, code: "unauthenticated", message: "a valid operator token is required",
+                throw APIError(.unauthorized, code: .unauthenticated, message: "a valid operator token is required",
                                headers: ["WWW-Authenticate": "Bearer"])
             }
         }
@@ -99,7 +99,7 @@ enum TenantRoutes {
                 }
                 return try APIJSON.response(.created, TenantView(tenant))
             } catch let error as DatabaseError where error.code == .uniqueViolation {
-                throw APIError(.conflict, code: "conflict", message: "a tenant with slug '\(body.slug)' already exists", field: "slug")
+                throw APIError(.conflict, code: .conflict, message: "a tenant with slug '\(body.slug)' already exists", field: "slug")
             }
         }
 
@@ -114,7 +114,7 @@ enum TenantRoutes {
             if let locale = body.locale, !MessageLocale.shipped.contains(locale) {
                 throw APIError.invalid("locale must be one of \(MessageLocale.shipped.sorted().joined(separator: ", "))", "locale")
             }
-            let notFound = APIError(.notFound, code: "not_found", message: "no such tenant")
+            let notFound = APIError(.notFound, code: .notFound, message: "no such tenant")
             guard TenantSlug(slug) != nil,
                   let tenant = try await pool.withConnection({ connection in
                       try connection.withTransaction { connection -> Tenant? in

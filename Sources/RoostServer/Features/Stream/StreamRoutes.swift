@@ -15,7 +15,7 @@ enum StreamRoutes {
             let token = try auth.sessionToken(context.bearerToken ?? context.request.target.queryValue("access_token"))
             let user = try await auth.user(token)
             guard hub.streamCount(of: user.id) < maxPerAccount else {
-                throw APIError(.tooManyRequests, code: "rate_limited", message: "\(maxPerAccount) streams are open for this account already; close one",
+                throw APIError(.tooManyRequests, code: .rateLimited, message: "\(maxPerAccount) streams are open for this account already; close one",
                                headers: ["Retry-After": "5"])
             }
             return StreamSession(tenantID: user.tenantID, userID: user.id, sessionHash: Digest.hex(token.hash), hub: hub)

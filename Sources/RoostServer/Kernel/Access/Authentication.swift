@@ -12,9 +12,9 @@ struct Authentication: Sendable {
     /// However often it is used, a session ends this long after sign-in (`ROOST_SESSION_MAX_AGE_S`).
     let sessionMaxAge: Int
 
-    static let tokenRequired = APIError(.unauthorized, code: "unauthenticated", message: "a valid session token is required",
+    static let tokenRequired = APIError(.unauthorized, code: .unauthenticated, message: "a valid session token is required",
                                         headers: ["WWW-Authenticate": "Bearer"])
-    static let sessionEnded = APIError(.unauthorized, code: "unauthenticated", message: "the session has ended or the token is not valid",
+    static let sessionEnded = APIError(.unauthorized, code: .unauthenticated, message: "the session has ended or the token is not valid",
                                        headers: ["WWW-Authenticate": "Bearer"])
 
     /// The session token `text` names, or 401 when there is none or it is not of a token's shape.

@@ -15,7 +15,7 @@ struct BridgeAuthentication: Sendable {
     /// How far a signed request's timestamp may be from now, in seconds.
     static let signatureWindow = 300
 
-    static let unauthenticated = APIError(.unauthorized, code: "unauthenticated", message: "a valid bridge key is required",
+    static let unauthenticated = APIError(.unauthorized, code: .unauthenticated, message: "a valid bridge key is required",
                                           headers: ["WWW-Authenticate": "Bearer"])
 
     /// Authenticates a bridge request, spends a token of its rate limit and checks its
@@ -32,14 +32,14 @@ struct BridgeAuthentication: Sendable {
                 let store = BridgeStore()
                 guard let bridge = try store.authenticate(keyHash: token.hash, on: connection) else { throw Self.unauthenticated }
                 if let wait = try store.consumeToken(bridge.id, on: connection) {
-                    throw APIError(.tooManyRequests, code: "rate_limited", message: "this bridge is sending too fast",
+                    throw APIError(.tooManyRequests, code: .rateLimited, message: "this bridge is sending too fast",
                                    headers: ["Retry-After": String(wait)])
                 }
                 if signedBody, let secret = bridge.signingSecret {
                     let mac = try Self.verify(secret: secret, timestamp: timestamp, signature: signature, body: body)
                     guard try store.recordSignature(tenant: token.tenant, bridge: bridge.id, signature: mac, window: Self.signatureWindow,
                                                     on: connection) else {
-                        throw APIError(.conflict, code: "conflict", message: "this signed request was seen already (a replay)")
+                        throw APIError(.conflict, code: .conflict, message: "this signed request was seen already (a replay)")
                     }
                 }
                 // Any admitted request counts as a heartbeat; one after silence brings the bridge back.
@@ -55,10 +55,10 @@ struct BridgeAuthentication: Sendable {
     /// Checks `X-Roost-Signature: sha256=<hex HMAC-SHA256 of "timestamp.body">` in constant time
     /// and the timestamp's distance from now; the signature's bytes.
     static func verify(secret: String, timestamp: String?, signature: String?, body: [UInt8]) throws(APIError) -> [UInt8] {
-        let refused = APIError(.unauthorized, code: "unauthenticated", message: "this bridge signs its requests: a valid X-Roost-Timestamp and X-Roost-Signature are required")
+        let refused = APIError(.unauthorized, code: .unauthenticated, message: "this bridge signs its requests: a valid X-Roost-Timestamp and X-Roost-Signature are required")
         guard let timestamp, let seconds = Int(timestamp), let signature, signature.hasPrefix("sha256=") else { throw refused }
         guard abs(Int(Date().timeIntervalSince1970) - seconds) <= signatureWindow else {
-            throw APIError(.unauthorized, code: "unauthenticated", message: "X-Roost-Timestamp is more than 5 minutes from now")
+            throw APIError(.unauthorized, code: .unauthenticated, message: "X-Roost-Timestamp is more than 5 minutes from now")
         }
         let expected = Secrets.hmacSHA256(key: Array(secret.utf8), message: Array((timestamp + ".").utf8) + body)
         let given = Array(Digest.hex(expected).utf8)

@@ -40,7 +40,7 @@ struct Credentials: Sendable {
     /// `throttle` for a caller already serialized on what it counts.
     func count(_ limits: [RateLimit], _ message: String) async throws {
         guard let wait = try await pool.withConnection({ try RateLimitStore().hit(limits, on: $0) }) else { return }
-        throw APIError(.tooManyRequests, code: "rate_limited", message: message, headers: ["Retry-After": String(wait)])
+        throw APIError(.tooManyRequests, code: .rateLimited, message: message, headers: ["Retry-After": String(wait)])
     }
 
     /// Login throttling: failures per account (whatever identifier names it), per identifier and
@@ -71,17 +71,17 @@ struct Credentials: Sendable {
     /// `wrong_password` for another (counted like a failed sign-in, so it cannot be guessed).
     func confirmPassword(_ given: String?, of user: User, _ context: RequestContext) async throws {
         guard let given, !given.isEmpty else {
-            throw APIError(.forbidden, code: "password_required", message: "this change needs the account's current password", field: "current_password")
+            throw APIError(.forbidden, code: .passwordRequired, message: "this change needs the account's current password", field: "current_password")
         }
         guard try await verifyPassword(given, of: user, context) else {
-            throw APIError(.forbidden, code: "wrong_password", message: "that is not the account's password", field: "current_password")
+            throw APIError(.forbidden, code: .wrongPassword, message: "that is not the account's password", field: "current_password")
         }
     }
 
     func verifyPassword(_ password: String, of user: User, _ context: RequestContext) async throws -> Bool {
         let accountKey = Digest.sha256(Array("acct:\(user.id.uuidString)".utf8))
         let (tenant, attempt) = (user.tenantID, UUID())
-        try await serializer.run(["sign-in-account:\(Digest.hex(accountKey))"]) {
+        try await serializer.run([RateLimitKey(.signInAccount, Digest.hex(accountKey))]) {
             try await pool.withConnection { connection in
                 try connection.withTenantTransaction(tenant) { connection in
                     try Self.countAttempt(tenant: tenant, attempt: attempt, keys: [(accountKey, Self.failuresPerIdentifier)], on: connection)
@@ -106,7 +106,7 @@ struct Credentials: Sendable {
             return recent.count >= limit ? recent.clearsIn : nil
         }
         if let wait = waits.max() {
-            throw APIError(.tooManyRequests, code: "rate_limited", message: refusal, headers: ["Retry-After": String(wait)])
+            throw APIError(.tooManyRequests, code: .rateLimited, message: refusal, headers: ["Retry-After": String(wait)])
         }
         try store.record(tenant: tenant, keys: keys.map(\.key), attempt: attempt, window: throttleWindow, on: connection)
     }
@@ -115,7 +115,7 @@ struct Credentials: Sendable {
     func findTenant(_ slug: String) async throws -> Tenant {
         // A slug of the wrong shape cannot exist: no query for it.
         guard let slug = TenantSlug(slug), let tenant = try await pool.withConnection({ try TenantStore().find(slug: slug.text, on: $0) }) else {
-            throw APIError(.notFound, code: "not_found", message: "no such tenant", field: "tenant")
+            throw APIError(.notFound, code: .notFound, message: "no such tenant", field: "tenant")
         }
         return tenant
     }

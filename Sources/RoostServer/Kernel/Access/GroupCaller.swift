@@ -48,8 +48,8 @@ extension GroupUseCase {
 extension APIError {
     /// 403 `forbidden`: the caller is known and may not do this.
     static func forbidden(_ message: String) -> APIError {
-        APIError(.forbidden, code: "forbidden", message: message)
+        APIError(.forbidden, code: .forbidden, message: message)
     }
 
-    static let noSuchGroup = APIError(.notFound, code: "not_found", message: "no such group")
+    static let noSuchGroup = APIError(.notFound, code: .notFound, message: "no such group")
 }

@@ -32,7 +32,7 @@ final class HashingGate: Sendable {
     /// Requests waiting for a hashing thread now.
     var waitingCount: Int { state.withLock { $0.waiting } }
 
-    static let busy = APIError(.serviceUnavailable, code: "unavailable", message: "too many sign-ins at once; try again shortly",
+    static let busy = APIError(.serviceUnavailable, code: .unavailable, message: "too many sign-ins at once; try again shortly",
                                headers: ["Retry-After": "1"])
 
     /// Runs `work` on a hashing thread; throws 503 `unavailable` when the line is full and

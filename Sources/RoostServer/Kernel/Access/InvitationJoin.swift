@@ -9,7 +9,7 @@ enum InvitationJoin {
     static func requireOpen(_ invitation: Invitation) throws(APIError) {
         guard invitation.status == "pending" else {
             let message = invitation.status == "expired" ? "the invitation has expired" : "the invitation was \(invitation.status)"
-            throw APIError(.gone, code: "expired", message: message)
+            throw APIError(.gone, code: .expired, message: message)
         }
     }
 

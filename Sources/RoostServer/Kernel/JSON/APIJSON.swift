@@ -52,13 +52,13 @@ extension APIError {
     public static func from(_ error: DatabaseError) -> APIError? {
         switch error.code {
         case .unavailable, .unreachable, .connectionLost:
-            return APIError(.serviceUnavailable, code: "unavailable", message: "the database is unavailable; try again shortly",
+            return APIError(.serviceUnavailable, code: .unavailable, message: "the database is unavailable; try again shortly",
                             headers: ["Retry-After": "1"])
         case .uniqueViolation:
-            return APIError(.conflict, code: "conflict", message: "that already exists")
+            return APIError(.conflict, code: .conflict, message: "that already exists")
         case .characterNotInRepertoire, .invalidTextRepresentation, .checkViolation, .stringDataRightTruncation:
             // Input PostgreSQL refuses (a NUL, a value outside a column's rule) is the client's.
-            return APIError(.badRequest, code: "validation_failed", message: "a value in the request is not acceptable")
+            return APIError(.badRequest, code: .validationFailed, message: "a value in the request is not acceptable")
         default:
             return nil
         }

@@ -14,8 +14,13 @@ final class KeyedSerializer: Sendable {
         self.maxWaiting = maxWaiting
     }
 
-    static let flooded = APIError(.tooManyRequests, code: "rate_limited", message: "too many requests like this at once; try again shortly",
+    static let flooded = APIError(.tooManyRequests, code: .rateLimited, message: "too many requests like this at once; try again shortly",
                                   headers: ["Retry-After": "1"])
+
+    /// Runs `work` holding every key of what it counts.
+    func run<Value>(_ keys: [RateLimitKey], _ work: () async throws -> Value) async throws -> Value {
+        try await run(keys.map(\.description), work)
+    }
 
     func run<Value>(_ keys: [String], _ work: () async throws -> Value) async throws -> Value {
         let ordered = Array(Set(keys)).sorted()  // one order for everyone: no deadlock

@@ -9,7 +9,7 @@ enum Throttle {
         do {
             try RateLimitStore().count(limits, on: connection)
         } catch let used as RateLimitStore.UsedUp {
-            throw APIError(.tooManyRequests, code: "rate_limited", message: message, headers: ["Retry-After": String(used.retryAfter)])
+            throw APIError(.tooManyRequests, code: .rateLimited, message: message, headers: ["Retry-After": String(used.retryAfter)])
         }
     }
 

@@ -36,19 +36,19 @@ enum OutsideBudget {
 
     /// Charges one message to `address` on `channel` (`email` or `sms`), caused by `account`
     /// (nil: by the server itself, charged to the tenant alone unless `destination`), in `tenant`.
-    static func charge(_ channel: String, to address: String, tenant: UUID, by account: User?, destination: Bool? = nil, limits: AbuseLimits,
+    static func charge(_ channel: OutboxChannel, to address: String, tenant: UUID, by account: User?, destination: Bool? = nil, limits: AbuseLimits,
                        now: Date = Date(), on connection: PostgresConnection) throws {
         var budgets: [(Name, RateLimit)] = []
         if destination ?? (account != nil) {
-            budgets.append((.destination, RateLimit("outside-destination:\(channel):\(address.lowercased())", limit: limits.outsidePerDestinationPerDay,
+            budgets.append((.destination, RateLimit(RateLimitKey(.outsideDestination, channel, address.lowercased()), limit: limits.outsidePerDestinationPerDay,
                                                     window: Throttle.day)))
         }
         if let account {
             let isNew = now.timeIntervalSince(account.createdAt) < Double(Throttle.day) || !(account.emailVerified || account.phoneVerified)
-            budgets.append((.account, RateLimit("outside-account:\(account.id.lowercasedText)",
+            budgets.append((.account, RateLimit(RateLimitKey(.outsideAccount, account.id.lowercasedText),
                                                 limit: isNew ? limits.outsidePerNewAccountPerDay : limits.outsidePerAccountPerDay, window: Throttle.day)))
         }
-        budgets.append((.tenant, RateLimit("outside-tenant:\(tenant.lowercasedText)", limit: limits.outsidePerTenantPerDay, window: Throttle.day)))
+        budgets.append((.tenant, RateLimit(RateLimitKey(.outsideTenant, tenant.lowercasedText), limit: limits.outsidePerTenantPerDay, window: Throttle.day)))
         for (name, budget) in budgets {
             do {
                 try RateLimitStore().count([budget], on: connection)
@@ -60,7 +60,7 @@ enum OutsideBudget {
     }
 
     /// `charge` for a request: over a budget, the request fails with 429 naming it.
-    static func require(_ channel: String, to address: String, tenant: UUID, by account: User?, limits: AbuseLimits,
+    static func require(_ channel: OutboxChannel, to address: String, tenant: UUID, by account: User?, limits: AbuseLimits,
                         on connection: PostgresConnection) throws {
         do {
             try charge(channel, to: address, tenant: tenant, by: account, limits: limits, on: connection)
@@ -71,14 +71,14 @@ enum OutsideBudget {
             case .tenant: "this neighbourhood has sent enough messages outside the app today"
             case .alertFallback, .bridgeNotice: "enough messages of this kind were sent"
             }
-            throw APIError(.tooManyRequests, code: "rate_limited", message: whose + "; try again later", field: error.budget.field,
+            throw APIError(.tooManyRequests, code: .rateLimited, message: whose + "; try again later", field: error.budget.field,
                            headers: ["Retry-After": String(error.retryAfter)])
         }
     }
 
     /// `charge` for a job: true when the message may go; over a budget it is dropped and nothing
     /// of the charge stays counted (a savepoint), and the job goes on.
-    static func allows(_ channel: String, to address: String, tenant: UUID, by account: User?, destination: Bool? = nil, limits: AbuseLimits,
+    static func allows(_ channel: OutboxChannel, to address: String, tenant: UUID, by account: User?, destination: Bool? = nil, limits: AbuseLimits,
                        on connection: PostgresConnection) throws -> Bool {
         do {
             try connection.withSavepoint { connection throws in

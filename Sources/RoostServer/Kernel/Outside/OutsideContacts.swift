@@ -24,17 +24,17 @@ struct NewOutsideContact: Sendable {
     /// (`template`, with `data`'s fields and the link's `token`); `maxCount` contacts per owner (and what they are, for the 409),
     /// `ownerLimit` additions per owner (409 and 429 beyond).
     func add(to store: OutsideContactStore, owner: UUID, maxCount: (Int, String), ownerLimit: RateLimit, tokenPrefix: String, lifetime: Int,
-             template: String, data: String, by user: User, limits: AbuseLimits, on connection: PostgresConnection) throws -> OutsideContact {
+             template: TemplateName, data: String, by user: User, limits: AbuseLimits, on connection: PostgresConnection) throws -> OutsideContact {
         let address = email ?? phone!
         if let phone { try Throttle.requireSMSAllowed(phone, tenant: user.tenantID, field: "phone", on: connection) }
         guard try store.count(owner: owner, on: connection) < maxCount.0 else {
-            throw APIError(.conflict, code: "conflict", message: "at most \(maxCount.0) \(maxCount.1)")
+            throw APIError(.conflict, code: .conflict, message: "at most \(maxCount.0) \(maxCount.1)")
         }
         try Throttle.count([
             ownerLimit,
-            RateLimit("\(template):\(user.tenantID.uuidString):\(address)", limit: Self.perAddressPerDay, window: Throttle.day),
+            RateLimit(RateLimitKey(.contactAddress(template), user.tenantID.uuidString, address), limit: Self.perAddressPerDay, window: Throttle.day),
         ], "too many contacts added today; try again tomorrow", on: connection)
-        try OutsideBudget.require(email != nil ? "email" : "sms", to: address, tenant: user.tenantID, by: user, limits: limits, on: connection)
+        try OutsideBudget.require(email != nil ? .email : .sms, to: address, tenant: user.tenantID, by: user, limits: limits, on: connection)
         let (text, token) = TenantToken.generate(tokenPrefix, tenant: user.tenantID)
         // The same address twice for one owner fails the insert (uniqueViolation; the route answers 409).
         let contact = try store.add(tenant: user.tenantID, owner: owner, name: name, email: email, phone: phone, tokenHash: token.hash,
@@ -81,14 +81,14 @@ struct OutsideContactView: Encodable {
     static func addConfirmRoute(_ path: String, prefix: String, store: OutsideContactStore, pool: ConnectionPool, to builder: inout Router.Builder) {
         builder.add(.post, path, bodyLimit: 4 * 1024) { context in
             let body = try context.decodeJSON(ConfirmBody.self)
-            let unknown = APIError(.notFound, code: "not_found", message: "no such confirmation link")
+            let unknown = APIError(.notFound, code: .notFound, message: "no such confirmation link")
             guard let token = TenantToken(body.token, prefix: prefix) else { throw unknown }
             let outcome = try await pool.withConnection { connection in
                 try connection.withTenantTransaction(token.tenant) { try store.confirm(tokenHash: token.hash, on: $0) }
             }
             switch outcome {
             case .confirmed(let contact): return try APIJSON.response(.ok, OutsideContactView(contact: contact))
-            case .gone: throw APIError(.gone, code: "expired", message: "this link was used already or has expired")
+            case .gone: throw APIError(.gone, code: .expired, message: "this link was used already or has expired")
             case .unknown: throw unknown
             }
         }
