@@ -13,3 +13,21 @@ extension OutboxChannel: PostgresCodable {
     public func postgresText() -> String? { name }
     public init(postgresText text: String) { self.init(text) }
 }
+
+extension MessageKind: PostgresCodable {
+    public static var postgresType: PostgresType { .text }
+    public func postgresText() -> String? { name }
+    public init(postgresText text: String) { self.init(text) }
+}
+
+extension ActorType: PostgresCodable {
+    public static var postgresType: PostgresType { .text }
+    public func postgresText() -> String? { name }
+    public init(postgresText text: String) { self.init(text) }
+}
+
+extension AuditAction: PostgresCodable {
+    public static var postgresType: PostgresType { .text }
+    public func postgresText() -> String? { name }
+    public init(postgresText text: String) { self.init(text) }
+}

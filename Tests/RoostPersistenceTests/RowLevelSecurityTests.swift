@@ -90,10 +90,10 @@ struct RowLevelSecurityTests {
             try GroupStore().create(tenant: tenant, owner: walker, name: "Hidden lane", description: "", on: connection).id
         }
         let seq = try connection.withTenantTransaction(tenant) { connection in
-            var message = NewMessage(clientMessageID: nil, systemKey: "hidden-test", text: "silent", kind: "alert", severity: "red", template: "duress",
+            var message = NewMessage(clientMessageID: nil, systemKey: "hidden-test", text: "silent", kind: .alert, severity: "red", template: "duress",
                                      location: nil, replyTo: nil)
             message.hiddenFrom = walker
-            return try MessageStore().post(tenant: tenant, group: group, authorType: "user", authorID: walker, authorName: "walker",
+            return try MessageStore().post(tenant: tenant, group: group, authorType: .user, authorID: walker, authorName: "walker",
                                            message: message, on: connection).seq
         }
         func seen(as viewer: UUID?) throws -> [Int] {

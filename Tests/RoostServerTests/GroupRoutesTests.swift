@@ -82,7 +82,7 @@ struct GroupRoutesTests {
                 group.addTask {
                     try await pool.withConnection { connection in
                         try connection.withTenantTransaction(tenant) {
-                            _ = try GroupEventLog().append(tenant: tenant, group: id, event: .groupUpdated, actorType: "system", actorID: nil,
+                            _ = try GroupEventLog().append(tenant: tenant, group: id, event: .groupUpdated, actorType: .system, actorID: nil,
                                                            data: RawJSON("{}"), on: $0)
                         }
                     }

@@ -57,8 +57,8 @@ struct JobIsolationTests {
             let other = try Self.dueCheckin(theirs, on: connection)
             // The attacker posts a chat message under the key the scheduler used to post with.
             try connection.withTenantTransaction(mine.tenant) { connection in
-                _ = try MessageStore().post(tenant: mine.tenant, group: mine.group, authorType: "user", authorID: mine.walker, authorName: "Walker",
-                                            message: NewMessage(clientMessageID: "checkin:\(own.uuidString.lowercased())", text: "hi", kind: "chat",
+                _ = try MessageStore().post(tenant: mine.tenant, group: mine.group, authorType: .user, authorID: mine.walker, authorName: "Walker",
+                                            message: NewMessage(clientMessageID: "checkin:\(own.uuidString.lowercased())", text: "hi", kind: .chat,
                                                                 severity: nil, template: nil, location: nil, replyTo: nil), on: connection)
             }
             let pool = ConnectionPool(configuration: TestDatabase.configuration(database: database), options: .init(maxConnections: 2))

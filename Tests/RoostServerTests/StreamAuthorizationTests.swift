@@ -16,8 +16,8 @@ struct StreamAuthorizationTests {
         try await api.inTenant { tenant, connection in
             let text = String(repeating: "history ", count: 490)
             for index in 0..<count {
-                _ = try MessageStore().post(tenant: tenant, group: group, authorType: "user", authorID: author, authorName: "owner",
-                                            message: NewMessage(clientMessageID: "h\(index)", text: text, kind: "chat", severity: nil,
+                _ = try MessageStore().post(tenant: tenant, group: group, authorType: .user, authorID: author, authorName: "owner",
+                                            message: NewMessage(clientMessageID: "h\(index)", text: text, kind: .chat, severity: nil,
                                                                 template: nil, location: nil, replyTo: nil), on: connection)
             }
         }

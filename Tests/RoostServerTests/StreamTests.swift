@@ -72,7 +72,7 @@ struct StreamTests {
         // Committed with its notice kept for after the commit and never sent, as a node that
         // stopped between the two would leave it.
         let lost = try await api.inTenant { tenant, connection in
-            try GroupEventLog().append(tenant: tenant, group: UUID(uuidString: elm)!, event: .messageCreated, actorType: "user",
+            try GroupEventLog().append(tenant: tenant, group: UUID(uuidString: elm)!, event: .messageCreated, actorType: .user,
                                        actorID: UUID(uuidString: owner.id), data: EventDataText(#"{"text":"lost"}"#), notice: .afterCommit,
                                        on: connection).event.seq
         }
@@ -86,7 +86,7 @@ struct StreamTests {
         let tenant = try await api.inTenant { tenant, _ in tenant }
         let kept = try await api.pool.withConnection { connection in
             let seq = try connection.withTenantTransaction(tenant) {
-                try GroupEventLog().append(tenant: tenant, group: UUID(uuidString: elm)!, event: .messageCreated, actorType: "user",
+                try GroupEventLog().append(tenant: tenant, group: UUID(uuidString: elm)!, event: .messageCreated, actorType: .user,
                                            actorID: UUID(uuidString: owner.id), data: EventDataText(#"{"text":"kept"}"#), notice: .afterCommit,
                                            on: $0).event.seq
             }
@@ -222,8 +222,8 @@ struct StreamTests {
         let total = FanoutState<Int>().replayPageSize * 2 + 50
         try await api.inTenant { tenant, connection in
             for index in 0..<total {
-                _ = try MessageStore().post(tenant: tenant, group: UUID(uuidString: group)!, authorType: "user", authorID: UUID(uuidString: owner.id),
-                                            authorName: "lou", message: NewMessage(clientMessageID: "b\(index)", text: "backlog \(index)", kind: "chat",
+                _ = try MessageStore().post(tenant: tenant, group: UUID(uuidString: group)!, authorType: .user, authorID: UUID(uuidString: owner.id),
+                                            authorName: "lou", message: NewMessage(clientMessageID: "b\(index)", text: "backlog \(index)", kind: .chat,
                                                                                   severity: nil, template: nil, location: nil, replyTo: nil), on: connection)
             }
         }

@@ -50,7 +50,7 @@ struct UseCaseTests {
         }
     }
 
-    func post(_ street: Street, _ clientID: String, kind: String = "chat", text: String = "Bins are out") throws -> PostMessage {
+    func post(_ street: Street, _ clientID: String, kind: MessageKind = .chat, text: String = "Bins are out") throws -> PostMessage {
         try PostMessage(group: street.group, clientMessageID: clientID, kind: kind, text: text, severity: nil, template: nil, location: nil,
                         replyTo: nil, alertsPerHour: 10)
     }
@@ -70,21 +70,21 @@ struct UseCaseTests {
     @Test func inputIsValidatedWhenTheUseCaseIsMadeBeforeAnyTransaction() {
         let group = UUID()
         let refusals: [(APIError?, String)] = [
-            (apiError { _ = try PostMessage(group: group, clientMessageID: "a", kind: "poll", text: "x", severity: nil, template: nil,
+            (apiError { _ = try PostMessage(group: group, clientMessageID: "a", kind: MessageKind("poll"), text: "x", severity: nil, template: nil,
                                             location: nil, replyTo: nil, alertsPerHour: 1) }, "kind"),
-            (apiError { _ = try PostMessage(group: group, clientMessageID: "", kind: "chat", text: "x", severity: nil, template: nil,
+            (apiError { _ = try PostMessage(group: group, clientMessageID: "", kind: .chat, text: "x", severity: nil, template: nil,
                                             location: nil, replyTo: nil, alertsPerHour: 1) }, "client_msg_id"),
-            (apiError { _ = try PostMessage(group: group, clientMessageID: "a", kind: "chat", text: "x", severity: "red", template: nil,
+            (apiError { _ = try PostMessage(group: group, clientMessageID: "a", kind: .chat, text: "x", severity: "red", template: nil,
                                             location: nil, replyTo: nil, alertsPerHour: 1) }, "severity"),
-            (apiError { _ = try PostMessage(group: group, clientMessageID: "a", kind: "alert", text: " \n ", severity: nil, template: nil,
+            (apiError { _ = try PostMessage(group: group, clientMessageID: "a", kind: .alert, text: " \n ", severity: nil, template: nil,
                                             location: nil, replyTo: nil, alertsPerHour: 1) }, "text"),
-            (apiError { _ = try PostMessage(group: group, clientMessageID: "a", kind: "chat", text: "x", severity: nil, template: nil,
+            (apiError { _ = try PostMessage(group: group, clientMessageID: "a", kind: .chat, text: "x", severity: nil, template: nil,
                                             location: Location(lat: 91, lon: 0), replyTo: nil, alertsPerHour: 1) }, "location.lat"),
             (apiError { _ = try AcknowledgeAlert(group: group, seq: 1, response: "maybe", note: nil) }, "response"),
             (apiError { _ = try ChangeRole(group: group, member: UUID(), role: "owner") }, "role"),
             (apiError { _ = try InviteMember(group: group, email: "a@b.example", phone: "+4512345678", role: nil, lifetime: 60,
                                              limits: AbuseLimits()) }, "email"),
-            (apiError { _ = try ReplaceTemplates(group: group, templates: [MessageTemplate(key: "Bad Key", text: "x", kind: "chat", severity: nil)]) },
+            (apiError { _ = try ReplaceTemplates(group: group, templates: [MessageTemplate(key: "Bad Key", text: "x", kind: .chat, severity: nil)]) },
              "templates.0.key"),
         ]
         for (error, field) in refusals {
@@ -102,7 +102,7 @@ struct UseCaseTests {
         let found = try street.run(chat.repeated, by: street.member)
         #expect(field(found, "id") != nil && field(found, "id") == field(first.json, "id"))
         #expect(try street.run(chat.repeated, by: street.admin) == nil, "another author's client_msg_id names nothing")
-        let alert = try post(street, "siren-1", kind: "alert", text: "Smoke at no. 4")
+        let alert = try post(street, "siren-1", kind: .alert, text: "Smoke at no. 4")
         let raised = try street.run(alert, by: street.member)
         let again = try street.run(alert, by: street.member)
         #expect(raised.created && !again.created && field(again.json, "id") == field(raised.json, "id"))
@@ -117,9 +117,9 @@ struct UseCaseTests {
         let hostile = "Gate \"open\" at no. 4 $1 '); DROP TABLE messages; -- \u{1F6A8}\n\u{2028}é"
         let posts = [
             try post(street, "chat-1", text: hostile),
-            try PostMessage(group: street.group, clientMessageID: "alert-1", kind: "alert", text: "Smoke", severity: "red", template: nil,
+            try PostMessage(group: street.group, clientMessageID: "alert-1", kind: .alert, text: "Smoke", severity: "red", template: nil,
                             location: Location(lat: 51.5, lon: -0.125, accuracyM: 12), replyTo: nil, alertsPerHour: 10),
-            try PostMessage(group: street.group, clientMessageID: "reply-1", kind: "chat", text: "On my way", severity: nil, template: nil,
+            try PostMessage(group: street.group, clientMessageID: "reply-1", kind: .chat, text: "On my way", severity: nil, template: nil,
                             location: nil, replyTo: 3, alertsPerHour: 10),
         ]
         func object(_ json: String?) -> NSDictionary? {
@@ -145,9 +145,9 @@ struct UseCaseTests {
 
     @Test func onlyTheAuthorAndTheManagersCloseAnAlertAndEachChangeIsOneEvent() throws {
         let street = try Street()
-        let raised = try street.run(try post(street, "a-1", kind: "alert", text: "Gate left open"), by: street.member)
+        let raised = try street.run(try post(street, "a-1", kind: .alert, text: "Gate left open"), by: street.member)
         let seq = try #require(street.events().last?.seq)
-        let other = try street.run(try post(street, "a-2", kind: "alert", text: "Van idling"), by: street.admin)
+        let other = try street.run(try post(street, "a-2", kind: .alert, text: "Van idling"), by: street.admin)
         #expect(raised.created && other.created)
         // The member may not close the admin's alert; the owner may; closing twice conflicts.
         let adminSeq = seq + 1

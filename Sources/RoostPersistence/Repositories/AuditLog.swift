@@ -1,4 +1,5 @@
 import Foundation
+import RoostProtocol
 
 /// One thing done to a group, as its audit shows it (sql/0019_audit_log.sql).
 public struct AuditEntry: Sendable, Equatable {
@@ -9,7 +10,7 @@ public struct AuditEntry: Sendable, Equatable {
     public let actorID: UUID?
     /// The user's or bridge's name now ("deleted user" once erased), or nil for the server.
     public let actorName: String?
-    public let action: String
+    public let action: AuditAction
     public let targetType: String?
     public let targetID: String?
     /// JSON text.
@@ -23,17 +24,17 @@ public struct AuditLog: Sendable {
 
     /// Who did it: a member, a bridge, or the server itself.
     public struct Actor: Sendable {
-        public let type: String
+        public let type: ActorType
         public let id: UUID?
-        public init(type: String, id: UUID?) {
+        public init(type: ActorType, id: UUID?) {
             self.type = type
             self.id = id
         }
-        public static func user(_ id: UUID) -> Actor { Actor(type: "user", id: id) }
-        public static let system = Actor(type: "system", id: nil)
+        public static func user(_ id: UUID) -> Actor { Actor(type: .user, id: id) }
+        public static let system = Actor(type: .system, id: nil)
     }
 
-    public func record(tenant: UUID, group: UUID, actor: Actor, action: String, target: (type: String, id: String)? = nil,
+    public func record(tenant: UUID, group: UUID, actor: Actor, action: AuditAction, target: (type: String, id: String)? = nil,
                        data: String = "{}", hiddenFrom: UUID? = nil, on connection: PostgresConnection) throws {
         try connection.query("""
             INSERT INTO audit_log (tenant_id, group_id, actor_type, actor_id, action, target_type, target_id, data, hidden_from)
@@ -57,7 +58,7 @@ public struct AuditLog: Sendable {
             """).rows.map {
             AuditEntry(id: try $0.decode(UUID.self, "id"), groupID: try $0.decode(UUID?.self, "group_id"), at: try $0.decode(Date.self, "at"),
                        actorType: try $0.decode(String.self, "actor_type"), actorID: try $0.decode(UUID?.self, "actor_id"),
-                       actorName: try $0.decode(String?.self, "actor_name"), action: try $0.decode(String.self, "action"),
+                       actorName: try $0.decode(String?.self, "actor_name"), action: try $0.decode(AuditAction.self, "action"),
                        targetType: try $0.decode(String?.self, "target_type"), targetID: try $0.decode(String?.self, "target_id"),
                        data: try $0.decode(String.self, "data"))
         }

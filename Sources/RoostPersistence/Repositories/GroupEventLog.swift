@@ -97,7 +97,7 @@ public struct GroupEventLog: Sendable {
     /// One statement: take the seq, insert the event, notify.
     @discardableResult
     public func append(
-        tenant: UUID, group: UUID, event: GroupEventKind, actorType: String?, actorID: UUID?, data: RawJSON, subject: UUID? = nil,
+        tenant: UUID, group: UUID, event: GroupEventKind, actorType: ActorType?, actorID: UUID?, data: RawJSON, subject: UUID? = nil,
         hiddenFrom: UUID? = nil, on connection: PostgresConnection
     ) throws -> AppendedEvent {
         try append(tenant: tenant, group: group, event: event, actorType: actorType, actorID: actorID, subject: subject, hiddenFrom: hiddenFrom,
@@ -114,7 +114,7 @@ public struct GroupEventLog: Sendable {
     /// (the bytes the stream sends).
     @discardableResult
     public func append(
-        tenant: UUID, group: UUID, event: GroupEventKind, actorType: String?, actorID: UUID?, subject: UUID? = nil,
+        tenant: UUID, group: UUID, event: GroupEventKind, actorType: ActorType?, actorID: UUID?, subject: UUID? = nil,
         hiddenFrom: UUID? = nil, data: EventDataText, projections: SQLQuery = "", committing: Bool = false,
         notice timing: NoticeTiming = .withCommit, on connection: PostgresConnection
     ) throws -> (event: AppendedEvent, data: String) {

@@ -68,7 +68,7 @@ public struct GroupStore: Sendable {
             INSERT INTO memberships (tenant_id, group_id, user_id, role) VALUES (\(tenant), \(id), \(owner), 'owner')
             """)
         let data = #"{"user_id":"\#(owner.lowercasedText)","role":"owner"}"#
-        try GroupEventLog().append(tenant: tenant, group: id, event: .memberJoined, actorType: "user", actorID: owner,
+        try GroupEventLog().append(tenant: tenant, group: id, event: .memberJoined, actorType: .user, actorID: owner,
                                        data: RawJSON(data), subject: owner, on: connection)
         try TemplateStore().replace(tenant: tenant, group: id, with: TemplateStore.defaults, on: connection)
         try RetentionStore().scheduleIfKept(tenant: tenant, group: id, on: connection)

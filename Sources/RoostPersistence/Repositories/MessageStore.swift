@@ -9,7 +9,7 @@ public struct NewMessage: Sendable {
     /// sends can collide with it (sql/0007_job_isolation.sql).
     public var systemKey: String?
     public var text: String
-    public var kind: String
+    public var kind: MessageKind
     public var severity: String?
     public var template: String?
     /// `{"lat":..,"lon":..,"accuracy_m":..}` as JSON text.
@@ -22,7 +22,7 @@ public struct NewMessage: Sendable {
     /// (`MediaStore.attachmentsJSON`).
     public var attachments: (ids: [UUID], json: String) = ([], "[]")
 
-    public init(clientMessageID: String?, systemKey: String? = nil, text: String, kind: String, severity: String?, template: String?,
+    public init(clientMessageID: String?, systemKey: String? = nil, text: String, kind: MessageKind, severity: String?, template: String?,
                 location: String?, replyTo: Int64?) {
         self.clientMessageID = clientMessageID
         self.systemKey = systemKey
@@ -125,12 +125,12 @@ public struct MessageStore: Sendable {
     /// (no attachments to link, no red alert's escalation to schedule), and a chat line's
     /// notice just after it.
     public func post(
-        tenant: UUID, group: UUID, authorType: String, authorID: UUID?, authorName: String, message: NewMessage,
+        tenant: UUID, group: UUID, authorType: ActorType, authorID: UUID?, authorName: String, message: NewMessage,
         dedupKey: String? = nil, bridge: UUID? = nil, details: String? = nil, committing: Bool = false,
         on connection: PostgresConnection
     ) throws -> (seq: Int64, json: String) {
         let id = UUID()
-        let escalates = message.kind == "alert" && message.severity == AlertSeverity.red.name
+        let escalates = message.kind == .alert && message.severity == AlertSeverity.red.name
         let commits = committing && message.attachments.ids.isEmpty && !escalates
         let (event, json) = try GroupEventLog().append(
             tenant: tenant, group: group, event: .messageCreated, actorType: authorType, actorID: authorID, hiddenFrom: message.hiddenFrom,
@@ -154,7 +154,7 @@ public struct MessageStore: Sendable {
             committing: commits,
             // A chat line's notice need not wait for the commits before it (see `NoticeTiming`); an
             // alert's goes with its commit, so only a lost chat line ever waits for the audit.
-            notice: message.kind == "chat" && commits ? .afterCommit : .withCommit, on: connection)
+            notice: message.kind == .chat && commits ? .afterCommit : .withCommit, on: connection)
         try MediaStore().link(message.attachments.ids, tenant: tenant, group: group, seq: event.seq, on: connection)
         if escalates {
             try EscalationStore().schedule(tenant: tenant, group: group, seq: event.seq, on: connection)
@@ -164,18 +164,18 @@ public struct MessageStore: Sendable {
 
     /// A new message as the API shows it (the same shape `messageJSON` builds from the tables),
     /// with holes for its seq and time.
-    static func json(id: UUID, group: UUID, authorType: String, authorID: UUID?, authorName: String,
+    static func json(id: UUID, group: UUID, authorType: ActorType, authorID: UUID?, authorName: String,
                      message: NewMessage, dedupKey: String?, details: String? = nil) -> EventDataText {
         func quote(_ text: String?) -> String { text.map(JSONString.quote) ?? "null" }
         var json = EventDataText()
         json.append("{\"id\":\(quote(id.lowercasedText)),\"group_id\":\(quote(group.lowercasedText)),\"seq\":")
         json.appendSeq()
-        json.append(",\"kind\":\(quote(message.kind)),\"author\":{\"type\":\(quote(authorType)),\"id\":\(quote(authorID?.lowercasedText)),"
+        json.append(",\"kind\":\(quote(message.kind.name)),\"author\":{\"type\":\(quote(authorType.name)),\"id\":\(quote(authorID?.lowercasedText)),"
             + "\"display_name\":\(quote(authorName))},\"text\":\(quote(message.text)),\"template\":\(quote(message.template)),"
             + "\"location\":\(message.location ?? "null"),\"reply_to\":\(message.replyTo.map(String.init) ?? "null"),\"created_at\":\"")
         json.appendAt()
         json.append("\",\"client_msg_id\":\(quote(message.clientMessageID)),\"redacted\":false,\"attachments\":\(message.attachments.json),\"alert\":")
-        if message.kind == "alert" {
+        if message.kind == .alert {
             json.append("{\"severity\":\(quote(message.severity ?? "amber")),\"status\":\"open\",\"opened_at\":\"")
             json.appendAt()
             json.append("\",\"closed_at\":null,\"closed_by\":null,\"resolution\":null,\"dedup_key\":\(quote(dedupKey)),\"repeat_count\":0,"
@@ -321,7 +321,7 @@ public struct MessageStore: Sendable {
     /// Closes an open alert (`close`) or reopens a closed one, with its `alert.closed` or
     /// `alert.reopened` event `{seq, by: {type, id}, resolution}`; the message as it is now.
     /// The caller has locked the alert (`alertState`, or a bridge's `openAlert`) and checked its state.
-    public func setAlert(closed close: Bool, tenant: UUID, group: UUID, seq: Int64, byType: String, by: UUID, resolution: String?,
+    public func setAlert(closed close: Bool, tenant: UUID, group: UUID, seq: Int64, byType: ActorType, by: UUID, resolution: String?,
                          on connection: PostgresConnection) throws -> String {
         let changed = close
             ? try connection.query("""
@@ -333,7 +333,7 @@ public struct MessageStore: Sendable {
                 WHERE group_id = \(group) AND seq = \(seq) RETURNING hidden_from
                 """)
         let hiddenFrom = try changed.first?.decode(UUID?.self, "hidden_from") ?? nil
-        let data = "{\"seq\":\(seq),\"by\":{\"type\":\(JSONString.quote(byType)),\"id\":\"\(by.lowercasedText)\"},"
+        let data = "{\"seq\":\(seq),\"by\":{\"type\":\(JSONString.quote(byType.name)),\"id\":\"\(by.lowercasedText)\"},"
             + "\"resolution\":\(resolution.map(JSONString.quote) ?? "null")}"
         try GroupEventLog().append(tenant: tenant, group: group, event: close ? .alertClosed : .alertReopened, actorType: byType,
                                    actorID: by, data: RawJSON(data), hiddenFrom: hiddenFrom, on: connection)

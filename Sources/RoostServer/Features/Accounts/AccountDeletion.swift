@@ -34,14 +34,14 @@ enum AccountDeletion {
             }
             // Leave first, then promote: at most one owner at any moment.
             try groups.removeMember(user.id, from: group, on: connection)
-            try log.append(tenant: user.tenantID, group: group, event: .memberLeft, actorType: "user", actorID: user.id,
+            try log.append(tenant: user.tenantID, group: group, event: .memberLeft, actorType: .user, actorID: user.id,
                            data: RawJSON(#"{"user_id":"\#(userID)","reason":"account_deleted"}"#), subject: user.id, on: connection)
             outcome.left.append(group)
             if let successor {
                 try groups.setRole(.owner, of: successor.user, in: group, on: connection)
                 let data = #"{"user_id":"\#(successor.user.lowercasedText)","from":"\#(successor.role)","to":"owner","#
                     + #""reason":"owner_deleted"}"#
-                try log.append(tenant: user.tenantID, group: group, event: .memberRoleChanged, actorType: "system", actorID: nil,
+                try log.append(tenant: user.tenantID, group: group, event: .memberRoleChanged, actorType: .system, actorID: nil,
                                data: RawJSON(data), on: connection)
                 outcome.handedOver.append((group, successor.user))
             }

@@ -52,19 +52,19 @@ struct BridgeAlert: Sendable {
         case (.resolve, nil):
             throw APIError(.notFound, code: .notFound, message: "no open alert under that dedup_key", field: "dedup_key")
         case (.resolve, let seq?):
-            return (false, try AlertStatusChange.apply(closed: true, tenant: tenant, group: bridge.groupID, seq: seq, by: ("bridge", bridge.id),
+            return (false, try AlertStatusChange.apply(closed: true, tenant: tenant, group: bridge.groupID, seq: seq, by: (.bridge, bridge.id),
                                                        resolution: summary, on: connection))
         case (.trigger, let seq?):
             let count = try store.repeatAlert(group: bridge.groupID, seq: seq, on: connection)
-            try GroupEventLog().append(tenant: tenant, group: bridge.groupID, event: .alertRepeated, actorType: "bridge",
+            try GroupEventLog().append(tenant: tenant, group: bridge.groupID, event: .alertRepeated, actorType: .bridge,
                                        actorID: bridge.id, data: RawJSON("{\"seq\":\(seq),\"repeat_count\":\(count)}"), on: connection)
             return (false, try MessageStore().message(group: bridge.groupID, seq: seq, on: connection)!)
         case (.trigger, nil):
-            var message = NewMessage(clientMessageID: nil, text: summary!, kind: "alert", severity: severity, template: nil,
+            var message = NewMessage(clientMessageID: nil, text: summary!, kind: .alert, severity: severity, template: nil,
                                      location: location, replyTo: nil)
             message.attachments = try Attachments.resolve(attachments, uploaderType: "bridge", uploader: bridge.id, on: connection)
             // A concurrent trigger under the same key fails this insert (uniqueViolation): the route retries, as a repeat.
-            let posted = try MessageStore().post(tenant: tenant, group: bridge.groupID, authorType: "bridge", authorID: bridge.id,
+            let posted = try MessageStore().post(tenant: tenant, group: bridge.groupID, authorType: .bridge, authorID: bridge.id,
                                                  authorName: bridge.name, message: message, dedupKey: dedupKey, bridge: bridge.id,
                                                  details: details, on: connection)
             if AlertSeverity(severity).raisesAlert {

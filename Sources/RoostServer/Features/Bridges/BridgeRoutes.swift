@@ -106,7 +106,7 @@ struct BridgeRoutes: Sendable {
                 if let heartbeat = body.heartbeatSeconds {
                     try BridgeStore().watch(tenant: caller.user.tenantID, bridge: bridge.id, heartbeatSeconds: heartbeat, on: connection)
                 }
-                try Audit.record(caller, group: group, "bridge.created", target: ("bridge", bridge.id.lowercasedText),
+                try Audit.record(caller, group: group, .bridgeCreated, target: ("bridge", bridge.id.lowercasedText),
                                  data: "{\"name\":\(JSONString.quote(name)),\"signing\":\(secret != nil)}", on: connection)
                 return (bridge, text)
             }
@@ -127,7 +127,7 @@ struct BridgeRoutes: Sendable {
                 guard try BridgeStore().revoke(id, group: group, on: connection) else {
                     throw APIError(.notFound, code: .notFound, message: "no such bridge")
                 }
-                try Audit.record(caller, group: group, "bridge.revoked", target: ("bridge", id.lowercasedText), on: connection)
+                try Audit.record(caller, group: group, .bridgeRevoked, target: ("bridge", id.lowercasedText), on: connection)
             }
             return HTTPResponse(status: .noContent)
         }

@@ -33,7 +33,7 @@ enum CheckinAlerts {
     /// Appends `event` with `data` to every watching group the walker is still in.
     static func announce(_ checkin: Checkin, event: GroupEventKind, data: String, tenant: UUID, on connection: PostgresConnection) throws {
         for watcher in try groups(of: checkin, on: connection) {
-            try GroupEventLog().append(tenant: tenant, group: watcher.group, event: event, actorType: "user", actorID: checkin.userID,
+            try GroupEventLog().append(tenant: tenant, group: watcher.group, event: event, actorType: .user, actorID: checkin.userID,
                                        data: RawJSON(data), on: connection)
         }
     }
@@ -53,7 +53,7 @@ enum CheckinAlerts {
     /// `hidden: true` raises the duress alert: in every watching group the walker is still in,
     /// whatever was raised there before, hidden from the walker (their streams, their reads and
     /// their devices never see it or anything about it) and kept apart from the alert they see.
-    static func raise(_ checkin: Checkin, template: String, text: String, location: String?, name: String, tenant: UUID,
+    static func raise(_ checkin: Checkin, template: TemplateKey, text: String, location: String?, name: String, tenant: UUID,
                       hidden: Bool = false, attachments: [UUID] = [], on connection: PostgresConnection) throws -> [Raised] {
         let store = CheckinStore()
         let place = location ?? checkin.location
@@ -71,10 +71,10 @@ enum CheckinAlerts {
         }
         for watcher in try groups(of: checkin, on: connection) where hidden || watcher.alertSeq == nil {
             var message = NewMessage(clientMessageID: nil, systemKey: "checkin:\(checkin.id.lowercasedText):\(template)", text: text,
-                                     kind: "alert", severity: AlertSeverity.red.name, template: template, location: place, replyTo: nil)
+                                     kind: .alert, severity: AlertSeverity.red.name, template: template.name, location: place, replyTo: nil)
             message.hiddenFrom = hidden ? checkin.userID : nil
             message.attachments = attached
-            let posted = try MessageStore().post(tenant: tenant, group: watcher.group, authorType: "user", authorID: checkin.userID,
+            let posted = try MessageStore().post(tenant: tenant, group: watcher.group, authorType: .user, authorID: checkin.userID,
                                                  authorName: name, message: message, details: details, on: connection)
             let pushed = try connection.query("SELECT (\(RawJSON(posted.json))::jsonb #- '{alert,details,trail}')::text AS json")
                 .rows[0].decode(String.self, "json")
@@ -94,7 +94,7 @@ enum CheckinAlerts {
     /// every watching group they are still in, hidden from them, and a message to every
     /// confirmed contact watching. Nothing reaches the walker's streams or devices.
     static func duress(_ checkin: Checkin, name: String, tenant: UUID, on connection: PostgresConnection) throws {
-        _ = try raise(checkin, template: "duress", text: duressText, location: nil, name: name, tenant: tenant, hidden: true, on: connection)
+        _ = try raise(checkin, template: .duress, text: duressText, location: nil, name: name, tenant: tenant, hidden: true, on: connection)
         try tellContacts(checkin, reason: "duress", name: name, tenant: tenant, on: connection)
     }
 
@@ -106,7 +106,7 @@ enum CheckinAlerts {
             guard let seq = watcher.alertSeq,
                   let alert = try MessageStore().alertState(group: watcher.group, seq: seq, on: connection),
                   alert.status == AlertStatus.open.name else { continue }
-            _ = try AlertStatusChange.apply(closed: true, tenant: tenant, group: watcher.group, seq: seq, by: ("user", checkin.userID),
+            _ = try AlertStatusChange.apply(closed: true, tenant: tenant, group: watcher.group, seq: seq, by: (.user, checkin.userID),
                                             resolution: allClearResolution, push: push, on: connection)
         }
     }

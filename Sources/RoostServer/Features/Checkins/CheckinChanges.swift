@@ -208,7 +208,7 @@ struct CheckinHelp: OwnCheckinChange {
 
     func change(_ checkin: Checkin, _ outcome: CheckinPolicy.Outcome, by user: User, on connection: PostgresConnection) throws -> String {
         let text = note ?? (checkin.note.isEmpty ? CheckinAlerts.helpText : checkin.note)
-        let raised = try CheckinAlerts.raise(checkin, template: "help", text: text, location: location, name: user.displayName,
+        let raised = try CheckinAlerts.raise(checkin, template: .help, text: text, location: location, name: user.displayName,
                                              tenant: user.tenantID, attachments: attachments, on: connection)
         guard let first = raised.first else {
             throw APIError(.conflict, code: .conflict, message: "you are no longer in any of the check-in's groups; post the alert in a group")

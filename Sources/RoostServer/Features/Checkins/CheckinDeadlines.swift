@@ -71,7 +71,7 @@ struct CheckinDeadlines: Sendable {
         case .miss:
             let name = try UserStore().find(id: checkin.userID, on: connection)?.displayName ?? UserStore.deletedName
             let text = checkin.note.isEmpty ? CheckinStore.missedText(name: name) : checkin.note
-            let raised = try CheckinAlerts.raise(checkin, template: "missed_checkin", text: text, location: nil, name: name, tenant: job.tenant,
+            let raised = try CheckinAlerts.raise(checkin, template: .missedCheckin, text: text, location: nil, name: name, tenant: job.tenant,
                                                  on: connection)
             try CheckinAlerts.tellContacts(checkin, reason: "missed", name: name, tenant: job.tenant, on: connection)
             try store.alerted(checkin.id, status: CheckinStatus.missed.rawValue, at: now,

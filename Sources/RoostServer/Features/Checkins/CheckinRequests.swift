@@ -108,9 +108,9 @@ struct AnswerCheckinRequest: UserUseCase {
                 throw APIError(.conflict, code: .conflict, message: "you are no longer in the request's group; post the alert in a group")
             }
             let message = NewMessage(clientMessageID: nil, systemKey: "checkin-request:\(found.id.lowercasedText)",
-                                     text: CheckinRequests.needHelpText, kind: "alert", severity: AlertSeverity.red.name, template: "need_help",
+                                     text: CheckinRequests.needHelpText, kind: .alert, severity: AlertSeverity.red.name, template: TemplateKey.needHelp.name,
                                      location: location, replyTo: nil)
-            let posted = try MessageStore().post(tenant: user.tenantID, group: found.groupID, authorType: "user", authorID: user.id,
+            let posted = try MessageStore().post(tenant: user.tenantID, group: found.groupID, authorType: .user, authorID: user.id,
                                                  authorName: user.displayName, message: message, on: connection)
             try OutboxStore().enqueueAlertPushes(group: found.groupID, seq: posted.seq, excluding: user.id, alert: RawJSON(posted.json), red: true,
                                                  on: connection)

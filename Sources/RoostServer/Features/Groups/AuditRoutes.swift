@@ -17,7 +17,7 @@ struct AuditRoutes: Sendable {
         return "{\"id\":\"\(entry.id.lowercasedText)\",\"at\":\(JSONString.quote(APIJSON.time(entry.at))),"
             + "\"group_id\":\(quote(entry.groupID?.lowercasedText)),"
             + "\"actor\":{\"type\":\(JSONString.quote(entry.actorType)),\"id\":\(quote(entry.actorID?.lowercasedText)),"
-            + "\"display_name\":\(quote(entry.actorName))},\"action\":\(JSONString.quote(entry.action)),\"target\":\(target),\"data\":\(entry.data)}"
+            + "\"display_name\":\(quote(entry.actorName))},\"action\":\(JSONString.quote(entry.action.name)),\"target\":\(target),\"data\":\(entry.data)}"
     }
 
     func add(to builder: inout Router.Builder) {

@@ -75,9 +75,9 @@ struct UpdateGroup: GroupUseCase {
             data += ",\"retention_days\":\(days.map(String.init) ?? "null")"
             if days != nil { try RetentionStore().schedule(tenant: caller.user.tenantID, group: group, on: connection) }
         }
-        try GroupEventLog().append(tenant: caller.user.tenantID, group: group, event: .groupUpdated, actorType: "user",
+        try GroupEventLog().append(tenant: caller.user.tenantID, group: group, event: .groupUpdated, actorType: .user,
                                    actorID: caller.user.id, data: RawJSON(data + "}"), on: connection)
-        try Audit.record(caller, group: group, "group.updated", target: ("group", group.lowercasedText), data: data + "}", on: connection)
+        try Audit.record(caller, group: group, .groupUpdated, target: ("group", group.lowercasedText), data: data + "}", on: connection)
         return (try GroupStore().group(id: group, on: connection)!, caller.role)
     }
 }
@@ -90,7 +90,7 @@ struct DeleteGroup: GroupUseCase {
         try caller.requireOwner("only the owner can delete the group")
         let name = try GroupStore().group(id: group, on: connection)?.name ?? ""
         try GroupStore().delete(group: group, on: connection)
-        try Audit.record(caller, group: group, "group.deleted", target: ("group", group.lowercasedText),
+        try Audit.record(caller, group: group, .groupDeleted, target: ("group", group.lowercasedText),
                          data: "{\"name\":\(JSONString.quote(name))}", on: connection)
     }
 }
@@ -147,8 +147,8 @@ struct RemoveMember: GroupUseCase {
         try LiveLocationNotice.endAll(of: member, tenant: caller.user.tenantID, group: group, on: connection)
         let data = #"{"user_id":"\#(member.lowercasedText)"}"#
         try GroupEventLog().append(tenant: caller.user.tenantID, group: group, event: leaving ? .memberLeft : .memberRemoved,
-                                   actorType: "user", actorID: caller.user.id, data: RawJSON(data), subject: member, on: connection)
-        if !leaving { try Audit.record(caller, group: group, "member.removed", target: ("user", member.lowercasedText), on: connection) }
+                                   actorType: .user, actorID: caller.user.id, data: RawJSON(data), subject: member, on: connection)
+        if !leaving { try Audit.record(caller, group: group, .memberRemoved, target: ("user", member.lowercasedText), on: connection) }
     }
 }
 
@@ -181,9 +181,9 @@ struct RoleChanged {
 
     func append(by caller: GroupCaller, group: UUID, on connection: PostgresConnection) throws {
         let data = #"{"user_id":"\#(user.lowercasedText)","from":"\#(from.name)","to":"\#(to.name)"}"#
-        try GroupEventLog().append(tenant: caller.user.tenantID, group: group, event: .memberRoleChanged, actorType: "user",
+        try GroupEventLog().append(tenant: caller.user.tenantID, group: group, event: .memberRoleChanged, actorType: .user,
                                    actorID: caller.user.id, data: RawJSON(data), on: connection)
-        try Audit.record(caller, group: group, "member.role_changed", target: ("user", user.lowercasedText),
+        try Audit.record(caller, group: group, .memberRoleChanged, target: ("user", user.lowercasedText),
                          data: #"{"from":"\#(from.name)","to":"\#(to.name)"}"#, on: connection)
     }
 }

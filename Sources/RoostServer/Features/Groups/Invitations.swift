@@ -53,7 +53,7 @@ struct InviteMember: GroupUseCase {
             + "\"invitation_id\":\"\(invitation.id.lowercasedText)\"}"
         try OutboxStore().enqueue(tenant: user.tenantID, email: email, phone: phone, template: .invitation, data: RawJSON(data), on: connection)
         try Self.announce(invitation, groupName: groupName, tenant: user.tenantID, on: connection)
-        try Audit.record(caller, group: group, "invitation.sent", target: ("invitation", invitation.id.lowercasedText),
+        try Audit.record(caller, group: group, .invitationSent, target: ("invitation", invitation.id.lowercasedText),
                          data: "{\"channel\":\"\(email != nil ? "email" : "phone")\",\"role\":\"\(role.name)\"}", on: connection)
         return invitation
     }
@@ -80,7 +80,7 @@ struct RevokeInvitation: GroupUseCase {
         guard try InvitationStore().revoke(invitation, group: group, on: connection) else {
             throw APIError(.notFound, code: .notFound, message: "no such pending invitation")
         }
-        try Audit.record(caller, group: group, "invitation.revoked", target: ("invitation", invitation.lowercasedText), on: connection)
+        try Audit.record(caller, group: group, .invitationRevoked, target: ("invitation", invitation.lowercasedText), on: connection)
     }
 }
 

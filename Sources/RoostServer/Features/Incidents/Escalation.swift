@@ -100,7 +100,7 @@ struct AlertEscalations: Sendable {
     private func escalate(_ escalation: ClaimedEscalation, from: Int, to level: Int, on connection: PostgresConnection) throws {
         let (tenant, group, seq) = (escalation.tenant, escalation.group, escalation.seq)
         try EscalationStore().setLevel(level, group: group, seq: seq, on: connection)
-        try GroupEventLog().append(tenant: tenant, group: group, event: .alertEscalated, actorType: "system", actorID: nil,
+        try GroupEventLog().append(tenant: tenant, group: group, event: .alertEscalated, actorType: .system, actorID: nil,
                                    data: RawJSON("{\"seq\":\(seq),\"level\":\(level)}"),
                                    hiddenFrom: try MessageStore().hiddenFrom(group: group, seq: seq, on: connection), on: connection)
         let alert = try MessageStore().message(group: group, seq: seq, on: connection)!

@@ -34,7 +34,7 @@ struct AddEscalationContact: GroupUseCase {
                                   window: Throttle.day),
             tokenPrefix: TenantToken.escalationContact, lifetime: lifetime, template: .escalationContactConfirm,
             data: "\"group_name\":\(JSONString.quote(groupName)),\"added_by\":\(JSONString.quote(user.displayName))", by: user, limits: limits, on: connection)
-        try Audit.record(caller, group: group, "escalation_contact.added", target: ("escalation_contact", added.id.lowercasedText),
+        try Audit.record(caller, group: group, .escalationContactAdded, target: ("escalation_contact", added.id.lowercasedText),
                          data: "{\"channel\":\"\(added.email != nil ? "email" : "phone")\"}", on: connection)
         return added
     }
@@ -62,7 +62,7 @@ struct RemoveEscalationContact: GroupUseCase {
         guard try OutsideContactStore.escalation.delete(contact, owner: group, on: connection) else {
             throw APIError(.notFound, code: .notFound, message: "no such escalation contact")
         }
-        try Audit.record(caller, group: group, "escalation_contact.removed", target: ("escalation_contact", contact.lowercasedText),
+        try Audit.record(caller, group: group, .escalationContactRemoved, target: ("escalation_contact", contact.lowercasedText),
                          on: connection)
     }
 }

@@ -31,7 +31,7 @@ struct AcknowledgeAlert: GroupUseCase {
                                             on: connection)
         let data = "{\"seq\":\(seq),\"user_id\":\"\(user.id.lowercasedText)\",\"display_name\":\(JSONString.quote(user.displayName)),"
             + "\"response\":\(JSONString.quote(response)),\"note\":\(note.map(JSONString.quote) ?? "null")}"
-        try GroupEventLog().append(tenant: user.tenantID, group: group, event: .alertAcknowledged, actorType: "user", actorID: user.id,
+        try GroupEventLog().append(tenant: user.tenantID, group: group, event: .alertAcknowledged, actorType: .user, actorID: user.id,
                                    data: RawJSON(data), hiddenFrom: alert.hiddenFrom, on: connection)
         // The author of an alert hidden from them (a duress alert's walker) hears nothing of it.
         try AlertPushes.response(group: group, seq: seq, author: alert.authorID == alert.hiddenFrom ? nil : alert.authorID, responder: user,
@@ -88,7 +88,7 @@ struct AlertStatusChange {
         guard alert.status == (close ? AlertStatus.open : AlertStatus.closed).name else {
             throw APIError(.conflict, code: .conflict, message: close ? "the alert is closed already" : "the alert is open")
         }
-        return try Self.apply(closed: close, tenant: caller.user.tenantID, group: group, seq: seq, by: ("user", caller.user.id),
+        return try Self.apply(closed: close, tenant: caller.user.tenantID, group: group, seq: seq, by: (.user, caller.user.id),
                               resolution: resolution, on: connection)
     }
 
@@ -97,7 +97,7 @@ struct AlertStatusChange {
     /// its live locations (closed) or a fresh escalation (reopened). The alert's JSON as it is now.
     /// `push: false` leaves the push out (a close forced by a duress answer: the silent alert
     /// that follows it is what reaches phones, not an all clear).
-    static func apply(closed: Bool, tenant: UUID, group: UUID, seq: Int64, by: (type: String, id: UUID), resolution: String?,
+    static func apply(closed: Bool, tenant: UUID, group: UUID, seq: Int64, by: (type: ActorType, id: UUID), resolution: String?,
                       push: Bool = true, on connection: PostgresConnection) throws -> String {
         if closed {
             // Help is no longer on the way: every live location of the alert ends (told before the close itself).
@@ -108,7 +108,7 @@ struct AlertStatusChange {
         }
         let json = try MessageStore().setAlert(closed: closed, tenant: tenant, group: group, seq: seq, byType: by.type, by: by.id,
                                                resolution: resolution, on: connection)
-        try AuditLog().record(tenant: tenant, group: group, actor: AuditLog.Actor(type: by.type, id: by.id), action: closed ? "alert.closed" : "alert.reopened",
+        try AuditLog().record(tenant: tenant, group: group, actor: AuditLog.Actor(type: by.type, id: by.id), action: closed ? .alertClosed : .alertReopened,
                               target: ("alert", String(seq)), data: "{\"resolution\":\(resolution.map(JSONString.quote) ?? "null")}",
                               hiddenFrom: try MessageStore().hiddenFrom(group: group, seq: seq, on: connection), on: connection)
         if !closed { try EscalationStore().schedule(tenant: tenant, group: group, seq: seq, on: connection) }
@@ -134,10 +134,10 @@ struct RedactMessage: GroupUseCase {
         }
         guard !message.redacted else { return }
         try store.redact(group: group, seq: seq, on: connection)
-        try GroupEventLog().append(tenant: caller.user.tenantID, group: group, event: .messageRedacted, actorType: "user",
+        try GroupEventLog().append(tenant: caller.user.tenantID, group: group, event: .messageRedacted, actorType: .user,
                                    actorID: caller.user.id, data: RawJSON("{\"seq\":\(seq)}"), hiddenFrom: message.hiddenFrom, on: connection)
         // Hidden from whom the message was (a duress alert's walker): its removal is too.
-        try AuditLog().record(tenant: caller.user.tenantID, group: group, actor: .user(caller.user.id), action: "message.redacted",
+        try AuditLog().record(tenant: caller.user.tenantID, group: group, actor: .user(caller.user.id), action: .messageRedacted,
                               target: ("message", String(seq)), data: "{\"by_author\":\(message.authorID == caller.user.id)}",
                               hiddenFrom: message.hiddenFrom, on: connection)
     }
@@ -159,13 +159,13 @@ struct ReplaceTemplates: GroupUseCase {
                 throw APIError.invalid("a template key is 1 to 64 of a-z, 0-9 and _", field + ".key")
             }
             guard keys.insert(template.key).inserted else { throw APIError.invalid("template keys must be unique", field + ".key") }
-            guard template.kind == "chat" || template.kind == "alert" else { throw APIError.invalid("kind must be chat or alert", field + ".kind") }
-            if let severity = template.severity, !AlertSeverity(severity).isKnown || template.kind == "chat" {
+            guard template.kind == .chat || template.kind == .alert else { throw APIError.invalid("kind must be chat or alert", field + ".kind") }
+            if let severity = template.severity, !AlertSeverity(severity).isKnown || template.kind == .chat {
                 throw APIError.invalid("severity is info, amber or red, and only for alerts", field + ".severity")
             }
             let text = try BoundedText.validate(template.text, field: field + ".text", range: 1...4000, allowNewlines: true)
             cleaned.append(MessageTemplate(key: template.key, text: text, kind: template.kind,
-                                           severity: template.kind == "alert" ? (template.severity ?? AlertSeverity.amber.name) : nil))
+                                           severity: template.kind == .alert ? (template.severity ?? AlertSeverity.amber.name) : nil))
         }
         self.group = group
         self.templates = cleaned
@@ -175,7 +175,7 @@ struct ReplaceTemplates: GroupUseCase {
         try caller.requireManager("only the owner and admins change templates")
         try TemplateStore().replace(tenant: caller.user.tenantID, group: group, with: templates, on: connection)
         let keys = templates.map { JSONString.quote($0.key) }.joined(separator: ",")
-        try Audit.record(caller, group: group, "templates.replaced", target: ("templates", group.lowercasedText),
+        try Audit.record(caller, group: group, .templatesReplaced, target: ("templates", group.lowercasedText),
                          data: "{\"keys\":[\(keys)]}", on: connection)
     }
 }

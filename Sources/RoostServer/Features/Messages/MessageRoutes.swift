@@ -73,7 +73,7 @@ struct MessageRoutes: Sendable {
     func add(to builder: inout Router.Builder) {
         builder.add(.post, "/v1/groups/{gid:uuid}/messages", bodyLimit: 64 * 1024, signedIn: auth) { context, caller in
             let body = try context.decodeJSON(PostBody.self)
-            let post = try PostMessage(group: context.parameters.uuid("gid")!, clientMessageID: body.clientMessageID, kind: body.kind,
+            let post = try PostMessage(group: context.parameters.uuid("gid")!, clientMessageID: body.clientMessageID, kind: MessageKind(body.kind),
                                        text: body.text, severity: body.severity, template: body.template, location: body.location,
                                        replyTo: body.replyTo, attachments: body.attachments ?? [], alertsPerHour: limits.alertsPerUserPerHour,
                                        pace: pace)

@@ -9,7 +9,7 @@ import RoostProtocol
 struct PostMessage: GroupUseCase {
     let group: UUID
     let clientMessageID: String
-    let kind: String
+    let kind: MessageKind
     let text: String
     let severity: String?
     let template: String?
@@ -28,19 +28,19 @@ struct PostMessage: GroupUseCase {
     typealias Output = (created: Bool, json: String)
 
     /// Validates what the client sent; 400 naming the first field at fault.
-    init(group: UUID, clientMessageID: String, kind: String, text: String?, severity: String?, template: String?, location: Location?,
+    init(group: UUID, clientMessageID: String, kind: MessageKind, text: String?, severity: String?, template: String?, location: Location?,
          replyTo: Int64?, attachments: [UUID] = [], alertsPerHour: Int, pace: PostPace? = nil) throws(APIError) {
         self.clientMessageID = try BoundedText.clientKey(clientMessageID, field: "client_msg_id")
-        guard kind == "chat" || kind == "alert" else { throw APIError.invalid("kind must be chat or alert", "kind") }
+        guard kind.isKnown else { throw APIError.invalid("kind must be chat or alert", "kind") }
         if let severity {
-            guard kind == "alert", AlertSeverity(severity).isKnown else {
+            guard kind == .alert, AlertSeverity(severity).isKnown else {
                 throw APIError.invalid("severity is info, amber or red, and only for alerts", "severity")
             }
         }
         let trimmed = BoundedText.trimmed(text ?? "")
         try Attachments.validate(attachments)
         // An alert from a template may leave its text to the template, and a photo may speak for itself.
-        if !(trimmed.isEmpty && ((kind == "alert" && template != nil) || !attachments.isEmpty)) {
+        if !(trimmed.isEmpty && ((kind == .alert && template != nil) || !attachments.isEmpty)) {
             _ = try BoundedText.validate(trimmed, field: "text", range: 1...4000, allowNewlines: true)
         }
         self.location = try location?.validatedJSON()
@@ -63,7 +63,7 @@ struct PostMessage: GroupUseCase {
     /// anything follows it in the transaction); an alert, whether its author raised it already
     /// (a client's retry, answered with the first one before the hourly limit is counted).
     func openingQuestion(caller: SQLQuery) -> SQLQuery? {
-        kind == "chat"
+        kind == .chat
             ? OutboxStore().chatPushesWanted(group: group, excluding: caller)
             : MessageStore().repeatQuestion(group: group, author: caller, clientMessageID: clientMessageID)
     }
@@ -82,16 +82,16 @@ struct PostMessage: GroupUseCase {
             }
             message.template = key
             if message.text.isEmpty { message.text = template.text }
-            if kind == "alert" && severity == nil { message.severity = template.severity }
+            if kind == .alert && severity == nil { message.severity = template.severity }
         }
-        if kind == "alert" { message.severity = severity ?? message.severity ?? AlertSeverity.amber.name }
+        if kind == .alert { message.severity = severity ?? message.severity ?? AlertSeverity.amber.name }
         let target = try replyTo.map { seq in
             guard let target = try store.replyTarget(group: group, seq: seq, on: connection) else { throw Self.badReply }
             return target
         }
         // A reply to a message hidden from someone is hidden from them too.
         message.hiddenFrom = target?.hiddenFrom
-        message.attachments = try Attachments.resolve(attachments, uploaderType: "user", uploader: caller.user.id, intoAlert: kind == "alert",
+        message.attachments = try Attachments.resolve(attachments, uploaderType: "user", uploader: caller.user.id, intoAlert: kind == .alert,
                                                       on: connection)
         let raisesAlert = message.severity.map { AlertSeverity($0).raisesAlert } == true
         // Amber and red alerts reach people's phones: counted per member (a repeat rolls back with
@@ -110,13 +110,13 @@ struct PostMessage: GroupUseCase {
         }
         // Someone wants this chat line pushed: asked when the transaction opened (run without
         // that question, as a test may, it is asked here).
-        let chatPushes = message.kind == "chat"
+        let chatPushes = message.kind == .chat
             ? try caller.answer ?? OutboxStore().chatPushesWanted(group: group, excluding: caller.user.id, on: connection) : false
         // A reply to an alert is an answer its author hears of.
         let repliedTo = target?.alertAuthor.flatMap { $0 == target?.hiddenFrom ? nil : $0 }
         // A repeated client_msg_id fails the insert (uniqueViolation): see `Repeat`. When nothing
         // follows the post, the transaction commits with it, in the same round trip.
-        let posted = try store.post(tenant: caller.user.tenantID, group: group, authorType: "user", authorID: caller.user.id,
+        let posted = try store.post(tenant: caller.user.tenantID, group: group, authorType: .user, authorID: caller.user.id,
                                     authorName: caller.user.displayName, message: message,
                                     committing: !raisesAlert && !chatPushes && repliedTo == nil, on: connection)
         if raisesAlert {

@@ -28,6 +28,6 @@ enum InvitationJoin {
         }
         let data = #"{"user_id":"\#(user.id.lowercasedText)","role":"\#(invitation.role)"}"#
         try GroupEventLog().append(tenant: user.tenantID, group: invitation.groupID, event: .memberJoined,
-                                   actorType: "user", actorID: user.id, data: RawJSON(data), subject: user.id, on: connection)
+                                   actorType: .user, actorID: user.id, data: RawJSON(data), subject: user.id, on: connection)
     }
 }

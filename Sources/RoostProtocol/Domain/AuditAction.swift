@@ -1,0 +1,23 @@
+/// What a manager did, as a group's audit log records it (API.md "Accounts":
+/// `GET /v1/groups/{gid}/audit`, `action`). An open set, like `GroupEventKind`.
+public struct AuditAction: Hashable, Sendable, CustomStringConvertible {
+    public let name: String
+    public init(_ name: String) { self.name = name }
+
+    public static let alertClosed = AuditAction("alert.closed")
+    public static let alertReopened = AuditAction("alert.reopened")
+    public static let bridgeCreated = AuditAction("bridge.created")
+    public static let bridgeRevoked = AuditAction("bridge.revoked")
+    public static let escalationContactAdded = AuditAction("escalation_contact.added")
+    public static let escalationContactRemoved = AuditAction("escalation_contact.removed")
+    public static let groupDeleted = AuditAction("group.deleted")
+    public static let groupUpdated = AuditAction("group.updated")
+    public static let invitationRevoked = AuditAction("invitation.revoked")
+    public static let invitationSent = AuditAction("invitation.sent")
+    public static let memberRemoved = AuditAction("member.removed")
+    public static let memberRoleChanged = AuditAction("member.role_changed")
+    public static let messageRedacted = AuditAction("message.redacted")
+    public static let templatesReplaced = AuditAction("templates.replaced")
+
+    public var description: String { name }
+}
