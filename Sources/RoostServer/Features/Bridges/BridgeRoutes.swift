@@ -50,19 +50,20 @@ struct BridgeRoutes: Sendable {
     }
 
     struct BridgeView: Encodable {
-        let bridge: Bridge
+        @LowercaseID var id: UUID
+        let name: String
+        @LowercaseID var groupID: UUID
+        @Null var heartbeatSeconds: Int?
+        @Null var lastSeenAt: Date?
+        /// Whether the bridge signs its requests (the secret itself is shown once, at creation).
+        let signing: Bool
+        let ratePerMinute: Int
+        let burst: Int
+        let createdAt: Date
 
-        func encode(to encoder: any Encoder) throws {
-            var container = encoder.container(keyedBy: CodingKeys.self)
-            try container.encode(bridge.id.lowercasedText, forKey: .id)
-            try container.encode(bridge.name, forKey: .name)
-            try container.encode(bridge.groupID.lowercasedText, forKey: .groupID)
-            try container.encode(bridge.heartbeatSeconds, forKey: .heartbeatSeconds)
-            try container.encode(bridge.lastSeenAt, forKey: .lastSeenAt)
-            try container.encode(bridge.signingSecret != nil, forKey: .signing)
-            try container.encode(bridge.ratePerMinute, forKey: .ratePerMinute)
-            try container.encode(bridge.burst, forKey: .burst)
-            try container.encode(bridge.createdAt, forKey: .createdAt)
+        init(bridge: Bridge) {
+            (id, name, groupID, heartbeatSeconds, lastSeenAt) = (bridge.id, bridge.name, bridge.groupID, bridge.heartbeatSeconds, bridge.lastSeenAt)
+            (signing, ratePerMinute, burst, createdAt) = (bridge.signingSecret != nil, bridge.ratePerMinute, bridge.burst, bridge.createdAt)
         }
 
         enum CodingKeys: String, CodingKey {

@@ -51,7 +51,8 @@ struct GroupRoutes: Sendable {
         let openAlerts: Int
         let unread: Int
         let unreadAlerts: Int
-        let lastMessage: LastMessageView?
+        /// null in an empty group.
+        @Null var lastMessage: LastMessageView?
 
         init(_ summary: GroupSummary) {
             id = summary.id
@@ -62,18 +63,6 @@ struct GroupRoutes: Sendable {
             unread = summary.unread
             unreadAlerts = summary.unreadAlerts
             lastMessage = summary.lastMessage.map(LastMessageView.init)
-        }
-
-        func encode(to encoder: any Encoder) throws {
-            var container = encoder.container(keyedBy: CodingKeys.self)
-            try container.encode(id.lowercasedText, forKey: .id)
-            try container.encode(name, forKey: .name)
-            try container.encode(role, forKey: .role)
-            try container.encode(lastSeq, forKey: .lastSeq)
-            try container.encode(openAlerts, forKey: .openAlerts)
-            try container.encode(unread, forKey: .unread)
-            try container.encode(unreadAlerts, forKey: .unreadAlerts)
-            try container.encode(lastMessage, forKey: .lastMessage)  // null, not absent, in an empty group
         }
 
         enum CodingKeys: String, CodingKey {
@@ -153,9 +142,11 @@ struct GroupView: Encodable {
     let role: String
     let lastSeq: Int64
     let createdAt: Date
-    let escalateAfterSeconds: Int?
+    /// null: no escalation.
+    @Null var escalateAfterSeconds: Int?
     let nearbyMeters: Int
-    let retentionDays: Int?
+    /// null: the tenant's.
+    @Null var retentionDays: Int?
     let oldestSeq: Int64
 
     enum CodingKeys: String, CodingKey {
@@ -179,19 +170,5 @@ struct GroupView: Encodable {
         nearbyMeters = group.nearbyMeters
         retentionDays = group.retentionDays
         oldestSeq = group.oldestSeq
-    }
-
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(id.lowercasedText, forKey: .id)
-        try container.encode(name, forKey: .name)
-        try container.encode(description, forKey: .description)
-        try container.encode(role, forKey: .role)
-        try container.encode(lastSeq, forKey: .lastSeq)
-        try container.encode(createdAt, forKey: .createdAt)
-        try container.encode(escalateAfterSeconds, forKey: .escalateAfterSeconds)  // null: no escalation
-        try container.encode(nearbyMeters, forKey: .nearbyMeters)
-        try container.encode(retentionDays, forKey: .retentionDays)  // null: the tenant's
-        try container.encode(oldestSeq, forKey: .oldestSeq)
     }
 }

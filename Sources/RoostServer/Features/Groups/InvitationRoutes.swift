@@ -45,16 +45,16 @@ struct InvitationRoutes: Sendable {
     }
 
     struct InvitationView: Encodable {
-        let invitation: Invitation
+        @LowercaseID var id: UUID
+        @Null var email: String?
+        @Null var phone: String?
+        let role: String
+        let status: String
+        let expiresAt: Date
 
-        func encode(to encoder: any Encoder) throws {
-            var container = encoder.container(keyedBy: CodingKeys.self)
-            try container.encode(invitation.id.lowercasedText, forKey: .id)
-            try container.encode(invitation.email, forKey: .email)
-            try container.encode(invitation.phone, forKey: .phone)
-            try container.encode(invitation.role, forKey: .role)
-            try container.encode(invitation.status, forKey: .status)
-            try container.encode(invitation.expiresAt, forKey: .expiresAt)
+        init(invitation: Invitation) {
+            (id, email, phone) = (invitation.id, invitation.email, invitation.phone)
+            (role, status, expiresAt) = (invitation.role, invitation.status, invitation.expiresAt)
         }
 
         enum CodingKeys: String, CodingKey {

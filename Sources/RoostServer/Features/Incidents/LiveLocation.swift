@@ -133,17 +133,17 @@ struct LiveLocationRoutes: Sendable {
     }
 
     struct PointView: Encodable {
-        let point: LivePoint
+        @LowercaseID var userID: UUID
+        let displayName: String
+        let lat: Double
+        let lon: Double
+        @Null var accuracyM: Double?
+        @Null var battery: Int?
+        let at: Date
 
-        func encode(to encoder: any Encoder) throws {
-            var container = encoder.container(keyedBy: CodingKeys.self)
-            try container.encode(point.userID.lowercasedText, forKey: .userID)
-            try container.encode(point.displayName, forKey: .displayName)
-            try container.encode(point.lat, forKey: .lat)
-            try container.encode(point.lon, forKey: .lon)
-            try container.encode(point.accuracyM, forKey: .accuracyM)
-            try container.encode(point.battery, forKey: .battery)
-            try container.encode(point.at, forKey: .at)
+        init(point: LivePoint) {
+            (userID, displayName, lat, lon) = (point.userID, point.displayName, point.lat, point.lon)
+            (accuracyM, battery, at) = (point.accuracyM, point.battery, point.at)
         }
 
         enum CodingKeys: String, CodingKey {

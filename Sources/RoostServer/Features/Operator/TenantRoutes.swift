@@ -43,7 +43,8 @@ enum TenantRoutes {
         let name: String
         let registration: String
         let createdAt: Date
-        let retentionDays: Int?
+        /// null: kept for good.
+        @Null var retentionDays: Int?
         let locale: String
 
         init(_ tenant: Tenant) {
@@ -60,17 +61,6 @@ enum TenantRoutes {
             case id, slug, name, registration, locale
             case createdAt = "created_at"
             case retentionDays = "retention_days"
-        }
-
-        func encode(to encoder: any Encoder) throws {
-            var container = encoder.container(keyedBy: CodingKeys.self)
-            try container.encode(id.lowercasedText, forKey: .id)
-            try container.encode(slug, forKey: .slug)
-            try container.encode(name, forKey: .name)
-            try container.encode(registration, forKey: .registration)
-            try container.encode(createdAt, forKey: .createdAt)
-            try container.encode(retentionDays, forKey: .retentionDays)  // null: kept for good
-            try container.encode(locale, forKey: .locale)
         }
     }
 

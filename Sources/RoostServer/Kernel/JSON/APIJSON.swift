@@ -34,15 +34,13 @@ public enum APIJSON {
 /// A list page (API.md "Conventions"): `{"items": [...], "next": cursor or null}`.
 public struct Page<Item: Encodable>: Encodable {
     public let items: [Item]
-    public let next: String?
+    /// null on the last page.
+    @Null public var next: String?
 
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(items, forKey: .items)
-        try container.encode(next, forKey: .next)  // null, not absent, on the last page
+    public init(items: [Item], next: String?) {
+        self.items = items
+        self.next = next
     }
-
-    private enum CodingKeys: String, CodingKey { case items, next }
 }
 
 extension APIError {
@@ -125,6 +123,20 @@ public struct LowercaseID: Encodable, Sendable, Equatable {
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
         try container.encode(wrappedValue.lowercasedText)
+    }
+}
+
+/// An optional field the API writes as `null` when it has no value (API.md "Conventions": fields
+/// are never left out), where a synthesized `Encodable` would leave the key out: views declare
+/// the field `@Null` and keep the synthesized encoding.
+@propertyWrapper
+public struct Null<Value: Encodable & Sendable>: Encodable, Sendable {
+    public var wrappedValue: Value?
+    public init(wrappedValue: Value?) { self.wrappedValue = wrappedValue }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        if let wrappedValue { try container.encode(wrappedValue) } else { try container.encodeNil() }
     }
 }
 

@@ -47,16 +47,15 @@ struct NewOutsideContact: Sendable {
 
 /// An outside contact as the API shows it: `{id, name, email, phone, confirmed, created_at}`.
 struct OutsideContactView: Encodable {
-    let contact: OutsideContact
+    @LowercaseID var id: UUID
+    let name: String
+    @Null var email: String?
+    @Null var phone: String?
+    let confirmed: Bool
+    let createdAt: Date
 
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(contact.id.lowercasedText, forKey: .id)
-        try container.encode(contact.name, forKey: .name)
-        try container.encode(contact.email, forKey: .email)
-        try container.encode(contact.phone, forKey: .phone)
-        try container.encode(contact.confirmed, forKey: .confirmed)
-        try container.encode(contact.createdAt, forKey: .createdAt)
+    init(contact: OutsideContact) {
+        (id, name, email, phone, confirmed, createdAt) = (contact.id, contact.name, contact.email, contact.phone, contact.confirmed, contact.createdAt)
     }
 
     enum CodingKeys: String, CodingKey {

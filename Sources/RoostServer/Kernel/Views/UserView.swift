@@ -7,8 +7,8 @@ import RoostProtocol
 struct UserView: Encodable {
     @LowercaseID var id: UUID
     let displayName: String
-    let email: String?
-    let phone: String?
+    @Null var email: String?
+    @Null var phone: String?
     let emailVerified: Bool
     let phoneVerified: Bool
     let createdAt: Date
@@ -21,17 +21,6 @@ struct UserView: Encodable {
         emailVerified = user.emailVerified
         phoneVerified = user.phoneVerified
         createdAt = user.createdAt
-    }
-
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(id.lowercasedText, forKey: .id)
-        try container.encode(displayName, forKey: .displayName)
-        try container.encode(email, forKey: .email)  // null, not absent
-        try container.encode(phone, forKey: .phone)
-        try container.encode(emailVerified, forKey: .emailVerified)
-        try container.encode(phoneVerified, forKey: .phoneVerified)
-        try container.encode(createdAt, forKey: .createdAt)
     }
 
     enum CodingKeys: String, CodingKey {
