@@ -190,7 +190,7 @@ public final class OutboxWorker: Sendable {
             let (maxAttempts, base) = (options.maxAttempts, options.baseBackoffSeconds)
             _ = try? await pool.withConnection { connection in
                 try connection.withTenantTransaction(tenant) { connection in
-                    try OutboxStore().markFailed(id, error: "\(error)", backoff: { min(3600, base * pow(2, Double($0))) },
+                    try OutboxStore().markFailed(id, error: "\(error)", backoff: { Backoff(base: base, cap: 3600).seconds(afterFailures: $0 + 1) },
                                                  maxAttempts: maxAttempts, on: connection)
                 }
             }
@@ -229,7 +229,7 @@ public final class OutboxWorker: Sendable {
                 switch outcome {
                 case .delivered: try OutboxStore().markDelivered(id, on: connection)
                 case .retry(let error):
-                    try OutboxStore().markFailed(id, error: error, backoff: { min(3600, base * pow(2, Double($0))) * Double.random(in: 0.5...1.0) },
+                    try OutboxStore().markFailed(id, error: error, backoff: { Backoff(base: base, cap: 3600, jitter: 0.5...1.0).seconds(afterFailures: $0 + 1) },
                                                  maxAttempts: maxAttempts, on: connection)
                 case .failed(let error), .gone(let error):
                     try OutboxStore().markFailed(id, error: error, backoff: { _ in 0 }, maxAttempts: maxAttempts, permanent: true, on: connection)

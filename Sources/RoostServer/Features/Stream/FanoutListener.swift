@@ -86,7 +86,7 @@ final class FanoutListener: EventHandler, NotificationSource, @unchecked Sendabl
     private func reconnect(attempt: Int) {
         guard !stopped else { return }
         let configuration = self.configuration
-        let delay = min(2.0, 0.05 * pow(2, Double(attempt - 1)))
+        let delay = Backoff(base: 0.05, cap: 2).seconds(afterFailures: attempt)
         connectQueue.asyncAfter(deadline: .now() + delay) { [self] in
             do {
                 let fresh = try PostgresListener(configuration, channel: GroupEventLog.channel)

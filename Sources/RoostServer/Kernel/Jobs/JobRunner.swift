@@ -62,7 +62,7 @@ struct JobRunner: Sendable {
             let recorded = (error as? DatabaseError).map { "\($0.message) [\($0.code)]" + ($0.constraint.map { " constraint: \($0)" } ?? "") }
                 ?? "\(error)"
             let attempts = try JobStore().recordFailure(kind, id: id, error: recorded, maxAttempts: maxAttempts,
-                                                        backoff: { min(cap, base * pow(2, Double($0 - 1))) }, on: connection)
+                                                        backoff: { Backoff(base: base, cap: cap).seconds(afterFailures: $0) }, on: connection)
             metrics.recordFailure(kind, parked: attempts.parked)
             let fields = ["kind": kind.name, "job_id": id.lowercasedText, "attempt": String(attempts.attempts), "error": "\(error)"]
             if attempts.parked {
