@@ -483,8 +483,8 @@ public struct FanoutState<Sink> {
         for event in page {
             guard groups[group] != nil else { break }
             if let delivered = groups[group]!.delivered, event.seq <= delivered { continue }
-            let subject = event.event.changesMembership ? Self.userID(in: event.data) : nil
-            actions += deliver(group: group, seq: event.seq, kind: event.event, frame: StreamFrames.event(event), subject: subject,
+            actions += deliver(group: group, seq: event.seq, kind: event.event, frame: StreamFrames.event(event),
+                               subject: event.event.changesMembership ? event.subject : nil,
                                hiddenFrom: event.hiddenFrom)
         }
         if let read = nextRead(group, attempt: 1) { actions.append(read) }
@@ -588,12 +588,5 @@ public struct FanoutState<Sink> {
         groups[group]!.subscribers.remove(id)
         // A group nobody here follows is forgotten; its next subscriber starts afresh.
         if groups[group]!.subscribers.isEmpty && !groups[group]!.reading { groups.removeValue(forKey: group) }
-    }
-
-    /// `user_id` of a membership event's data.
-    static func userID(in data: String) -> UUID? {
-        guard let object = try? JSONSerialization.jsonObject(with: Data(data.utf8)) as? [String: Any],
-              let text = object["user_id"] as? String else { return nil }
-        return UUID(text: text)
     }
 }

@@ -58,7 +58,7 @@ struct FanoutStateTests {
 
     func event(_ group: UUID, _ seq: Int64, _ kind: GroupEventKind = .messageCreated, about user: UUID? = nil) -> StreamEvent {
         StreamEvent(group: group, seq: seq, event: kind, at: "2026-11-23T00:00:00.000Z",
-                    data: user.map { "{\"user_id\":\"\($0.uuidString.lowercased())\"}" } ?? "{}")
+                    data: user.map { "{\"user_id\":\"\($0.uuidString.lowercased())\"}" } ?? "{}", subject: user)
     }
 
     func notice(_ event: StreamEvent, subject: UUID? = nil, withFrame: Bool = true) -> NodeNotice {

@@ -136,7 +136,10 @@ struct UseCaseTests {
                 try MessageStore().message(group: street.group, seq: event.seq, on: $0)
             }
             #expect(object(answer) != nil && object(answer) == object(stored), "answer \(answer) against the tables' \(stored ?? "nothing")")
-            #expect(object(answer) == object(event.data))
+            // Bound first: comparing `object(event.data)` inside #expect crashed in the debug build
+            // (a bad pointer in NSObject.==) once StreamEvent gained `subject`; bound, it compares.
+            let logged = event.data
+            #expect(object(answer) == object(logged))
             #expect((object(answer)?["seq"] as? Int).map(Int64.init) == event.seq)
         }
         #expect(field(answers[0], "text") == hostile)

@@ -133,8 +133,8 @@ public struct GroupEventLog: Sendable {
                 RETURNING last_seq AS seq, now() AS created_at, to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS at),
             filled AS (SELECT seq, created_at, at, \(fragment: data.assembled) AS data FROM next),
             appended AS (
-                INSERT INTO group_events (tenant_id, group_id, seq, event, actor_type, actor_id, data, hidden_from, created_at)
-                SELECT \(tenant), \(group), seq, \(event.name), \(actorType), \(actorID), data::jsonb, \(hiddenFrom), created_at FROM filled
+                INSERT INTO group_events (tenant_id, group_id, seq, event, actor_type, actor_id, data, subject, hidden_from, created_at)
+                SELECT \(tenant), \(group), seq, \(event.name), \(actorType), \(actorID), data::jsonb, \(subject), \(hiddenFrom), created_at FROM filled
                 RETURNING seq, created_at)
             \(fragment: projections),
             framed AS (
@@ -198,7 +198,7 @@ public struct GroupEventLog: Sendable {
         throws -> [StreamEvent]
     {
         try connection.query("""
-            SELECT seq, event, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS at, data::text AS data, hidden_from
+            SELECT seq, event, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS at, data::text AS data, subject, hidden_from
             FROM group_events
             WHERE group_id = \(group) AND seq > \(seq) AND (\(last)::bigint IS NULL OR seq <= \(last)) ORDER BY seq LIMIT \(limit)
             """).rows.map { try Self.streamEvent($0, group: group, seq: try $0.decode(Int64.self, "seq")) }
@@ -207,7 +207,7 @@ public struct GroupEventLog: Sendable {
     private static func streamEvent(_ row: PostgresRow, group: UUID, seq: Int64) throws -> StreamEvent {
         StreamEvent(group: group, seq: seq, event: GroupEventKind(try row.decode(String.self, "event")),
                     at: try row.decode(String.self, "at"), data: try row.decode(String.self, "data"),
-                    hiddenFrom: try row.decode(UUID?.self, "hidden_from"))
+                    subject: try row.decode(UUID?.self, "subject"), hiddenFrom: try row.decode(UUID?.self, "hidden_from"))
     }
 
     /// A resume's page: `limit` events after `seq`, oldest first, as `streamEvents` reads them;
@@ -216,8 +216,9 @@ public struct GroupEventLog: Sendable {
     /// committing meanwhile is seen whole or not at all, never as a page with a hole.
     public func resumeEvents(group: UUID, after seq: Int64, limit: Int, on connection: PostgresConnection) throws -> ResumePage {
         let rows = try connection.query("""
-            SELECT g.purged_through, e.seq, e.event, e.at, e.data, e.hidden_from FROM groups g LEFT JOIN LATERAL (
-                SELECT seq, event, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS at, data::text AS data, hidden_from
+            SELECT g.purged_through, e.seq, e.event, e.at, e.data, e.subject, e.hidden_from FROM groups g LEFT JOIN LATERAL (
+                SELECT seq, event, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS at, data::text AS data, subject,
+                       hidden_from
                 FROM group_events WHERE group_id = g.id AND seq > \(seq) AND g.purged_through <= \(seq) ORDER BY seq LIMIT \(limit)
             ) e ON true
             WHERE g.id = \(group) ORDER BY e.seq

@@ -11,15 +11,19 @@ public struct StreamEvent: Sendable, Equatable {
     public let event: GroupEventKind
     public let at: String
     public let data: String
+    /// The member a membership event is about (whose joining or leaving changes who may see
+    /// what follows), as the log stores it beside the data; nil for other events.
+    public let subject: UUID?
     /// The one user whose streams do not get this event (a duress alert's walker), or nil.
     public let hiddenFrom: UUID?
 
-    public init(group: UUID, seq: Int64, event: GroupEventKind, at: String, data: String, hiddenFrom: UUID? = nil) {
+    public init(group: UUID, seq: Int64, event: GroupEventKind, at: String, data: String, subject: UUID? = nil, hiddenFrom: UUID? = nil) {
         self.group = group
         self.seq = seq
         self.event = event
         self.at = at
         self.data = data
+        self.subject = subject
         self.hiddenFrom = hiddenFrom
     }
 
