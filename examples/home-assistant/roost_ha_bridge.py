@@ -16,8 +16,8 @@ import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from roost_bridge import RoostBridge  # noqa: E402
-from webhook_server import serve  # noqa: E402
+from roost_bridge import RoostBridge
+from webhook_server import serve
 
 
 def handler(bridge):

@@ -10,10 +10,10 @@ signature it has already seen (a replay), so every body carries `occurred_at` to
 millisecond: the same alarm sent twice in one second is two requests, not a replay.
 """
 
+import datetime
 import hashlib
 import hmac
 import json
-import datetime
 import time
 import urllib.error
 import urllib.request
@@ -48,7 +48,7 @@ class RoostBridge:
 
     @staticmethod
     def _now():
-        return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        return datetime.datetime.now(datetime.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
     def trigger(self, dedup_key, summary, severity="red", details=None, location=None):
         payload = {"action": "trigger", "dedup_key": dedup_key, "summary": summary, "severity": severity,

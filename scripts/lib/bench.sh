@@ -27,8 +27,9 @@ roost_bench_limits() {
 roost_steer_saved=()
 roost_bench_steer() {
     local mode=$1 cores=$2 queue=/sys/class/net/lo/queues/rx-0 mask flows
-    [ -w "$queue/rps_cpus" ] && [ -w /proc/sys/net/core/rps_sock_flow_entries ] ||
+    if ! [ -w "$queue/rps_cpus" ] || ! [ -w /proc/sys/net/core/rps_sock_flow_entries ]; then
         roost_die "steering loopback needs root and a writable $queue (ROOST_BENCH_STEER)"
+    fi
     case $mode in
         client) mask=$(roost_cpu_mask "$cores") flows=0 ;;
         own) mask=$(roost_cpu_mask "0-$(($(nproc) - 1))") flows=32768 ;;

@@ -11,15 +11,16 @@ import os
 import platform
 import subprocess
 import sys
+from pathlib import Path
 
 
 def machine():
     model = "unknown CPU"
-    for line in open("/proc/cpuinfo"):
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
         if line.startswith("model name"):
             model = line.split(":", 1)[1].strip()
             break
-    memory = next(int(line.split()[1]) for line in open("/proc/meminfo") if line.startswith("MemTotal"))
+    memory = next(int(line.split()[1]) for line in Path("/proc/meminfo").read_text().splitlines() if line.startswith("MemTotal"))
     return f"{os.cpu_count()} cores ({model}), {memory / 1024 / 1024:.0f} GiB, Linux {platform.release()}"
 
 
@@ -28,7 +29,7 @@ def commit():
         revision = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
         # The report's own outputs do not make the measured code "uncommitted".
         dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":!BENCHMARKS.md",
-                                ":!Benchmarks/fanout-latency-cdf.png"], capture_output=True, text=True).stdout.strip()
+                                ":!Benchmarks/fanout-latency-cdf.png"], capture_output=True, text=True, check=False).stdout.strip()
         return revision + (" (with uncommitted changes)" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
@@ -40,7 +41,7 @@ def number(value):
 
 def main():
     results_path, workdir, output, command = sys.argv[1:5]
-    results = [json.loads(line) for line in open(results_path)]
+    results = [json.loads(line) for line in Path(results_path).read_text().splitlines()]
     # The event-loop sweep's runs (each on cores of its own) have a table of their own; the
     # comparison above it is at one core a server.
     sweep = [r for r in results if r.get("layout")]
@@ -127,7 +128,7 @@ def main():
         # A server stepped through other rates (Synapse's are lower) shows its own highest such
         # step, with its rate.
         calm = {name: {step["rate"]: step for step in r["steps"] if step["p99_ms"] < 100 and step["missing"] == 0} for name, r in fanouts.items()}
-        reference = set(step["rate"] for step in (roost_fanout or shape)["steps"])
+        reference = {step["rate"] for step in (roost_fanout or shape)["steps"]}
         alike = {name: steps for name, steps in calm.items() if set(steps) & reference}
         common = sorted(set.intersection(*(set(steps) for steps in alike.values()))) if alike else []
         if common:
@@ -249,7 +250,7 @@ def main():
         path = os.path.join(workdir, f"{name}-latency.dat")
         if not os.path.exists(path):
             continue
-        rates = [int(line.split()[2]) for line in open(path) if line.startswith("# rate")]
+        rates = [int(line.split()[2]) for line in Path(path).read_text().splitlines() if line.startswith("# rate")]
         for index, rate in enumerate(rates):
             curves.append(f"'{path}' index {index} using 1:2 with lines lw 2 dt {dash} lc {index + 1} "
                           f"title '{title}, {rate:,} posts/s'")
@@ -270,9 +271,9 @@ def main():
             except (OSError, subprocess.CalledProcessError):
                 plot = None
 
-    today = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    today = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     versions_path = os.path.join(workdir, "versions.txt")
-    versions = "; ".join(line.strip() for line in open(versions_path) if line.strip()) if os.path.exists(versions_path) else "not recorded"
+    versions = "; ".join(line.strip() for line in Path(versions_path).read_text().splitlines() if line.strip()) if os.path.exists(versions_path) else "not recorded"
     frame = number((roost_fanout or {}).get("frame_bytes", 0))
     roost_alert = find("alert", "roost", client_processes=1)  # one process counts what it reads
     alert_frame = f" ({number(roost_alert['frame_bytes'])} bytes)" if roost_alert and "frame_bytes" in roost_alert else ""
@@ -318,7 +319,7 @@ Fanout steps (posts spread evenly over the groups at each rate in turn; client C
 | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
 {chr(10).join(steps)}
 
-{f'![fanout delivery latency CDF](Benchmarks/fanout-latency-cdf.png)' if plot else '(gnuplot was not available: no plot)'}
+{'![fanout delivery latency CDF](Benchmarks/fanout-latency-cdf.png)' if plot else '(gnuplot was not available: no plot)'}
 
 {sweep_text}
 
@@ -335,7 +336,7 @@ and after, in Benchmarks/before-and-after.md.
 def sweep_table(runs, note_path):
     """The event-loop sweep: Roost at 1, 2, 4 and 8 loops, each loop on a core of its own, as a
     Markdown section; or why it was not run."""
-    note = open(note_path).read().strip() if os.path.exists(note_path) else "not run"
+    note = Path(note_path).read_text().strip() if os.path.exists(note_path) else "not run"
     heading = "Roost's event loops on cores of their own (the event-loop sweep of `scripts/bench`)"
     if not runs:
         return f"{heading}: {note}."

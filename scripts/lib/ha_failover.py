@@ -16,6 +16,7 @@ Usage (under scripts/ha, which sets DATABASE_URL and ROOST_HA_*):
 
 import argparse
 import asyncio
+import itertools
 import json
 import os
 import secrets
@@ -27,7 +28,6 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import websockets
-
 from roost_process import Failure, RoostServe, check, http
 
 STREAMS = 200
@@ -83,7 +83,7 @@ class Patroni:
 
     def patronictl(self, *arguments):
         return subprocess.run(["runuser", "-u", "postgres", "--", "patronictl", "-c", self.configs[0], *arguments],
-                              capture_output=True, text=True, timeout=120)
+                              capture_output=True, text=True, timeout=120, check=False)
 
 
 class Stream:
@@ -115,7 +115,7 @@ class Stream:
                     while not stop.is_set():
                         try:
                             text = await asyncio.wait_for(socket_.recv(), 0.5)
-                        except asyncio.TimeoutError:
+                        except TimeoutError:
                             continue
                         frame = json.loads(text)
                         if frame.get("type") != "event" or frame.get("group_id") != self.group:
@@ -128,7 +128,7 @@ class Stream:
                         self.cursor = max(self.cursor, seq)
                         if frame["event"] == "message.created":
                             self.seen.append((seq, frame["data"].get("client_msg_id")))
-            except (OSError, websockets.exceptions.WebSocketException, asyncio.TimeoutError, ConnectionError, json.JSONDecodeError):
+            except (TimeoutError, OSError, websockets.exceptions.WebSocketException, ConnectionError, json.JSONDecodeError):
                 pass
             if not stop.is_set():
                 await asyncio.sleep(0.2 + 0.3 * secrets.randbelow(100) / 100)
@@ -300,7 +300,7 @@ async def main():
         first_after = min(after) - struck if after else None
         # What clients felt: the longest time without an acknowledged post, around the event.
         times = sorted(at for _, at in acknowledged.values() if at > struck - 5)
-        pause = max((later - earlier for earlier, later in zip(times, times[1:])), default=0.0)
+        pause = max((later - earlier for earlier, later in itertools.pairwise(times)), default=0.0)
         unavailable = sum(poster.unavailable for poster in posters)
         broken = sum(poster.broken for poster in posters)
         other = [answer for poster in posters for answer in poster.other]
@@ -337,7 +337,7 @@ async def main():
         for stream in streams:
             # Compared as (seq, client_msg_id): after a lossy failover a seq can name another message.
             start = stream.seen[0][0] if stream.seen else first_seen
-            missing = sorted(set(pair for pair in log if pair[0] >= start) - set(stream.seen))
+            missing = sorted({pair for pair in log if pair[0] >= start} - set(stream.seen))
             if missing:
                 missed[stream.index] = [seq for seq, _ in missing]
         lost_seen = sum(1 for stream in streams if any(client_msg_id in lost for _, client_msg_id in stream.seen))

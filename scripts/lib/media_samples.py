@@ -67,7 +67,7 @@ def check(original, stored):
         group, _, name = key.partition(":")
         if "GPS" in key or name in ("Make", "Model", "Creator", "Description", "Comment", "City", "Keywords", "UserComment"):
             problems.append(f"{key} = {value} survived")
-        if group.startswith("XMP") or group.startswith("IPTC"):
+        if group.startswith(("XMP", "IPTC")):
             problems.append(f"{key} ({group}) survived")
     before, after = Image.open(original), Image.open(stored)
     if before.size != after.size:

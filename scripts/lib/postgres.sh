@@ -36,7 +36,7 @@ roost_ensure_packages() {
 # The newest PostgreSQL server binaries on this machine (initdb, pg_ctl, postgres, psql).
 roost_pg_bindir() {
     local dir
-    dir=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
+    dir=$(printf '%s\n' /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
     [ -n "$dir" ] && [ -x "$dir/initdb" ] || return 1
     printf '%s\n' "$dir"
 }

@@ -19,7 +19,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from smtp_server import make_certificates  # noqa: E402
+from smtp_server import make_certificates
 
 
 def b64url(data):
@@ -48,17 +48,17 @@ def check_vapid(header, audience):
         der = utils.encode_dss_signature(int.from_bytes(raw[:32], "big"), int.from_bytes(raw[32:], "big"))
         public.verify(der, (head + "." + claims).encode(), ec.ECDSA(hashes.SHA256()))
     except (ValueError, InvalidSignature) as error:
-        return ["the VAPID signature does not verify: %r" % (error,)], k
+        return [f"the VAPID signature does not verify: {error!r}"], k
     header_json, claims_json = json.loads(unb64url(head)), json.loads(unb64url(claims))
     if header_json.get("alg") != "ES256":
         problems.append("alg is not ES256")
     if claims_json.get("aud") != audience:
-        problems.append("aud %r is not %r" % (claims_json.get("aud"), audience))
+        problems.append(f"aud {claims_json.get('aud')!r} is not {audience!r}")
     now = time.time()
     if not (now < claims_json.get("exp", 0) <= now + 24 * 3600):
-        problems.append("exp %r is not within the next 24 hours" % (claims_json.get("exp"),))
+        problems.append(f"exp {claims_json.get('exp')!r} is not within the next 24 hours")
     if not str(claims_json.get("sub", "")).startswith(("mailto:", "https:")):
-        problems.append("sub %r is not a mailto: or https: contact" % (claims_json.get("sub"),))
+        problems.append(f"sub {claims_json.get('sub')!r} is not a mailto: or https: contact")
     return problems, k
 
 
@@ -83,7 +83,7 @@ def serve(directory):
             body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
             record = {"name": name, "ttl": self.headers.get("TTL"), "urgency": self.headers.get("Urgency"),
                       "topic": self.headers.get("Topic"), "content_encoding": self.headers.get("Content-Encoding"), "problems": []}
-            problems, k = check_vapid(self.headers.get("Authorization"), "https://localhost:%d" % port)
+            problems, k = check_vapid(self.headers.get("Authorization"), f"https://localhost:{port}")
             record["problems"] += problems
             record["k"] = k
             subscription = subscriptions.get(name)
@@ -93,8 +93,8 @@ def serve(directory):
                 try:
                     plain = http_ece.decrypt(body, private_key=subscription["key"], auth_secret=subscription["auth"], version="aes128gcm")
                     record["payload"] = json.loads(plain)
-                except Exception as error:  # anything the independent decryption refuses
-                    record["problems"].append("decryption failed: %r" % (error,))
+                except Exception as error:  # noqa: BLE001 (whatever the independent decryption refuses is the finding)
+                    record["problems"].append(f"decryption failed: {error!r}")
             status = 410 if name.startswith("gone") else (400 if record["problems"] else 201)
             record["status"] = status
             with lock:
@@ -111,7 +111,7 @@ def serve(directory):
     listed = {}
     for name, subscription in subscriptions.items():
         point = subscription["key"].public_key().public_bytes(serialization.Encoding.X962, serialization.PublicFormat.UncompressedPoint)
-        listed[name] = {"endpoint": "https://localhost:%d/push/%s" % (port, name),
+        listed[name] = {"endpoint": f"https://localhost:{port}/push/{name}",
                         "keys": {"p256dh": b64url(point), "auth": b64url(subscription["auth"])}}
     print(json.dumps({"port": port, "ca": ca_path, "subscriptions": listed}), flush=True)
     server.serve_forever()

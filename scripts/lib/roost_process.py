@@ -38,7 +38,7 @@ def http(method, url, body=None, token=None, timeout=10):
             status, text = response.status, response.read()
     except urllib.error.HTTPError as error:
         status, text = error.code, error.read()
-    except (urllib.error.URLError, ConnectionError, TimeoutError, socket.timeout, OSError):
+    except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
         return 0, None
     try:
         return status, json.loads(text) if text else None
@@ -61,7 +61,8 @@ class RoostServe:
         self.process = None
 
     def start(self, ready_within=60):
-        self.process = subprocess.Popen(self.arguments, stdout=open(self.log_path, "a"), stderr=subprocess.STDOUT, env=self.environment)
+        with open(self.log_path, "a") as log:  # the child keeps its own copy of the descriptor
+            self.process = subprocess.Popen(self.arguments, stdout=log, stderr=subprocess.STDOUT, env=self.environment)
         deadline = time.time() + ready_within
         while time.time() < deadline:
             check(self.process.poll() is None, f"{self.name} exited; see {self.log_path}")

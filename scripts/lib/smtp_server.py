@@ -20,6 +20,7 @@ import os
 import socket
 import ssl
 import sys
+from pathlib import Path
 
 
 def make_certificates(directory):
@@ -28,7 +29,7 @@ def make_certificates(directory):
     from cryptography.hazmat.primitives.asymmetric import ec
     from cryptography.x509.oid import NameOID
 
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "Roost test CA")])
     ca = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name).public_key(ca_key.public_key())
@@ -86,9 +87,8 @@ class Sink:
 
     async def handle_DATA(self, server, session, envelope):
         self.count += 1
-        path = os.path.join(self.directory, "message-%d.eml" % self.count)
-        with open(path, "wb") as f:
-            f.write(envelope.original_content)
+        path = os.path.join(self.directory, f"message-{self.count}.eml")
+        await asyncio.to_thread(Path(path).write_bytes, envelope.original_content)
         print(json.dumps({"from": envelope.mail_from, "to": envelope.rcpt_tos, "file": path,
                           "tls": session.ssl is not None, "authenticated": bool(session.authenticated)}), flush=True)
         return "250 Message accepted"

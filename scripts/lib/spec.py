@@ -12,6 +12,7 @@ Needs PyYAML and jsonschema (scripts/requirements/tools.txt).
 import json
 import os
 import sys
+from pathlib import Path
 
 import jsonschema
 import referencing
@@ -77,7 +78,7 @@ def frames(documents, path):
         for name, document in documents.items())
     messages = documents["asyncapi.yaml"]["components"]["messages"]
     problems = []
-    for number, line in enumerate(open(path), 1):
+    for number, line in enumerate(Path(path).read_text().splitlines(), 1):
         frame = json.loads(line)
         kind = frame.get("type")
         if kind not in messages:
