@@ -100,8 +100,7 @@ extension HTTPConnection {
     /// The body will not be read further: the handler gets `error` (its answer), then the
     /// connection closes.
     private func cutUpload(_ error: APIError) {
-        stopReading = true
-        closeWhenDrained = true
+        advance(.finalResponse)
         endUpload(failing: error)
         updateInterest()
     }

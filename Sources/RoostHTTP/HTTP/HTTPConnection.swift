@@ -53,10 +53,8 @@ final class HTTPConnection: EventHandler {
     private(set) var mode: Mode
 
     var outbound = OutboundBuffer()
-    /// No more requests are read (Connection: close, a parse error, shutdown, peer EOF).
-    var stopReading = false
-    /// Close once every owed response is written (or, for a WebSocket, the close frame).
-    var closeWhenDrained = false
+    /// What is still read and when the connection ends (`ConnectionLifecycle`).
+    private(set) var lifecycle = ConnectionLifecycle.open
     private var waitingForWritable = false
     /// The queue size last added to the server-wide gauge.
     private var reportedQueueBytes = 0
@@ -112,7 +110,7 @@ final class HTTPConnection: EventHandler {
         guard readable && !isClosed else { return }
         if webSocket != nil {
             readWebSocket()
-        } else if !stopReading {
+        } else if lifecycle.readsInput {
             readAvailable()
         }
     }
@@ -126,7 +124,7 @@ final class HTTPConnection: EventHandler {
         // At most 16 reads (1 MiB) per wake-up: epoll is level-triggered and calls again, so one
         // busy connection cannot hold the loop that serves thousands of others.
         var budget = 16
-        while !isClosed && !stopReading && wantsMoreRequests && budget > 0 {
+        while !isClosed && lifecycle.readsInput && wantsMoreRequests && budget > 0 {
             budget -= 1
             let result: IOResult<Int>
             do {
@@ -138,8 +136,7 @@ final class HTTPConnection: EventHandler {
             guard case .done(let count) = result else { break }
             if count == 0 {
                 // The peer finished sending: answer what it asked, then close.
-                stopReading = true
-                closeWhenDrained = true
+                advance(.peerFinished)
                 endUpload(failing: APIError(.badRequest, code: .invalidRequest, message: "the connection ended before the request body did"))
                 break
             }
@@ -160,14 +157,13 @@ final class HTTPConnection: EventHandler {
 
     private func processRequests() {
         guard let http else { return }
-        while !stopReading && wantsMoreRequests {
+        while lifecycle.readsInput && wantsMoreRequests {
             switch http.parser.next() {
             case .needMore:
                 http.parser.releaseIdleBuffers()
                 return
             case .failure(let error):
-                stopReading = true
-                closeWhenDrained = true
+                advance(.malformed)
                 // A body that breaks while its handler takes it is the handler's to answer.
                 guard http.upload == nil else {
                     endUpload(failing: error.apiError)
@@ -183,7 +179,7 @@ final class HTTPConnection: EventHandler {
                 receivedUploadPart(part)
             case .bodyEnd:
                 endUpload(failing: nil)
-                if closeWhenDrained { stopReading = true }  // it was the connection's last request
+                advance(.bodyEnded)  // when it was the connection's last request, nothing more is read
             }
         }
     }
@@ -192,11 +188,11 @@ final class HTTPConnection: EventHandler {
     /// first those already buffered, then the socket. Not from inside the processing loop,
     /// which continues by itself (so responses finished inline never nest calls).
     func resumeRequests() {
-        guard !processing && !stopReading && !isClosed && webSocket == nil else { return }
+        guard !processing && lifecycle.readsInput && !isClosed && webSocket == nil else { return }
         processing = true
         processRequests()
         processing = false
-        if !stopReading && wantsMoreRequests { readAvailable() }
+        if lifecycle.readsInput && wantsMoreRequests { readAvailable() }
     }
 
     private func dispatch(_ request: HTTPRequest, streamingBody: Bool = false) {
@@ -205,8 +201,7 @@ final class HTTPConnection: EventHandler {
         let keepAlive = request.keepAlive && !context.shuttingDown.load(ordering: .relaxed)
         if !keepAlive {
             // The last request: nothing after it is read, but a streaming body of its own is (until `bodyEnd`).
-            if !streamingBody { stopReading = true }
-            closeWhenDrained = true
+            advance(.lastRequest(streamingBody: streamingBody))
         }
         let requestID = Self.acceptedRequestID(request.headers["X-Request-Id"]) ?? newRequestID()
         switch context.router.match(request.method, request.target.pathSegments) {
@@ -282,7 +277,12 @@ final class HTTPConnection: EventHandler {
     /// An upgrade request was taken: no more HTTP requests are read.
     func beginUpgrading() {
         if case .http(let parser) = mode { mode = .upgrading(parser) }
-        stopReading = true
+        advance(.upgradeTaken)
+    }
+
+    /// Moves the lifecycle on (`ConnectionLifecycle.after`).
+    func advance(_ event: ConnectionLifecycle.Event) {
+        lifecycle = lifecycle.after(event)
     }
 
     func respondImmediately(_ response: HTTPResponse, keepAlive: Bool, started: UInt64, method: String, route: String, requestID: String) {
@@ -301,15 +301,11 @@ final class HTTPConnection: EventHandler {
         // Answered before its body was all read (refused, say): the rest is not read.
         if let upload = http.upload, upload.number == number {
             endUpload(failing: APIError(.badRequest, code: .invalidRequest, message: "the request was answered before its body ended"))
-            stopReading = true
-            closeWhenDrained = true
+            advance(.finalResponse)
         }
         // A response finished during shutdown is the connection's last.
         let keepAlive = keepAlive && !context.shuttingDown.load(ordering: .relaxed)
-        if !keepAlive {
-            stopReading = true
-            closeWhenDrained = true
-        }
+        if !keepAlive { advance(.finalResponse) }
         var response = response
         response.headers.replace("X-Request-Id", requestID)
         var bytes: [UInt8] = []
@@ -377,12 +373,12 @@ final class HTTPConnection: EventHandler {
     func updateInterest() {
         guard !isClosed else { return }
         // A WebSocket always reads (pings, the peer's close); HTTP pauses at the pipelining limit.
-        let wantsRead = webSocket != nil || (!stopReading && wantsMoreRequests)
+        let wantsRead = webSocket != nil || (lifecycle.readsInput && wantsMoreRequests)
         loop.setInterest(fd, readable: wantsRead, writable: waitingForWritable)
     }
 
     func closeIfDone() {
-        guard closeWhenDrained && outbound.isEmpty else { return }
+        guard lifecycle.closesWhenDrained && outbound.isEmpty else { return }
         if webSocket != nil { close(); return }
         if let http, http.responses.inFlight == 0 && !http.responses.hasWaiting && !http.responses.streaming { close() }
     }
@@ -423,7 +419,7 @@ final class HTTPConnection: EventHandler {
         reportQueue()
         if let webSocket {
             webSocket.cancelTimers(on: loop)
-            webSocket.session.closed(code: webSocket.closeCodeReceived)
+            webSocket.session.closed(code: webSocket.liveness.closeReceived)
         }
         onClose?(self)
         // Last: once the peer can see the close, the server's counts already say so.
@@ -439,9 +435,8 @@ final class HTTPConnection: EventHandler {
         }
         // Requests already in the socket are answered (with Connection: close, since the server
         // is shutting down) rather than dropped with the connection.
-        if !stopReading && http?.responses.inFlight == 0 { readAvailable() }
-        stopReading = true
-        closeWhenDrained = true
+        if lifecycle.readsInput && http?.responses.inFlight == 0 { readAvailable() }
+        advance(.closing)
         updateInterest()
         closeIfDone()
     }

@@ -6,17 +6,16 @@ final class WebSocketState {
     var reader: WebSocketReader
     let session: WebSocketSession
     let channel: WebSocketChannel
-    var closeSent = false
-    var closeCodeReceived: WebSocketCloseCode?
+    /// The closing handshake and the keep-alive, decided apart from the socket.
+    var liveness: WebSocketLiveness
     var pingTimer: UInt64?
     var closeTimer: UInt64?
-    var lastPingAt: UInt64 = 0
-    var lastPongAt: UInt64 = 0
 
-    init(reader: WebSocketReader, session: WebSocketSession, channel: WebSocketChannel) {
+    init(reader: WebSocketReader, session: WebSocketSession, channel: WebSocketChannel, pongTimeout: UInt64) {
         self.reader = reader
         self.session = session
         self.channel = channel
+        self.liveness = WebSocketLiveness(pongTimeout: pongTimeout)
     }
 
     func cancelTimers(on loop: EventLoop) {
@@ -36,7 +35,7 @@ extension HTTPConnection {
         let handshake: HTTPResponse
         switch WebSocketHandshake.accept(request) {
         case .failure(let error):
-            closeWhenDrained = true
+            advance(.finalResponse)
             respondImmediately(HTTPResponse(error), keepAlive: false, started: started, method: "GET", route: requestContext.route, requestID: requestContext.requestID)
             return
         case .success(let response):
@@ -63,7 +62,7 @@ extension HTTPConnection {
                     connection.finish(number, handshake, keepAlive: true, isHead: false, started: started, method: "GET",
                                       route: requestContext.route, requestID: requestContext.requestID)
                 case .failure(let error):
-                    connection.closeWhenDrained = true
+                    connection.advance(.finalResponse)
                     connection.finish(number, HTTPResponse(error), keepAlive: false, isHead: false, started: started, method: "GET",
                                       route: requestContext.route, requestID: requestContext.requestID)
                 }
@@ -76,8 +75,9 @@ extension HTTPConnection {
         reader.feed(http?.parser.takeRemainingBytes() ?? [])
         // The HTTP parser and its buffers are done with.
         let channel = WebSocketChannel(loop: loop, connection: self)
-        switchMode(to: WebSocketState(reader: reader, session: session, channel: channel))
-        closeWhenDrained = false
+        switchMode(to: WebSocketState(reader: reader, session: session, channel: channel,
+                                      pongTimeout: UInt64(context.limits.pongTimeoutMilliseconds) * 1_000_000))
+        advance(.switchedProtocols)
         schedulePing()
         loop.setInterest(fd, readable: true, writable: false)
         session.opened(channel)
@@ -87,12 +87,13 @@ extension HTTPConnection {
     // MARK: - Reading
 
     func readWebSocket() {
+        guard let state = webSocket else { return }
         var budget = 16  // reads per wake-up, as for HTTP: fairness between connections
-        while !isClosed, webSocket != nil, budget > 0 {
+        while !isClosed, budget > 0 {
             budget -= 1
             let result: IOResult<Int>
             do {
-                result = try loop.readBuffer.read(fd) { webSocket!.reader.feed($0) }
+                result = try loop.readBuffer.read(fd) { state.reader.feed($0) }
             } catch {
                 close()
                 return
@@ -109,41 +110,28 @@ extension HTTPConnection {
 
     private func processFrames() {
         while !isClosed, let state = webSocket {
-            let next = webSocket!.reader.next()
-            switch next {
+            switch state.reader.next() {
             case .needMore:
-                webSocket!.reader.releaseIdleBuffers()
+                state.reader.releaseIdleBuffers()
                 return
             case .failure(let error):
-                failWebSocket(error.closeCode, reason: error.reason)
+                carryOut(state.liveness.failed(error.closeCode, reason: error.reason), on: state)
                 return
             case .message(let message):
                 context.metrics.framesIn.add(1, ordering: .relaxed)
                 switch message {
                 case .ping(let payload):
-                    var frame: [UInt8] = []
-                    WebSocketFrameEncoder.encode(.pong, payload: payload, into: &frame)
-                    queueFrame(frame)
+                    carryOut(state.liveness.receivedPing(payload), on: state)
                 case .pong:
-                    webSocket!.lastPongAt = loop.now
+                    state.liveness.receivedPong(at: loop.now)
                 case .close(let code, _):
-                    webSocket!.closeCodeReceived = code
-                    if state.closeSent {
-                        close()  // our close was answered: the handshake is complete
-                    } else {
-                        // Echo the code (§5.5.1), then close once it is written.
-                        let reply = code.map { WebSocketFrameEncoder.close($0) } ?? [0x88, 0x00]
-                        queueFrame(reply)
-                        webSocket!.closeSent = true
-                        closeWhenDrained = true
-                        closeIfDone()
-                    }
+                    carryOut(state.liveness.receivedClose(code), on: state)
                     return
                 case .binary where !state.session.acceptsBinary:
                     startClosing(.unsupportedData, reason: "binary messages are not supported")
                     return
                 case .text, .binary:
-                    guard !state.closeSent else { continue }
+                    guard state.liveness.sendsData else { continue }
                     state.session.received(message, on: state.channel)
                 }
             }
@@ -152,14 +140,33 @@ extension HTTPConnection {
 
     // MARK: - Writing and closing
 
-    /// Queues a frame; a client whose queue passes its bound has fallen behind and is closed with 1013.
+    /// Queues a data frame; none follows our close. A client whose queue passes its bound has
+    /// fallen behind and is closed with 1013.
     func queueFrame(_ frame: [UInt8]) {
-        guard !isClosed, webSocket != nil else { return }
-        let isClose = frame.first == 0x88
-        if webSocket!.closeSent && !isClose { return }
-        if isClose, frame.count >= 4 { context.metrics.recordClose(UInt16(frame[2]) << 8 | UInt16(frame[3])) }
+        guard !isClosed, let state = webSocket, state.liveness.sendsData else { return }
+        guard !outbound.isEmpty else {
+            queue(frame)
+            return
+        }
+        countOut(frame)
+        outbound.append(frame)
+        if outbound.byteCount > context.limits.maxOutboundQueueBytes {
+            // Best effort: the socket is full, so the close may not arrive; the client resumes from its cursor.
+            outbound.discard()
+            carryOut(state.liveness.fellBehind(), on: state)
+            return
+        }
+        flush()
+    }
+
+    private func countOut(_ frame: [UInt8]) {
         context.metrics.framesOut.add(1, ordering: .relaxed)
         context.metrics.bytesOut.add(frame.count, ordering: .relaxed)
+    }
+
+    /// Counts a frame out and writes it, straight away when nothing waits before it.
+    private func queue(_ frame: [UInt8]) {
+        countOut(frame)
         if outbound.isEmpty {
             // Write-first (most frames): one send, and EPOLLOUT only if the socket kept some back.
             do {
@@ -171,43 +178,41 @@ extension HTTPConnection {
                 close()
                 return
             }
-            flush()
-            return
-        }
-        outbound.append(frame)
-        if outbound.byteCount > context.limits.maxOutboundQueueBytes {
-            outbound.discard()
-            // Best effort: the socket is full, so this may not arrive; the client resumes from its cursor.
-            outbound.append(WebSocketFrameEncoder.close(.tryAgainLater, reason: "client fell behind"))
-            context.metrics.recordClose(WebSocketCloseCode.tryAgainLater.rawValue)
-            webSocket!.closeSent = true
-            flush()
-            close()
-            return
+        } else {
+            outbound.append(frame)
         }
         flush()
     }
 
-    /// Sends our close frame and waits (bounded) for the peer's.
-    func startClosing(_ code: WebSocketCloseCode, reason: String) {
-        guard !isClosed, let state = webSocket, !state.closeSent else { return }
-        queueFrame(WebSocketFrameEncoder.close(code, reason: reason))
-        guard !isClosed else { return }
-        webSocket!.closeSent = true
-        let bound = LoopBound(value: self)
-        webSocket!.closeTimer = loop.schedule(afterNanoseconds: UInt64(context.limits.closeTimeoutMilliseconds) * 1_000_000) {
-            bound.value.close()
+    /// Does what the liveness machine decided.
+    private func carryOut(_ actions: [WebSocketLiveness.Action], on state: WebSocketState) {
+        for action in actions {
+            guard !isClosed else { return }
+            switch action {
+            case .send(let control):
+                if case .close(let code, _) = control, let code { context.metrics.recordClose(code.rawValue) }
+                queue(control.frame)
+            case .closeWhenWritten:
+                advance(.closing)
+                closeIfDone()
+            case .closeNow:
+                flush()
+                close()
+            case .awaitPeerClose:
+                let bound = LoopBound(value: self)
+                state.closeTimer = loop.schedule(afterNanoseconds: UInt64(context.limits.closeTimeoutMilliseconds) * 1_000_000) {
+                    bound.value.close()
+                }
+            case .scheduleNextPing:
+                schedulePing()
+            }
         }
     }
 
-    /// A protocol error: send the close code and drop the connection once it is written.
-    private func failWebSocket(_ code: WebSocketCloseCode, reason: String) {
-        if !(webSocket?.closeSent ?? true) {
-            queueFrame(WebSocketFrameEncoder.close(code, reason: reason))
-            webSocket?.closeSent = true
-        }
-        closeWhenDrained = true
-        closeIfDone()
+    /// Sends our close frame and waits (bounded) for the peer's.
+    func startClosing(_ code: WebSocketCloseCode, reason: String) {
+        guard !isClosed, let state = webSocket else { return }
+        carryOut(state.liveness.startClosing(code, reason: reason), on: state)
     }
 
     // MARK: - Keep-alive
@@ -219,18 +224,7 @@ extension HTTPConnection {
     }
 
     private func pingTick() {
-        guard !isClosed, let state = webSocket, !state.closeSent else { return }
-        let now = loop.clock.now()
-        let awaitingPong = state.lastPingAt > state.lastPongAt
-        if awaitingPong && now - state.lastPingAt >= UInt64(context.limits.pongTimeoutMilliseconds) * 1_000_000 {
-            startClosing(.goingAway, reason: "pong timeout")
-            close()
-            return
-        }
-        if !awaitingPong {
-            queueFrame([0x89, 0x00])
-            webSocket?.lastPingAt = now
-        }
-        schedulePing()
+        guard !isClosed, let state = webSocket else { return }
+        carryOut(state.liveness.pingTick(at: loop.clock.now()), on: state)
     }
 }
