@@ -68,12 +68,20 @@ public struct FanoutState<Sink> {
         var wanted: Int64 = 0
         /// A catch-up asks for the next read to go to the end of the log, whatever `wanted` says.
         var toEnd = false
-        /// The read in flight goes to the end of the log (what it finds says nothing of events
-        /// committed after it, so a catch-up meanwhile sets `toEnd` again).
-        var readingToEnd = false
         /// The next read starts here, below what was delivered: a join some stream here missed.
         var rewind: Int64?
-        var reading = false
+        /// Whether a read of the log is in flight, and how far it goes.
+        var read = Read.idle
+        var reading: Bool { read != .idle }
+        var readingToEnd: Bool { read == .reading(toEnd: true) }
+
+        enum Read: Equatable {
+            case idle
+            /// One read at a time per group: to `wanted`, or (`toEnd`) to the end of the log,
+            /// whose result says nothing of events committed after it, so a catch-up meanwhile
+            /// sets `toEnd` again.
+            case reading(toEnd: Bool)
+        }
         var subscribers: Set<SubscriberID> = []
         /// Users streaming here whose join (at the given seq) is heard of but not yet delivered.
         var joiners: [UUID: Int64] = [:]
@@ -429,7 +437,7 @@ public struct FanoutState<Sink> {
 
     private mutating func startReading(_ group: UUID) -> FanoutAction<Sink>? {
         guard groups[group] != nil, !groups[group]!.reading else { return nil }
-        groups[group]!.reading = true
+        groups[group]!.read = .reading(toEnd: false)
         return nextRead(group, attempt: 1)
     }
 
@@ -442,10 +450,10 @@ public struct FanoutState<Sink> {
             groups[group]!.delivered = min(groups[group]!.delivered ?? rewind, rewind)
         }
         let found = groups[group]!
-        groups[group]!.readingToEnd = false
+        if found.reading { groups[group]!.read = .reading(toEnd: false) }
         let after = found.delivered ?? (found.toEnd ? nil : found.wanted - 1)
         guard let after, found.wanted > after || found.toEnd, !found.subscribers.isEmpty || !found.joiners.isEmpty else {
-            groups[group]!.reading = false
+            groups[group]!.read = .idle
             // A catch-up before anything was delivered has nothing to read from: the first
             // `ready` or notice sets where the group stands.
             if found.delivered == nil {
@@ -461,7 +469,7 @@ public struct FanoutState<Sink> {
             return nil
         }
         groups[group]!.toEnd = false
-        groups[group]!.readingToEnd = found.toEnd
+        groups[group]!.read = .reading(toEnd: found.toEnd)
         return .readLog(group: group, tenant: found.tenant, after: after, through: found.toEnd ? nil : found.wanted, attempt: attempt)
     }
 
