@@ -68,7 +68,23 @@ struct PostMessage: GroupUseCase {
             : MessageStore().repeatQuestion(group: group, author: caller, clientMessageID: clientMessageID)
     }
 
+    /// What the opening's answer means for this post: its question depends on the kind.
+    enum Opening: Equatable {
+        /// The transaction was opened without the question (as a test may): each is asked later.
+        case notAsked
+        /// A chat line: whether any member wants chat pushed.
+        case chatPushesWanted(Bool)
+        /// An alert: whether its author already raised one with this `client_msg_id`.
+        case alreadyRaised(Bool)
+    }
+
+    func opening(_ answer: Bool?) -> Opening {
+        guard let answer else { return .notAsked }
+        return kind == .chat ? .chatPushesWanted(answer) : .alreadyRaised(answer)
+    }
+
     func run(by caller: GroupCaller, on connection: PostgresConnection) throws -> Output {
+        let opening = opening(caller.answer)
         if let wait = pace?.take(caller.user.id) {
             throw APIError(.tooManyRequests, code: .rateLimited, message: "too many messages this minute; slow down",
                            headers: ["Retry-After": String(wait)])
@@ -101,7 +117,7 @@ struct PostMessage: GroupUseCase {
             // A client retrying an alert it already raised gets it back, whatever the limit. Looked
             // up when the transaction's opening said it is a repeat (or, run without that
             // question, as a test may, here); a repeat racing this post fails its insert instead.
-            if caller.answer != false,
+            if opening != .alreadyRaised(false),
                let earlier = try store.idempotent(group: group, author: caller.user.id, clientMessageID: clientMessageID, on: connection) {
                 return (false, earlier)
             }
@@ -110,8 +126,11 @@ struct PostMessage: GroupUseCase {
         }
         // Someone wants this chat line pushed: asked when the transaction opened (run without
         // that question, as a test may, it is asked here).
-        let chatPushes = message.kind == .chat
-            ? try caller.answer ?? OutboxStore().chatPushesWanted(group: group, excluding: caller.user.id, on: connection) : false
+        let chatPushes = switch opening {
+        case .chatPushesWanted(let wanted): wanted
+        case .notAsked where kind == .chat: try OutboxStore().chatPushesWanted(group: group, excluding: caller.user.id, on: connection)
+        case .notAsked, .alreadyRaised: false
+        }
         // A reply to an alert is an answer its author hears of.
         let repliedTo = target?.alertAuthor.flatMap { $0 == target?.hiddenFrom ? nil : $0 }
         // A repeated client_msg_id fails the insert (uniqueViolation): see `Repeat`. When nothing
