@@ -41,14 +41,13 @@ struct CheckinNodesTests {
             }
         }
         // The deadline passes while this tenant's nodes are down (waiting on the clock itself).
-        let deadline = ContinuousClock.now + .seconds(10)
-        while try !state().due && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(100)) }
+        try await Poll.until(every: .milliseconds(100)) { try state().due }
         #expect(try state().due)
 
         let nodes = [try await ServeProcess(["--checkin-min-s", "1"]), try await ServeProcess(["--checkin-min-s", "1"])]
-        while try state().status == "active" && ContinuousClock.now < deadline + .seconds(10) { try await Task.sleep(for: .milliseconds(50)) }
-        // Both nodes run further rounds meanwhile; the count must stay one.
-        try await Task.sleep(for: .milliseconds(1500))
+        try await Poll.until(every: .milliseconds(50)) { try state().status != "active" }
+        // Both nodes run further rounds meanwhile (a round is 500 ms); the count must stay one.
+        try await Poll.quiet(for: .milliseconds(1500))
         let final = try state()
         #expect(final.status == "missed" && final.alerts == 1, "\(final)")
         for node in nodes {
@@ -108,8 +107,7 @@ struct CheckinNodesTests {
             }
         }
         // Both nodes race for the deadline: one prompt.
-        let deadline = ContinuousClock.now + .seconds(20)
-        while try state().status == "active" && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        try await Poll.until(every: .milliseconds(50)) { try state().status != "active" }
         #expect(try state().status == "prompting")
         for node in nodes {
             node.process.signal(SIGTERM)
@@ -117,13 +115,13 @@ struct CheckinNodesTests {
         }
         #expect(try count("checkin_prompt", to: "sam-phone") == 1)
         // The grace runs out while no node runs (waiting on the clock itself).
-        while try !state().missDue && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(100)) }
+        try await Poll.until(every: .milliseconds(100)) { try state().missDue }
         // (Other tests' nodes share this database and may fire it meanwhile; either way it fires once.)
         #expect(try state().missDue)
         nodes = [try await ServeProcess(["--checkin-min-s", "1"]), try await ServeProcess(["--checkin-min-s", "1"])]
-        while try state().status == "prompting" && ContinuousClock.now < deadline + .seconds(10) { try await Task.sleep(for: .milliseconds(50)) }
-        // Both nodes run further rounds meanwhile; every count must stay one.
-        try await Task.sleep(for: .milliseconds(1500))
+        try await Poll.until(every: .milliseconds(50)) { try state().status != "prompting" }
+        // Both nodes run further rounds meanwhile (a round is 500 ms); every count must stay one.
+        try await Poll.quiet(for: .milliseconds(1500))
         #expect(try state().status == "missed")
         let alerts = try sql { try $0.query("SELECT count(*) AS n FROM messages WHERE template = 'missed_checkin'").rows[0].decode(Int.self, "n") }
         #expect(alerts == 1)

@@ -58,7 +58,7 @@ struct DatabaseRestartTests {
                     #expect(status == 503 || status == 0, "status \(status) \(message)")
                     refused += 1
                     if status == 0 { try? clients[index % 2].reconnect() }
-                    try? await Task.sleep(for: .milliseconds(50))
+                    try? await Poll.quiet(for: .milliseconds(50))  // a client's pause before it tries again
                 }
             }
             return (acknowledged, refused)
@@ -72,7 +72,7 @@ struct DatabaseRestartTests {
             let ready = await offload { exchange(port, "GET /readyz HTTP/1.1\r\nConnection: close\r\n\r\n") }
             #expect(ready?.hasPrefix("HTTP/1.1 503") == true, "node on \(port) during the outage: \(ready ?? "no answer")")
         }
-        try await Task.sleep(for: .milliseconds(500))
+        try await Poll.quiet(for: .milliseconds(500))  // the outage lasts a moment while posts keep coming
         try await cluster.start()
         let (acknowledged, refused) = try await writer.value
         #expect(acknowledged.count == 60)

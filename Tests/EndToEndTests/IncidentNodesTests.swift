@@ -154,8 +154,7 @@ struct IncidentNodesTests {
         (a, b) = (try await ServeProcess(), try await ServeProcess())
         let watcher = try await WebSocketTestClient.connect(port: b.port, path: "/v1/stream", token: dee.token)
         try #require(await watcher.receiveJSON()?["type"] as? String == "ready")
-        let deadline = ContinuousClock.now + .seconds(20)
-        while try escalationState().level < 2 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        try await Poll.until(every: .milliseconds(50)) { try escalationState().level >= 2 }
         #expect(try escalationState() == (2, 2, 1))
         // Only the contact who confirmed is told; the other got their confirmation request and nothing else.
         let toContacts = try outbox("alert_escalated")
@@ -168,10 +167,8 @@ struct IncidentNodesTests {
         #expect(responses.map(\.to) == ["Ann-phone"], "\(responses.map(\.to))")
         #expect(responses.first?.data["response"] as? String == "on_my_way")
         try makeDue(level: 3)
-        let stopped = ContinuousClock.now + .seconds(10)
-        while try escalationState().pending + (try sql { try $0.query("SELECT count(*) AS n FROM alert_escalations WHERE tenant_id = \(tenant)").rows[0].decode(Int.self, "n") }) > 0
-                && ContinuousClock.now < stopped {
-            try await Task.sleep(for: .milliseconds(50))
+        try await Poll.until(every: .milliseconds(50)) {
+            try escalationState().pending + (try sql { try $0.query("SELECT count(*) AS n FROM alert_escalations WHERE tenant_id = \(tenant)").rows[0].decode(Int.self, "n") }) == 0
         }
         #expect(try escalationState() == (2, 2, 0), "an answer on the way stops escalation")
 

@@ -63,8 +63,7 @@ struct OutboxProcessTests {
             let second = try await ServeProcess(databaseURL: url, environment: environment)
 
             // Every row has failed once (each is now waiting out its backoff): restart one node.
-            let deadline = ContinuousClock.now + .seconds(30)
-            while sink.counts.count < ids.count && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+            try await Poll.until { sink.counts.count >= ids.count }
             #expect(sink.counts.count == ids.count, "first attempts reached the sink for \(sink.counts.count) of \(ids.count)")
             first.process.signal(SIGTERM)
             #expect(await first.process.wait() == 0)
@@ -75,7 +74,7 @@ struct OutboxProcessTests {
                     try $0.query("SELECT count(*) AS n FROM outbox WHERE status <> 'delivered'").rows[0].decode(Int.self, "n")
                 }
             }
-            while try pending() > 0 && ContinuousClock.now < deadline + .seconds(30) { try await Task.sleep(for: .milliseconds(50)) }
+            try await Poll.until(every: .milliseconds(50)) { try pending() == 0 }
             #expect(try pending() == 0)
             // Exactly two attempts per row: the refused first one and one delivery, never two.
             #expect(sink.counts.filter { ids.contains($0.key) }.values.allSatisfy { $0 == 2 }, "\(sink.counts.values.sorted())")

@@ -38,16 +38,14 @@ struct PasswordResetNodesTests {
 
         /// The `data` of the first delivery of `template` to `address`, waiting up to 30 s for it.
         func awaitDelivery(_ template: String, to address: String) async throws -> [String: String] {
-            let deadline = ContinuousClock.now + .seconds(30)
-            while ContinuousClock.now < deadline {
+            var found: [String: Any]?
+            try await Poll.until(within: .seconds(30)) {
                 let delivered = bodies.list.withLock { $0 }.compactMap { try? JSONSerialization.jsonObject(with: $0) as? [String: Any] }
-                if let found = delivered.first(where: { $0["template"] as? String == template && $0["to"] as? String == address })?["data"]
-                    as? [String: Any] {
-                    return found.compactMapValues { $0 as? String }
-                }
-                try await Task.sleep(for: .milliseconds(20))
+                found = delivered.first(where: { $0["template"] as? String == template && $0["to"] as? String == address })?["data"] as? [String: Any]
+                return found != nil
             }
-            throw SubprocessError("no \(template) to \(address) reached the sink")
+            guard let found else { throw SubprocessError("no \(template) to \(address) reached the sink") }
+            return found.compactMapValues { $0 as? String }
         }
     }
 

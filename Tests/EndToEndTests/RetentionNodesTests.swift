@@ -27,14 +27,9 @@ struct RetentionNodesTests {
         }
     }
 
-    /// Waits up to 30 s for `condition`.
+    /// Waits (bounded) for `condition`, recording `what` did not happen.
     func eventually(_ what: String, _ condition: () async throws -> Bool) async throws {
-        let deadline = ContinuousClock.now + .seconds(30)
-        while ContinuousClock.now < deadline {
-            if try await condition() { return }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        Issue.record("not within 30 s: \(what)")
+        if try await !Poll.until(every: .milliseconds(50), condition) { Issue.record("did not happen: \(what)") }
     }
 
     @Test func twoNodesPurgeWhatCameOfAgeTellCursorsBehindAndPurgeNothingEarlyAcrossARestart() async throws {

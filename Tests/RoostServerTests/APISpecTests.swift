@@ -140,11 +140,11 @@ struct APISpecTests {
         let slug = api.tenant
         _ = try await api.pool.withConnection { connection in try connection.withTransaction { try Retention.setTenant(slug: slug, days: 2, on: $0) } }
         let purges = RetentionJobs(pool: api.pool, runner: JobRunner(metrics: JobMetrics(), log: Log(level: .error)))
-        var tries = 0
-        while tries < 600, try await api.inTenant({ _, connection in try RetentionStore().oldestSeq(group: gid, on: connection) }) != 4 {
-            tries += 1
-            try await purges.runOnce(tenant: tenant)  // until done, whichever node of another suite claimed it meanwhile
-            try await Task.sleep(for: .milliseconds(50))
+        // Rounds until it is done, whichever node of another suite claimed it meanwhile.
+        try await Poll.until {
+            if try await api.inTenant({ _, connection in try RetentionStore().oldestSeq(group: gid, on: connection) }) == 4 { return true }
+            try await purges.runOnce(tenant: tenant)
+            return false
         }
         ownerStream.sendText(#"{"type":"resume","cursors":{"\#(group)":0}}"#)
         let reset = try #require(await ownerStream.receiveText())

@@ -49,10 +49,7 @@ struct CheckinTests {
         async let second = schedulers[1].runOnce()
         _ = try await (first, second)
         // The end-to-end tests' nodes share this database and may win the race: wait for whoever did.
-        let deadline = ContinuousClock.now + .seconds(10)
-        while try await missedAlerts(api, group: group).isEmpty && ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(20))
-        }
+        try await Poll.until { try await !missedAlerts(api, group: group).isEmpty }
         #expect(try await missedAlerts(api, group: group) == ["Walking home through the park"])
         let alert = try #require((try await api.call("GET", "/v1/groups/\(group)/alerts?status=open", token: owner.token).1["items"] as? [[String: Any]])?.first)
         #expect((alert["location"] as? [String: Any])?["lat"] as? Double == 55.2)

@@ -55,6 +55,7 @@ final class TestServer {
         builder.add(.get, "/hello") { _ in .json(.ok, Array(#"{"hello":"neighbour"}"#.utf8)) }
         builder.addInline(.get, "/inline") { context in .json(.ok, Array("{\"route\":\"\(context.route)\"}".utf8)) }
         builder.add(.get, "/sleep/{ms:int}") { context in
+            // A slow handler: the server's side of a test, not the test waiting.
             try await Task.sleep(for: .milliseconds(context.parameters.int("ms")!))
             return .json(.ok, Array("{\"slept\":\(context.parameters.int("ms")!)}".utf8))
         }
@@ -359,7 +360,8 @@ struct HTTPServerTests {
         let client = try TestClient(port: test.port, receiveBuffer: 4096, receiveTimeoutSeconds: 60)
         let size = 8 * 1024 * 1024
         client.send("GET /big/\(size) HTTP/1.1\r\n\r\n")
-        try await Task.sleep(for: .milliseconds(200))  // let the server fill the socket and wait for EPOLLOUT
+        // The server fills the socket and waits for EPOLLOUT with the rest queued.
+        #expect(try await Poll.until(every: .milliseconds(5)) { test.server.queuedBytes > 0 })
         let response = try #require(await client.readResponse())
         #expect(response.body.count == size)
         #expect(response.body.enumerated().allSatisfy { $0.element == UInt8(truncatingIfNeeded: $0.offset % 251) })
@@ -378,7 +380,7 @@ struct HTTPServerTests {
         // more never buys more time.
         client.send(String(repeating: "GET /big/\(1024 * 1024) HTTP/1.1\r\n\r\n", count: 50))
         // First a request is taken and its response fills the socket...
-        while test.server.requestsServed < 1 { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(try await Poll.until(every: .milliseconds(5)) { test.server.requestsServed >= 1 })
         await test.settle()
         var written = test.server.bytesWritten
         clock.advance(milliseconds: 299)
@@ -445,12 +447,12 @@ struct HTTPServerTests {
         let test = try TestServer(extraRoutes: { builder in builder.add(.get, "/slow-stream") { _ in .streamed(.ok, source) } })
         let client = try TestClient(port: test.port, receiveBuffer: 4096, receiveTimeoutSeconds: 60)
         client.send("GET /slow-stream HTTP/1.1\r\n\r\n")
-        // Until the server stops asking (the queue is full and the socket would block).
-        var last = -1
-        while source.asked != last {
-            last = source.asked
-            try await Task.sleep(for: .milliseconds(200))
-        }
+        // The server stops asking once its queue passes half the bound and the socket would
+        // block; a piece already on its way may still land, so the count is read a moment later.
+        let half = NetworkLimits().maxOutboundQueueBytes / 2
+        #expect(try await Poll.until(every: .milliseconds(5)) { test.server.queuedBytes >= half })
+        try await Poll.quiet(for: .milliseconds(200))
+        let last = source.asked
         print("stalled reader: the source was asked for \(last) of 5000 pieces (\(last * 4) KiB) before the reader read")
         #expect(last < 2000, "asked for \(last) pieces of a body nobody read")
         let response = try #require(await client.readResponse())
@@ -477,7 +479,7 @@ struct HTTPServerTests {
         let test = try TestServer(limits: limits)
         let holder = try TestClient(port: test.port)
         holder.send("GET /hold HTTP/1.1\r\n\r\n")
-        while test.server.runningHandlers < 1 { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(try await Poll.until(every: .milliseconds(5)) { test.server.runningHandlers >= 1 })
         let client = try TestClient(port: test.port)
         client.send("GET /hello HTTP/1.1\r\n\r\n")
         let busy = try #require(await client.readResponse())
@@ -697,7 +699,7 @@ struct HTTPServerTests {
         let test = try TestServer()
         let client = try TestClient(port: test.port)
         client.send("GET /sleep/300 HTTP/1.1\r\n\r\n")
-        while test.server.runningHandlers < 1 { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(try await Poll.until(every: .milliseconds(5)) { test.server.runningHandlers >= 1 })
         let idle = try TestClient(port: test.port)
         idle.send("GET /hello HTTP/1.1\r\n\r\n")
         #expect(await idle.readResponse()?.status == 200)

@@ -240,12 +240,10 @@ struct MediaTests {
             client.send("GET /v1/media/\(oldID) HTTP/1.1\r\nAuthorization: Bearer \(ann.token)\r\n\r\n")
             return await client.readResponse()?.status == 200
         }
-        // A `while`, not `for … where`: that would ask all 200 times, whatever the answers.
-        var rounds = 0
-        while rounds < 200, try await stillServed() {
-            rounds += 1
+        try await Poll.until {
+            guard try await stillServed() else { return true }
             try await purges.runOnce(tenant: tenant)
-            try await Task.sleep(for: .milliseconds(20))
+            return false
         }
         #expect(try await Self.get(api, "/v1/media/\(oldID)", token: ann.token).status == 404)
         let left = try await api.inTenant { _, connection in
@@ -370,11 +368,10 @@ struct MediaTests {
         }
         let tenant = try await api.inTenant { tenant, _ in tenant }
         let expiries = MediaExpiries(pool: api.pool, runner: JobRunner(metrics: JobMetrics(), log: Log(level: .error)))
-        var rounds = 0
-        while rounds < 200, try await api.inTenant({ _, connection in try connection.query("SELECT 1 FROM media").first != nil }) {
-            rounds += 1
+        try await Poll.until {
+            guard try await api.inTenant({ _, connection in try connection.query("SELECT 1 FROM media").first != nil }) else { return true }
             try await expiries.runOnce(tenant: tenant)  // another suite's node may take some first
-            try await Task.sleep(for: .milliseconds(20))
+            return false
         }
         let after = try await api.inTenant { _, connection in
             let row = try connection.query("SELECT (SELECT count(*) FROM media) + (SELECT count(*) FROM media_blobs) AS n, (SELECT bytes FROM media_usage) AS used").rows[0]

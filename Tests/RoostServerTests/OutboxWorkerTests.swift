@@ -36,15 +36,16 @@ final class WebhookSink: Sendable {
     /// Waits (bounded) for the first accepted delivery to `recipient` with `template` (of
     /// `tenant`, when given); its JSON.
     func awaitDelivery(to recipient: String, template: String, tenant: String? = nil, timeout: Duration = .seconds(20)) async throws -> [String: Any] {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if let found = received.first(where: {
+        var found: [String: Any]?
+        try await Poll.until(within: timeout, every: .milliseconds(10)) {
+            found = received.first(where: {
                 $0.accepted && $0.object["to"] as? String == recipient && $0.object["template"] as? String == template
                     && (tenant == nil || $0.object["tenant"] as? String == tenant)
-            }) { return found.object }
-            try await Task.sleep(for: .milliseconds(10))
+            })?.object
+            return found != nil
         }
-        throw TestClientError("no \(template) delivery to \(recipient) within \(timeout)")
+        guard let found else { throw TestClientError("no \(template) delivery to \(recipient) within \(timeout)") }
+        return found
     }
 
     func route(_ builder: inout Router.Builder) {
@@ -112,12 +113,9 @@ extension OutboxDeliveryTests {
 
         /// Waits (bounded) until every row has left `pending`.
         func awaitSettled(_ ids: [UUID], timeout: Duration = .seconds(20)) async throws {
-            let deadline = ContinuousClock.now + timeout
-            while ContinuousClock.now < deadline {
-                var pending = false
-                for id in ids where try await status(id).status == "pending" { pending = true }
-                if !pending { return }
-                try await Task.sleep(for: .milliseconds(20))
+            try await Poll.until(within: timeout) {
+                for id in ids where try await status(id).status == "pending" { return false }
+                return true
             }
         }
 
@@ -194,7 +192,7 @@ extension OutboxDeliveryTests {
             let ids = try await enqueue(1)
             let first = worker(sinkPort: server.port, secret: nil)
             first.start()
-            while try await status(ids[0]).attempts < 1 { try await Task.sleep(for: .milliseconds(10)) }
+            #expect(try await Poll.until { try await status(ids[0]).attempts >= 1 })
             await first.stop()
             // A new worker (a restarted node) picks the row up where the first left it.
             let second = worker(sinkPort: server.port, secret: nil)
@@ -246,7 +244,7 @@ extension OutboxDeliveryTests {
                                       options: options, log: Log(level: .error))
             worker.start()
             // The flood is being delivered; then the other tenant's code is queued.
-            while sink.received.count < 200 { try await Task.sleep(for: .milliseconds(5)) }
+            #expect(try await Poll.until(every: .milliseconds(5)) { sink.received.count >= 200 })
             let queuedAt = ContinuousClock.now
             try setup.withTenantTransaction(quiet) { connection in
                 try OutboxStore().enqueue(tenant: quiet, channel: .email, recipient: "quiet@example.org", template: .verification,

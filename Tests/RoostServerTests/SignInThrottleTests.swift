@@ -181,7 +181,7 @@ struct SignInThrottleTests {
             }
         }
         func waitUntil(_ count: Int) async throws {
-            while gate.waitingCount < count { try await Task.sleep(for: .milliseconds(2)) }
+            #expect(try await Poll.until(every: .milliseconds(2)) { gate.waitingCount >= count })
         }
         var flooder: [Task<Bool, Never>] = []
         for index in 1...3 {

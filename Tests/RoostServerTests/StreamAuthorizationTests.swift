@@ -38,8 +38,9 @@ struct StreamAuthorizationTests {
         let stream = try await WebSocketTestClient.connect(port: api.test.port, path: "/v1/stream", receiveBuffer: 4096, token: member.token)
         #expect(await stream.receiveJSON()?["type"] as? String == "ready")
         for _ in 0..<3 { stream.sendText(#"{"type":"resume","cursors":{"\#(group)":0}}"#) }
-        // The member does not read yet: the first replay fills the queue and waits for it to drain.
-        try await Task.sleep(for: .milliseconds(200))
+        // The member does not read yet: the first replay fills the queue past half its 1 MiB bound
+        // and waits for it to drain.
+        #expect(try await Poll.until(every: .milliseconds(5)) { api.test.server.queuedBytes > 512 * 1024 })
         let (removed, _) = try await api.call("DELETE", "/v1/groups/\(group)/members/\(member.id)", token: owner.token)
         #expect(removed == 204)
         let removal = try await api.inTenant { _, connection in

@@ -172,14 +172,12 @@ struct StreamPropertyTests {
         for (stream, observer) in streams {
             stream.sendText(#"{"type":"resume","cursors":\#(observer.cursors)}"#)
         }
-        let deadline = ContinuousClock.now + .seconds(20)
         func settled() -> Bool {
             streams.allSatisfy { _, observer in
                 observer.state.withLock { state in (0..<2).allSatisfy { !isMember[$0] || state.last[groups[$0]] == last[$0] } }
             }
         }
-        while !settled() && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
-        #expect(settled(), "streams did not reach \(last): \(streams.map { $0.1.cursors })")
+        #expect(try await Poll.until { settled() }, "streams did not reach \(last): \(streams.map { $0.1.cursors })")
         print("stream property (seed \(seed)): \(removals) removals, \(rejoins) re-joins, \(resumes) resumes; events seen "
               + streams.map { stream in stream.1.state.withLock { "\($0.events) (\($0.repeats) repeats)" } }.joined(separator: " and "))
         for (index, (_, observer)) in streams.enumerated() {

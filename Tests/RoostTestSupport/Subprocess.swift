@@ -142,13 +142,12 @@ public final class RunningProcess: @unchecked Sendable {
 
     /// Waits (polling the output file, bounded) for a line containing `text`; returns that line.
     public func waitForLine(containing text: String, timeout: Duration = .seconds(30)) async -> String? {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if let line = output.split(separator: "\n").first(where: { $0.contains(text) }) { return String(line) }
-            if exitStatus != nil || kill(pid, 0) != 0 { return nil }
-            try? await Task.sleep(for: .milliseconds(20))
+        var found: String?
+        _ = try? await Poll.until(within: timeout) {
+            found = output.split(separator: "\n").first(where: { $0.contains(text) }).map(String.init)
+            return found != nil || exitStatus != nil || kill(pid, 0) != 0
         }
-        return nil
+        return found
     }
 
     public func signal(_ number: Int32) {

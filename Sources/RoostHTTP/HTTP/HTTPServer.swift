@@ -49,6 +49,8 @@ public final class HTTPServer: Sendable {
     /// had to wait. A pending write that makes progress raises it.
     public var bytesWritten: Int { context.bytesWritten.load(ordering: .relaxed) }
     public var runningHandlers: Int { context.runningHandlers.load(ordering: .relaxed) }
+    /// Bytes waiting in the connections' outbound queues (`roost_outbound_queued_bytes`).
+    public var queuedBytes: Int { context.metrics.queuedBytes.load(ordering: .relaxed) }
 
     /// The `/metrics` body.
     public func renderMetrics(pool: (open: Int, inUse: Int, waiting: Int)) -> String {
