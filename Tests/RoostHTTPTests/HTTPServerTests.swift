@@ -1,9 +1,7 @@
 import Foundation
 import RoostTestSupport
-import RoostPersistence
 import RoostProtocol
 @testable import RoostHTTP
-@testable import RoostServer
 import Synchronization
 import Testing
 
@@ -18,101 +16,10 @@ struct DecodedBody: Decodable {
     let places: [Place]?
 }
 
-/// A server on an ephemeral port with routes made for testing the network core.
-final class TestServer {
-    let server: HTTPServer
-    let port: UInt16
-    /// Released by tests to let `/hold` handlers finish.
-    let gate = DispatchSemaphore(value: 0)
-
-    /// With one loop, a round trip on another connection means the loop has read every byte
-    /// sent before it (loopback delivers a send at once) and run every timer the clock has
-    /// passed: what a test sent is seen before time moves. The probe is counted out again
-    /// before this returns.
-    /// Returns the bytes the probe's answer took, which the server's `bytesWritten` counts too.
-    @discardableResult
-    func settle() async -> Int {
-        guard let probe = try? TestClient(port: port) else { return 0 }
-        probe.send("GET /inline HTTP/1.1\r\nConnection: close\r\n\r\n")
-        _ = await probe.readResponse()
-        _ = await probe.waitForClose()
-        return probe.bytesRead
-    }
-
-    init(
-        limits: NetworkLimits = NetworkLimits(), threads: Int = 2,
-        addresses: [ListenAddress] = [.inet(host: "127.0.0.1", port: 0)],
-        accept: @escaping Listener.Accept = Socket.accept,
-        clock: any LoopClock = SystemClock(),
-        observers: [any RequestObserver] = [],
-        extraRoutes: (inout Router.Builder) -> Void = { _ in }
-    ) throws {
-        var limits = limits
-        // Tests end with a shutdown that clients do not answer: do not wait 5 s for each.
-        limits.closeTimeoutMilliseconds = min(limits.closeTimeoutMilliseconds, 300)
-        var builder = Router.Builder()
-        extraRoutes(&builder)
-        builder.add(.get, "/hello") { _ in .json(.ok, Array(#"{"hello":"neighbour"}"#.utf8)) }
-        builder.addInline(.get, "/inline") { context in .json(.ok, Array("{\"route\":\"\(context.route)\"}".utf8)) }
-        builder.add(.get, "/sleep/{ms:int}") { context in
-            // A slow handler: the server's side of a test, not the test waiting.
-            try await Task.sleep(for: .milliseconds(context.parameters.int("ms")!))
-            return .json(.ok, Array("{\"slept\":\(context.parameters.int("ms")!)}".utf8))
-        }
-        let gate = self.gate
-        builder.add(.get, "/hold") { _ in
-            await withCheckedContinuation { continuation in
-                DispatchQueue.global().async {
-                    gate.wait()
-                    continuation.resume()
-                }
-            }
-            return .json(.ok, Array(#"{"held":true}"#.utf8))
-        }
-        builder.add(.get, "/big/{bytes:int}") { context in
-            let count = Int(context.parameters.int("bytes")!)
-            return HTTPResponse(status: .ok, body: (0..<count).map { UInt8(truncatingIfNeeded: $0 % 251) })
-        }
-        builder.add(.post, "/echo") { context in HTTPResponse(status: .ok, body: context.request.body) }
-        builder.add(.post, "/upload", bodyLimit: 16 << 20, streamedBody: true) { context in
-            var count = 0
-            while let part = try await context.bodyStream?.next() { count += part.count }
-            return .json(.ok, Array("{\"bytes\":\(count)}".utf8))
-        }
-        builder.add(.get, "/stream/{pieces:int}") { context in
-            .streamed(.ok, headers: ["Content-Type": "application/octet-stream"], CountingSource(pieces: Int(context.parameters.int("pieces")!)))
-        }
-        builder.add(.get, "/broken-stream") { _ in .streamed(.ok, CountingSource(pieces: 1000, failAt: 3)) }
-        builder.add(.post, "/decode") { context in
-            let body = try context.decodeJSON(DecodedBody.self)
-            return .json(.ok, Array("{\"text\":\(body.text.count),\"places\":\(body.places?.count ?? 0)}".utf8))
-        }
-        builder.add(.get, "/teapot") { _ in throw APIError(.conflict, code: .conflict, message: "already brewing") }
-        builder.add(.get, "/crash") { _ in throw CancellationError() }
-        builder.add(.get, "/db-down") { _ in
-            // A closed pool fails like an unreachable database, with no mapping in the route.
-            let pool = ConnectionPool(configuration: .init(connectionString: "postgresql:///none?host=/nonexistent"))
-            pool.close()
-            try await pool.query("SELECT 1")
-            return HTTPResponse(status: .ok)
-        }
-        server = try HTTPServer(
-            router: builder.build(), limits: limits, addresses: addresses, threads: threads,
-            log: Log(level: .error), accessLog: false, observers: observers, errorMapper: APIError.mapping, clock: clock, accept: accept)
-        try server.start()
-        port = server.boundPorts.first ?? 0
-    }
-
-    func stop() async {
-        for _ in 0..<64 { gate.signal() }
-        await server.shutdown()
-    }
-}
-
 @Suite(.serialized)
 struct HTTPServerTests {
     @Test func keepAliveServesSeveralRequestsOnOneConnection() async throws {
-        let test = try TestServer()
+        let test = try TransportServer()
         let client = try TestClient(port: test.port)
         for _ in 0..<3 {
             client.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -125,7 +32,7 @@ struct HTTPServerTests {
     }
 
     @Test func pipelinedResponsesComeBackInRequestOrder() async throws {
-        let test = try TestServer()
+        let test = try TransportServer()
         let client = try TestClient(port: test.port)
         // The first handler is the slowest; the answers must still come back in order.
         client.send("GET /sleep/300 HTTP/1.1\r\n\r\nGET /sleep/1 HTTP/1.1\r\n\r\nGET /hello HTTP/1.1\r\n\r\nPOST /echo HTTP/1.1\r\nContent-Length: 4\r\n\r\nabcd")
@@ -136,7 +43,7 @@ struct HTTPServerTests {
     }
 
     @Test func unknownPathsAndMethodsGetTheJSONErrorShape() async throws {
-        let test = try TestServer()
+        let test = try TransportServer()
         let client = try TestClient(port: test.port)
         client.send("GET /nope HTTP/1.1\r\n\r\n")
         let missing = try #require(await client.readResponse())
@@ -156,7 +63,7 @@ struct HTTPServerTests {
     }
 
     @Test func aHandlerFailureIsA500ThatNamesTheRequestAndTheServerKeepsServing() async throws {
-        let test = try TestServer()
+        let test = try TransportServer()
         let client = try TestClient(port: test.port)
         client.send("GET /crash HTTP/1.1\r\nX-Request-Id: trace-123\r\n\r\n")
         let failed = try #require(await client.readResponse())
@@ -168,10 +75,12 @@ struct HTTPServerTests {
         await test.stop()
     }
 
-    @Test func aDatabaseFailureInAnyRouteIs503NotA500() async throws {
-        let test = try TestServer()
+    /// The transport answers an error of the application's own kind as the application's mapper
+    /// says (RoostServer maps an unreachable database to 503: APIErrorMappingTests).
+    @Test func anErrorTheApplicationMapsIsAnsweredAsItsMapperSays() async throws {
+        let test = try TransportServer()
         let client = try TestClient(port: test.port)
-        client.send("GET /db-down HTTP/1.1\r\n\r\n")
+        client.send("GET /unavailable HTTP/1.1\r\n\r\n")
         let response = try #require(await client.readResponse())
         #expect(response.status == 503)
         #expect(response.headers["retry-after"] == "1")
@@ -180,7 +89,7 @@ struct HTTPServerTests {
     }
 
     @Test func aMalformedRequestGets400AndTheConnectionCloses() async throws {
-        let test = try TestServer()
+        let test = try TransportServer()
         let client = try TestClient(port: test.port)
         client.send("POST /echo HTTP/1.1\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n")
         let response = try #require(await client.readResponse())
@@ -197,7 +106,7 @@ struct HTTPServerTests {
     @Test func aTooLargeBodyGets413() async throws {
         var limits = NetworkLimits()
         limits.maxBodyBytes = 1024
-        let test = try TestServer(limits: limits)
+        let test = try TransportServer(limits: limits)
         let client = try TestClient(port: test.port)
         client.send("POST /echo HTTP/1.1\r\nContent-Length: 5000\r\n\r\n")
         let response = try #require(await client.readResponse())
@@ -218,7 +127,7 @@ struct HTTPServerTests {
 
     @Test func everyAnsweredRequestReachesTheObserversOnTheLoopsClock() async throws {
         let (recorder, clock) = (Recorder(), ManualClock())
-        let test = try TestServer(threads: 1, clock: clock, observers: [recorder])
+        let test = try TransportServer(threads: 1, clock: clock, observers: [recorder])
         let client = try TestClient(port: test.port)
         client.send("GET /hello HTTP/1.1\r\nX-Request-Id: first\r\n\r\n")
         #expect(await client.readResponse()?.status == 200)
@@ -243,7 +152,7 @@ struct HTTPServerTests {
         var limits = NetworkLimits()
         limits.headerTimeoutMilliseconds = 400
         let clock = ManualClock()
-        let test = try TestServer(limits: limits, threads: 1, clock: clock)
+        let test = try TransportServer(limits: limits, threads: 1, clock: clock)
         // Just inside the deadline the request is still taken.
         let inTime = try TestClient(port: test.port)
         inTime.send("GET /hello HTTP/1.1\r\nX-Slow: ")
@@ -268,7 +177,7 @@ struct HTTPServerTests {
     }
 
     /// An upload's head, asking for `100 Continue`: the interim answer says the upload holds a slot.
-    func startUpload(_ test: TestServer, bytes: Int = 100_000) async throws -> TestClient {
+    func startUpload(_ test: TransportServer, bytes: Int = 100_000) async throws -> TestClient {
         let client = try TestClient(port: test.port)
         client.send("POST /upload HTTP/1.1\r\nContent-Length: \(bytes)\r\nExpect: 100-continue\r\n\r\n")
         return client
@@ -279,7 +188,7 @@ struct HTTPServerTests {
         limits.maxConcurrentHandlers = 4
         limits.maxConcurrentUploads = 6
         let clock = ManualClock()  // time stands still: no upload is cut while the test runs
-        let test = try TestServer(limits: limits, threads: 1, clock: clock)
+        let test = try TransportServer(limits: limits, threads: 1, clock: clock)
         var uploads: [TestClient] = []
         for _ in 0..<6 {
             let upload = try await startUpload(test)
@@ -311,7 +220,7 @@ struct HTTPServerTests {
         limits.minUploadBytesPerSecond = 1024
         limits.uploadRateWindowMilliseconds = 30_000
         let clock = ManualClock()
-        let test = try TestServer(limits: limits, threads: 1, clock: clock)
+        let test = try TransportServer(limits: limits, threads: 1, clock: clock)
         let (slow, steady) = (try await startUpload(test), try await startUpload(test))
         #expect(await slow.readResponseHeadOnly()?.status == 100)
         #expect(await steady.readResponseHeadOnly()?.status == 100)
@@ -336,7 +245,7 @@ struct HTTPServerTests {
         var limits = NetworkLimits()
         limits.idleTimeoutMilliseconds = 300
         let clock = ManualClock()
-        let test = try TestServer(limits: limits, threads: 1, clock: clock)
+        let test = try TransportServer(limits: limits, threads: 1, clock: clock)
         let client = try TestClient(port: test.port)
         client.send("GET /hello HTTP/1.1\r\n\r\n")
         #expect(await client.readResponse()?.status == 200)
@@ -355,7 +264,7 @@ struct HTTPServerTests {
     }
 
     @Test func aResponseLargerThanTheSocketBufferReachesASlowReaderIntact() async throws {
-        let test = try TestServer()
+        let test = try TransportServer()
         // Intactness, not speed: a suite loading both cores may leave a read waiting past 10 s.
         let client = try TestClient(port: test.port, receiveBuffer: 4096, receiveTimeoutSeconds: 60)
         let size = 8 * 1024 * 1024
@@ -374,7 +283,7 @@ struct HTTPServerTests {
         var limits = NetworkLimits()
         limits.idleTimeoutMilliseconds = 300
         let clock = ManualClock()
-        let test = try TestServer(limits: limits, threads: 1, clock: clock)
+        let test = try TransportServer(limits: limits, threads: 1, clock: clock)
         let client = try TestClient(port: test.port, receiveBuffer: 4096)
         // Many pipelined requests: reading them pauses while answers back up, and asking for
         // more never buys more time.
@@ -409,7 +318,7 @@ struct HTTPServerTests {
     }
 
     @Test func pipelinedLargeResponsesAllReachAReaderThatKeepsUp() async throws {
-        let test = try TestServer()
+        let test = try TransportServer()
         let client = try TestClient(port: test.port)
         let size = 2 * 1024 * 1024
         client.send(String(repeating: "GET /big/\(size) HTTP/1.1\r\n\r\n", count: 10))
@@ -425,7 +334,7 @@ struct HTTPServerTests {
     /// A streamed body (chunked) arrives whole, even to a reader slower than the producer, and
     /// the pipelined requests behind it are answered after it, in order.
     @Test func aStreamedBodyArrivesWholeAndPipelinedRequestsFollowIt() async throws {
-        let test = try TestServer()
+        let test = try TransportServer()
         let client = try TestClient(port: test.port)
         client.send("GET /stream/2000 HTTP/1.1\r\n\r\nGET /hello HTTP/1.1\r\n\r\nHEAD /stream/5 HTTP/1.1\r\n\r\nGET /stream/0 HTTP/1.1\r\n\r\n")
         let streamed = try #require(await client.readResponse())
@@ -444,7 +353,7 @@ struct HTTPServerTests {
     /// connection's bounded queue and the socket buffers, not for the whole body.
     @Test func aStalledReaderHoldsTheStreamsSourceBack() async throws {
         let source = CountingSource(pieces: 5000)  // 20 MiB
-        let test = try TestServer(extraRoutes: { builder in builder.add(.get, "/slow-stream") { _ in .streamed(.ok, source) } })
+        let test = try TransportServer(extraRoutes: { builder in builder.add(.get, "/slow-stream") { _ in .streamed(.ok, source) } })
         let client = try TestClient(port: test.port, receiveBuffer: 4096, receiveTimeoutSeconds: 60)
         client.send("GET /slow-stream HTTP/1.1\r\n\r\n")
         // The server stops asking once its queue passes half the bound and the socket would
@@ -463,7 +372,7 @@ struct HTTPServerTests {
     /// A source that fails mid-body closes the connection before the last chunk: the client
     /// cannot mistake the cut body for a whole one. The server keeps serving.
     @Test func aStreamThatFailsEndsTheConnectionWithoutTheLastChunk() async throws {
-        let test = try TestServer()
+        let test = try TransportServer()
         let client = try TestClient(port: test.port)
         client.send("GET /broken-stream HTTP/1.1\r\n\r\n")
         #expect(await client.readResponse() == nil, "no complete response")
@@ -476,7 +385,7 @@ struct HTTPServerTests {
     @Test func whenEveryHandlerSlotIsTakenNewRequestsGet503WithRetryAfter() async throws {
         var limits = NetworkLimits()
         limits.maxConcurrentHandlers = 1
-        let test = try TestServer(limits: limits)
+        let test = try TransportServer(limits: limits)
         let holder = try TestClient(port: test.port)
         holder.send("GET /hold HTTP/1.1\r\n\r\n")
         #expect(try await Poll.until(every: .milliseconds(5)) { test.server.runningHandlers >= 1 })
@@ -493,7 +402,7 @@ struct HTTPServerTests {
     }
 
     @Test func inlineRoutesAnswerInOrderAmongPipelinedCalls() async throws {
-        let test = try TestServer()
+        let test = try TransportServer()
         let client = try TestClient(port: test.port)
         client.send("GET /sleep/100 HTTP/1.1\r\n\r\nGET /inline HTTP/1.1\r\n\r\n")
         #expect(await client.readResponse()?.text == #"{"slept":100}"#)
@@ -502,7 +411,7 @@ struct HTTPServerTests {
     }
 
     @Test func metricsCountRequestsByRouteAndStatus() async throws {
-        let test = try TestServer()
+        let test = try TransportServer()
         let client = try TestClient(port: test.port)
         for path in ["/hello", "/hello", "/nope", "/teapot"] {
             client.send("GET \(path) HTTP/1.1\r\n\r\n")
@@ -520,7 +429,7 @@ struct HTTPServerTests {
     @Test func connectionsBeyondThePerAddressLimitGet503() async throws {
         var limits = NetworkLimits()
         limits.maxConnectionsPerAddress = 2
-        let test = try TestServer(limits: limits)
+        let test = try TransportServer(limits: limits)
         // Two loops accept in either order: make sure the first two are in before the third.
         let first = try TestClient(port: test.port)
         let second = try TestClient(port: test.port)
@@ -540,7 +449,7 @@ struct HTTPServerTests {
         // socket stays readable throughout): the listener must pause, not retry at every wake-up.
         let attempts = Atomic<Int>(0)
         let failUntil = EventLoop.monotonicNow() + 300_000_000
-        let test = try TestServer(threads: 1, accept: { fd throws(SystemError) in
+        let test = try TransportServer(threads: 1, accept: { fd throws(SystemError) in
             attempts.add(1, ordering: .relaxed)
             if EventLoop.monotonicNow() < failUntil { throw SystemError(call: "accept4", errno: EMFILE) }
             return try Socket.accept(fd)
@@ -566,7 +475,7 @@ struct HTTPServerTests {
         (#"{"text":"hi","count":1,"places":[{"lat":1},{"lat":"north"}]}"#, 400, "validation_failed", "places.1.lat"),
     ])
     func jsonBodiesDecodeOrNameTheFieldAtFault(body: String, status: Int, code: String, field: String) async throws {
-        let test = try TestServer()
+        let test = try TransportServer()
         let client = try TestClient(port: test.port)
         client.send("POST /decode HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)")
         let response = try #require(await client.readResponse())
@@ -577,7 +486,7 @@ struct HTTPServerTests {
     }
 
     @Test func aNonJSONContentTypeGets415() async throws {
-        let test = try TestServer()
+        let test = try TransportServer()
         let client = try TestClient(port: test.port)
         client.send("POST /decode HTTP/1.1\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nhi")
         #expect(await client.readResponse()?.status == 415)
@@ -591,7 +500,7 @@ struct HTTPServerTests {
         let hasIPv6 = (try? String(contentsOfFile: "/proc/net/if_inet6", encoding: .utf8))?
             .contains("00000000000000000000000000000001") ?? false
         if hasIPv6 { addresses.append(.inet6(host: "::1", port: 0)) }
-        let test = try TestServer(addresses: addresses)
+        let test = try TransportServer(addresses: addresses)
         let unixAnswer = await offload { () -> String? in
             let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
             defer { close(fd) }
@@ -650,7 +559,7 @@ struct HTTPServerTests {
     /// Thousands of pipelined requests answered on the loop must not nest calls (a loop
     /// thread's stack is 1 MiB).
     @Test func manyPipelinedInlineRequestsAreAllAnswered() async throws {
-        let test = try TestServer()
+        let test = try TransportServer()
         let client = try TestClient(port: test.port)
         let count = 20_000
         let writer = Task.detached { client.send(String(repeating: "GET /inline HTTP/1.1\r\n\r\n", count: count)) }
@@ -666,7 +575,7 @@ struct HTTPServerTests {
     @Test func garbageOnManyConnectionsNeverStopsTheServer() async throws {
         var limits = NetworkLimits()
         limits.headerTimeoutMilliseconds = 200
-        let test = try TestServer(limits: limits)
+        let test = try TransportServer(limits: limits)
         var random = SystemRandomNumberGenerator()
         for round in 0..<80 {
             let client = try TestClient(port: test.port)
@@ -682,7 +591,7 @@ struct HTTPServerTests {
     }
 
     @Test func requestIDsAreEchoedOrGenerated() async throws {
-        let test = try TestServer()
+        let test = try TransportServer()
         let client = try TestClient(port: test.port)
         client.send("GET /hello HTTP/1.1\r\nX-Request-Id: abc-123\r\n\r\n")
         #expect(await client.readResponse()?.headers["x-request-id"] == "abc-123")
@@ -696,7 +605,7 @@ struct HTTPServerTests {
     }
 
     @Test func shutdownAnswersRequestsInFlightThenStops() async throws {
-        let test = try TestServer()
+        let test = try TransportServer()
         let client = try TestClient(port: test.port)
         client.send("GET /sleep/300 HTTP/1.1\r\n\r\n")
         #expect(try await Poll.until(every: .milliseconds(5)) { test.server.runningHandlers >= 1 })

@@ -1,13 +1,12 @@
 import Foundation
 import RoostProtocol
 @testable import RoostHTTP
-@testable import RoostServer
 import RoostTestSupport
 import Testing
 
-extension TestServer {
-    static func withEcho(_ limits: NetworkLimits = NetworkLimits(), threads: Int = 2, clock: any LoopClock = SystemClock()) throws -> TestServer {
-        try TestServer(limits: limits, threads: threads, clock: clock, extraRoutes: { builder in
+extension TransportServer {
+    static func withEcho(_ limits: NetworkLimits = NetworkLimits(), threads: Int = 2, clock: any LoopClock = SystemClock()) throws -> TransportServer {
+        try TransportServer(limits: limits, threads: threads, clock: clock, extraRoutes: { builder in
             builder.addWebSocket("/v1/conformance/echo") { _ in EchoSession() }
             builder.addWebSocket("/v1/refusing") { _ in
                 throw APIError(.unauthorized, code: .unauthenticated, message: "no token")
@@ -19,7 +18,7 @@ extension TestServer {
 @Suite(.serialized)
 struct WebSocketServerTests {
     @Test func anUpgradedConnectionEchoesAndAnswersPings() async throws {
-        let test = try TestServer.withEcho()
+        let test = try TransportServer.withEcho()
         let ws = try await WebSocketTestClient.connect(port: test.port)
         ws.sendText("Suspicious van on Elm St 🚐")
         #expect(await ws.receive() == .text("Suspicious van on Elm St 🚐"))
@@ -35,7 +34,7 @@ struct WebSocketServerTests {
     }
 
     @Test func theClientsCloseIsEchoedAndTheSocketClosed() async throws {
-        let test = try TestServer.withEcho()
+        let test = try TransportServer.withEcho()
         let ws = try await WebSocketTestClient.connect(port: test.port)
         ws.send(.close, [0x03, 0xE8] + Array("bye".utf8))
         #expect(await ws.receiveClose() == .some(.normal))
@@ -47,7 +46,7 @@ struct WebSocketServerTests {
     }
 
     @Test func theServersCloseOnShutdownIs1001AndWaitsForTheAnswer() async throws {
-        let test = try TestServer.withEcho()
+        let test = try TransportServer.withEcho()
         let ws = try await WebSocketTestClient.connect(port: test.port)
         ws.sendText("hello")
         #expect(await ws.receive() == .text("hello"))
@@ -66,7 +65,7 @@ struct WebSocketServerTests {
         ("oversized message", [0x82, 0xFF, 0, 0, 0, 0, 0, 0x10, 0, 0, 0, 0, 0, 0], .messageTooBig),
     ])
     func badFramesCloseWithTheRightCode(name: String, bytes: [UInt8], code: WebSocketCloseCode) async throws {
-        let test = try TestServer.withEcho()
+        let test = try TransportServer.withEcho()
         let ws = try await WebSocketTestClient.connect(port: test.port)
         ws.client.send(bytes)
         #expect(await ws.receiveClose() == .some(code), "\(name)")
@@ -75,7 +74,7 @@ struct WebSocketServerTests {
     }
 
     @Test func aRefusedUpgradeGetsTheAcceptorsError() async throws {
-        let test = try TestServer.withEcho()
+        let test = try TransportServer.withEcho()
         await #expect(throws: TestClientError.self) { try await WebSocketTestClient.connect(port: test.port, path: "/v1/refusing") }
         let client = try TestClient(port: test.port)
         client.send("GET /v1/conformance/echo HTTP/1.1\r\n\r\n")
@@ -88,7 +87,7 @@ struct WebSocketServerTests {
         limits.pingIntervalMilliseconds = 150
         limits.pongTimeoutMilliseconds = 300
         let clock = ManualClock()
-        let test = try TestServer.withEcho(limits, threads: 1, clock: clock)
+        let test = try TransportServer.withEcho(limits, threads: 1, clock: clock)
         let ws = try await WebSocketTestClient.connect(port: test.port)
         // Time moves tick by tick (each tick schedules the next from when it ran).
         await test.settle()
@@ -109,7 +108,7 @@ struct WebSocketServerTests {
         var limits = NetworkLimits()
         limits.maxOutboundQueueBytes = 256 * 1024
         // One event loop: the healthy client shares it with the stalled one.
-        let test = try TestServer(limits: limits, threads: 1, extraRoutes: { builder in
+        let test = try TransportServer(limits: limits, threads: 1, extraRoutes: { builder in
             builder.addWebSocket("/v1/conformance/echo") { _ in EchoSession() }
         })
         let stalled = try await WebSocketTestClient.connect(port: test.port, receiveBuffer: 4096)
@@ -153,7 +152,7 @@ struct WebSocketServerTests {
         var limits = NetworkLimits()
         limits.framesPerLoopTurn = 2
         let (opened, continuation) = AsyncStream.makeStream(of: WebSocketChannel.self)
-        let test = try TestServer(limits: limits, threads: 1, extraRoutes: { builder in
+        let test = try TransportServer(limits: limits, threads: 1, extraRoutes: { builder in
             builder.addWebSocket("/v1/collect") { _ in ChannelCollector(continuation) }
         })
         var clients: [WebSocketTestClient] = []
