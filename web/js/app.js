@@ -1,6 +1,8 @@
 // The app's shell: hash routes to screens, the navigation, the one live stream, and the
 // service worker. Each screen is a module exporting `show(context)`, which fills `main`
-// and may return a function that tears it down when another screen replaces it.
+// and may return a function that tears it down when another screen replaces it. A screen
+// imports nothing from here: what it may ask of the shell (navigate, signedIn, logOut) comes
+// in its context, so no module imports another in a circle.
 
 import { api, onSignedOut, session } from "./api.js";
 import { Stream } from "./stream.js";
@@ -53,7 +55,7 @@ function currentRoute() {
   return { path: pathPart || "/", query: new URLSearchParams(queryPart || "") };
 }
 
-export function navigate(to) {
+function navigate(to) {
   if (location.hash === `#${to}`) show();
   else location.hash = to;
 }
@@ -132,7 +134,7 @@ async function show() {
     const module = await screens[screen]();
     if (ticket !== showing) return;
     const result = await module.show({
-      main, path: route.path, params: match ? match.slice(1) : [], query: route.query, stream: liveStream(), navigate,
+      main, path: route.path, params: match ? match.slice(1) : [], query: route.query, stream: liveStream(), navigate, signedIn, logOut,
     });
     if (ticket !== showing) {
       if (typeof result === "function") result();
@@ -151,12 +153,12 @@ onSignedOut((error) => {
   if (session.token) signOut(error.code === "unauthenticated" ? "Your session has ended. Please sign in again." : error.message);
 });
 
-export async function signedIn(tenant, answer) {
+async function signedIn(tenant, answer) {
   session.save(tenant, answer);
   liveStream();
 }
 
-export async function logOut() {
+async function logOut() {
   try {
     await api("POST", "/v1/auth/logout");
   } catch {

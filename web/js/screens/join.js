@@ -2,11 +2,10 @@
 // create an account; accept an invitation from its link; reset a forgotten password.
 
 import { api, ApiError, byAddress, path, session } from "../api.js";
-import { signedIn } from "../app.js";
 import { errorBox, field, fill, form, h, mount, showError, toast } from "../ui.js";
 
 export async function show(context) {
-  const { main, query, navigate } = context;
+  const { main, query, navigate, signedIn } = context;
   const token = query.get("token");
   const invitation = context.path === "/invitation" && token ? token : null;
   const resetting = context.path === "/reset" || context.path === "/password_reset";
@@ -16,8 +15,8 @@ export async function show(context) {
   const slug = query.get("tenant") || session.lastTenant;
   const tenant = slug ? await discover(slug).catch(() => null) : null;
   if (!tenant) return chooseTenant(main, slug, context);
-  if (resetting) return resetPassword(main, tenant, navigate);
-  return signIn(main, tenant, invitation, navigate, query.get("tab"));
+  if (resetting) return resetPassword(main, tenant, navigate, signedIn);
+  return signIn(main, tenant, invitation, navigate, query.get("tab"), signedIn);
 }
 
 async function discover(slug) {
@@ -49,7 +48,7 @@ function chooseTenant(main, slug, context) {
   mount(main, "Welcome to Roost", h("p", {}, "Roost keeps your street's watch group in touch: chat, alerts and check-ins."), h("div", { class: "panel" }, picked));
 }
 
-function signIn(main, tenant, invitation, navigate, tab) {
+function signIn(main, tenant, invitation, navigate, tab, signedIn) {
   const canRegister = tenant.registration === "open" || !!invitation;
   let mode = tab === "register" && canRegister ? "register" : invitation && canRegister ? "register" : "signin";
   const panel = h("div", { class: "panel" });
@@ -154,7 +153,7 @@ async function acceptSignedIn(main, token, navigate) {
   mount(main, "Your invitation", h("div", { class: "panel stack" }, h("p", {}, "Someone invited you to their watch group."), box, button));
 }
 
-function resetPassword(main, tenant, navigate) {
+function resetPassword(main, tenant, navigate, signedIn) {
   const second = h("div");
   const request = form({
     label: "Request a reset code",

@@ -2,10 +2,9 @@
 // PINs, password, export and deleting the account.
 
 import { api, path, session } from "../api.js";
-import { logOut } from "../app.js";
 import { currentPosition, errorBox, field, fill, form, h, mount, showError, time, toast } from "../ui.js";
 
-export async function show({ main, navigate }) {
+export async function show({ main, navigate, logOut }) {
   const [me, preferences] = await Promise.all([api("GET", "/v1/me"), api("GET", "/v1/me/notifications")]);
   session.updateUser(me);
   const devices = h("div");
@@ -57,39 +56,6 @@ export async function show({ main, navigate }) {
       toast("Notification settings saved.");
     },
   });
-
-  async function refreshDevices() {
-    const answer = await api("GET", "/v1/me/devices");
-    const box = errorBox();
-    fill(devices, h("h2", { id: "devices-heading" }, "Devices"), box,
-      answer.items.length ? h("ul", { class: "answers" }, answer.items.map((device) => h("li", { class: "row spread" },
-        h("span", {}, device.platform === "webpush" ? "A browser" : device.platform, " · added ", time(device.created_at)),
-        h("button", { type: "button", class: "secondary", onclick: async () => {
-          await api("DELETE", path`/v1/me/devices/${device.id}`).catch((error) => showError(box, error));
-          refreshDevices();
-        } }, "Remove")))) : h("p", { class: "muted" }, "No device gets alerts yet."),
-      h("button", { type: "button", onclick: () => enablePush(box).then(refreshDevices) }, "Get alerts on this device"));
-  }
-
-  async function refreshSessions() {
-    const answer = await api("GET", "/v1/me/sessions");
-    fill(sessions, h("h2", {}, "Where you are signed in"),
-      h("table", {}, h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Device"), h("th", { scope: "col" }, "Last used"), h("th", { scope: "col" }, h("span", { class: "visually-hidden" }, "Action")))),
-        h("tbody", {}, answer.items.map((item) => h("tr", {},
-          h("td", {}, item.client || "Unknown", item.current ? " (this one)" : ""),
-          h("td", {}, time(item.last_used_at)),
-          h("td", {}, item.current ? "" : h("button", { type: "button", class: "secondary", onclick: async () => {
-            await api("DELETE", path`/v1/me/sessions/${item.id}`).catch((error) => toast(error.sentence));
-            refreshSessions();
-          } }, "Sign out")))))),
-      h("p", { class: "row" },
-        h("button", { type: "button", class: "secondary", onclick: logOut }, "Sign out"),
-        h("button", { type: "button", class: "secondary", onclick: async () => {
-          await api("POST", "/v1/auth/logout-all").catch(() => {});
-          session.clear();
-          navigate("/join");
-        } }, "Sign out everywhere")));
-  }
 
   const pins = form({
     label: "PINs for check-ins",
@@ -166,7 +132,43 @@ export async function show({ main, navigate }) {
     h("section", { class: "panel", "aria-label": "PINs" }, h("h2", {}, "PINs for check-ins"), pins),
     h("section", { class: "panel", "aria-label": "Password" }, h("h2", {}, "Password"), password),
     h("section", { class: "panel", "aria-label": "Your data" }, h("h2", {}, "Your data"), exportBox, exportButton, h("h3", {}, "Delete account"), remove));
-  await Promise.all([refreshDevices(), refreshSessions()]);
+  const room = { main, me, preferences, devices, sessions, navigate, logOut };
+  await Promise.all([refreshDevices(room), refreshSessions(room)]);
+}
+
+async function refreshDevices(room) {
+  const { me, devices } = room;
+  const answer = await api("GET", "/v1/me/devices");
+  const box = errorBox();
+  fill(devices, h("h2", { id: "devices-heading" }, "Devices"), box,
+    answer.items.length ? h("ul", { class: "answers" }, answer.items.map((device) => h("li", { class: "row spread" },
+      h("span", {}, device.platform === "webpush" ? "A browser" : device.platform, " · added ", time(device.created_at)),
+      h("button", { type: "button", class: "secondary", onclick: async () => {
+        await api("DELETE", path`/v1/me/devices/${device.id}`).catch((error) => showError(box, error));
+        refreshDevices(room);
+      } }, "Remove")))) : h("p", { class: "muted" }, "No device gets alerts yet."),
+    h("button", { type: "button", onclick: () => enablePush(box).then(refreshDevices) }, "Get alerts on this device"));
+}
+
+async function refreshSessions(room) {
+  const { me, sessions, navigate, logOut } = room;
+  const answer = await api("GET", "/v1/me/sessions");
+  fill(sessions, h("h2", {}, "Where you are signed in"),
+    h("table", {}, h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Device"), h("th", { scope: "col" }, "Last used"), h("th", { scope: "col" }, h("span", { class: "visually-hidden" }, "Action")))),
+      h("tbody", {}, answer.items.map((item) => h("tr", {},
+        h("td", {}, item.client || "Unknown", item.current ? " (this one)" : ""),
+        h("td", {}, time(item.last_used_at)),
+        h("td", {}, item.current ? "" : h("button", { type: "button", class: "secondary", onclick: async () => {
+          await api("DELETE", path`/v1/me/sessions/${item.id}`).catch((error) => toast(error.sentence));
+          refreshSessions(room);
+        } }, "Sign out")))))),
+    h("p", { class: "row" },
+      h("button", { type: "button", class: "secondary", onclick: logOut }, "Sign out"),
+      h("button", { type: "button", class: "secondary", onclick: async () => {
+        await api("POST", "/v1/auth/logout-all").catch(() => {});
+        session.clear();
+        navigate("/join");
+      } }, "Sign out everywhere")));
 }
 
 /** Subscribes this browser to Web Push with the deployment's VAPID key and registers it. */

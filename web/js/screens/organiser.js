@@ -18,199 +18,206 @@ export async function show({ main, params: [groupID], navigate }) {
     audit: h("section", { class: "panel", "aria-labelledby": "audit-heading" }),
   };
 
-  async function members() {
-    const answer = await api("GET", path`/v1/groups/${groupID}/members?limit=200`);
-    const box = errorBox();
-    const act = (call) => async () => {
-      showError(box, null);
-      try {
-        await call();
-        await members();
-      } catch (error) {
-        showError(box, error);
-      }
-    };
-    fill(sections.members, h("h2", { id: "members-heading" }, `Members (${answer.items.length})`), box,
-      h("table", {}, h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Name"), h("th", { scope: "col" }, "Role"), h("th", { scope: "col" }, "Joined"),
-        manager ? h("th", { scope: "col" }, h("span", { class: "visually-hidden" }, "Actions")) : null)),
-      h("tbody", {}, answer.items.map((member) => h("tr", { dataset: { user: member.user_id } },
-        h("td", {}, member.display_name, member.user_id === me?.id ? " (you)" : ""),
-        h("td", {}, member.role),
-        h("td", {}, time(member.joined_at)),
-        manager ? h("td", { class: "row" }, member.role === "owner" || member.user_id === me?.id ? null : [
-          group.role === "owner" ? h("button", { type: "button", class: "secondary", onclick: act(() =>
-            api("PATCH", path`/v1/groups/${groupID}/members/${member.user_id}`, { role: member.role === "admin" ? "member" : "admin" })) },
-          member.role === "admin" ? `Make ${member.display_name} a member` : `Make ${member.display_name} an admin`) : null,
-          h("button", { type: "button", class: "secondary", onclick: act(async () => {
-            if (window.confirm(`Remove ${member.display_name} from the group?`)) await api("DELETE", path`/v1/groups/${groupID}/members/${member.user_id}`);
-          }) }, `Remove ${member.display_name}`),
-        ]) : null)))),
-      group.role !== "owner" ? h("p", {}, h("button", { type: "button", class: "secondary", onclick: async () => {
-        if (!window.confirm("Leave this group?")) return;
-        try {
-          await api("DELETE", path`/v1/groups/${groupID}/members/${me.id}`);
-          navigate("/groups");
-        } catch (error) {
-          showError(box, error);
-        }
-      } }, "Leave the group")) : null);
-  }
-
-  async function invitations() {
-    const answer = await api("GET", path`/v1/groups/${groupID}/invitations?limit=100`);
-    const invite = form({
-      label: "Invite a neighbour",
-      fields: [
-        field({ label: "Email or phone number", name: "address", required: true, autocomplete: "off", hint: "The invitation goes to that address only; it is valid for 7 days." }),
-        field({ label: "Role", name: "role", options: [["member", "Member"], ["admin", "Admin"]], value: "member" }),
-      ],
-      submit: "Send invitation",
-      action: async (values, element) => {
-        const address = values.address ?? "";
-        const body = byAddress(address);
-        if (values.role === "admin") body.role = "admin";
-        await api("POST", path`/v1/groups/${groupID}/invitations`, body).catch((error) => {
-          if (error.field === "email" || error.field === "phone") error.field = "address";
-          throw error;
-        });
-        element.reset();
-        toast(`Invitation sent to ${address}.`);
-        await invitations();
-      },
-    });
-    fill(sections.invitations, h("h2", { id: "invitations-heading" }, "Invitations"), invite,
-      answer.items.length ? h("ul", { class: "answers" }, answer.items.map((item) => h("li", { class: "row spread" },
-        h("span", {}, item.email ?? item.phone, ` · ${item.role} · ${item.status}`, item.status === "pending" ? [" · until ", time(item.expires_at)] : ""),
-        item.status === "pending" ? h("button", { type: "button", class: "secondary", onclick: async () => {
-          await api("DELETE", path`/v1/groups/${groupID}/invitations/${item.id}`).catch((error) => toast(error.sentence));
-          invitations();
-        } }, `Revoke the invitation to ${item.email ?? item.phone}`) : null))) : null);
-  }
-
-  async function bridges() {
-    const answer = await api("GET", path`/v1/groups/${groupID}/bridges`);
-    const shownOnce = h("div");
-    const create = form({
-      label: "Add a bridge",
-      fields: [
-        field({ label: "Name", name: "name", required: true, maxlength: 100, hint: "The alarm panel or camera system, such as “Number 12's alarm”." }),
-        field({ label: "Sign its requests with a secret (replay protection)", name: "signing", type: "checkbox", checked: true }),
-        field({ label: "Heartbeat every (seconds)", name: "heartbeat_s", type: "number", min: 10, max: 86400, optional: true, hint: "Tell the group's managers when it goes quiet." }),
-      ],
-      submit: "Add bridge",
-      action: async (values, element) => {
-        const body = { name: values.name ?? "", signing: values.signing };
-        if (values.heartbeat_s) body.heartbeat_s = Number(values.heartbeat_s);
-        const created = await api("POST", path`/v1/groups/${groupID}/bridges`, body);
-        element.reset();
-        await bridges();
-        sections.bridges.insertBefore(shownOnce, sections.bridges.children[1]);
-        fill(shownOnce, h("div", { class: "notice stack", role: "status" },
-          h("p", {}, h("strong", {}, "Copy these now: they are shown only once.")),
-          secret("Key", created.key), created.secret ? secret("Signing secret", created.secret) : null));
-      },
-    });
-    fill(sections.bridges, h("h2", { id: "bridges-heading" }, "Bridges (alarm panels, cameras)"),
-      answer.items.length ? h("ul", { class: "answers" }, answer.items.map((bridge) => h("li", { class: "row spread" },
-        h("span", {}, bridge.name, bridge.last_seen_at ? [" · last heard ", time(bridge.last_seen_at)] : " · never heard from"),
-        h("button", { type: "button", class: "secondary", onclick: async () => {
-          if (!window.confirm(`Revoke ${bridge.name}? Its key stops working at once.`)) return;
-          await api("DELETE", path`/v1/groups/${groupID}/bridges/${bridge.id}`).catch((error) => toast(error.sentence));
-          bridges();
-        } }, `Revoke ${bridge.name}`)))) : h("p", { class: "muted" }, "No bridges."),
-      h("details", {}, h("summary", {}, "Add a bridge"), create));
-  }
-
-  async function templates() {
-    const answer = await api("GET", path`/v1/groups/${groupID}/templates`);
-    const rows = h("div", { class: "stack" });
-    const addRow = (template = { key: "", text: "", kind: "alert", severity: "amber" }) => {
-      const index = rows.children.length + 1;
-      rows.append(h("fieldset", { class: "card" }, h("legend", {}, `Template ${index}`),
-        field({ label: "Short name", name: "key", value: template.key, pattern: "[a-z0-9_]{1,64}", hint: "Lower-case letters, digits and _ (burglary, smoke)." }),
-        field({ label: "Text", name: "text", value: template.text, maxlength: 4000 }),
-        field({ label: "Kind", name: "kind", options: [["alert", "Alert"], ["chat", "Chat message"]], value: template.kind }),
-        field({ label: "Severity", name: "severity", options: [["amber", "Amber"], ["red", "Red"], ["info", "Info"]], value: template.severity ?? "amber" })));
-    };
-    answer.templates.forEach(addRow);
-    const box = errorBox();
-    const save = h("form", { "aria-label": "Templates" }, box, rows,
-      h("div", { class: "row" }, h("button", { type: "button", class: "secondary", onclick: () => addRow() }, "Add a template"), h("button", { type: "submit" }, "Save templates")));
-    save.addEventListener("submit", async (event) => {
-      event.preventDefault();
-      showError(box, null, save);
-      const list = [...rows.querySelectorAll("fieldset")].map((set) => {
-        const value = (name) => set.querySelector(`[name=${name}]`).value.trim();
-        return { key: value("key"), text: value("text"), kind: value("kind"), severity: value("severity") };
-      }).filter((template) => template.key || template.text);
-      try {
-        await api("PUT", path`/v1/groups/${groupID}/templates`, { templates: list });
-        toast("Templates saved.");
-      } catch (error) {
-        showError(box, error, save);
-      }
-    });
-    fill(sections.templates, h("h2", { id: "templates-heading" }, "Alert and message templates"),
-      h("p", { class: "small muted" }, "Members raise these with one gesture."), save);
-  }
-
-  async function escalation() {
-    const contacts = await api("GET", path`/v1/groups/${groupID}/escalation-contacts`);
-    const settings = form({
-      label: "Escalation settings",
-      fields: [
-        field({ label: "Escalate an unanswered red alert after (seconds)", name: "escalate_after_s", type: "number", min: 60, max: 3600,
-          value: group.escalate_after_s ?? "", optional: true, hint: "60 to 3600; empty to never escalate." }),
-        field({ label: "Neighbours within this many metres get a critical push", name: "nearby_m", type: "number", min: 0, value: group.nearby_m }),
-      ],
-      submit: "Save escalation settings",
-      action: async (values) => {
-        await api("PATCH", path`/v1/groups/${groupID}`, {
-          escalate_after_s: values.escalate_after_s ? Number(values.escalate_after_s) : null, nearby_m: Number(values.nearby_m ?? group.nearby_m),
-        });
-        toast("Escalation settings saved.");
-      },
-    });
-    const add = form({
-      label: "Add an escalation contact",
-      fields: [
-        field({ label: "Name", name: "name", required: true, maxlength: 100, hint: "A warden, the housing office, a security company." }),
-        field({ label: "Email or phone number", name: "address", required: true }),
-      ],
-      submit: "Add contact",
-      action: async (values, element) => {
-        const address = values.address ?? "";
-        await api("POST", path`/v1/groups/${groupID}/escalation-contacts`, { name: values.name ?? "", ...byAddress(address) });
-        element.reset();
-        toast("Contact added: they must confirm from the message they get.");
-        await escalation();
-      },
-    });
-    fill(sections.escalation, h("h2", { id: "escalation-heading" }, "Escalation"), settings,
-      h("h3", {}, "Escalation contacts"),
-      contacts.items.length ? h("ul", { class: "answers" }, contacts.items.map((contact) => h("li", { class: "row spread" },
-        h("span", {}, `${contact.name} · ${contact.email ?? contact.phone} · ${contact.confirmed ? "confirmed" : "not confirmed yet"}`),
-        h("button", { type: "button", class: "secondary", onclick: async () => {
-          await api("DELETE", path`/v1/groups/${groupID}/escalation-contacts/${contact.id}`).catch((error) => toast(error.sentence));
-          escalation();
-        } }, `Remove ${contact.name}`)))) : h("p", { class: "muted" }, "None yet."),
-      add);
-  }
-
-  async function audit() {
-    const answer = await api("GET", path`/v1/groups/${groupID}/audit?limit=50`);
-    fill(sections.audit, h("h2", { id: "audit-heading" }, "Audit log"),
-      answer.items.length ? h("table", {}, h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "When"), h("th", { scope: "col" }, "Who"), h("th", { scope: "col" }, "What"))),
-        h("tbody", {}, answer.items.map((entry) => h("tr", {}, h("td", {}, time(entry.at)), h("td", {}, entry.actor.display_name ?? entry.actor.type),
-          h("td", {}, entry.action.replace(".", " "), entry.target ? ` (${entry.target.type})` : ""))))) : h("p", { class: "muted" }, "Nothing yet."));
-  }
-
-  const loads = [members()];
-  if (manager) loads.push(invitations(), bridges(), templates(), escalation(), audit());
+  const room = { groupID, group, manager, me, sections, navigate };
+  const loads = [members(room)];
+  if (manager) loads.push(invitations(room), bridges(room), templates(room), escalation(room), audit(room));
   await Promise.all(loads);
   mount(main, `${group.name}: ${manager ? "members and settings" : "members"}`,
     h("p", {}, h("a", { href: `#/g/${groupID}` }, "Back to the chat")),
     sections.members, manager ? [sections.invitations, sections.bridges, sections.templates, sections.escalation, sections.audit] : []);
+}
+
+async function members(room) {
+  const { groupID, group, manager, me, sections, navigate } = room;
+  const answer = await api("GET", path`/v1/groups/${groupID}/members?limit=200`);
+  const box = errorBox();
+  const act = (call) => async () => {
+    showError(box, null);
+    try {
+      await call();
+      await members(room);
+    } catch (error) {
+      showError(box, error);
+    }
+  };
+  fill(sections.members, h("h2", { id: "members-heading" }, `Members (${answer.items.length})`), box,
+    h("table", {}, h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Name"), h("th", { scope: "col" }, "Role"), h("th", { scope: "col" }, "Joined"),
+      manager ? h("th", { scope: "col" }, h("span", { class: "visually-hidden" }, "Actions")) : null)),
+    h("tbody", {}, answer.items.map((member) => h("tr", { dataset: { user: member.user_id } },
+      h("td", {}, member.display_name, member.user_id === me?.id ? " (you)" : ""),
+      h("td", {}, member.role),
+      h("td", {}, time(member.joined_at)),
+      manager ? h("td", { class: "row" }, member.role === "owner" || member.user_id === me?.id ? null : [
+        group.role === "owner" ? h("button", { type: "button", class: "secondary", onclick: act(() =>
+          api("PATCH", path`/v1/groups/${groupID}/members/${member.user_id}`, { role: member.role === "admin" ? "member" : "admin" })) },
+        member.role === "admin" ? `Make ${member.display_name} a member` : `Make ${member.display_name} an admin`) : null,
+        h("button", { type: "button", class: "secondary", onclick: act(async () => {
+          if (window.confirm(`Remove ${member.display_name} from the group?`)) await api("DELETE", path`/v1/groups/${groupID}/members/${member.user_id}`);
+        }) }, `Remove ${member.display_name}`),
+      ]) : null)))),
+    group.role !== "owner" ? h("p", {}, h("button", { type: "button", class: "secondary", onclick: async () => {
+      if (!window.confirm("Leave this group?")) return;
+      try {
+        await api("DELETE", path`/v1/groups/${groupID}/members/${me.id}`);
+        navigate("/groups");
+      } catch (error) {
+        showError(box, error);
+      }
+    } }, "Leave the group")) : null);
+}
+
+async function invitations(room) {
+  const { groupID, sections } = room;
+  const answer = await api("GET", path`/v1/groups/${groupID}/invitations?limit=100`);
+  const invite = form({
+    label: "Invite a neighbour",
+    fields: [
+      field({ label: "Email or phone number", name: "address", required: true, autocomplete: "off", hint: "The invitation goes to that address only; it is valid for 7 days." }),
+      field({ label: "Role", name: "role", options: [["member", "Member"], ["admin", "Admin"]], value: "member" }),
+    ],
+    submit: "Send invitation",
+    action: async (values, element) => {
+      const address = values.address ?? "";
+      const body = byAddress(address);
+      if (values.role === "admin") body.role = "admin";
+      await api("POST", path`/v1/groups/${groupID}/invitations`, body).catch((error) => {
+        if (error.field === "email" || error.field === "phone") error.field = "address";
+        throw error;
+      });
+      element.reset();
+      toast(`Invitation sent to ${address}.`);
+      await invitations(room);
+    },
+  });
+  fill(sections.invitations, h("h2", { id: "invitations-heading" }, "Invitations"), invite,
+    answer.items.length ? h("ul", { class: "answers" }, answer.items.map((item) => h("li", { class: "row spread" },
+      h("span", {}, item.email ?? item.phone, ` · ${item.role} · ${item.status}`, item.status === "pending" ? [" · until ", time(item.expires_at)] : ""),
+      item.status === "pending" ? h("button", { type: "button", class: "secondary", onclick: async () => {
+        await api("DELETE", path`/v1/groups/${groupID}/invitations/${item.id}`).catch((error) => toast(error.sentence));
+        invitations(room);
+      } }, `Revoke the invitation to ${item.email ?? item.phone}`) : null))) : null);
+}
+
+async function bridges(room) {
+  const { groupID, group, sections } = room;
+  const answer = await api("GET", path`/v1/groups/${groupID}/bridges`);
+  const shownOnce = h("div");
+  const create = form({
+    label: "Add a bridge",
+    fields: [
+      field({ label: "Name", name: "name", required: true, maxlength: 100, hint: "The alarm panel or camera system, such as “Number 12's alarm”." }),
+      field({ label: "Sign its requests with a secret (replay protection)", name: "signing", type: "checkbox", checked: true }),
+      field({ label: "Heartbeat every (seconds)", name: "heartbeat_s", type: "number", min: 10, max: 86400, optional: true, hint: "Tell the group's managers when it goes quiet." }),
+    ],
+    submit: "Add bridge",
+    action: async (values, element) => {
+      const body = { name: values.name ?? "", signing: values.signing };
+      if (values.heartbeat_s) body.heartbeat_s = Number(values.heartbeat_s);
+      const created = await api("POST", path`/v1/groups/${groupID}/bridges`, body);
+      element.reset();
+      await bridges(room);
+      sections.bridges.insertBefore(shownOnce, sections.bridges.children[1]);
+      fill(shownOnce, h("div", { class: "notice stack", role: "status" },
+        h("p", {}, h("strong", {}, "Copy these now: they are shown only once.")),
+        secret("Key", created.key), created.secret ? secret("Signing secret", created.secret) : null));
+    },
+  });
+  fill(sections.bridges, h("h2", { id: "bridges-heading" }, "Bridges (alarm panels, cameras)"),
+    answer.items.length ? h("ul", { class: "answers" }, answer.items.map((bridge) => h("li", { class: "row spread" },
+      h("span", {}, bridge.name, bridge.last_seen_at ? [" · last heard ", time(bridge.last_seen_at)] : " · never heard from"),
+      h("button", { type: "button", class: "secondary", onclick: async () => {
+        if (!window.confirm(`Revoke ${bridge.name}? Its key stops working at once.`)) return;
+        await api("DELETE", path`/v1/groups/${groupID}/bridges/${bridge.id}`).catch((error) => toast(error.sentence));
+        bridges(room);
+      } }, `Revoke ${bridge.name}`)))) : h("p", { class: "muted" }, "No bridges."),
+    h("details", {}, h("summary", {}, "Add a bridge"), create));
+}
+
+async function templates(room) {
+  const { groupID, sections } = room;
+  const answer = await api("GET", path`/v1/groups/${groupID}/templates`);
+  const rows = h("div", { class: "stack" });
+  const addRow = (template = { key: "", text: "", kind: "alert", severity: "amber" }) => {
+    const index = rows.children.length + 1;
+    rows.append(h("fieldset", { class: "card" }, h("legend", {}, `Template ${index}`),
+      field({ label: "Short name", name: "key", value: template.key, pattern: "[a-z0-9_]{1,64}", hint: "Lower-case letters, digits and _ (burglary, smoke)." }),
+      field({ label: "Text", name: "text", value: template.text, maxlength: 4000 }),
+      field({ label: "Kind", name: "kind", options: [["alert", "Alert"], ["chat", "Chat message"]], value: template.kind }),
+      field({ label: "Severity", name: "severity", options: [["amber", "Amber"], ["red", "Red"], ["info", "Info"]], value: template.severity ?? "amber" })));
+  };
+  answer.templates.forEach(addRow);
+  const box = errorBox();
+  const save = h("form", { "aria-label": "Templates" }, box, rows,
+    h("div", { class: "row" }, h("button", { type: "button", class: "secondary", onclick: () => addRow() }, "Add a template"), h("button", { type: "submit" }, "Save templates")));
+  save.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    showError(box, null, save);
+    const list = [...rows.querySelectorAll("fieldset")].map((set) => {
+      const value = (name) => set.querySelector(`[name=${name}]`).value.trim();
+      return { key: value("key"), text: value("text"), kind: value("kind"), severity: value("severity") };
+    }).filter((template) => template.key || template.text);
+    try {
+      await api("PUT", path`/v1/groups/${groupID}/templates`, { templates: list });
+      toast("Templates saved.");
+    } catch (error) {
+      showError(box, error, save);
+    }
+  });
+  fill(sections.templates, h("h2", { id: "templates-heading" }, "Alert and message templates"),
+    h("p", { class: "small muted" }, "Members raise these with one gesture."), save);
+}
+
+async function escalation(room) {
+  const { groupID, group, sections } = room;
+  const contacts = await api("GET", path`/v1/groups/${groupID}/escalation-contacts`);
+  const settings = form({
+    label: "Escalation settings",
+    fields: [
+      field({ label: "Escalate an unanswered red alert after (seconds)", name: "escalate_after_s", type: "number", min: 60, max: 3600,
+        value: group.escalate_after_s ?? "", optional: true, hint: "60 to 3600; empty to never escalate." }),
+      field({ label: "Neighbours within this many metres get a critical push", name: "nearby_m", type: "number", min: 0, value: group.nearby_m }),
+    ],
+    submit: "Save escalation settings",
+    action: async (values) => {
+      await api("PATCH", path`/v1/groups/${groupID}`, {
+        escalate_after_s: values.escalate_after_s ? Number(values.escalate_after_s) : null, nearby_m: Number(values.nearby_m ?? group.nearby_m),
+      });
+      toast("Escalation settings saved.");
+    },
+  });
+  const add = form({
+    label: "Add an escalation contact",
+    fields: [
+      field({ label: "Name", name: "name", required: true, maxlength: 100, hint: "A warden, the housing office, a security company." }),
+      field({ label: "Email or phone number", name: "address", required: true }),
+    ],
+    submit: "Add contact",
+    action: async (values, element) => {
+      const address = values.address ?? "";
+      await api("POST", path`/v1/groups/${groupID}/escalation-contacts`, { name: values.name ?? "", ...byAddress(address) });
+      element.reset();
+      toast("Contact added: they must confirm from the message they get.");
+      await escalation(room);
+    },
+  });
+  fill(sections.escalation, h("h2", { id: "escalation-heading" }, "Escalation"), settings,
+    h("h3", {}, "Escalation contacts"),
+    contacts.items.length ? h("ul", { class: "answers" }, contacts.items.map((contact) => h("li", { class: "row spread" },
+      h("span", {}, `${contact.name} · ${contact.email ?? contact.phone} · ${contact.confirmed ? "confirmed" : "not confirmed yet"}`),
+      h("button", { type: "button", class: "secondary", onclick: async () => {
+        await api("DELETE", path`/v1/groups/${groupID}/escalation-contacts/${contact.id}`).catch((error) => toast(error.sentence));
+        escalation(room);
+      } }, `Remove ${contact.name}`)))) : h("p", { class: "muted" }, "None yet."),
+    add);
+}
+
+async function audit(room) {
+  const { groupID, sections } = room;
+  const answer = await api("GET", path`/v1/groups/${groupID}/audit?limit=50`);
+  fill(sections.audit, h("h2", { id: "audit-heading" }, "Audit log"),
+    answer.items.length ? h("table", {}, h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "When"), h("th", { scope: "col" }, "Who"), h("th", { scope: "col" }, "What"))),
+      h("tbody", {}, answer.items.map((entry) => h("tr", {}, h("td", {}, time(entry.at)), h("td", {}, entry.actor.display_name ?? entry.actor.type),
+        h("td", {}, entry.action.replace(".", " "), entry.target ? ` (${entry.target.type})` : ""))))) : h("p", { class: "muted" }, "Nothing yet."));
 }
 
 function secret(label, value) {
