@@ -5,29 +5,12 @@ import RoostHTTP
 import RoostProtocol
 import Synchronization
 
-/// What one delivery attempt came to, whatever carried it (webhook, SMTP, Web Push).
-enum DeliveryOutcome: Equatable {
-    case delivered
-    /// Worth trying again later.
-    case retry(String)
-    /// No retry would change it.
-    case failed(String)
-    /// The Web Push subscription is gone: its device is removed and the row failed.
-    case gone(String)
-
-    var error: String? {
-        switch self {
-        case .delivered: nil
-        case .retry(let text), .failed(let text), .gone(let text): text
-        }
-    }
-}
-
 /// Delivers the outbox (API.md "Outbound delivery"): claims due jobs (SKIP LOCKED, with a
-/// lease, so any number of nodes deliver each row once), sends each through its channel's
-/// route (`Channels`: one JSON line on stdout, the webhook, SMTP, or Web Push), and retries
-/// failures with exponential backoff and full jitter until `maxAttempts`, then marks the row
-/// `failed`; a refusal that no retry changes (an SMTP 5xx) fails it at once.
+/// lease, so any number of nodes deliver each row once), sends each through its channel (a
+/// `DeliveryChannel`: one JSON line on stdout, the webhook, SMTP, or Web Push), and does what
+/// the `DeliveryPolicy` decides of the outcome: retry with backoff and jitter until
+/// `maxAttempts`, then mark the row `failed`; fail it at once when no retry changes it (an SMTP
+/// 5xx), remove a device that is gone, offer a red alert's fallback.
 ///
 /// Fair and bounded: a claim takes at most `perTenant` jobs of each tenant, tenants with the
 /// longest-waiting job first, so one tenant's flood of invitations does not hold up another's
@@ -70,6 +53,16 @@ public final class OutboxWorker: Sendable {
             }
         }
 
+        /// The channel a row goes out through.
+        func channel(for message: OutboxMessage, timeoutSeconds: Int, write: @escaping @Sendable ([UInt8]) -> Void) -> any DeliveryChannel {
+            switch route(message) {
+            case .log: LogChannel(write: write)
+            case .webhook: WebhookChannel(webhook: webhook, network: network, tls: tls, timeoutSeconds: timeoutSeconds)
+            case .smtp: SMTPChannel(settings: smtp, messages: messages, network: network, tls: tls, timeoutSeconds: timeoutSeconds)
+            case .webpush: WebPushChannel(settings: webPush, messages: messages, tls: tls, timeoutSeconds: timeoutSeconds)
+            }
+        }
+
         func route(_ message: OutboxMessage) -> Route {
             switch message.channel {
             case .email: return email
@@ -87,6 +80,11 @@ public final class OutboxWorker: Sendable {
         let tenant: Tenant?
         var subscription: WebPushSubscription?
         var vapid: P256Key?
+    }
+
+    /// The retry policy of these options.
+    var policy: DeliveryPolicy {
+        DeliveryPolicy(maxAttempts: options.maxAttempts, backoff: Backoff(base: options.baseBackoffSeconds, cap: 3600, jitter: 0.5...1.0))
     }
 
     public struct Options: Sendable {
@@ -187,11 +185,11 @@ public final class OutboxWorker: Sendable {
                         ["outbox_id": id.lowercasedText, "error": "\(error)"])
             // Counted as an attempt where the database allows it, so a row that always throws
             // ends `failed` after its attempts like one that is always refused.
-            let (maxAttempts, base) = (options.maxAttempts, options.baseBackoffSeconds)
+            let policy = self.policy
             _ = try? await pool.withConnection { connection in
                 try connection.withTenantTransaction(tenant) { connection in
-                    try OutboxStore().markFailed(id, error: "\(error)", backoff: { Backoff(base: base, cap: 3600).seconds(afterFailures: $0 + 1) },
-                                                 maxAttempts: maxAttempts, on: connection)
+                    try OutboxStore().markFailed(id, error: "\(error)", backoff: { policy.backoff.seconds(afterFailures: $0 + 1) },
+                                                 maxAttempts: policy.maxAttempts, on: connection)
                 }
             }
         }
@@ -222,28 +220,27 @@ public final class OutboxWorker: Sendable {
         if context.subscription != nil, let settings = channels.webPush { context.vapid = try await settings.vapid.key(pool) }
         let outcome = await attempt(message, context: context)
         let attempts = message.attempts + 1
-        let (maxAttempts, base) = (options.maxAttempts, options.baseBackoffSeconds)
+        let policy = self.policy
+        let decision = policy.decide(outcome, attempt: attempts, redAlertPush: message.channel == .push && message.severity == "red")
         try await pool.withConnection { connection in
             try connection.withTenantTransaction(tenant) { connection in
-                if case .gone = outcome { try DeviceStore().deleteWebPush(endpoint: message.recipient, on: connection) }
-                switch outcome {
+                if decision.removeDevice { try DeviceStore().deleteWebPush(endpoint: message.recipient, on: connection) }
+                switch decision.step {
                 case .delivered: try OutboxStore().markDelivered(id, on: connection)
                 case .retry(let error):
-                    try OutboxStore().markFailed(id, error: error, backoff: { Backoff(base: base, cap: 3600, jitter: 0.5...1.0).seconds(afterFailures: $0 + 1) },
-                                                 maxAttempts: maxAttempts, on: connection)
-                case .failed(let error), .gone(let error):
-                    try OutboxStore().markFailed(id, error: error, backoff: { _ in 0 }, maxAttempts: maxAttempts, permanent: true, on: connection)
+                    try OutboxStore().markFailed(id, error: error, backoff: { policy.backoff.seconds(afterFailures: $0 + 1) },
+                                                 maxAttempts: policy.maxAttempts, on: connection)
+                case .failForGood(let error):
+                    try OutboxStore().markFailed(id, error: error, backoff: { _ in 0 }, maxAttempts: policy.maxAttempts, permanent: true, on: connection)
                 }
                 // A red alert that reached none of the member's devices goes by email or SMS.
-                if outcome != .delivered, message.channel == .push, message.severity == "red" {
-                    if try OutboxStore().enqueueFallback(afterFailed: id, on: connection) == .heldBack {
-                        OutsideBudget.refused(.alertFallback, tenant: tenant)
-                    }
+                if decision.fallBack, try OutboxStore().enqueueFallback(afterFailed: id, on: connection) == .heldBack {
+                    OutsideBudget.refused(.alertFallback, tenant: tenant)
                 }
             }
         }
         if let error = outcome.error {
-            let final: Bool = if case .retry = outcome { attempts >= options.maxAttempts } else { true }
+            let final = decision.final
             metrics.recordFailure(.outbox, parked: final)
             log.warning(final ? "outbox: delivery failed for good" : "outbox: delivery failed; will retry", [
                 "outbox_id": id.lowercasedText, "attempt": String(attempts), "error": error,
@@ -260,16 +257,19 @@ public final class OutboxWorker: Sendable {
         return quiet.end(after: now)
     }
 
-    /// Delivers one row on the worker's own threads (every route but the log blocks on I/O,
-    /// each within its timeout).
+    /// Delivers one row through its channel on the worker's own threads (every channel but the
+    /// log blocks on I/O, each within its timeout).
     private func attempt(_ message: OutboxMessage, context: Context) async -> DeliveryOutcome {
         await withCheckedContinuation { continuation in
             deliveryQueue.async {
                 let data = (try? JSONSerialization.jsonObject(with: Data(message.data.utf8))) as? [String: Any] ?? [:]
-                let route = self.channels.route(message)
+                let delivery = Delivery(message: message, data: data, tenant: context.tenant, subscription: context.subscription, vapid: context.vapid)
+                let channel = self.channels.channel(for: message, timeoutSeconds: self.options.webhookTimeoutSeconds) { line in
+                    self.stdout.withLock { _ in FileHandle.standardOutput.write(Data(line)) }
+                }
                 let outcome: DeliveryOutcome
                 do {
-                    outcome = try self.send(message, data: data, context: context, by: route)
+                    outcome = try channel.send(delivery)
                 } catch let failure as OutboundFailure where failure.isRefusal {
                     outcome = .failed(failure.description)
                 } catch {
@@ -280,47 +280,4 @@ public final class OutboxWorker: Sendable {
         }
     }
 
-    private func send(_ message: OutboxMessage, data: [String: Any], context: Context, by route: Channels.Route) throws -> DeliveryOutcome {
-        let timeout = options.webhookTimeoutSeconds
-        let tenant = context.tenant
-        switch route {
-        case .log:
-            let line = Self.payload(message, tenantSlug: tenant?.slug ?? "")
-            stdout.withLock { _ in FileHandle.standardOutput.write(Data(line + [10])) }
-            return .delivered
-        case .webhook:
-            guard let webhook = channels.webhook else { return .retry("no delivery webhook is configured for \(message.channel)") }
-            let status = try WebhookClient(url: webhook.url, network: channels.network, secret: webhook.secret, timeoutSeconds: timeout, tls: channels.tls)
-                .post(Self.payload(message, tenantSlug: tenant?.slug ?? ""))
-            return (200..<300).contains(status) ? .delivered : .retry("webhook answered \(status)")
-        case .smtp:
-            guard let smtp = channels.smtp else { return .retry("ROOST_EMAIL=smtp without ROOST_SMTP_URL") }
-            guard MailAddress.isPlainAddress(message.recipient) else { return .failed("not an address SMTP can send to") }
-            var fields = data
-            fields["tenant_name"] = tenant?.name ?? ""
-            fields["tenant"] = tenant?.slug
-            let rendered = try channels.messages.email(message.template, locale: tenant?.locale ?? "en", data: fields)
-            let mail = MailMessage(from: smtp.from, to: message.recipient, subject: rendered.subject, text: rendered.text, html: rendered.html,
-                                   date: Date(), messageID: message.id.lowercasedText,
-                                   boundary: "=_roost_" + Digest.hex(Secrets.randomBytes(12)))
-            return try SMTPClient(settings: smtp, network: channels.network, tls: channels.tls, timeoutSeconds: timeout).send(mail)
-        case .webpush:
-            guard let subscription = context.subscription else { return .failed("the Web Push device is no longer registered") }
-            guard let settings = channels.webPush, let key = context.vapid, let subject = settings.subject else {
-                return .retry("Web Push is not configured (ROOST_VAPID_SUBJECT)")
-            }
-            let notification = try WebPushSender.notification(template: message.template, data: data, locale: tenant?.locale ?? "en",
-                                                              messages: channels.messages)
-            let sender = WebPushSender(key: key, subject: subject, settings: settings, tls: channels.tls, timeoutSeconds: timeout)
-            return try sender.send(notification, to: subscription)
-        }
-    }
-
-    /// `{"id", "channel", "to", "template", "tenant", "data"}` (API.md "Outbound delivery").
-    static func payload(_ message: OutboxMessage, tenantSlug: String) -> [UInt8] {
-        let text = "{\"id\":\"\(message.id.lowercasedText)\",\"channel\":\(JSONString.quote(message.channel.name)),"
-            + "\"to\":\(JSONString.quote(message.recipient)),\"template\":\(JSONString.quote(message.template.name)),"
-            + "\"tenant\":\(JSONString.quote(tenantSlug)),\"data\":\(message.data)}"
-        return Array(text.utf8)
-    }
 }
