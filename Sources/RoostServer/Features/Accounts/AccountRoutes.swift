@@ -4,7 +4,7 @@ import RoostHTTP
 import RoostProtocol
 
 /// API.md "Accounts": register (with an invitation, when the tenant is invite-only), login and
-/// logout, and the password check other sections ask for again (erasing the account).
+/// logout. The password checks other sections ask for again are `Credentials`'.
 struct AccountRoutes: Sendable {
     let pool: ConnectionPool
     /// Passwords checked and hashed, and the throttles that guard them.

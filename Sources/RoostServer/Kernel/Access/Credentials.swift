@@ -49,9 +49,6 @@ struct Credentials: Sendable {
     static let failuresPerIdentifier = 5
     static let failuresPerAddress = 20
 
-    /// Whether `password` is the signed-in user's, for requests that ask for it again (erasing
-    /// the account): counted like a sign-in against the account's failures, so a stolen
-    /// session cannot be used to guess the password past the sign-in limit.
     /// `{current_password}`, the body of what asks for the password again and nothing else
     /// (`password`, the field's earlier name, is still read).
     struct CurrentPasswordBody: Decodable, KnownFields {
@@ -78,6 +75,9 @@ struct Credentials: Sendable {
         }
     }
 
+    /// Whether `password` is the signed-in user's, for requests that ask for it again (erasing
+    /// the account): counted like a sign-in against the account's failures, so a stolen
+    /// session cannot be used to guess the password past the sign-in limit.
     func verifyPassword(_ password: String, of user: User, _ context: RequestContext) async throws -> Bool {
         let accountKey = Digest.sha256(Array("acct:\(user.id.uuidString)".utf8))
         let (tenant, attempt) = (user.tenantID, UUID())
