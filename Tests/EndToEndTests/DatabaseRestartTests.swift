@@ -43,10 +43,10 @@ struct DatabaseRestartTests {
             let clients = [try APIClient(port: portA), try APIClient(port: portB)]
             var acknowledged: [Int] = []
             var refused = 0
-            let deadline = ContinuousClock.now + .seconds(60)
+            let deadline = ContinuousClock.now + .seconds(120)
             for index in 0..<60 {
                 while true {
-                    guard ContinuousClock.now < deadline else { throw TestClientError("the nodes did not recover within 60 s") }
+                    guard ContinuousClock.now < deadline else { throw TestClientError("the nodes did not recover within 120 s") }
                     let client = clients[index % 2]
                     let (status, message) = (try? await client.call("POST", "/v1/groups/\(group)/messages",
                                                                     ["client_msg_id": "r\(index)", "text": "load \(index)", "kind": "chat"],

@@ -177,7 +177,7 @@ struct StreamPropertyTests {
                 observer.state.withLock { state in (0..<2).allSatisfy { !isMember[$0] || state.last[groups[$0]] == last[$0] } }
             }
         }
-        #expect(try await Poll.until { settled() }, "streams did not reach \(last): \(streams.map { $0.1.cursors })")
+        #expect(try await Poll.until(within: .seconds(120)) { settled() }, "streams did not reach \(last): \(streams.map { $0.1.cursors })")
         print("stream property (seed \(seed)): \(removals) removals, \(rejoins) re-joins, \(resumes) resumes; events seen "
               + streams.map { stream in stream.1.state.withLock { "\($0.events) (\($0.repeats) repeats)" } }.joined(separator: " and "))
         for (index, (_, observer)) in streams.enumerated() {

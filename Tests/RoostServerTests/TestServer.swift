@@ -16,6 +16,11 @@ final class TestServer {
         var limits = limits
         // Tests end with a shutdown that clients do not answer: do not wait 5 s for each.
         limits.closeTimeoutMilliseconds = min(limits.closeTimeoutMilliseconds, 300)
+        // The API's tests test no idle deadline and no ping (RoostHTTPTests does, on a clock of
+        // its own): a client idle through a slow step of a busy machine keeps its connection,
+        // and a stream read with `receive()` meets no ping it did not ask for.
+        limits.idleTimeoutMilliseconds = max(limits.idleTimeoutMilliseconds, 600_000)
+        limits.pingIntervalMilliseconds = max(limits.pingIntervalMilliseconds, 600_000)
         var builder = Router.Builder()
         extraRoutes(&builder)
         server = try HTTPServer(router: builder.build(), limits: limits, addresses: [.inet(host: "127.0.0.1", port: 0)], threads: threads,

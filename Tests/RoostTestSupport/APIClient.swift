@@ -9,7 +9,7 @@ public final class APIClient: @unchecked Sendable {
 
     /// A request/response client: no test measures latency through it, so an answer may take as
     /// long as a whole suite starting on two shared cores can make it (a hang still fails).
-    public static let defaultReceiveTimeoutSeconds = 60
+    public static let defaultReceiveTimeoutSeconds = 120
 
     public init(client: TestClient, port: UInt16, receiveTimeoutSeconds: Int = APIClient.defaultReceiveTimeoutSeconds) {
         self.client = client

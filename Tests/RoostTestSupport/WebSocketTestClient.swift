@@ -13,7 +13,8 @@ public final class WebSocketTestClient: @unchecked Sendable {
     /// Connects and upgrades; throws if the server does not answer 101.
     public static func connect(port: UInt16, path: String = "/v1/conformance/echo", receiveBuffer: Int32? = nil,
                         token: String? = nil) async throws -> WebSocketTestClient {
-        let client = try TestClient(port: port, receiveBuffer: receiveBuffer)
+        // The handshake may wait as long as an API call on a busy machine (`APIClient`).
+        let client = try TestClient(port: port, receiveBuffer: receiveBuffer, receiveTimeoutSeconds: APIClient.defaultReceiveTimeoutSeconds)
         let auth = token.map { "Authorization: Bearer \($0)\r\n" } ?? ""
         client.send("GET \(path) HTTP/1.1\r\nHost: x\r\n\(auth)Upgrade: websocket\r\nConnection: Upgrade\r\n" +
                     "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
