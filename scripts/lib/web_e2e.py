@@ -362,8 +362,11 @@ def main():
                                     for element in ann.all("ol.chat > li.alert-red")), 30, "the missed check-in's alert")
         say(f"missed check-in {checkin['id']} shown to the watcher")
 
+        # The walker's own running check-in is drawn as a card (the screen's every card, not only its empty state).
+        walk = server.api("POST", "/v1/checkins", {"group_id": group_id, "due_in_s": 3600, "note": "Evening walk"}, bob_token, expect=201)
         bob.open("/#/checkin")
         bob.heading("Check-in")
+        bob.wait(lambda driver: bob.all(f'article.card[data-checkin="{walk["id"]}"]'), 10, "the running check-in's card")
         audited.append(("check-in", bob.axe("check-in")))
         bob.screenshot(shots, "checkin")
         bob.open("/#/me")

@@ -43,7 +43,7 @@ async function refresh(room) {
   watches.forEach((watch) => navigator.geolocation?.clearWatch(watch));
   watches.clear();
   fill(active, h("h2", { id: "active-heading" }, "Your check-ins"),
-    answer.items.length ? answer.items.map(card) : h("p", { class: "muted" }, "None running. Start one before you walk home alone."));
+    answer.items.length ? answer.items.map((checkin) => card(room, checkin)) : h("p", { class: "muted" }, "None running. Start one before you walk home alone."));
 }
 
 function card(room, checkin) {
@@ -116,7 +116,7 @@ async function help(room, checkin, box) {
 }
 
 function renderStarter(room) {
-  const { starter, watches, groups, me } = room;
+  const { starter, groups, me } = room;
   const choices = groups.items.map((group, index) => field({ label: group.name, name: `group:${group.id}`, type: "checkbox", checked: index === 0 }));
   const home = me.home?.location;
   const startForm = form({
@@ -158,8 +158,7 @@ async function refreshRequests(room) {
     ask);
 }
 
-function receivedItem(room, request) {
-  const { requests } = room;
+function receivedItem(request) {
   const box = errorBox();
   const answer = async (status) => {
     try {
@@ -178,7 +177,7 @@ function receivedItem(room, request) {
 }
 
 function askForm(room) {
-  const { requests, groups, me } = room;
+  const { groups, me } = room;
   const memberField = field({ label: "Who", name: "user_id", options: [["", "Pick a group first"]] });
   const groupField = field({ label: "In which group", name: "group_id", options: [["", "Choose…"], ...groups.items.map((group) => [group.id, group.name])] });
   groupField.querySelector("select").addEventListener("change", async (event) => {

@@ -137,7 +137,7 @@ export async function show({ main, navigate, logOut }) {
 }
 
 async function refreshDevices(room) {
-  const { me, devices } = room;
+  const { devices } = room;
   const answer = await api("GET", "/v1/me/devices");
   const box = errorBox();
   fill(devices, h("h2", { id: "devices-heading" }, "Devices"), box,
@@ -147,11 +147,11 @@ async function refreshDevices(room) {
         await api("DELETE", path`/v1/me/devices/${device.id}`).catch((error) => showError(box, error));
         refreshDevices(room);
       } }, "Remove")))) : h("p", { class: "muted" }, "No device gets alerts yet."),
-    h("button", { type: "button", onclick: () => enablePush(box).then(refreshDevices) }, "Get alerts on this device"));
+    h("button", { type: "button", onclick: () => enablePush(box).then(() => refreshDevices(room)) }, "Get alerts on this device"));
 }
 
 async function refreshSessions(room) {
-  const { me, sessions, navigate, logOut } = room;
+  const { sessions, navigate, logOut } = room;
   const answer = await api("GET", "/v1/me/sessions");
   fill(sessions, h("h2", {}, "Where you are signed in"),
     h("table", {}, h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Device"), h("th", { scope: "col" }, "Last used"), h("th", { scope: "col" }, h("span", { class: "visually-hidden" }, "Action")))),

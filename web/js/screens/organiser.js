@@ -99,7 +99,7 @@ async function invitations(room) {
 }
 
 async function bridges(room) {
-  const { groupID, group, sections } = room;
+  const { groupID, sections } = room;
   const answer = await api("GET", path`/v1/groups/${groupID}/bridges`);
   const shownOnce = h("div");
   const create = form({
