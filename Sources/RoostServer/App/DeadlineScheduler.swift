@@ -77,6 +77,9 @@ final class DeadlineScheduler: Sendable {
                     if ContinuousClock.now >= nextSessionSweep {
                         nextSessionSweep = ContinuousClock.now + .seconds(30)
                         await attempt("sessions: an expiry round failed; retrying") { try await Self.endExpiredSessions(pool: pool) }
+                        await attempt("throttles: a sweep failed; retrying") {
+                            _ = try await pool.withConnection { try RateLimitStore().sweep(on: $0) }
+                        }
                     }
                     try? await Task.sleep(for: .milliseconds(intervalMilliseconds))
                 }
