@@ -125,7 +125,7 @@ struct StartupTests {
         let id = try setup.withTenantTransaction(tenant.id) { connection in
             let id = try OutboxStore().enqueue(tenant: tenant.id, channel: .email, recipient: "gone@example.org", template: .invitation,
                                                data: RawJSON("{}"), on: connection)
-            try OutboxStore().markFailed(id, error: "webhook answered 500", backoff: { _ in 0 }, maxAttempts: 1, on: connection)
+            try OutboxStore().record([DeliveryRecord(id: id, step: .retry(error: "webhook answered 500", retryIn: 0))], maxAttempts: 1, on: connection)
             return id
         }
         let text = id.uuidString.lowercased()
@@ -149,7 +149,7 @@ struct StartupTests {
         #expect(try await roost(["outbox", "retry", "not-a-uuid"], environment: environment).status == 2)
         #expect(try await roost(["outbox", "list"], environment: environment).status == 2)
         // Leave nothing due for other tests' workers.
-        try setup.withTenantTransaction(tenant.id) { try OutboxStore().dropJob(id, on: $0) }
+        try setup.withTenantTransaction(tenant.id) { try OutboxStore().dropJobs([id], on: $0) }
     }
 
     @Test(.enabled(if: ProcessInfo.processInfo.environment["TEST_SUPERUSER_DATABASE_URL"] != nil,

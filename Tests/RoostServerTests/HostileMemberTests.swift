@@ -82,7 +82,7 @@ struct HostileMemberTests {
             let id = try OutboxStore().enqueue(tenant: tenant, channel: .email, recipient: "x@example.org", template: .verification,
                                                data: RawJSON("{}"), on: connection)
             // What a hostile mail relay might answer, NUL and all.
-            try OutboxStore().markFailed(id, error: "550 no\u{0}such\r\nuser", backoff: { _ in 0 }, maxAttempts: 1, permanent: true, on: connection)
+            try OutboxStore().record([DeliveryRecord(id: id, step: .failed(error: "550 no\u{0}such\r\nuser"))], maxAttempts: 6, on: connection)
             let row = try connection.query("SELECT status, last_error FROM outbox WHERE id = \(id)").rows[0]
             return (try row.decode(String.self, "status"), try row.decode(String?.self, "last_error"))
         }

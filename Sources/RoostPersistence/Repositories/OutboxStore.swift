@@ -17,6 +17,57 @@ public struct OutboxMessage: Sendable, Equatable {
     public let userID: UUID?
     /// An alert delivery's severity (`data.alert.alert.severity`).
     public let severity: String?
+    /// Its lane (sql/0030_delivery_lanes.sql): 0 critical, 1 normal, 2 bulk.
+    public var lane = DeliveryLane.normal
+    /// A Web Push device's subscription, when the row is a push to one.
+    public var subscription: WebPushSubscription?
+    /// The member's quiet hours, when the row is a push to a member who set them.
+    public var quietHours: NotificationPreferences.QuietHours?
+}
+
+/// How soon a delivery goes (sql/0030_delivery_lanes.sql): a claim takes critical rows first,
+/// then normal, then bulk, tenants taking turns within each.
+public enum DeliveryLane: Int, Sendable, CaseIterable, CustomStringConvertible {
+    case critical = 0, normal = 1, bulk = 2
+
+    public var description: String {
+        switch self {
+        case .critical: "critical"
+        case .normal: "normal"
+        case .bulk: "bulk"
+        }
+    }
+}
+
+/// A job claimed for delivery.
+public struct ClaimedDelivery: Sendable, Equatable {
+    public let id: UUID
+    public let tenant: UUID
+    public let lane: DeliveryLane
+}
+
+/// What became of one delivery, as the worker writes it back (`OutboxStore.record`).
+public struct DeliveryRecord: Sendable {
+    public enum Step: Sendable {
+        case delivered
+        /// Tried again after `retryIn` seconds, or failed once it has had its attempts.
+        case retry(error: String, retryIn: Double)
+        /// Failed for good.
+        case failed(error: String)
+        /// Sent at `until`, no attempt counted.
+        case postponed(until: Date)
+    }
+
+    public let id: UUID
+    public let step: Step
+    /// A Web Push endpoint that is gone: its devices are removed.
+    public let goneEndpoint: String?
+
+    public init(id: UUID, step: Step, goneEndpoint: String? = nil) {
+        self.id = id
+        self.step = step
+        self.goneEndpoint = goneEndpoint
+    }
 }
 
 /// The outbox: written in the transaction of the change that caused it, delivered by
@@ -46,51 +97,133 @@ public struct OutboxStore: Sendable {
                            on: connection)
     }
 
-    /// Claims up to `limit` due jobs for `lease` seconds, at most `perTenant` of any one tenant,
-    /// the tenants whose oldest due job has waited longest first (no tenant needed: ids and
-    /// times only). One tenant's thousands of queued rows so cost another tenant one claim.
-    public func claim(limit: Int, perTenant: Int, lease: Int, on connection: PostgresConnection) throws -> [(id: UUID, tenant: UUID)] {
+    /// Claims up to `limit` due jobs for `lease` seconds: at most `perTenant` of any one tenant,
+    /// each tenant's lowest lane first, and then, across tenants, critical before normal before
+    /// bulk and within a lane tenants taking turns (each tenant's first job, then each one's
+    /// second...), tenants with the most urgent and longest-waiting job first. No tenant needed:
+    /// ids and times only. A tenant's ten thousand queued pushes so cost another tenant's
+    /// verification code one place in the next claim.
+    public func claim(limit: Int, perTenant: Int, lease: Int, on connection: PostgresConnection) throws -> [ClaimedDelivery] {
         try connection.query("""
             WITH due AS (
-                SELECT tenant_id, min(next_attempt_at) AS oldest FROM outbox_jobs
+                SELECT tenant_id FROM outbox_jobs
                 WHERE next_attempt_at <= now() AND (lease_until IS NULL OR lease_until < now())
-                GROUP BY tenant_id ORDER BY oldest LIMIT \(limit)),
+                GROUP BY tenant_id ORDER BY min(lane), min(next_attempt_at) LIMIT \(limit)),
             picked AS (
-                SELECT j.outbox_id FROM due CROSS JOIN LATERAL (
-                    SELECT outbox_id FROM outbox_jobs o
+                SELECT j.outbox_id, j.lane, row_number() OVER (PARTITION BY due.tenant_id ORDER BY j.lane, j.next_attempt_at) AS turn
+                FROM due CROSS JOIN LATERAL (
+                    SELECT outbox_id, lane, next_attempt_at FROM outbox_jobs o
                     WHERE o.tenant_id = due.tenant_id AND o.next_attempt_at <= now() AND (o.lease_until IS NULL OR o.lease_until < now())
-                    ORDER BY o.next_attempt_at LIMIT \(perTenant) FOR UPDATE SKIP LOCKED) j
-                LIMIT \(limit))
+                    ORDER BY o.lane, o.next_attempt_at LIMIT \(perTenant) FOR UPDATE SKIP LOCKED) j
+                ORDER BY j.lane, turn LIMIT \(limit))
             UPDATE outbox_jobs SET lease_until = now() + \(lease) * interval '1 second'
             WHERE outbox_id IN (SELECT outbox_id FROM picked)
-            RETURNING outbox_id, tenant_id
-            """).rows.map { (try $0.decode(UUID.self, "outbox_id"), try $0.decode(UUID.self, "tenant_id")) }
-    }
-
-    /// The message of a claimed job (inside its tenant's transaction).
-    public func message(_ id: UUID, on connection: PostgresConnection) throws -> OutboxMessage? {
-        try connection.query("""
-            SELECT id, tenant_id, channel, recipient, template, data::text AS data, attempts, data->>'platform' AS platform, user_id,
-                   data->'alert'->'alert'->>'severity' AS severity FROM outbox
-            WHERE id = \(id) AND status = 'pending'
-            """).first.map {
-            OutboxMessage(id: try $0.decode(UUID.self, "id"), tenantID: try $0.decode(UUID.self, "tenant_id"),
-                          channel: try $0.decode(OutboxChannel.self, "channel"), recipient: try $0.decode(String.self, "recipient"),
-                          template: try $0.decode(TemplateName.self, "template"), data: try $0.decode(String.self, "data"),
-                          attempts: try $0.decode(Int.self, "attempts"), platform: try $0.decode(String?.self, "platform"),
-                          userID: try $0.decode(UUID?.self, "user_id"), severity: try $0.decode(String?.self, "severity"))
+            RETURNING outbox_id, tenant_id, lane
+            """).rows.map {
+            ClaimedDelivery(id: try $0.decode(UUID.self, "outbox_id"), tenant: try $0.decode(UUID.self, "tenant_id"),
+                            lane: DeliveryLane(rawValue: try $0.decode(Int.self, "lane")) ?? .normal)
         }
     }
 
-    /// Marks a row delivered and removes what a reader of the table could use: an invitation's
-    /// token and a verification code are in the data only until they are sent.
-    public func markDelivered(_ id: UUID, on connection: PostgresConnection) throws {
+    /// The pending messages of claimed jobs (inside their tenant's transaction), in one
+    /// statement: with each push's Web Push subscription and its member's quiet hours.
+    public func messages(_ ids: [UUID], on connection: PostgresConnection) throws -> [OutboxMessage] {
         try connection.query("""
-            UPDATE outbox SET status = 'delivered', attempts = attempts + 1, delivered_at = now(), last_error = NULL,
-                              data = data - \(Self.secretFields)::text[]
-            WHERE id = \(id)
-            """)
-        try connection.query("DELETE FROM outbox_jobs WHERE outbox_id = \(id)")
+            SELECT o.id, o.tenant_id, o.channel, o.recipient, o.template, o.data::text AS data, o.attempts, o.data->>'platform' AS platform,
+                   o.user_id, o.data->'alert'->'alert'->>'severity' AS severity, o.lane, d.p256dh, d.auth,
+                   to_char(p.quiet_start, 'HH24:MI') AS quiet_start, to_char(p.quiet_end, 'HH24:MI') AS quiet_end, p.quiet_time_zone
+            FROM outbox o
+            LEFT JOIN LATERAL (
+                SELECT p256dh, auth FROM devices
+                WHERE o.channel = 'push' AND tenant_id = o.tenant_id AND user_id = o.user_id AND platform = 'webpush' AND token = o.recipient
+                  AND p256dh IS NOT NULL
+                LIMIT 1) d ON true
+            LEFT JOIN user_preferences p ON o.channel = 'push' AND p.tenant_id = o.tenant_id AND p.user_id = o.user_id
+            WHERE o.id = ANY(\(ids)::uuid[]) AND o.status = 'pending'
+            """).rows.map { row in
+            var message = OutboxMessage(
+                id: try row.decode(UUID.self, "id"), tenantID: try row.decode(UUID.self, "tenant_id"),
+                channel: try row.decode(OutboxChannel.self, "channel"), recipient: try row.decode(String.self, "recipient"),
+                template: try row.decode(TemplateName.self, "template"), data: try row.decode(String.self, "data"),
+                attempts: try row.decode(Int.self, "attempts"), platform: try row.decode(String?.self, "platform"),
+                userID: try row.decode(UUID?.self, "user_id"), severity: try row.decode(String?.self, "severity"))
+            message.lane = DeliveryLane(rawValue: try row.decode(Int.self, "lane")) ?? .normal
+            if let p256dh = try row.decode(Data?.self, "p256dh"), let auth = try row.decode(Data?.self, "auth") {
+                message.subscription = WebPushSubscription(endpoint: message.recipient, p256dh: Array(p256dh), auth: Array(auth))
+            }
+            if let start = try row.decode(String?.self, "quiet_start"), let end = try row.decode(String?.self, "quiet_end"),
+               let zone = try row.decode(String?.self, "quiet_time_zone") {
+                message.quietHours = .init(start: start, end: end, timeZone: zone)
+            }
+            return message
+        }
+    }
+
+    /// Writes back what became of a batch of deliveries (inside their tenant's transaction): one
+    /// statement for those delivered, one for those that failed, one for those postponed, one
+    /// for gone devices, whatever the batch's size. A delivered row loses its secrets; a failed
+    /// one is tried again after its wait or, once it has had `maxAttempts` (or at once when it
+    /// failed for good), marked `failed` and its secrets scrubbed. Returns the rows now failed.
+    @discardableResult
+    public func record(_ records: [DeliveryRecord], maxAttempts: Int, on connection: PostgresConnection) throws -> [UUID] {
+        var delivered: [UUID] = []
+        var failedIDs: [UUID] = [], errors: [String] = [], waits: [String] = [], permanent: [String] = []
+        var postponed: [UUID] = [], until: [String] = []
+        for record in records {
+            switch record.step {
+            case .delivered: delivered.append(record.id)
+            case .retry(let error, let retryIn):
+                failedIDs.append(record.id); errors.append(Self.storable(error)); waits.append(String(max(0, retryIn))); permanent.append("f")
+            case .failed(let error):
+                failedIDs.append(record.id); errors.append(Self.storable(error)); waits.append("0"); permanent.append("t")
+            case .postponed(let date):
+                postponed.append(record.id); until.append(PostgresTimestamp.format(date))
+            }
+        }
+        if !delivered.isEmpty {
+            try connection.query("""
+                WITH done AS (
+                    UPDATE outbox SET status = 'delivered', attempts = attempts + 1, delivered_at = now(), last_error = NULL,
+                                      data = data - \(Self.secretFields)::text[]
+                    WHERE id = ANY(\(delivered)::uuid[]) AND status = 'pending')
+                DELETE FROM outbox_jobs WHERE outbox_id = ANY(\(delivered)::uuid[])
+                """)
+        }
+        var failedForGood: [UUID] = []
+        if !failedIDs.isEmpty {
+            failedForGood = try connection.query("""
+                WITH input AS (
+                    SELECT * FROM unnest(\(failedIDs)::uuid[], \(errors)::text[], \(waits)::text[]::float8[], \(permanent)::text[]::bool[])
+                        AS i(id, error, wait, permanent)),
+                marked AS (
+                    UPDATE outbox o SET attempts = o.attempts + 1, last_error = i.error,
+                                        status = CASE WHEN i.permanent OR o.attempts + 1 >= \(maxAttempts) THEN 'failed' ELSE 'pending' END,
+                                        next_attempt_at = now() + i.wait * interval '1 second',
+                                        data = CASE WHEN i.permanent OR o.attempts + 1 >= \(maxAttempts)
+                                                    THEN o.data - \(Self.secretFields)::text[] ELSE o.data END
+                    FROM input i WHERE o.id = i.id AND o.status = 'pending'
+                    RETURNING o.id, o.status, o.next_attempt_at),
+                ended AS (
+                    DELETE FROM outbox_jobs j USING marked m WHERE j.outbox_id = m.id AND m.status = 'failed'),
+                again AS (
+                    UPDATE outbox_jobs j SET next_attempt_at = m.next_attempt_at, lease_until = NULL
+                    FROM marked m WHERE j.outbox_id = m.id AND m.status = 'pending')
+                SELECT id FROM marked WHERE status = 'failed'
+                """).rows.map { try $0.decode(UUID.self, "id") }
+        }
+        if !postponed.isEmpty {
+            try connection.query("""
+                WITH input AS (SELECT * FROM unnest(\(postponed)::uuid[], \(until)::text[]::timestamptz[]) AS i(id, until)),
+                held AS (
+                    UPDATE outbox o SET next_attempt_at = i.until FROM input i WHERE o.id = i.id AND o.status = 'pending')
+                UPDATE outbox_jobs j SET next_attempt_at = i.until, lease_until = NULL FROM input i WHERE j.outbox_id = i.id
+                """)
+        }
+        let gone = records.compactMap(\.goneEndpoint)
+        if !gone.isEmpty {
+            try connection.query("DELETE FROM devices WHERE platform = 'webpush' AND token = ANY(\(gone)::text[])")
+        }
+        return failedForGood
     }
 
     /// Fields of `data` that are secrets for their recipient, scrubbed once a row is done.
@@ -102,37 +235,6 @@ public struct OutboxStore: Sendable {
     /// of its own failure fail.
     static func storable(_ error: String) -> String {
         String(String.UnicodeScalarView(error.unicodeScalars.prefix(500).map { $0.properties.generalCategory == .control ? "\u{FFFD}" : $0 }))
-    }
-
-    /// Records a failed attempt: retried after `backoff(attempts before this one)` seconds, or
-    /// `failed` (and its secrets scrubbed) once it has had `maxAttempts`, or at once when the
-    /// failure is `permanent` (a 5xx from an SMTP server: trying again changes nothing).
-    public func markFailed(_ id: UUID, error: String, backoff: (Int) -> Double, maxAttempts: Int, permanent: Bool = false,
-                           on connection: PostgresConnection) throws {
-        guard let before = try connection.query("SELECT attempts FROM outbox WHERE id = \(id) AND status = 'pending' FOR UPDATE")
-            .first?.decode(Int.self, "attempts") else { return }
-        let final = permanent || before + 1 >= maxAttempts
-        let retryIn = backoff(before)
-        try connection.query("""
-            UPDATE outbox SET attempts = attempts + 1, last_error = \(Self.storable(error)), status = \(final ? "failed" : "pending"),
-                              next_attempt_at = now() + \(retryIn) * interval '1 second',
-                              data = CASE WHEN \(final) THEN data - \(Self.secretFields)::text[] ELSE data END
-            WHERE id = \(id)
-            """)
-        if final {
-            try connection.query("DELETE FROM outbox_jobs WHERE outbox_id = \(id)")
-        } else {
-            try connection.query("""
-                UPDATE outbox_jobs SET next_attempt_at = now() + \(retryIn) * interval '1 second', lease_until = NULL
-                WHERE outbox_id = \(id)
-                """)
-        }
-    }
-
-    /// Holds a delivery back until `until` (a member's quiet hours) without counting an attempt.
-    public func postpone(_ id: UUID, until: Date, on connection: PostgresConnection) throws {
-        try connection.query("UPDATE outbox SET next_attempt_at = \(until) WHERE id = \(id) AND status = 'pending'")
-        try connection.query("UPDATE outbox_jobs SET next_attempt_at = \(until), lease_until = NULL WHERE outbox_id = \(id)")
     }
 
     /// Alert emails and texts one person gets in an hour, whatever raised the alerts (a bridge
@@ -259,9 +361,9 @@ public struct OutboxStore: Sendable {
         return try row.decode(Int.self, "eligible") > 0 ? .heldBack : .none
     }
 
-    /// A job whose row is no longer pending (delivered elsewhere, deleted with its tenant): drop it.
-    public func dropJob(_ id: UUID, on connection: PostgresConnection) throws {
-        try connection.query("DELETE FROM outbox_jobs WHERE outbox_id = \(id)")
+    /// Jobs whose rows are no longer pending (delivered elsewhere, deleted with their tenant).
+    public func dropJobs(_ ids: [UUID], on connection: PostgresConnection) throws {
+        try connection.query("DELETE FROM outbox_jobs WHERE outbox_id = ANY(\(ids)::uuid[])")
     }
 }
 

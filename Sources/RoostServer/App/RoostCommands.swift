@@ -51,6 +51,7 @@ public enum RoostCommands {
         let metricsServer = try startMetrics(configuration, pool: pool, jobs: jobs, hub: hub, log: log) { serverBox.server }
         var outboxOptions = OutboxWorker.Options()
         outboxOptions.webhookTimeoutSeconds = configuration.deliveryTimeoutSeconds
+        outboxOptions.connectionsPerOrigin = configuration.deliveryConnections
         OutsideBudget.log.withLock { $0 = log }
         let outbox = OutboxWorker(pool: pool, channels: delivery, options: outboxOptions, log: log, metrics: jobs)
         if configuration.outboxWorker { outbox.start() }

@@ -32,6 +32,8 @@ public struct ServerConfiguration: Sendable {
     /// The web app's folder; nil: the shipped `web/`; "off": no web app.
     public var webDirectory: String?
     public var deliveryTimeoutSeconds = 10
+    /// Kept connections to one origin (a push service, the webhook), at most (`OutboxWorker.Options`).
+    public var deliveryConnections = 128
     /// Push services Web Push endpoints may be on; nil: the public browser services.
     public var webPushHosts: String?
     /// `ROOST_OUTBOUND_ALLOW_NETS`: CIDRs every outbound request may reach (endpoints included).

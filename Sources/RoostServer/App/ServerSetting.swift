@@ -63,6 +63,8 @@ struct ServerSetting: Sendable {
              "seals the VAPID private key in the database (AES-256-GCM); keep it, or the key cannot be opened") { $0.secretKey = $1 },
         integer("--delivery-timeout-s", "ROOST_DELIVERY_TIMEOUT_S", 1...300, 10,
                 "how long one delivery (webhook, SMTP, Web Push) may take") { $0.deliveryTimeoutSeconds = $1 },
+        integer("--delivery-connections", "ROOST_DELIVERY_CONNECTIONS", 1...1024, 128,
+                "kept connections this node opens to one push service or webhook, at most") { $0.deliveryConnections = $1 },
         choice("--log-level", "ROOST_LOG_LEVEL", LogLevel.allCases.map(\.rawValue), "info",
                "least severe log level written") { $0.logLevel = LogLevel(rawValue: $1)! },
         integer("--checkin-min-s", "ROOST_CHECKIN_MIN_S", 1...86_400, 60,

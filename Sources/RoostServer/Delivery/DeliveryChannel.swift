@@ -11,8 +11,24 @@ protocol DeliveryChannel: Sendable {
     func send(_ delivery: Delivery) throws -> DeliveryOutcome
 }
 
-/// A claimed row and what its channels read besides it.
-struct Delivery {
+/// A channel that delivers by HTTP POST: the worker hands each delivery to the queue of the
+/// origin it names (`OriginQueue`), whose threads send over kept connections.
+protocol HTTPDeliveryChannel: Sendable {
+    /// Where the delivery goes, or the outcome of not sending it (no such device, not allowed).
+    func destination(of delivery: Delivery) -> Result<OutboundURL, DeliveryOutcomeError>
+    func send(_ delivery: Delivery, to url: OutboundURL, over poster: any HTTPPoster) throws -> DeliveryOutcome
+}
+
+/// An outcome decided before anything was sent.
+struct DeliveryOutcomeError: Error {
+    let outcome: DeliveryOutcome
+    init(_ outcome: DeliveryOutcome) { self.outcome = outcome }
+}
+
+/// A claimed row and what its channels read besides it. Immutable once made (`data` holds only
+/// what JSONSerialization makes: strings, numbers, arrays, dictionaries), so it is handed
+/// between threads as it is.
+struct Delivery: @unchecked Sendable {
     let message: OutboxMessage
     /// The row's `data`, parsed (templates render from it).
     let data: [String: Any]
@@ -40,11 +56,27 @@ enum DeliveryOutcome: Equatable {
     case failed(String)
     /// The Web Push subscription is gone: its device is removed and the row failed.
     case gone(String)
+    /// Not sent: the origin asked to slow down (`429`); sent at `until`, no attempt counted.
+    case deferred(until: Date, String)
 
     var error: String? {
         switch self {
         case .delivered: nil
-        case .retry(let text), .failed(let text), .gone(let text): text
+        case .retry(let text), .failed(let text), .gone(let text), .deferred(_, let text): text
+        }
+    }
+
+    /// What an HTTP answer means for any channel: a 2xx delivered, a 429 slows the origin down
+    /// for its `Retry-After` (seconds, 1 to 600; 30 without one), a 5xx is tried again; nil for
+    /// the rest, which each channel reads its own way.
+    static func of(_ response: ResponseFraming.Response, from service: String, now: Date = Date()) -> DeliveryOutcome? {
+        switch response.status {
+        case 200..<300: return .delivered
+        case 429:
+            let seconds = response.headers["retry-after"].flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }.map { min(600, max(1, $0)) } ?? 30
+            return .deferred(until: now.addingTimeInterval(Double(seconds)), "\(service) answered 429 (Retry-After: \(seconds))")
+        case 500...599: return .retry("\(service) answered \(response.status)")
+        default: return nil
         }
     }
 }

@@ -1,3 +1,5 @@
+import Foundation
+
 /// What becomes of a delivery after one attempt: a pure function of the outcome and the
 /// attempt's number, tested alone (DeliveryPolicyTests); the worker carries it out.
 struct DeliveryPolicy: Sendable, Equatable {
@@ -12,6 +14,8 @@ struct DeliveryPolicy: Sendable, Equatable {
         case retry(String)
         /// Failed for good: no retry would change it.
         case failForGood(String)
+        /// Sent at that time instead, no attempt counted (the origin asked to slow down).
+        case postpone(Date)
     }
 
     struct Decision: Equatable {
@@ -27,12 +31,16 @@ struct DeliveryPolicy: Sendable, Equatable {
 
     /// `attempt` counts from 1; `redAlertPush`: the row is a push of a red alert.
     func decide(_ outcome: DeliveryOutcome, attempt: Int, redAlertPush: Bool) -> Decision {
+        if case .deferred(let until, _) = outcome {
+            return Decision(step: .postpone(until), removeDevice: false, fallBack: false, final: false)
+        }
         let fallBack = outcome != .delivered && redAlertPush
         switch outcome {
         case .delivered: return Decision(step: .delivered, removeDevice: false, fallBack: false, final: true)
         case .retry(let error): return Decision(step: .retry(error), removeDevice: false, fallBack: fallBack, final: attempt >= maxAttempts)
         case .failed(let error): return Decision(step: .failForGood(error), removeDevice: false, fallBack: fallBack, final: true)
         case .gone(let error): return Decision(step: .failForGood(error), removeDevice: true, fallBack: fallBack, final: true)
+        case .deferred: preconditionFailure("decided above")
         }
     }
 }

@@ -39,6 +39,16 @@ final class TLSClientContext: @unchecked Sendable {
     }
 }
 
+/// A TLS session kept to resume: one reference to OpenSSL's object, let go with the last user.
+final class TLSSession: @unchecked Sendable {
+    // Only handed to SSL_set_session, which takes a reference of its own.
+    fileprivate let pointer: OpaquePointer
+
+    fileprivate init(_ pointer: OpaquePointer) { self.pointer = pointer }
+
+    deinit { SSL_SESSION_free(pointer) }
+}
+
 /// One outbound connection, plain or TLS (from the start, or after SMTP's STARTTLS), where
 /// every step (resolve aside, connect, handshake, each read and write) ends by one deadline:
 /// the socket never blocks, and waiting is `poll(2)` with what is left of the time. A server
@@ -49,7 +59,8 @@ final class OutboundStream {
     let port: Int
     /// The host is an IP literal: the certificate must name that address (no SNI).
     private let isAddress: Bool
-    private let deadline: ContinuousClock.Instant
+    /// When every step still to come must be done by: a kept connection sets it per request.
+    var deadline: ContinuousClock.Instant
     private var fd: Int32
     private var tls: OpaquePointer?
 
@@ -126,12 +137,29 @@ final class OutboundStream {
 
     var isTLS: Bool { tls != nil }
 
+    /// Whether the TLS handshake resumed an earlier session.
+    var resumedSession: Bool { tls.map { SSL_session_reused($0) == 1 } ?? false }
+
+    /// The connection's TLS session, to offer the next connection to the same origin; nil
+    /// without TLS or before the server sent one (TLS 1.3 sends its tickets after the handshake).
+    func tlsSession() -> TLSSession? {
+        guard let tls, let session = SSL_get1_session(tls) else { return nil }
+        guard SSL_SESSION_is_resumable(session) == 1 else {
+            SSL_SESSION_free(session)
+            return nil
+        }
+        return TLSSession(session)
+    }
+
     /// Starts TLS on the connection: SNI, and the certificate must chain to a trusted CA and
-    /// name `host` (a DNS name, or an IP address literal).
-    func startTLS(_ context: TLSClientContext) throws(OutboundFailure) {
+    /// name `host` (a DNS name, or an IP address literal). `resuming`: a session of an earlier
+    /// connection to the same origin, offered for resumption (the server may decline it; the
+    /// certificate is checked either way).
+    func startTLS(_ context: TLSClientContext, resuming session: TLSSession? = nil) throws(OutboundFailure) {
         guard let ssl = SSL_new(context.context) else { throw OutboundFailure("TLS: \(TLSClientContext.lastError())") }
         tls = ssl
         SSL_set_fd(ssl, fd)
+        if let session { SSL_set_session(ssl, session.pointer) }
         if isAddress {
             X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host)
         } else {

@@ -5,17 +5,23 @@ import RoostHTTP
 import RoostProtocol
 import Synchronization
 
-/// Delivers the outbox (API.md "Outbound delivery"): claims due jobs (SKIP LOCKED, with a
-/// lease, so any number of nodes deliver each row once), sends each through its channel (a
-/// `DeliveryChannel`: one JSON line on stdout, the webhook, SMTP, or Web Push), and does what
-/// the `DeliveryPolicy` decides of the outcome: retry with backoff and jitter until
-/// `maxAttempts`, then mark the row `failed`; fail it at once when no retry changes it (an SMTP
-/// 5xx), remove a device that is gone, offer a red alert's fallback.
+/// Delivers the outbox (API.md "Outbound delivery"), built for fanout: a red alert's thousands
+/// of pushes go out about as fast as the push services take them.
 ///
-/// Fair and bounded: a claim takes at most `perTenant` jobs of each tenant, tenants with the
-/// longest-waiting job first, so one tenant's flood of invitations does not hold up another's
-/// verification code; at most `concurrency` deliveries run at once. A row whose handling
-/// throws is counted as a failed attempt like any other and never stops the batch.
+/// - Claims: up to `batchSize` due jobs at once (SKIP LOCKED, with a lease, so any number of
+///   nodes deliver each row once), critical lanes first and tenants taking turns within a lane
+///   (`OutboxStore.claim`); a new claim is made while earlier ones are still being sent, up to
+///   `inFlight` deliveries, so one slow delivery never holds the next claim.
+/// - Loads and records a batch at a time: the rows of one tenant in one statement (with each
+///   device's subscription and each member's quiet hours), and what became of them, as they
+///   finish, in one statement per kind of outcome (`OutboxStore.record`).
+/// - Sends over kept connections: every HTTP channel (Web Push, the webhook) goes through the
+///   queue of its origin (`OriginQueue`): up to `connectionsPerOrigin` kept-alive connections
+///   each, TLS sessions resumed, a `429` slowing down that origin only, a failing origin's
+///   breaker opening so it holds no threads. SMTP and the log run on `concurrency` threads.
+/// - Decides by `DeliveryPolicy`: retry with backoff and jitter until `maxAttempts`, then
+///   `failed`; fail at once when no retry changes it (an SMTP 5xx); remove a device that is
+///   gone; offer a red alert's fallback once its push failed for good.
 public final class OutboxWorker: Sendable {
     /// One route for every channel: what the tests and `ROOST_DELIVERY` alone choose.
     public enum Mode: Sendable {
@@ -53,16 +59,6 @@ public final class OutboxWorker: Sendable {
             }
         }
 
-        /// The channel a row goes out through.
-        func channel(for message: OutboxMessage, timeoutSeconds: Int, write: @escaping @Sendable ([UInt8]) -> Void) -> any DeliveryChannel {
-            switch route(message) {
-            case .log: LogChannel(write: write)
-            case .webhook: WebhookChannel(webhook: webhook, network: network, tls: tls, timeoutSeconds: timeoutSeconds)
-            case .smtp: SMTPChannel(settings: smtp, messages: messages, network: network, tls: tls, timeoutSeconds: timeoutSeconds)
-            case .webpush: WebPushChannel(settings: webPush, messages: messages, tls: tls, timeoutSeconds: timeoutSeconds)
-            }
-        }
-
         func route(_ message: OutboxMessage) -> Route {
             switch message.channel {
             case .email: return email
@@ -74,12 +70,11 @@ public final class OutboxWorker: Sendable {
         }
     }
 
-    /// What a delivery needs besides its row: its tenant, and for a Web Push device its
-    /// subscription and the key to sign with.
-    struct Context: Sendable {
-        let tenant: Tenant?
-        var subscription: WebPushSubscription?
-        var vapid: P256Key?
+    /// How a delivery is carried: on a thread of the worker's own (SMTP, the log), or through
+    /// the queue of the origin it posts to.
+    enum Carrier {
+        case blocking(any DeliveryChannel)
+        case http(any HTTPDeliveryChannel)
     }
 
     /// The retry policy of these options.
@@ -91,13 +86,22 @@ public final class OutboxWorker: Sendable {
         public var maxAttempts = 6
         /// The first retry waits about this long; each next one twice as long (capped at an hour).
         public var baseBackoffSeconds = 2.0
-        public var pollIntervalMilliseconds = 500
-        public var batchSize = 16
+        /// How often an idle worker looks for due deliveries.
+        public var pollIntervalMilliseconds = 200
+        /// Jobs in one claim.
+        public var batchSize = 256
         /// Jobs of one tenant in one claim.
-        public var perTenant = 4
-        /// Deliveries in flight at once on this node.
+        public var perTenant = 128
+        /// Deliveries claimed and not yet written back, on this node.
+        public var inFlight = 2048
+        /// SMTP and log deliveries in flight at once on this node.
         public var concurrency = 8
-        public var leaseSeconds = 60
+        /// Kept connections to one origin (a push service, the webhook), at most: at 50 ms a
+        /// push, 128 carry about 2,500 pushes a second.
+        public var connectionsPerOrigin = 128
+        /// A kept connection unused this long is closed.
+        public var idleConnectionSeconds = 30.0
+        public var leaseSeconds = 120
         public var webhookTimeoutSeconds = 10
         /// The time quiet hours are judged by (tests fix it).
         public var now: @Sendable () -> Date = { Date() }
@@ -109,9 +113,13 @@ public final class OutboxWorker: Sendable {
     private let options: Options
     private let log: Log
     private let metrics: JobMetrics
+    private let origins: OriginQueues
+    private let tokens = VAPIDTokens()
     private let running = Mutex<Task<Void, Never>?>(nil)
-    /// Webhook calls block: they run here, at most `concurrency` at once.
-    private let deliveryQueue = DispatchQueue(label: "roost.outbox.delivery", attributes: .concurrent)
+    /// Claimed deliveries not yet written back.
+    private let claimed = Atomic<Int>(0)
+    /// SMTP and log deliveries block: they run here, at most `concurrency` at once.
+    private let blockingQueue = DispatchQueue(label: "roost.outbox.delivery", attributes: .concurrent)
     /// Log-mode lines are written whole, one at a time.
     private let stdout = Mutex(())
 
@@ -125,6 +133,10 @@ public final class OutboxWorker: Sendable {
         self.options = options
         self.log = log
         self.metrics = metrics
+        origins = OriginQueues(settings: OriginQueue.Settings(connections: max(1, options.connectionsPerOrigin),
+                                                              idleSeconds: options.idleConnectionSeconds,
+                                                              timeoutSeconds: options.webhookTimeoutSeconds),
+                               network: channels.network, tls: channels.tls)
     }
 
     public func start() {
@@ -134,7 +146,7 @@ public final class OutboxWorker: Sendable {
         }
     }
 
-    /// Stops after the delivery in progress, if any.
+    /// Stops claiming, and returns once what was claimed is sent and written back.
     public func stop() async {
         let task = running.withLock { task -> Task<Void, Never>? in
             defer { task = nil }
@@ -144,140 +156,163 @@ public final class OutboxWorker: Sendable {
         await task?.value
     }
 
+    /// Claims while there is room for more in flight; each claim is sent and written back by a
+    /// task of its own, so a claim waiting on a slow origin never holds the next one.
     private func loop() async {
-        while !Task.isCancelled {
-            let delivered: Int
-            do {
-                delivered = try await runOnce()
-            } catch {
-                log.warning("outbox: a round failed; retrying", ["error": "\(error)"])
-                delivered = 0
+        await withTaskGroup(of: Void.self) { group in
+            while !Task.isCancelled {
+                let room = options.inFlight - claimed.load(ordering: .relaxed)
+                var jobs: [ClaimedDelivery] = []
+                if room > 0 {
+                    do {
+                        jobs = try await claim(limit: min(options.batchSize, room))
+                    } catch {
+                        log.warning("outbox: a claim failed; retrying", ["error": "\(error)"])
+                    }
+                }
+                if jobs.isEmpty {
+                    // Nothing due, or no room: look again shortly (sooner when only room was short).
+                    let wait = room > 0 ? options.pollIntervalMilliseconds : min(50, options.pollIntervalMilliseconds)
+                    try? await Task.sleep(for: .milliseconds(wait))  // throws only when stopping
+                    continue
+                }
+                group.addTask { await self.deliver(jobs) }
             }
-            if delivered == 0 {
-                try? await Task.sleep(for: .milliseconds(options.pollIntervalMilliseconds))  // throws only when stopping
-            }
+            await group.waitForAll()
         }
     }
 
-    /// One round: claims due jobs and delivers them, `concurrency` at a time; returns how many
-    /// were attempted.
+    private func claim(limit: Int) async throws -> [ClaimedDelivery] {
+        let (perTenant, lease) = (options.perTenant, options.leaseSeconds)
+        let jobs = try await pool.withConnection { try OutboxStore().claim(limit: limit, perTenant: perTenant, lease: lease, on: $0) }
+        claimed.add(jobs.count, ordering: .relaxed)
+        return jobs
+    }
+
+    /// One claim: delivers what is due and returns how many jobs it claimed, once every one of
+    /// them is sent and written back (the tests' way to run the worker step by step).
     @discardableResult
     public func runOnce() async throws -> Int {
-        let (limit, perTenant, lease) = (options.batchSize, options.perTenant, options.leaseSeconds)
-        let jobs = try await pool.withConnection { try OutboxStore().claim(limit: limit, perTenant: perTenant, lease: lease, on: $0) }
-        let width = max(1, options.concurrency)
-        await withTaskGroup(of: Void.self) { group in
-            for (index, job) in jobs.enumerated() {
-                if index >= width { await group.next() }
-                group.addTask { await self.deliverIsolated(job.id, tenant: job.tenant) }
-            }
-        }
+        let jobs = try await claim(limit: options.batchSize)
+        await deliver(jobs)
         return jobs.count
     }
 
-    /// Delivers one job; whatever throws is this job's failed attempt, never the batch's.
-    private func deliverIsolated(_ id: UUID, tenant: UUID) async {
-        do {
-            try await deliver(id, tenant: tenant)
-        } catch {
-            metrics.recordFailure(.outbox, parked: false)
-            log.warning("outbox: handling a delivery failed; its lease runs out and it is tried again",
-                        ["outbox_id": id.lowercasedText, "error": "\(error)"])
-            // Counted as an attempt where the database allows it, so a row that always throws
-            // ends `failed` after its attempts like one that is always refused.
-            let policy = self.policy
-            _ = try? await pool.withConnection { connection in
-                try connection.withTenantTransaction(tenant) { connection in
-                    try OutboxStore().markFailed(id, error: "\(error)", backoff: { policy.backoff.seconds(afterFailures: $0 + 1) },
-                                                 maxAttempts: policy.maxAttempts, on: connection)
+    /// Loads, sends and writes back one claim.
+    private func deliver(_ jobs: [ClaimedDelivery]) async {
+        defer { claimed.subtract(jobs.count, ordering: .relaxed) }
+        let recorder = DeliveryRecorder(pool: pool, policy: policy, log: log, metrics: metrics)
+        let flushing = Task { await recorder.flushPeriodically() }
+        var loaded: [(Delivery, Carrier)] = []
+        for (tenant, ids) in Dictionary(grouping: jobs, by: \.tenant).mapValues({ $0.map(\.id) }) {
+            do {
+                loaded += try await load(ids, tenant: tenant, recorder: recorder)
+            } catch {
+                // Their leases run out and they are claimed again.
+                log.warning("outbox: loading deliveries failed; they are tried again", ["tenant_id": tenant.lowercasedText, "error": "\(error)"])
+            }
+        }
+        await withTaskGroup(of: Void.self) { group in
+            var blocking = 0
+            for (delivery, carrier) in loaded {
+                switch carrier {
+                case .http(let channel):
+                    group.addTask { recorder.add(delivery, await self.send(delivery, through: channel)) }
+                case .blocking(let channel):
+                    // At most `concurrency` blocking sends at once; HTTP ones are bounded by their origins.
+                    if blocking >= max(1, options.concurrency) { await group.next(); blocking -= 1 }
+                    blocking += 1
+                    group.addTask { recorder.add(delivery, await self.send(delivery, through: channel)) }
                 }
             }
         }
+        flushing.cancel()
+        await flushing.value
+        await recorder.flush()
     }
 
-    private func deliver(_ id: UUID, tenant: UUID) async throws {
-        let webPush = channels.push == .webpush
-        let now = options.now
-        let loaded = try await pool.withConnection { connection in
-            try connection.withTenantTransaction(tenant) { connection -> (OutboxMessage, Context)? in
-                guard let message = try OutboxStore().message(id, on: connection) else {
-                    try OutboxStore().dropJob(id, on: connection)
-                    return nil
-                }
-                if let postponed = try Self.quietUntil(message, now: now(), on: connection) {
-                    try OutboxStore().postpone(id, until: postponed, on: connection)
-                    return nil
-                }
-                var context = Context(tenant: try TenantStore().find(id: tenant, on: connection))
-                if webPush, message.channel == .push, message.platform == "webpush" {
-                    context.subscription = try DeviceStore().webPushSubscription(endpoint: message.recipient, on: connection)
-                }
-                return (message, context)
+    /// The rows of `ids` (one tenant's), each with its channel: rows no longer pending lose their
+    /// jobs, pushes inside their member's quiet hours are postponed to their end.
+    private func load(_ ids: [UUID], tenant: UUID, recorder: DeliveryRecorder) async throws -> [(Delivery, Carrier)] {
+        let now = options.now()
+        let (messages, tenantRow) = try await pool.withConnection { connection in
+            try connection.withTenantTransaction(tenant) { connection -> ([OutboxMessage], Tenant?) in
+                let messages = try OutboxStore().messages(ids, on: connection)
+                let found = Set(messages.map(\.id))
+                let gone = ids.filter { !found.contains($0) }
+                if !gone.isEmpty { try OutboxStore().dropJobs(gone, on: connection) }
+                return (messages, try TenantStore().find(id: tenant, on: connection))
             }
         }
-        guard let (message, loadedContext) = loaded else { return }
-        var context = loadedContext
-        if context.subscription != nil, let settings = channels.webPush { context.vapid = try await settings.vapid.key(pool) }
-        let outcome = await attempt(message, context: context)
-        let attempts = message.attempts + 1
-        let policy = self.policy
-        let decision = policy.decide(outcome, attempt: attempts, redAlertPush: message.channel == .push && message.severity == "red")
-        try await pool.withConnection { connection in
-            try connection.withTenantTransaction(tenant) { connection in
-                if decision.removeDevice { try DeviceStore().deleteWebPush(endpoint: message.recipient, on: connection) }
-                switch decision.step {
-                case .delivered: try OutboxStore().markDelivered(id, on: connection)
-                case .retry(let error):
-                    try OutboxStore().markFailed(id, error: error, backoff: { policy.backoff.seconds(afterFailures: $0 + 1) },
-                                                 maxAttempts: policy.maxAttempts, on: connection)
-                case .failForGood(let error):
-                    try OutboxStore().markFailed(id, error: error, backoff: { _ in 0 }, maxAttempts: policy.maxAttempts, permanent: true, on: connection)
-                }
-                // A red alert that reached none of the member's devices goes by email or SMS.
-                if decision.fallBack, try OutboxStore().enqueueFallback(afterFailed: id, on: connection) == .heldBack {
-                    OutsideBudget.refused(.alertFallback, tenant: tenant)
-                }
-            }
+        var vapid: P256Key?
+        if channels.push == .webpush, messages.contains(where: { $0.subscription != nil }), let settings = channels.webPush {
+            vapid = try await settings.vapid.key(pool)
         }
-        if let error = outcome.error {
-            let final = decision.final
-            metrics.recordFailure(.outbox, parked: final)
-            log.warning(final ? "outbox: delivery failed for good" : "outbox: delivery failed; will retry", [
-                "outbox_id": id.lowercasedText, "attempt": String(attempts), "error": error,
-            ])
+        var loaded: [(Delivery, Carrier)] = []
+        for message in messages {
+            if let until = Self.quietUntil(message, now: now) {
+                recorder.postpone(message, until: until)
+                continue
+            }
+            let data = (try? JSONSerialization.jsonObject(with: Data(message.data.utf8))) as? [String: Any] ?? [:]
+            let delivery = Delivery(message: message, data: data, tenant: tenantRow, subscription: message.subscription,
+                                    vapid: message.subscription != nil ? vapid : nil)
+            loaded.append((delivery, carrier(for: message)))
+        }
+        return loaded
+    }
+
+    /// The channel a row goes out through.
+    func carrier(for message: OutboxMessage) -> Carrier {
+        let timeout = options.webhookTimeoutSeconds
+        switch channels.route(message) {
+        case .log: return .blocking(LogChannel { line in self.stdout.withLock { _ in FileHandle.standardOutput.write(Data(line)) } })
+        case .webhook: return .http(WebhookChannel(webhook: channels.webhook))
+        case .smtp: return .blocking(SMTPChannel(settings: channels.smtp, messages: channels.messages, network: channels.network,
+                                                 tls: channels.tls, timeoutSeconds: timeout))
+        case .webpush: return .http(WebPushChannel(settings: channels.webPush, messages: channels.messages, tokens: tokens))
         }
     }
 
     /// When a push falls in its member's quiet hours, when they end: red alerts and check-in
     /// prompts come through (nil), everything else waits.
-    static func quietUntil(_ message: OutboxMessage, now: Date, on connection: PostgresConnection) throws -> Date? {
-        guard message.channel == .push, let user = message.userID,
-              !(message.template == .checkinPrompt || (message.template == .alert && message.severity == "red")),
-              let setting = try PreferenceStore().load(user, on: connection).quietHours, let quiet = QuietHours(setting) else { return nil }
+    static func quietUntil(_ message: OutboxMessage, now: Date) -> Date? {
+        guard message.channel == .push, !(message.template == .checkinPrompt || (message.template == .alert && message.severity == "red")),
+              let setting = message.quietHours, let quiet = QuietHours(setting) else { return nil }
         return quiet.end(after: now)
     }
 
-    /// Delivers one row through its channel on the worker's own threads (every channel but the
-    /// log blocks on I/O, each within its timeout).
-    private func attempt(_ message: OutboxMessage, context: Context) async -> DeliveryOutcome {
-        await withCheckedContinuation { continuation in
-            deliveryQueue.async {
-                let data = (try? JSONSerialization.jsonObject(with: Data(message.data.utf8))) as? [String: Any] ?? [:]
-                let delivery = Delivery(message: message, data: data, tenant: context.tenant, subscription: context.subscription, vapid: context.vapid)
-                let channel = self.channels.channel(for: message, timeoutSeconds: self.options.webhookTimeoutSeconds) { line in
-                    self.stdout.withLock { _ in FileHandle.standardOutput.write(Data(line)) }
-                }
-                let outcome: DeliveryOutcome
-                do {
-                    outcome = try channel.send(delivery)
-                } catch let failure as OutboundFailure where failure.isRefusal {
-                    outcome = .failed(failure.description)
-                } catch {
-                    outcome = .retry("\(error)")
-                }
-                continuation.resume(returning: outcome)
-            }
+    /// Sends through the queue of the delivery's origin; the outcome once it is sent (or refused).
+    private func send(_ delivery: Delivery, through channel: any HTTPDeliveryChannel) async -> DeliveryOutcome {
+        let url: OutboundURL
+        switch channel.destination(of: delivery) {
+        case .success(let destination): url = destination
+        case .failure(let decided): return decided.outcome
+        }
+        return await withCheckedContinuation { continuation in
+            origins.queue(for: url.origin).submit(OriginQueue.Work(
+                send: { link in Self.outcome { try channel.send(delivery, to: url, over: link) } },
+                done: { continuation.resume(returning: $0) }))
         }
     }
 
+    /// Sends on the worker's own threads (every channel but the log blocks on I/O, each within
+    /// its timeout).
+    private func send(_ delivery: Delivery, through channel: any DeliveryChannel) async -> DeliveryOutcome {
+        await withCheckedContinuation { continuation in
+            blockingQueue.async { continuation.resume(returning: Self.outcome { try channel.send(delivery) }) }
+        }
+    }
+
+    /// A send's outcome, whatever it throws: a refusal by the outbound policy fails the row for
+    /// good, anything else is tried again.
+    private static func outcome(_ send: () throws -> DeliveryOutcome) -> DeliveryOutcome {
+        do {
+            return try send()
+        } catch let failure as OutboundFailure where failure.isRefusal {
+            return .failed(failure.description)
+        } catch {
+            return .retry("\(error)")
+        }
+    }
 }

@@ -5,13 +5,12 @@ import RoostProtocol
 import Synchronization
 
 /// Sends one push to one Web Push subscription: the rendered notification as JSON, encrypted
-/// (RFC 8291), with VAPID (RFC 8292), `TTL`, `Urgency` and `Topic` (RFC 8030 §5).
+/// (RFC 8291), with VAPID (RFC 8292), `TTL`, `Urgency` and `Topic` (RFC 8030 §5), over the push
+/// service's kept connections.
 struct WebPushSender {
     let key: P256Key
     let subject: String
-    let settings: PushSettings
-    let tls: TLSClientContext?
-    let timeoutSeconds: Int
+    let tokens: VAPIDTokens
 
     struct Notification {
         let payload: [UInt8]
@@ -20,30 +19,20 @@ struct WebPushSender {
         let topic: String?
     }
 
-    func send(_ notification: Notification, to subscription: WebPushSubscription, now: Date = Date()) throws -> DeliveryOutcome {
-        // Checked again at sending: the allow-list may have shrunk since the device registered,
-        // and the connection checks every address the name resolves to now.
-        let url: OutboundURL
-        do {
-            url = try settings.endpoint(subscription.endpoint)
-        } catch {
-            return .gone("the endpoint is refused: \(error)")
-        }
-        let audience = url.origin
+    func send(_ notification: Notification, to subscription: WebPushSubscription, at url: OutboundURL, over poster: any HTTPPoster,
+              now: Date = Date()) throws -> DeliveryOutcome {
         let body = try WebPushEncryption.encrypt(notification.payload, p256dh: subscription.p256dh, auth: subscription.auth)
         var headers = [
-            ("Authorization", try VAPID.authorization(audience: audience, subject: subject, expires: now.addingTimeInterval(12 * 3600), key: key)),
+            ("Authorization", try tokens.authorization(audience: url.origin, subject: subject, key: key, now: now)),
             ("Content-Encoding", "aes128gcm"), ("Content-Type", "application/octet-stream"),
             ("TTL", String(notification.ttl)), ("Urgency", notification.urgent ? "high" : "normal"),
         ]
         if let topic = notification.topic { headers.append(("Topic", topic)) }
         // An address the policy refuses throws a refusal, which fails the row for good.
-        let response = try OutboundPost(url: url, network: settings.network, headers: headers, timeoutSeconds: timeoutSeconds, tls: tls).send(body)
+        let response = try poster.post(url, headers: headers, body: body)
+        if let outcome = DeliveryOutcome.of(response, from: "the push service", now: now) { return outcome }
         switch response.status {
-        case 200..<300: return .delivered
         case 404, 410: return .gone("the push service answered \(response.status): the subscription is gone")
-        case 429, 500...599:
-            return .retry("the push service answered \(response.status)" + (response.headers["retry-after"].map { " (Retry-After: \($0))" } ?? ""))
         default: return .failed("the push service refused the push with \(response.status)")
         }
     }
@@ -77,5 +66,27 @@ struct WebPushSender {
         }
         return Notification(payload: Array(payload), ttl: ttl, urgent: urgent,
                             topic: collapse.map { String(Secrets.base64URL(Digest.sha256(Array($0.utf8))).prefix(32)) })
+    }
+}
+
+/// VAPID tokens (RFC 8292), one per push service origin and key: signed once and sent with
+/// every push to that origin until an hour before it expires (tokens live 12 hours; RFC 8292
+/// allows 24), rather than one ECDSA signature a push.
+final class VAPIDTokens: Sendable {
+    private struct Token {
+        let header: String
+        let renewAt: Date
+    }
+
+    private let tokens = Mutex<[String: Token]>([:])
+    static let lifetime: TimeInterval = 12 * 3600
+    static let renewBefore: TimeInterval = 3600
+
+    func authorization(audience: String, subject: String, key: P256Key, now: Date) throws -> String {
+        let name = audience + " " + Secrets.base64URL(key.publicPoint) + " " + subject
+        if let token = tokens.withLock({ $0[name] }), now < token.renewAt { return token.header }
+        let header = try VAPID.authorization(audience: audience, subject: subject, expires: now.addingTimeInterval(Self.lifetime), key: key)
+        tokens.withLock { $0[name] = Token(header: header, renewAt: now.addingTimeInterval(Self.lifetime - Self.renewBefore)) }
+        return header
     }
 }

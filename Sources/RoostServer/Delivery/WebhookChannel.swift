@@ -1,17 +1,18 @@
 import RoostProtocol
 
 /// Deliveries POSTed to the operator's webhook (`ROOST_DELIVERY_WEBHOOK_URL`), signed when it
-/// has a secret; any 2xx delivers, anything else is tried again.
-struct WebhookChannel: DeliveryChannel {
+/// has a secret, over the webhook origin's kept connections; any 2xx delivers, a 429 slows the
+/// origin down, anything else is tried again.
+struct WebhookChannel: HTTPDeliveryChannel {
     let webhook: (url: OutboundURL, secret: String?)?
-    let network: OutboundNetwork
-    let tls: TLSClientContext?
-    let timeoutSeconds: Int
 
-    func send(_ delivery: Delivery) throws -> DeliveryOutcome {
-        guard let webhook else { return .retry("no delivery webhook is configured for \(delivery.message.channel)") }
-        let status = try WebhookClient(url: webhook.url, network: network, secret: webhook.secret, timeoutSeconds: timeoutSeconds, tls: tls)
-            .post(delivery.payload)
-        return (200..<300).contains(status) ? .delivered : .retry("webhook answered \(status)")
+    func destination(of delivery: Delivery) -> Result<OutboundURL, DeliveryOutcomeError> {
+        guard let webhook else { return .failure(DeliveryOutcomeError(.retry("no delivery webhook is configured for \(delivery.message.channel)"))) }
+        return .success(webhook.url)
+    }
+
+    func send(_ delivery: Delivery, to url: OutboundURL, over poster: any HTTPPoster) throws -> DeliveryOutcome {
+        let response = try WebhookClient(url: url, secret: webhook?.secret).post(delivery.payload, over: poster)
+        return DeliveryOutcome.of(response, from: "the webhook") ?? .retry("the webhook answered \(response.status)")
     }
 }

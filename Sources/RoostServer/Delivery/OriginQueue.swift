@@ -1,0 +1,184 @@
+import Foundation
+import RoostProtocol
+import Synchronization
+
+/// The deliveries waiting for one origin (a push service, a webhook), and the threads that send
+/// them, each over a kept connection of its own (`OriginLink`): at most `connections` threads,
+/// so at most that many connections to the origin, started as the queue grows and ended after
+/// `idleSeconds` with nothing to send.
+///
+/// The origin's health is its own: a `429` pauses this origin for its `Retry-After` (what is
+/// queued and what comes meanwhile is deferred to then, without counting an attempt); after
+/// `breakerFailures` failures in a row (5xx, timeouts, connections refused) the breaker opens
+/// for `breakerSeconds` (doubling while it keeps failing, at most 5 minutes), and deliveries
+/// to the origin fail that attempt at once instead of waiting on it. A service that is down or
+/// slow so holds its own threads only, never another origin's.
+final class OriginQueue: @unchecked Sendable {
+    /// A delivery for the origin: `send` runs on one of its threads; `done` hears its outcome
+    /// (or the outcome of not sending it).
+    struct Work {
+        let send: (OriginLink) -> DeliveryOutcome
+        let done: (DeliveryOutcome) -> Void
+    }
+
+    struct Settings: Sendable {
+        var connections = 64
+        var idleSeconds = 30.0
+        var breakerFailures = 8
+        var breakerSeconds = 15.0
+        var timeoutSeconds = 10
+    }
+
+    let counters: OriginCounters
+    private let settings: Settings
+    private let makeLink: () -> OriginLink
+    // Everything below is guarded by `condition`.
+    private let condition = NSCondition()
+    private var waiting: [Work] = []
+    private var head = 0
+    private var threads = 0
+    private var idle = 0
+    private var pausedUntil: Date?
+    private var failuresInARow = 0
+    private var openUntil: Date?
+    private var openings = 0
+
+    init(origin: String, settings: Settings, makeLink: @escaping (OriginCounters) -> OriginLink) {
+        let counters = OriginCounters(origin: origin)
+        self.counters = counters
+        self.settings = settings
+        self.makeLink = { makeLink(counters) }
+    }
+
+    /// Deliveries waiting for a thread.
+    var backlog: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return waiting.count - head
+    }
+
+    func submit(_ work: Work) {
+        condition.lock()
+        if let refusal = refusal(now: Date()) {
+            condition.unlock()
+            work.done(refusal)
+            return
+        }
+        waiting.append(work)
+        let start = idle == 0 && threads < settings.connections
+        if start { threads += 1 }
+        condition.signal()
+        condition.unlock()
+        if start {
+            let thread = Thread { [self] in run() }
+            thread.name = "roost-origin"
+            thread.stackSize = 512 * 1024
+            thread.start()
+        }
+    }
+
+    /// Why a delivery is not sent now, with the lock held: the origin paused or its breaker open.
+    private func refusal(now: Date) -> DeliveryOutcome? {
+        if let pausedUntil, pausedUntil > now {
+            return .deferred(until: pausedUntil, "\(counters.origin) asked to slow down")
+        }
+        if let openUntil, openUntil > now {
+            return .retry("\(counters.origin) failed \(failuresInARow) times in a row; not tried for \(Int(openUntil.timeIntervalSince(now).rounded(.up))) s")
+        }
+        return nil
+    }
+
+    private func run() {
+        let link = makeLink()
+        while true {
+            condition.lock()
+            while head == waiting.count {
+                idle += 1
+                let woke = condition.wait(until: Date().addingTimeInterval(settings.idleSeconds))
+                idle -= 1
+                if !woke && head == waiting.count {
+                    threads -= 1
+                    condition.unlock()
+                    link.drop()
+                    return
+                }
+            }
+            let work = waiting[head]
+            head += 1
+            if head > 1024 && head * 2 > waiting.count {
+                waiting.removeFirst(head)
+                head = 0
+            }
+            // Whatever was queued before the origin paused or failed is not sent either.
+            let refused = refusal(now: Date())
+            condition.unlock()
+            if let refused {
+                work.done(refused)
+                continue
+            }
+            let outcome = work.send(link)
+            let drained = settle(outcome)
+            work.done(outcome)
+            for (other, outcome) in drained { other.done(outcome) }
+        }
+    }
+
+    /// Takes in an outcome: a slow-down pauses the origin, a run of failures opens the breaker
+    /// (each time for longer), anything else closes it. Returns the queued work so refused.
+    private func settle(_ outcome: DeliveryOutcome) -> [(Work, DeliveryOutcome)] {
+        condition.lock()
+        defer { condition.unlock() }
+        let now = Date()
+        switch outcome {
+        case .deferred(let until, _):
+            pausedUntil = max(pausedUntil ?? until, until)
+        case .retry:
+            failuresInARow += 1
+            if failuresInARow >= settings.breakerFailures, openUntil.map({ $0 <= now }) ?? true {
+                let seconds = min(300, settings.breakerSeconds * pow(2, Double(min(openings, 5))))
+                openings += 1
+                openUntil = now.addingTimeInterval(seconds)
+            }
+        case .delivered, .failed, .gone:
+            failuresInARow = 0
+            openings = 0
+            openUntil = nil
+        }
+        guard let refusal = refusal(now: now) else { return [] }
+        let refused = waiting[head...].map { ($0, refusal) }
+        waiting.removeAll(keepingCapacity: true)
+        head = 0
+        return refused
+    }
+}
+
+/// Every origin's queue, made as deliveries first name the origin.
+final class OriginQueues: Sendable {
+    private let queues = Mutex<[String: OriginQueue]>([:])
+    private let settings: OriginQueue.Settings
+    private let network: OutboundNetwork
+    private let tls: TLSClientContext?
+    private let sessions = TLSSessionCache()
+
+    init(settings: OriginQueue.Settings, network: OutboundNetwork, tls: TLSClientContext?) {
+        self.settings = settings
+        self.network = network
+        self.tls = tls
+    }
+
+    func queue(for origin: String) -> OriginQueue {
+        queues.withLock { queues in
+            if let queue = queues[origin] { return queue }
+            let (settings, network, tls, sessions) = (settings, network, tls, sessions)
+            let queue = OriginQueue(origin: origin, settings: settings) { counters in
+                OriginLink(network: network, tls: tls, sessions: sessions, timeoutSeconds: settings.timeoutSeconds,
+                           idleSeconds: settings.idleSeconds, counters: counters)
+            }
+            queues[origin] = queue
+            return queue
+        }
+    }
+
+    /// Each origin's connection counters, for the metrics.
+    var counters: [OriginCounters] { queues.withLock { $0.values.map(\.counters) } }
+}

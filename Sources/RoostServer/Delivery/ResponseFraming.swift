@@ -1,0 +1,133 @@
+import Foundation
+
+/// Where an HTTP/1.1 response ends in the bytes read so far (RFC 9112 §6.3), so a kept
+/// connection can carry the next request: pure, and tested alone (ResponseFramingTests).
+///
+/// The body is skipped, never kept (no delivery reads it), but it is counted to its end: by
+/// `Content-Length`, by chunks, or, with neither, by the end of the connection, which then
+/// cannot be kept. Interim 1xx responses are passed over. A response is at most `limit` bytes.
+struct ResponseFraming {
+    struct Response: Equatable {
+        let status: Int
+        /// Header names lower-cased; a repeated header keeps its last value.
+        let headers: [String: String]
+    }
+
+    enum Step: Equatable {
+        /// More bytes are needed (`atEnd`: the peer closed, so none will come: a malformed end).
+        case needMore
+        /// A whole response in the first `consumed` bytes; `keepAlive`: the connection may carry
+        /// another request.
+        case complete(Response, consumed: Int, keepAlive: Bool)
+        case malformed(String)
+    }
+
+    var limit = 1 << 20
+
+    /// What `bytes` (everything read since the request was sent) hold; `closed`: the peer ended
+    /// the connection after them.
+    func step(_ bytes: [UInt8], closed: Bool) -> Step {
+        var start = 0
+        while true {
+            guard let end = Self.headerEnd(bytes, from: start) else {
+                if bytes.count - start > 16_384 { return .malformed("response headers over 16 KiB") }
+                return closed ? .malformed(bytes.count == start ? "no response" : "the response ended inside its headers") : .needMore
+            }
+            guard let (status, headers) = Self.head(bytes[start..<end]) else { return .malformed("malformed response head") }
+            let bodyStart = end + 4
+            if (100...199).contains(status) {
+                // An interim response: what follows is the real one.
+                start = bodyStart
+                continue
+            }
+            let keepAlive = !(headers["connection"]?.lowercased().contains("close") ?? false)
+            if status == 204 || status == 304 {
+                return .complete(Response(status: status, headers: headers), consumed: bodyStart, keepAlive: keepAlive)
+            }
+            if let coding = headers["transfer-encoding"] {
+                guard coding.lowercased().hasSuffix("chunked") else { return .malformed("transfer coding \(coding) is not supported") }
+                switch Self.chunkedEnd(bytes, from: bodyStart) {
+                case .some(.success(let consumed)):
+                    return .complete(Response(status: status, headers: headers), consumed: consumed, keepAlive: keepAlive)
+                case .some(.failure(let problem)): return .malformed(problem.text)
+                case .none:
+                    if bytes.count > limit { return .malformed("response over \(limit) bytes") }
+                    return closed ? .malformed("the response ended inside its chunked body") : .needMore
+                }
+            }
+            if let text = headers["content-length"] {
+                guard let length = Int(text), length >= 0, length <= limit else { return .malformed("bad Content-Length \(text)") }
+                if bytes.count >= bodyStart + length {
+                    return .complete(Response(status: status, headers: headers), consumed: bodyStart + length, keepAlive: keepAlive)
+                }
+                return closed ? .malformed("the response ended inside its body") : .needMore
+            }
+            // Neither: the body runs to the end of the connection.
+            if bytes.count > limit { return .malformed("response over \(limit) bytes") }
+            return closed ? .complete(Response(status: status, headers: headers), consumed: bytes.count, keepAlive: false) : .needMore
+        }
+    }
+
+    private static func headerEnd(_ bytes: [UInt8], from start: Int) -> Int? {
+        guard bytes.count - start >= 4 else { return nil }
+        var index = start
+        while index <= bytes.count - 4 {
+            if bytes[index] == 13 && bytes[index + 1] == 10 && bytes[index + 2] == 13 && bytes[index + 3] == 10 { return index }
+            index += 1
+        }
+        return nil
+    }
+
+    private static func head(_ bytes: ArraySlice<UInt8>) -> (Int, [String: String])? {
+        let lines = String(decoding: bytes, as: UTF8.self).components(separatedBy: "\r\n")
+        let parts = lines[0].split(separator: " ", maxSplits: 2)
+        guard parts.count >= 2, parts[0] == "HTTP/1.1" || parts[0] == "HTTP/1.0", parts[1].utf8.count == 3,
+              let status = Int(parts[1]), (100...599).contains(status) else { return nil }
+        var headers: [String: String] = [:]
+        for line in lines.dropFirst() {
+            guard let colon = line.firstIndex(of: ":") else { return nil }
+            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        }
+        // HTTP/1.0 keeps a connection only when it says so.
+        if parts[0] == "HTTP/1.0", headers["connection"]?.lowercased() != "keep-alive" { headers["connection"] = "close" }
+        return (status, headers)
+    }
+
+    struct Problem: Error { let text: String }
+
+    /// The end of a chunked body starting at `start` (its trailers included), nil when more bytes
+    /// are needed.
+    private static func chunkedEnd(_ bytes: [UInt8], from start: Int) -> Result<Int, Problem>? {
+        var index = start
+        while true {
+            guard let lineEnd = lineEnd(bytes, from: index) else { return nil }
+            let line = String(decoding: bytes[index..<lineEnd], as: UTF8.self)
+            let sizeText = line.split(separator: ";", maxSplits: 1).first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
+            guard !sizeText.isEmpty, sizeText.utf8.count <= 8, let size = Int(sizeText, radix: 16) else {
+                return .failure(Problem(text: "bad chunk size \(line.prefix(20))"))
+            }
+            index = lineEnd + 2
+            if size == 0 {
+                // Trailer lines, then the empty line.
+                while true {
+                    guard let trailerEnd = Self.lineEnd(bytes, from: index) else { return nil }
+                    let empty = trailerEnd == index
+                    index = trailerEnd + 2
+                    if empty { return .success(index) }
+                }
+            }
+            guard bytes.count >= index + size + 2 else { return nil }
+            guard bytes[index + size] == 13, bytes[index + size + 1] == 10 else { return .failure(Problem(text: "a chunk does not end in CRLF")) }
+            index += size + 2
+        }
+    }
+
+    private static func lineEnd(_ bytes: [UInt8], from start: Int) -> Int? {
+        var index = start
+        while index + 1 < bytes.count {
+            if bytes[index] == 13 && bytes[index + 1] == 10 { return index }
+            index += 1
+        }
+        return nil
+    }
+}
