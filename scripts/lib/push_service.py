@@ -8,6 +8,13 @@ cryptography package checks the VAPID JWT's ES256 signature).
                               as one line, then one JSON line per push received, until killed.
                               "gone…" answers 410; a push whose VAPID token or payload does not
                               check out answers 400 and its line lists the problems.
+
+HTTP/1.1 with keep-alive, as push services speak it; each connection accepted is one line
+{"connection": n}. An endpoint's last path segment names its subscription, and may go on
+after "~" (".../push/ok~17" is another device with the keys of "ok"), so a test can seed
+thousands of devices. Names starting "busy" answer 429 with Retry-After: 60, names starting
+"hang" answer only after 30 s; PUSH_SERVICE_DELAY_MS delays every answer (a service across
+the internet), and PUSH_SERVICE_QUIET=1 prints no line per push (for the benchmark).
 """
 import base64
 import json
@@ -69,24 +76,40 @@ def serve(directory):
 
     ca_path, certificates = make_certificates(directory)
     subscriptions = {}
-    for name in ("ok", "other", "gone", "gone-too"):
+    for name in ("ok", "other", "gone", "gone-too", "busy", "hang"):
         key = ec.generate_private_key(ec.SECP256R1())
         subscriptions[name] = {"key": key, "auth": os.urandom(16)}
     lock = threading.Lock()
+    connections = [0]
+    delay = int(os.environ.get("PUSH_SERVICE_DELAY_MS", "0")) / 1000
+    quiet = os.environ.get("PUSH_SERVICE_QUIET") == "1"
 
     class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
         def log_message(self, *args):
             pass
 
+        def setup(self):
+            super().setup()
+            with lock:
+                connections[0] += 1
+                print(json.dumps({"connection": connections[0]}), flush=True)
+
         def do_POST(self):
             name = self.path.rsplit("/", 1)[-1]
+            base = name.split("~", 1)[0]
             body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            if base.startswith("hang"):
+                time.sleep(30)
+            elif delay:
+                time.sleep(delay)
             record = {"name": name, "ttl": self.headers.get("TTL"), "urgency": self.headers.get("Urgency"),
                       "topic": self.headers.get("Topic"), "content_encoding": self.headers.get("Content-Encoding"), "problems": []}
             problems, k = check_vapid(self.headers.get("Authorization"), f"https://localhost:{port}")
             record["problems"] += problems
             record["k"] = k
-            subscription = subscriptions.get(name)
+            subscription = subscriptions.get(base)
             if subscription is None:
                 record["problems"].append("no such subscription")
             else:
@@ -95,11 +118,14 @@ def serve(directory):
                     record["payload"] = json.loads(plain)
                 except Exception as error:  # noqa: BLE001 (whatever the independent decryption refuses is the finding)
                     record["problems"].append(f"decryption failed: {error!r}")
-            status = 410 if name.startswith("gone") else (400 if record["problems"] else 201)
+            status = 410 if base.startswith("gone") else 429 if base.startswith("busy") else (400 if record["problems"] else 201)
             record["status"] = status
-            with lock:
-                print(json.dumps(record), flush=True)
+            if not quiet:
+                with lock:
+                    print(json.dumps(record), flush=True)
             self.send_response(status)
+            if status == 429:
+                self.send_header("Retry-After", "60")
             self.send_header("Content-Length", "0")
             self.end_headers()
 

@@ -31,7 +31,8 @@ def make_certificates(directory):
 
     now = datetime.datetime.now(datetime.UTC)
     ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "Roost test CA")])
+    # A name of its own, so two test services' CAs can sit in one trust file.
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"Roost test CA {os.urandom(4).hex()}")])
     ca = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name).public_key(ca_key.public_key())
           .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
           .not_valid_after(now + datetime.timedelta(days=1))

@@ -69,7 +69,7 @@ enum DeliveryOutcome: Equatable {
     /// What an HTTP answer means for any channel: a 2xx delivered, a 429 slows the origin down
     /// for its `Retry-After` (seconds, 1 to 600; 30 without one), a 5xx is tried again; nil for
     /// the rest, which each channel reads its own way.
-    static func of(_ response: ResponseFraming.Response, from service: String, now: Date = Date()) -> DeliveryOutcome? {
+    static func of(_ response: HTTPResponseFraming.Response, from service: String, now: Date = Date()) -> DeliveryOutcome? {
         switch response.status {
         case 200..<300: return .delivered
         case 429:

@@ -5,7 +5,7 @@ import Synchronization
 /// How a channel makes one HTTP POST: over a connection of its origin's pool (`OriginLink`), or
 /// over a connection of its own closed after the answer (`OutboundPost`).
 protocol HTTPPoster {
-    func post(_ url: OutboundURL, headers: [(String, String)], body: [UInt8]) throws(OutboundFailure) -> ResponseFraming.Response
+    func post(_ url: OutboundURL, headers: [(String, String)], body: [UInt8]) throws(OutboundFailure) -> HTTPResponseFraming.Response
 }
 
 /// The TLS sessions of the origins delivered to, newest per origin, so a new connection resumes
@@ -45,14 +45,14 @@ final class KeptConnection {
 
     /// Sends one request and reads its whole response by `deadline`. A failure closes the
     /// connection; so does a response that does not let it be kept.
-    func exchange(_ request: [UInt8], deadline: ContinuousClock.Instant, sessions: TLSSessionCache?) throws(OutboundFailure) -> ResponseFraming.Response {
+    func exchange(_ request: [UInt8], deadline: ContinuousClock.Instant, sessions: TLSSessionCache?) throws(OutboundFailure) -> HTTPResponseFraming.Response {
         precondition(open, "a closed connection carries nothing")
         stream.deadline = deadline
         requests += 1
         do throws(OutboundFailure) {
             try stream.write(request)
             var received: [UInt8] = []
-            let framing = ResponseFraming()
+            let framing = HTTPResponseFraming()
             while true {
                 let piece = try stream.read()
                 received += piece
@@ -105,7 +105,7 @@ final class OriginLink: HTTPPoster {
 
     deinit { drop() }
 
-    func post(_ url: OutboundURL, headers: [(String, String)], body: [UInt8]) throws(OutboundFailure) -> ResponseFraming.Response {
+    func post(_ url: OutboundURL, headers: [(String, String)], body: [UInt8]) throws(OutboundFailure) -> HTTPResponseFraming.Response {
         guard url.scheme == "http" || url.scheme == "https" else { throw OutboundFailure("only http:// and https:// URLs can be posted to, not \(url)") }
         var request = "POST \(url.target) HTTP/1.1\r\nHost: \(url.authority)\r\nContent-Length: \(body.count)\r\nUser-Agent: roost\r\n"
         for (name, value) in headers { request += "\(name): \(value)\r\n" }

@@ -9,7 +9,7 @@ struct WebhookClient {
     let secret: String?
 
     /// POSTs `body`; returns the response, or throws on any transport failure.
-    func post(_ body: [UInt8], over poster: any HTTPPoster, now: Date = Date()) throws -> ResponseFraming.Response {
+    func post(_ body: [UInt8], over poster: any HTTPPoster, now: Date = Date()) throws -> HTTPResponseFraming.Response {
         var headers = [("Content-Type", "application/json")]
         if let secret {
             // As for bridges (API.md): HMAC-SHA256 of "timestamp.body".

@@ -1,19 +1,24 @@
 import Foundation
 
 /// Where an HTTP/1.1 response ends in the bytes read so far (RFC 9112 §6.3), so a kept
-/// connection can carry the next request: pure, and tested alone (ResponseFramingTests).
+/// connection can carry the next request: pure, and tested alone (HTTPResponseFramingTests, and fuzzed: Fuzz/HTTPResponseFraming).
 ///
 /// The body is skipped, never kept (no delivery reads it), but it is counted to its end: by
 /// `Content-Length`, by chunks, or, with neither, by the end of the connection, which then
 /// cannot be kept. Interim 1xx responses are passed over. A response is at most `limit` bytes.
-struct ResponseFraming {
-    struct Response: Equatable {
-        let status: Int
+public struct HTTPResponseFraming: Sendable {
+    public struct Response: Equatable, Sendable {
+        public let status: Int
         /// Header names lower-cased; a repeated header keeps its last value.
-        let headers: [String: String]
+        public let headers: [String: String]
+
+        public init(status: Int, headers: [String: String]) {
+            self.status = status
+            self.headers = headers
+        }
     }
 
-    enum Step: Equatable {
+    public enum Step: Equatable, Sendable {
         /// More bytes are needed (`atEnd`: the peer closed, so none will come: a malformed end).
         case needMore
         /// A whole response in the first `consumed` bytes; `keepAlive`: the connection may carry
@@ -22,11 +27,13 @@ struct ResponseFraming {
         case malformed(String)
     }
 
-    var limit = 1 << 20
+    public var limit = 1 << 20
+
+    public init() {}
 
     /// What `bytes` (everything read since the request was sent) hold; `closed`: the peer ended
     /// the connection after them.
-    func step(_ bytes: [UInt8], closed: Bool) -> Step {
+    public func step(_ bytes: [UInt8], closed: Bool) -> Step {
         var start = 0
         while true {
             guard let end = Self.headerEnd(bytes, from: start) else {
