@@ -14,7 +14,9 @@ HTTP/1.1 with keep-alive, as push services speak it; each connection accepted is
 after "~" (".../push/ok~17" is another device with the keys of "ok"), so a test can seed
 thousands of devices. Names starting "busy" answer 429 with Retry-After: 60, names starting
 "hang" answer only after 30 s; PUSH_SERVICE_DELAY_MS delays every answer (a service across
-the internet), and PUSH_SERVICE_QUIET=1 prints no line per push (for the benchmark).
+the internet); PUSH_SERVICE_CHECK=0 skips the decryption and the VAPID check (the benchmark's
+service must not be slower than what it measures). Each push's line has "t", the time it was
+accepted (seconds since the epoch).
 """
 import base64
 import json
@@ -82,7 +84,7 @@ def serve(directory):
     lock = threading.Lock()
     connections = [0]
     delay = int(os.environ.get("PUSH_SERVICE_DELAY_MS", "0")) / 1000
-    quiet = os.environ.get("PUSH_SERVICE_QUIET") == "1"
+    check = os.environ.get("PUSH_SERVICE_CHECK", "1") != "0"
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -106,13 +108,14 @@ def serve(directory):
                 time.sleep(delay)
             record = {"name": name, "ttl": self.headers.get("TTL"), "urgency": self.headers.get("Urgency"),
                       "topic": self.headers.get("Topic"), "content_encoding": self.headers.get("Content-Encoding"), "problems": []}
-            problems, k = check_vapid(self.headers.get("Authorization"), f"https://localhost:{port}")
-            record["problems"] += problems
-            record["k"] = k
             subscription = subscriptions.get(base)
+            if check:
+                problems, k = check_vapid(self.headers.get("Authorization"), f"https://localhost:{port}")
+                record["problems"] += problems
+                record["k"] = k
             if subscription is None:
                 record["problems"].append("no such subscription")
-            else:
+            elif check:
                 try:
                     plain = http_ece.decrypt(body, private_key=subscription["key"], auth_secret=subscription["auth"], version="aes128gcm")
                     record["payload"] = json.loads(plain)
@@ -120,9 +123,9 @@ def serve(directory):
                     record["problems"].append(f"decryption failed: {error!r}")
             status = 410 if base.startswith("gone") else 429 if base.startswith("busy") else (400 if record["problems"] else 201)
             record["status"] = status
-            if not quiet:
-                with lock:
-                    print(json.dumps(record), flush=True)
+            record["t"] = time.time()
+            with lock:
+                print(json.dumps(record), flush=True)
             self.send_response(status)
             if status == 429:
                 self.send_header("Retry-After", "60")
@@ -133,7 +136,8 @@ def serve(directory):
     port = server.server_address[1]
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.load_cert_chain(*certificates["localhost"])
-    server.socket = context.wrap_socket(server.socket, server_side=True)
+    # Each handshake in its connection's thread (on its first read), not one after another in the accept loop.
+    server.socket = context.wrap_socket(server.socket, server_side=True, do_handshake_on_connect=False)
     listed = {}
     for name, subscription in subscriptions.items():
         point = subscription["key"].public_key().public_bytes(serialization.Encoding.X962, serialization.PublicFormat.UncompressedPoint)
