@@ -153,3 +153,30 @@ if wanted("json") {
 
 // Printed so the optimiser cannot drop the work that produced them.
 print("(checksum \(parsedBodies))")
+
+// MARK: Web Push encryption (issue #55's floor)
+
+// What each push costs that no batching can share: RFC 8291's ECDH with a fresh key, HKDF and
+// AES-128-GCM of a notification-sized payload, to one subscription. Pushes per CPU-second if
+// nothing else were done; the delivery benchmark (scripts/bench-delivery) sets Roost beside it.
+if wanted("webpush") {
+    do {
+        let receiver = try P256Key.generate()
+        let auth = Secrets.randomBytes(16)
+        let payload = Array(#"{"body":"ann: Fire at number 9","group_id":"6f1c2a3b-4d5e-4f60-8a9b-0c1d2e3f4a5b","seq":42,"template":"alert","title":"RED alert in Fire Lane"}"#.utf8)
+        var bytes = 0
+        let (pushes, seconds) = measure(batch: 100) {
+            bytes &+= (try? WebPushEncryption.encrypt(payload, p256dh: receiver.publicPoint, auth: auth).count) ?? 0
+        }
+        report("Web Push payloads encrypted (RFC 8291)", Double(pushes) / seconds, "push/s", goal: nil)
+        let signer = try P256Key.generate()
+        let (tokens, tokenSeconds) = measure(batch: 100) {
+            bytes &+= (try? VAPID.authorization(audience: "https://push.example.org", subject: "mailto:a@example.org",
+                                                expires: Date(), key: signer).count) ?? 0
+        }
+        report("VAPID tokens signed (ES256), were one signed a push", Double(tokens) / tokenSeconds, "token/s", goal: nil)
+        if bytes == 0 { print("(nothing encrypted)") }
+    } catch {
+        print("webpush: \(error)")
+    }
+}

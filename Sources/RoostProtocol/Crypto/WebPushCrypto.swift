@@ -18,29 +18,14 @@ public final class P256Key: @unchecked Sendable {
 
     /// A fresh key pair from libcrypto's CSPRNG.
     public static func generate() throws -> P256Key {
-        guard let context = EVP_PKEY_CTX_new_id(EVP_PKEY_EC, nil) else { throw CryptoFailure("EVP_PKEY_CTX_new_id failed") }
-        defer { EVP_PKEY_CTX_free(context) }
-        var key: OpaquePointer?
-        guard EVP_PKEY_keygen_init(context) == 1, EVP_PKEY_CTX_set_ec_paramgen_curve_nid(context, NID_X9_62_prime256v1) == 1,
-              EVP_PKEY_keygen(context, &key) == 1, let key else { throw CryptoFailure("P-256 key generation failed") }
+        guard let key = roost_p256_generate() else { throw CryptoFailure("P-256 key generation failed") }
         return P256Key(key)
     }
-
-    /// DER's SubjectPublicKeyInfo header of a P-256 key; the uncompressed point follows it.
-    private static let publicKeyPrefix: [UInt8] = [
-        0x30, 0x59, 0x30, 0x13, 0x06, 0x07, 0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x02, 0x01,
-        0x06, 0x08, 0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x03, 0x01, 0x07, 0x03, 0x42, 0x00,
-    ]
 
     /// A public key from its 65-byte uncompressed point (`0x04 || x || y`), which must lie on the curve.
     public convenience init(publicPoint: [UInt8]) throws {
         guard publicPoint.count == 65, publicPoint[0] == 4 else { throw CryptoFailure("a P-256 public key is 65 bytes beginning 0x04") }
-        let der = Self.publicKeyPrefix + publicPoint
-        let key = der.withUnsafeBufferPointer { buffer -> OpaquePointer? in
-            var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
-            return d2i_PUBKEY(nil, &cursor, buffer.count)
-        }
-        guard let key else {
+        guard let key = publicPoint.withUnsafeBufferPointer({ roost_p256_public_key($0.baseAddress, $0.count) }) else {
             ERR_clear_error()
             throw CryptoFailure("not a point on P-256")
         }
@@ -61,7 +46,13 @@ public final class P256Key: @unchecked Sendable {
     }
 
     /// The uncompressed public point, 65 bytes (the end of its SubjectPublicKeyInfo).
-    public var publicPoint: [UInt8] { Array(der(i2d_PUBKEY).suffix(65)) }
+    public var publicPoint: [UInt8] {
+        var point = [UInt8](repeating: 0, count: 65)
+        guard point.withUnsafeMutableBufferPointer({ roost_p256_public_point(key, $0.baseAddress) }) == 1 else {
+            return Array(der(i2d_PUBKEY).suffix(65))
+        }
+        return point
+    }
 
     /// The private key as DER, for storing.
     public var privateKeyDER: [UInt8] { der(i2d_PrivateKey) }
