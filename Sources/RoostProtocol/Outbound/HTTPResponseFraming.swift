@@ -85,20 +85,49 @@ public struct HTTPResponseFraming: Sendable {
         return nil
     }
 
+    /// The status and headers of a response head (without its final CRLF CRLF), read byte by
+    /// byte: this runs once a push.
     private static func head(_ bytes: ArraySlice<UInt8>) -> (Int, [String: String])? {
-        let lines = String(decoding: bytes, as: UTF8.self).components(separatedBy: "\r\n")
-        let parts = lines[0].split(separator: " ", maxSplits: 2)
-        guard parts.count >= 2, parts[0] == "HTTP/1.1" || parts[0] == "HTTP/1.0", parts[1].utf8.count == 3,
-              let status = Int(parts[1]), (100...599).contains(status) else { return nil }
+        var lines: [ArraySlice<UInt8>] = []
+        var start = bytes.startIndex
+        var index = bytes.startIndex
+        while index < bytes.endIndex {
+            if bytes[index] == 13, index + 1 < bytes.endIndex, bytes[index + 1] == 10 {
+                lines.append(bytes[start..<index])
+                index += 2
+                start = index
+            } else {
+                index += 1
+            }
+        }
+        lines.append(bytes[start..<bytes.endIndex])
+        // "HTTP/1.x NNN reason"
+        let status = lines[0]
+        guard status.count >= 12, status.starts(with: Self.http1), status[status.startIndex + 8] == 32,
+              status.count == 12 || status[status.startIndex + 12] == 32 else { return nil }
+        let minor = status[status.startIndex + 7]
+        guard minor == UInt8(ascii: "0") || minor == UInt8(ascii: "1") else { return nil }
+        var code = 0
+        for digit in status[(status.startIndex + 9)..<(status.startIndex + 12)] {
+            guard (48...57).contains(digit) else { return nil }
+            code = code * 10 + Int(digit - 48)
+        }
+        guard (100...599).contains(code) else { return nil }
         var headers: [String: String] = [:]
         for line in lines.dropFirst() {
-            guard let colon = line.firstIndex(of: ":") else { return nil }
-            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { return nil }
+            let name = String(decoding: line[line.startIndex..<colon].map { (65...90).contains($0) ? $0 + 32 : $0 }, as: UTF8.self)
+            var value = line[(colon + 1)...]
+            while let first = value.first, first == 32 || first == 9 { value = value.dropFirst() }
+            while let last = value.last, last == 32 || last == 9 { value = value.dropLast() }
+            headers[name] = String(decoding: value, as: UTF8.self)
         }
         // HTTP/1.0 keeps a connection only when it says so.
-        if parts[0] == "HTTP/1.0", headers["connection"]?.lowercased() != "keep-alive" { headers["connection"] = "close" }
-        return (status, headers)
+        if minor == UInt8(ascii: "0"), headers["connection"]?.lowercased() != "keep-alive" { headers["connection"] = "close" }
+        return (code, headers)
     }
+
+    private static let http1: [UInt8] = Array("HTTP/1.".utf8)
 
     struct Problem: Error { let text: String }
 

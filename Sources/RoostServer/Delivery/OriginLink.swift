@@ -54,7 +54,7 @@ final class KeptConnection {
             var received: [UInt8] = []
             let framing = HTTPResponseFraming()
             while true {
-                let piece = try stream.read()
+                let piece = try stream.read(limit: 4096)
                 received += piece
                 switch framing.step(received, closed: piece.isEmpty) {
                 case .needMore: continue

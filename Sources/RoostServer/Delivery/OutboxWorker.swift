@@ -115,6 +115,7 @@ public final class OutboxWorker: Sendable {
     private let metrics: JobMetrics
     private let origins: OriginQueues
     private let tokens = VAPIDTokens()
+    private let rendered = RenderedNotifications()
     private let running = Mutex<Task<Void, Never>?>(nil)
     /// Claimed deliveries not yet written back.
     private let claimed = Atomic<Int>(0)
@@ -249,12 +250,15 @@ public final class OutboxWorker: Sendable {
             vapid = try await settings.vapid.key(pool)
         }
         var loaded: [(Delivery, Carrier)] = []
+        // A fanout's rows mostly carry the same data: each text is parsed once.
+        var parsed: [String: [String: Any]] = [:]
         for message in messages {
             if let until = Self.quietUntil(message, now: now) {
                 recorder.postpone(message, until: until)
                 continue
             }
-            let data = (try? JSONSerialization.jsonObject(with: Data(message.data.utf8))) as? [String: Any] ?? [:]
+            let data = parsed[message.data] ?? ((try? JSONSerialization.jsonObject(with: Data(message.data.utf8))) as? [String: Any] ?? [:])
+            parsed[message.data] = data
             let delivery = Delivery(message: message, data: data, tenant: tenantRow, subscription: message.subscription,
                                     vapid: message.subscription != nil ? vapid : nil)
             loaded.append((delivery, carrier(for: message)))
@@ -270,7 +274,7 @@ public final class OutboxWorker: Sendable {
         case .webhook: return .http(WebhookChannel(webhook: channels.webhook))
         case .smtp: return .blocking(SMTPChannel(settings: channels.smtp, messages: channels.messages, network: channels.network,
                                                  tls: channels.tls, timeoutSeconds: timeout))
-        case .webpush: return .http(WebPushChannel(settings: channels.webPush, messages: channels.messages, tokens: tokens))
+        case .webpush: return .http(WebPushChannel(settings: channels.webPush, messages: channels.messages, tokens: tokens, rendered: rendered))
         }
     }
 

@@ -12,7 +12,7 @@ struct WebPushSender {
     let subject: String
     let tokens: VAPIDTokens
 
-    struct Notification {
+    struct Notification: Sendable {
         let payload: [UInt8]
         let ttl: Int
         let urgent: Bool
@@ -88,5 +88,27 @@ final class VAPIDTokens: Sendable {
         let header = try VAPID.authorization(audience: audience, subject: subject, expires: now.addingTimeInterval(Self.lifetime), key: key)
         tokens.withLock { $0[name] = Token(header: header, renewAt: now.addingTimeInterval(Self.lifetime - Self.renewBefore)) }
         return header
+    }
+}
+
+/// Notifications already rendered, by template, locale and row data: a fanout's pushes carry
+/// the same data (but for members' distances), so its notification is rendered and encoded once
+/// rather than once a device. At most `capacity` are kept; the cache starts over when full.
+final class RenderedNotifications: Sendable {
+    private let notifications = Mutex<[String: WebPushSender.Notification]>([:])
+    let capacity: Int
+
+    init(capacity: Int = 1024) { self.capacity = capacity }
+
+    func notification(template: TemplateName, locale: String, data text: String,
+                      render: () throws -> WebPushSender.Notification) rethrows -> WebPushSender.Notification {
+        let key = template.name + "\u{0}" + locale + "\u{0}" + text
+        if let known = notifications.withLock({ $0[key] }) { return known }
+        let made = try render()
+        notifications.withLock { cache in
+            if cache.count >= capacity { cache.removeAll(keepingCapacity: true) }
+            cache[key] = made
+        }
+        return made
     }
 }

@@ -7,6 +7,7 @@ struct WebPushChannel: HTTPDeliveryChannel {
     let settings: PushSettings?
     let messages: RenderedMessages
     let tokens: VAPIDTokens
+    let rendered: RenderedNotifications
 
     func destination(of delivery: Delivery) -> Result<OutboundURL, DeliveryOutcomeError> {
         guard let subscription = delivery.subscription else {
@@ -28,8 +29,10 @@ struct WebPushChannel: HTTPDeliveryChannel {
         guard let subscription = delivery.subscription, let key = delivery.vapid, let subject = settings?.subject else {
             return .retry("Web Push is not configured (ROOST_VAPID_SUBJECT)")
         }
-        let notification = try WebPushSender.notification(template: delivery.message.template, data: delivery.data,
-                                                          locale: delivery.tenant?.locale ?? "en", messages: messages)
+        let (template, locale) = (delivery.message.template, delivery.tenant?.locale ?? "en")
+        let notification = try rendered.notification(template: template, locale: locale, data: delivery.message.data) {
+            try WebPushSender.notification(template: template, data: delivery.data, locale: locale, messages: messages)
+        }
         return try WebPushSender(key: key, subject: subject, tokens: tokens).send(notification, to: subscription, at: url, over: poster)
     }
 }
