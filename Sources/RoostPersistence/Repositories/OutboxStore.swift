@@ -115,10 +115,12 @@ public struct OutboxStore: Sendable {
                     SELECT outbox_id, lane, next_attempt_at FROM outbox_jobs o
                     WHERE o.tenant_id = due.tenant_id AND o.next_attempt_at <= now() AND (o.lease_until IS NULL OR o.lease_until < now())
                     ORDER BY o.lane, o.next_attempt_at LIMIT \(perTenant) FOR UPDATE SKIP LOCKED) j
-                ORDER BY j.lane, turn LIMIT \(limit))
-            UPDATE outbox_jobs SET lease_until = now() + \(lease) * interval '1 second'
-            WHERE outbox_id IN (SELECT outbox_id FROM picked)
-            RETURNING outbox_id, tenant_id, lane
+                ORDER BY j.lane, turn LIMIT \(limit)),
+            leased AS (
+                UPDATE outbox_jobs j SET lease_until = now() + \(lease) * interval '1 second'
+                FROM picked p WHERE j.outbox_id = p.outbox_id
+                RETURNING j.outbox_id, j.tenant_id, j.lane, p.turn)
+            SELECT outbox_id, tenant_id, lane FROM leased ORDER BY lane, turn, tenant_id
             """).rows.map {
             ClaimedDelivery(id: try $0.decode(UUID.self, "outbox_id"), tenant: try $0.decode(UUID.self, "tenant_id"),
                             lane: DeliveryLane(rawValue: try $0.decode(Int.self, "lane")) ?? .normal)
