@@ -143,6 +143,36 @@ struct SMTPDeliveryTests {
         await setup.finish()
     }
 
+    @Test func aHundredEmailsGoOverAFewKeptSessionsAndARefusalLeavesTheSessionUsable() async throws {
+        let setup = try await Setup()
+        // A hundred codes, one personal email each, and among them one the relay refuses for good.
+        let recipients = (0..<100).map { $0 == 37 ? "reject-\($0)@example.org" : "neighbour-\($0)@example.org" }
+        try await setup.api.inTenant { tenant, connection in
+            for (index, recipient) in recipients.enumerated() {
+                try OutboxStore().enqueue(tenant: tenant, channel: .email, recipient: recipient, template: .verification,
+                                          data: RawJSON(#"{"code":"\#(100_000 + index)","expires_in_s":600}"#), on: connection)
+            }
+        }
+        var options = OutboxWorker.Options()
+        options.sessionsPerRelay = 2
+        let worker = OutboxWorker(pool: setup.api.pool, channels: try setup.channels(), options: options, log: Log(level: .error))
+        #expect(try await worker.runOnce() == 100)
+
+        let arrivals = setup.service.lines.filter { $0["session"] != nil }
+        #expect(arrivals.count == 99, "every email but the refused one")
+        #expect(Set(arrivals.compactMap { ($0["to"] as? [String])?.first }) == Set(recipients.filter { !$0.hasPrefix("reject") }),
+                "one message per recipient, never a list")
+        #expect(arrivals.allSatisfy { ($0["to"] as? [String])?.count == 1 && $0["tls"] as? Bool == true })
+        let sessions = Set(arrivals.compactMap { $0["session"] as? String })
+        #expect(sessions.count <= 2, "99 emails over \(sessions.count) sessions")
+        let statuses = try await setup.api.inTenant { _, connection in
+            try connection.query("SELECT status, count(*) AS n FROM outbox WHERE channel = 'email' GROUP BY status ORDER BY status").rows
+                .map { "\(try $0.decode(String.self, "status")) \(try $0.decode(Int.self, "n"))" }
+        }
+        #expect(statuses == ["delivered 99", "failed 1"])
+        await setup.finish()
+    }
+
     @Test func aCertificateForAnotherNameIsRefusedAndNothingIsSent() async throws {
         let setup = try await Setup()
         let id = try await setup.invite("someone@example.org")

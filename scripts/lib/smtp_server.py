@@ -5,7 +5,8 @@
                              required and AUTH PLAIN (roost / s3cret) on two ports (the second
                              shows the wrong name) and a third with TLS from the first byte,
                              prints {"port", "wrong_name_port", "implicit_tls_port", "ca"} as
-                             one line, then one JSON line per accepted message, until killed.
+                             one line, then one JSON line per accepted message (with its
+                             "session": the client's address and port), until killed.
                              Recipients "tempfail…@" are refused with 451 the first time, and
                              "reject…@" always with 550.
   smtp_server.py read FILE   parses a stored message with Python's email package and prints
@@ -91,7 +92,8 @@ class Sink:
         path = os.path.join(self.directory, f"message-{self.count}.eml")
         await asyncio.to_thread(Path(path).write_bytes, envelope.original_content)
         print(json.dumps({"from": envelope.mail_from, "to": envelope.rcpt_tos, "file": path,
-                          "tls": session.ssl is not None, "authenticated": bool(session.authenticated)}), flush=True)
+                          "tls": session.ssl is not None, "authenticated": bool(session.authenticated),
+                          "session": f"{session.peer[0]}:{session.peer[1]}"}), flush=True)
         return "250 Message accepted"
 
 

@@ -11,12 +11,13 @@ protocol DeliveryChannel: Sendable {
     func send(_ delivery: Delivery) throws -> DeliveryOutcome
 }
 
-/// A channel that delivers by HTTP POST: the worker hands each delivery to the queue of the
-/// origin it names (`OriginQueue`), whose threads send over kept connections.
-protocol HTTPDeliveryChannel: Sendable {
+/// A channel that delivers to a server over kept connections (a push service, the webhook, an
+/// SMTP relay): the worker hands each delivery to the queue of the origin it names
+/// (`OriginQueue`), whose threads each keep a connection or session (`OriginLink`).
+protocol OriginChannel: Sendable {
     /// Where the delivery goes, or the outcome of not sending it (no such device, not allowed).
     func destination(of delivery: Delivery) -> Result<OutboundURL, DeliveryOutcomeError>
-    func send(_ delivery: Delivery, to url: OutboundURL, over poster: any HTTPPoster) throws -> DeliveryOutcome
+    func send(_ delivery: Delivery, to url: OutboundURL, over link: OriginLink) throws -> DeliveryOutcome
 }
 
 /// An outcome decided before anything was sent.

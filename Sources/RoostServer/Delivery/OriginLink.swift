@@ -93,6 +93,9 @@ final class OriginLink: HTTPPoster {
     private let idleSeconds: Double
     private let counters: OriginCounters
     private var connection: KeptConnection?
+    private var session: SMTPSession?
+    /// Emails one SMTP session carries before it is ended and another opened.
+    static let emailsPerSession = 100
 
     init(network: OutboundNetwork, tls: TLSClientContext?, sessions: TLSSessionCache, timeoutSeconds: Int, idleSeconds: Double, counters: OriginCounters) {
         self.network = network
@@ -132,17 +135,52 @@ final class OriginLink: HTTPPoster {
         return try fresh.exchange(bytes, deadline: deadline, sessions: sessions)
     }
 
-    /// Closes the kept connection, if any.
-    func drop() {
-        guard let kept = connection else { return }
-        connection = nil
-        kept.close()
-        counters.closed()
+    /// Sends one email over the thread's SMTP session to the relay, opened (or opened again)
+    /// when needed: a session carries `emailsPerSession` emails, then ends with QUIT.
+    func mail(_ message: MailMessage, settings: SMTPSettings) throws -> DeliveryOutcome {
+        let deadline = ContinuousClock.now + .seconds(timeoutSeconds)
+        if let kept = session, !kept.open || kept.transactions >= Self.emailsPerSession || kept.lastUsed.duration(to: .now) > .seconds(idleSeconds) {
+            drop()
+        }
+        if let kept = session {
+            do {
+                return try kept.send(message, deadline: deadline)
+            } catch is SMTPSession.Stale {
+                drop()
+                // Sent again below, on a new session.
+            } catch {
+                drop()
+                throw error
+            }
+        }
+        let fresh: SMTPSession
+        do {
+            fresh = try SMTPSession(settings: settings, network: network, tls: tls, deadline: deadline)
+        } catch let refused as SMTPSession.Refused {
+            return refused.outcome
+        }
+        session = fresh
+        counters.opened(resumed: false)
+        do {
+            return try fresh.send(message, deadline: deadline)
+        } catch {
+            drop()
+            throw error
+        }
     }
 
-    /// Closes the kept connection when it has been unused for `idleSeconds`.
-    func closeIfIdle() {
-        if let kept = connection, kept.lastUsed.duration(to: .now) > .seconds(idleSeconds) { drop() }
+    /// Closes the kept connection or session, if any.
+    func drop() {
+        if let kept = connection {
+            connection = nil
+            kept.close()
+            counters.closed()
+        }
+        if let kept = session {
+            session = nil
+            kept.quit()
+            counters.closed()
+        }
     }
 }
 

@@ -166,10 +166,13 @@ final class OriginQueues: Sendable {
         self.tls = tls
     }
 
-    func queue(for origin: String) -> OriginQueue {
+    /// The queue of `origin`, made with at most `connections` connections the first time.
+    func queue(for origin: String, connections: Int) -> OriginQueue {
         queues.withLock { queues in
             if let queue = queues[origin] { return queue }
-            let (settings, network, tls, sessions) = (settings, network, tls, sessions)
+            var settings = settings
+            settings.connections = max(1, connections)
+            let (network, tls, sessions) = (network, tls, sessions)
             let queue = OriginQueue(origin: origin, settings: settings) { counters in
                 OriginLink(network: network, tls: tls, sessions: sessions, timeoutSeconds: settings.timeoutSeconds,
                            idleSeconds: settings.idleSeconds, counters: counters)

@@ -18,7 +18,8 @@ import Synchronization
 /// - Sends over kept connections: every HTTP channel (Web Push, the webhook) goes through the
 ///   queue of its origin (`OriginQueue`): up to `connectionsPerOrigin` kept-alive connections
 ///   each, TLS sessions resumed, a `429` slowing down that origin only, a failing origin's
-///   breaker opening so it holds no threads. SMTP and the log run on `concurrency` threads.
+///   breaker opening so it holds no threads. SMTP goes the same way over a few kept sessions to
+///   the relay (`sessionsPerRelay`), each carrying many emails; the log runs on threads of its own.
 /// - Decides by `DeliveryPolicy`: retry with backoff and jitter until `maxAttempts`, then
 ///   `failed`; fail at once when no retry changes it (an SMTP 5xx); remove a device that is
 ///   gone; offer a red alert's fallback once its push failed for good.
@@ -70,11 +71,11 @@ public final class OutboxWorker: Sendable {
         }
     }
 
-    /// How a delivery is carried: on a thread of the worker's own (SMTP, the log), or through
-    /// the queue of the origin it posts to.
+    /// How a delivery is carried: on a thread of the worker's own (the log), or through the
+    /// queue of the origin it goes to (a push service, the webhook, the SMTP relay).
     enum Carrier {
-        case blocking(any DeliveryChannel)
-        case http(any HTTPDeliveryChannel)
+        case ownThread(any DeliveryChannel)
+        case origin(any OriginChannel)
     }
 
     /// The retry policy of these options.
@@ -94,11 +95,13 @@ public final class OutboxWorker: Sendable {
         public var perTenant = 128
         /// Deliveries claimed and not yet written back, on this node.
         public var inFlight = 2048
-        /// SMTP and log deliveries in flight at once on this node.
+        /// Log deliveries in flight at once on this node.
         public var concurrency = 8
         /// Kept connections to one origin (a push service, the webhook), at most: at 50 ms a
         /// push, 128 carry about 2,500 pushes a second.
         public var connectionsPerOrigin = 128
+        /// Kept sessions to the SMTP relay, at most: each carries many emails.
+        public var sessionsPerRelay = 4
         /// A kept connection unused this long is closed.
         public var idleConnectionSeconds = 30.0
         public var leaseSeconds = 120
@@ -119,7 +122,7 @@ public final class OutboxWorker: Sendable {
     private let running = Mutex<Task<Void, Never>?>(nil)
     /// Claimed deliveries not yet written back.
     private let claimed = Atomic<Int>(0)
-    /// SMTP and log deliveries block: they run here, at most `concurrency` at once.
+    /// Log deliveries run here, at most `concurrency` at once.
     private let blockingQueue = DispatchQueue(label: "roost.outbox.delivery", attributes: .concurrent)
     /// Log-mode lines are written whole, one at a time.
     private let stdout = Mutex(())
@@ -217,9 +220,9 @@ public final class OutboxWorker: Sendable {
             var blocking = 0
             for (delivery, carrier) in loaded {
                 switch carrier {
-                case .http(let channel):
+                case .origin(let channel):
                     group.addTask { recorder.add(delivery, await self.send(delivery, through: channel)) }
-                case .blocking(let channel):
+                case .ownThread(let channel):
                     // At most `concurrency` blocking sends at once; HTTP ones are bounded by their origins.
                     if blocking >= max(1, options.concurrency) { await group.next(); blocking -= 1 }
                     blocking += 1
@@ -268,13 +271,11 @@ public final class OutboxWorker: Sendable {
 
     /// The channel a row goes out through.
     func carrier(for message: OutboxMessage) -> Carrier {
-        let timeout = options.webhookTimeoutSeconds
         switch channels.route(message) {
-        case .log: return .blocking(LogChannel { line in self.stdout.withLock { _ in FileHandle.standardOutput.write(Data(line)) } })
-        case .webhook: return .http(WebhookChannel(webhook: channels.webhook))
-        case .smtp: return .blocking(SMTPChannel(settings: channels.smtp, messages: channels.messages, network: channels.network,
-                                                 tls: channels.tls, timeoutSeconds: timeout))
-        case .webpush: return .http(WebPushChannel(settings: channels.webPush, messages: channels.messages, tokens: tokens, rendered: rendered))
+        case .log: return .ownThread(LogChannel { line in self.stdout.withLock { _ in FileHandle.standardOutput.write(Data(line)) } })
+        case .webhook: return .origin(WebhookChannel(webhook: channels.webhook))
+        case .smtp: return .origin(SMTPChannel(settings: channels.smtp, messages: channels.messages))
+        case .webpush: return .origin(WebPushChannel(settings: channels.webPush, messages: channels.messages, tokens: tokens, rendered: rendered))
         }
     }
 
@@ -287,21 +288,21 @@ public final class OutboxWorker: Sendable {
     }
 
     /// Sends through the queue of the delivery's origin; the outcome once it is sent (or refused).
-    private func send(_ delivery: Delivery, through channel: any HTTPDeliveryChannel) async -> DeliveryOutcome {
+    private func send(_ delivery: Delivery, through channel: any OriginChannel) async -> DeliveryOutcome {
         let url: OutboundURL
         switch channel.destination(of: delivery) {
         case .success(let destination): url = destination
         case .failure(let decided): return decided.outcome
         }
         return await withCheckedContinuation { continuation in
-            origins.queue(for: url.origin).submit(OriginQueue.Work(
+            let connections = channel is SMTPChannel ? options.sessionsPerRelay : options.connectionsPerOrigin
+            origins.queue(for: url.origin, connections: connections).submit(OriginQueue.Work(
                 send: { link in Self.outcome { try channel.send(delivery, to: url, over: link) } },
                 done: { continuation.resume(returning: $0) }))
         }
     }
 
-    /// Sends on the worker's own threads (every channel but the log blocks on I/O, each within
-    /// its timeout).
+    /// Sends on the worker's own threads.
     private func send(_ delivery: Delivery, through channel: any DeliveryChannel) async -> DeliveryOutcome {
         await withCheckedContinuation { continuation in
             blockingQueue.async { continuation.resume(returning: Self.outcome { try channel.send(delivery) }) }

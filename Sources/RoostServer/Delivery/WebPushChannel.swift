@@ -3,7 +3,7 @@ import RoostProtocol
 /// Pushes to a Web Push device, encrypted to its keys and signed with the server's VAPID key
 /// (`ROOST_PUSH=webpush`), over its push service's kept connections; a subscription the push
 /// service says is gone removes the device.
-struct WebPushChannel: HTTPDeliveryChannel {
+struct WebPushChannel: OriginChannel {
     let settings: PushSettings?
     let messages: RenderedMessages
     let tokens: VAPIDTokens
@@ -25,7 +25,7 @@ struct WebPushChannel: HTTPDeliveryChannel {
         }
     }
 
-    func send(_ delivery: Delivery, to url: OutboundURL, over poster: any HTTPPoster) throws -> DeliveryOutcome {
+    func send(_ delivery: Delivery, to url: OutboundURL, over link: OriginLink) throws -> DeliveryOutcome {
         guard let subscription = delivery.subscription, let key = delivery.vapid, let subject = settings?.subject else {
             return .retry("Web Push is not configured (ROOST_VAPID_SUBJECT)")
         }
@@ -33,6 +33,6 @@ struct WebPushChannel: HTTPDeliveryChannel {
         let notification = try rendered.notification(template: template, locale: locale, data: delivery.message.data) {
             try WebPushSender.notification(template: template, data: delivery.data, locale: locale, messages: messages)
         }
-        return try WebPushSender(key: key, subject: subject, tokens: tokens).send(notification, to: subscription, at: url, over: poster)
+        return try WebPushSender(key: key, subject: subject, tokens: tokens).send(notification, to: subscription, at: url, over: link)
     }
 }

@@ -3,7 +3,7 @@ import RoostProtocol
 /// Deliveries POSTed to the operator's webhook (`ROOST_DELIVERY_WEBHOOK_URL`), signed when it
 /// has a secret, over the webhook origin's kept connections; any 2xx delivers, a 429 slows the
 /// origin down, anything else is tried again.
-struct WebhookChannel: HTTPDeliveryChannel {
+struct WebhookChannel: OriginChannel {
     let webhook: (url: OutboundURL, secret: String?)?
 
     func destination(of delivery: Delivery) -> Result<OutboundURL, DeliveryOutcomeError> {
@@ -11,8 +11,8 @@ struct WebhookChannel: HTTPDeliveryChannel {
         return .success(webhook.url)
     }
 
-    func send(_ delivery: Delivery, to url: OutboundURL, over poster: any HTTPPoster) throws -> DeliveryOutcome {
-        let response = try WebhookClient(url: url, secret: webhook?.secret).post(delivery.payload, over: poster)
+    func send(_ delivery: Delivery, to url: OutboundURL, over link: OriginLink) throws -> DeliveryOutcome {
+        let response = try WebhookClient(url: url, secret: webhook?.secret).post(delivery.payload, over: link)
         return DeliveryOutcome.of(response, from: "the webhook") ?? .retry("the webhook answered \(response.status)")
     }
 }
