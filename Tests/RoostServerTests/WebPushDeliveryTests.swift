@@ -152,6 +152,41 @@ struct WebPushDeliveryTests {
         await setup.finish()
     }
 
+    /// A UnifiedPush distributor's endpoint (an ntfy server, say) is on no allow-list: any
+    /// public host (here this machine, which the test's outbound policy admits) gets the same
+    /// encrypted, VAPID-signed push as a browser's push service.
+    @Test func aUnifiedPushDeviceOnItsDistributorsServerGetsTheSameEncryptedPush() async throws {
+        let setup = try await Setup()
+        var push = setup.push
+        push.hosts = WebPushHosts(patterns: ["push.example.org"])
+        let api = try APIFixture(database: setup.database, push: push)
+        let ann = try await api.person(email: "ann@example.org")
+        let bob = try await api.person(email: "bob@example.org")
+        let (_, group) = try await api.call("POST", "/v1/groups", ["name": "Elm Row"], token: ann.token)
+        let gid = try #require(group["id"] as? String)
+        try await api.addMember(bob.id, to: gid, role: "member")
+        let subscription = try #require(setup.subscriptions["other"])
+        // Not a browser push service on the allow-list: as webpush it is refused; as UnifiedPush it is taken.
+        #expect(try await api.call("POST", "/v1/me/devices", ["platform": "webpush", "subscription": subscription], token: bob.token).0 == 400)
+        let endpoint = try #require(subscription["endpoint"] as? String)
+        let plain = ["endpoint": endpoint.replacingOccurrences(of: "https://", with: "http://"), "keys": subscription["keys"]!]
+        #expect(try await api.call("POST", "/v1/me/devices", ["platform": "unifiedpush", "subscription": plain], token: bob.token).0 == 400)
+        let (status, device) = try await api.call("POST", "/v1/me/devices", ["platform": "unifiedpush", "subscription": subscription], token: bob.token)
+        #expect(status == 201 && device["platform"] as? String == "unifiedpush" && device["token"] as? String == endpoint, "\(device)")
+
+        let (posted, _) = try await api.call("POST", "/v1/groups/\(gid)/messages", ["client_msg_id": "red-up", "text": "Smoke from number 4",
+                                                                                      "kind": "alert", "severity": "red"], token: ann.token)
+        #expect(posted == 201)
+        try await WebPushDeliveryTests.worker(api.pool, push: push, tls: TLSClientContext(extraCAFile: setup.ca)).runOnce()
+        let received = try #require(setup.received.first { $0["name"] as? String == "other" }, "\(setup.service.process.output)")
+        #expect(received["problems"] as? [String] == [] && received["status"] as? Int == 201, "\(received)")
+        #expect(received["urgency"] as? String == "high" && received["content_encoding"] as? String == "aes128gcm")
+        let payload = try #require(received["payload"] as? [String: Any])
+        #expect(payload["title"] as? String == "RED alert in Elm Row" && payload["body"] as? String == "ann: Smoke from number 4", "\(payload)")
+        await api.stop()
+        await setup.finish()
+    }
+
     @Test func theVAPIDKeyIsMadeOnceSealedAndOpensOnlyWithItsSecret() async throws {
         let database = try TestDatabase.makeScratch()
         defer { TestDatabase.dropScratch(database) }

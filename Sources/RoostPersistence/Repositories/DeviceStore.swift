@@ -45,7 +45,7 @@ public struct DeviceStore: Sendable {
     public func webPushSubscription(endpoint: String, on connection: PostgresConnection) throws -> WebPushSubscription? {
         try connection.query("""
             SELECT p256dh, auth FROM devices
-            WHERE platform = 'webpush' AND token = \(endpoint) AND p256dh IS NOT NULL ORDER BY created_at LIMIT 1
+            WHERE platform IN ('webpush', 'unifiedpush') AND token = \(endpoint) AND p256dh IS NOT NULL ORDER BY created_at LIMIT 1
             """).first.map {
             WebPushSubscription(endpoint: endpoint, p256dh: Array(try $0.decode(Data.self, "p256dh")), auth: Array(try $0.decode(Data.self, "auth")))
         }
@@ -55,7 +55,7 @@ public struct DeviceStore: Sendable {
     /// how many there were.
     @discardableResult
     public func deleteWebPush(endpoint: String, on connection: PostgresConnection) throws -> Int {
-        try connection.query("DELETE FROM devices WHERE platform = 'webpush' AND token = \(endpoint)").affectedRows
+        try connection.query("DELETE FROM devices WHERE platform IN ('webpush', 'unifiedpush') AND token = \(endpoint)").affectedRows
     }
 
     public func count(user: UUID, on connection: PostgresConnection) throws -> Int {

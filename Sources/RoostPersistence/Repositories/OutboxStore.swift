@@ -137,7 +137,7 @@ public struct OutboxStore: Sendable {
             FROM outbox o
             LEFT JOIN LATERAL (
                 SELECT p256dh, auth FROM devices
-                WHERE o.channel = 'push' AND tenant_id = o.tenant_id AND user_id = o.user_id AND platform = 'webpush' AND token = o.recipient
+                WHERE o.channel = 'push' AND tenant_id = o.tenant_id AND user_id = o.user_id AND platform IN ('webpush', 'unifiedpush') AND token = o.recipient
                   AND p256dh IS NOT NULL
                 LIMIT 1) d ON true
             LEFT JOIN user_preferences p ON o.channel = 'push' AND p.tenant_id = o.tenant_id AND p.user_id = o.user_id
@@ -223,7 +223,7 @@ public struct OutboxStore: Sendable {
         }
         let gone = records.compactMap(\.goneEndpoint)
         if !gone.isEmpty {
-            try connection.query("DELETE FROM devices WHERE platform = 'webpush' AND token = ANY(\(gone)::text[])")
+            try connection.query("DELETE FROM devices WHERE platform IN ('webpush', 'unifiedpush') AND token = ANY(\(gone)::text[])")
         }
         return failedForGood
     }

@@ -38,8 +38,9 @@ public final class OutboxWorker: Sendable {
 
         public var email = Route.log
         public var sms = Route.log
-        /// `webpush` sends Web Push devices directly; other platforms then go to the webhook
-        /// when one is set, or to the log.
+        /// `webpush` sends Web Push devices, and UnifiedPush devices that registered a
+        /// subscription, directly; other devices then go to the webhook when one is set, or to
+        /// the log.
         public var push = Route.log
         var webhook: (url: OutboundURL, secret: String?)?
         var smtp: SMTPSettings?
@@ -66,7 +67,8 @@ public final class OutboxWorker: Sendable {
             case .sms: return sms
             default:
                 guard push == .webpush else { return push }
-                return message.platform == "webpush" ? .webpush : (webhook != nil ? .webhook : .log)
+                let direct = message.platform == "webpush" || (message.platform == "unifiedpush" && message.subscription != nil)
+                return direct ? .webpush : (webhook != nil ? .webhook : .log)
             }
         }
     }

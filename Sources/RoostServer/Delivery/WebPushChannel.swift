@@ -1,8 +1,9 @@
 import RoostProtocol
 
-/// Pushes to a Web Push device, encrypted to its keys and signed with the server's VAPID key
-/// (`ROOST_PUSH=webpush`), over its push service's kept connections; a subscription the push
-/// service says is gone removes the device.
+/// Pushes to a Web Push device (a browser, or a UnifiedPush distributor's endpoint: the same
+/// protocol), encrypted to its keys and signed with the server's VAPID key (`ROOST_PUSH=webpush`),
+/// over its push service's kept connections; a subscription the push service says is gone
+/// removes the device. A redirect is an answer like any other: never followed.
 struct WebPushChannel: OriginChannel {
     let settings: PushSettings?
     let messages: RenderedMessages
@@ -17,9 +18,11 @@ struct WebPushChannel: OriginChannel {
             return .failure(DeliveryOutcomeError(.retry("Web Push is not configured (ROOST_VAPID_SUBJECT)")))
         }
         // Checked again at sending: the allow-list may have shrunk since the device registered
-        // (and the connection checks every address the name resolves to then).
+        // (and the connection checks every address the name resolves to then). A UnifiedPush
+        // distributor's server may be anywhere public.
         do {
-            return .success(try settings.endpoint(subscription.endpoint))
+            let unifiedPush = delivery.message.platform == "unifiedpush"
+            return .success(unifiedPush ? try settings.unifiedPushEndpoint(subscription.endpoint) : try settings.endpoint(subscription.endpoint))
         } catch {
             return .failure(DeliveryOutcomeError(.gone("the endpoint is refused: \(error)")))
         }

@@ -142,7 +142,7 @@ async function refreshDevices(room) {
   const box = errorBox();
   fill(devices, h("h2", { id: "devices-heading" }, "Devices"), box,
     answer.items.length ? h("ul", { class: "answers" }, answer.items.map((device) => h("li", { class: "row spread" },
-      h("span", {}, device.platform === "webpush" ? "A browser" : device.platform, " · added ", time(device.created_at)),
+      h("span", {}, device.platform === "webpush" ? "A browser" : device.platform === "unifiedpush" ? "UnifiedPush" : device.platform, " · added ", time(device.created_at)),
       h("button", { type: "button", class: "secondary", onclick: async () => {
         await api("DELETE", path`/v1/me/devices/${device.id}`).catch((error) => showError(box, error));
         refreshDevices(room);
@@ -175,7 +175,7 @@ async function refreshSessions(room) {
 async function enablePush(box) {
   showError(box, null);
   try {
-    if (!("serviceWorker" in navigator) || !("PushManager" in window)) throw new Error("This browser cannot receive notifications.");
+    if (!("serviceWorker" in navigator) || !("PushManager" in window)) throw new Error(pushUnavailable());
     if ((await Notification.requestPermission()) !== "granted") throw new Error("Notifications are blocked for Roost in this browser's settings.");
     const { public_key: key } = await api("GET", "/v1/push/vapid-public-key");
     const registration = await navigator.serviceWorker.ready;
@@ -186,6 +186,19 @@ async function enablePush(box) {
   } catch (error) {
     showError(box, error);
   }
+}
+
+/**
+ * Why this browser offers no push, and what to do: Safari on iPhone and iPad (iOS 16.4 and later)
+ * pushes only to a web app added to the Home Screen and opened from there.
+ */
+function pushUnavailable() {
+  const apple = /iPhone|iPad|iPod/.test(navigator.userAgent) || (navigator.platform === "MacIntel" && navigator.maxTouchPoints > 1);
+  const installed = window.matchMedia("(display-mode: standalone)").matches || navigator.standalone === true;
+  if (apple && !installed) {
+    return "On iPhone and iPad, alerts come to Roost on your Home Screen: tap Share, then Add to Home Screen, open Roost from there and tap this again (iOS 16.4 or later).";
+  }
+  return "This browser cannot receive notifications.";
 }
 
 function base64url(text) {

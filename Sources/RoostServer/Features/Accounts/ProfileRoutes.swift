@@ -32,7 +32,8 @@ struct ProfileRoutes: Sendable {
     struct DeviceBody: Decodable, KnownFields {
         let platform: String
         let token: String?
-        /// A browser's `PushSubscription.toJSON()`, for `webpush`.
+        /// A browser's `PushSubscription.toJSON()`, for `webpush`; a UnifiedPush distributor's
+        /// endpoint and keys, for `unifiedpush`.
         let subscription: Subscription?
         static let fieldNames: Set<String> = ["platform", "token", "subscription"]
 
@@ -56,10 +57,13 @@ struct ProfileRoutes: Sendable {
 
     /// The device's token, and for Web Push its keys: a `webpush` device must bring its
     /// subscription, whose endpoint must be an `https` URL on an allowed push service and whose
-    /// keys must be a P-256 point and a 16-byte secret (400 otherwise).
+    /// keys must be a P-256 point and a 16-byte secret (400 otherwise). A `unifiedpush` device
+    /// may bring one too (its distributor's endpoint, on any host whose addresses are public),
+    /// and is then pushed to directly; with a bare token it goes through the webhook.
     func newDevice(_ body: DeviceBody) throws(APIError) -> NewDevice {
-        guard body.platform == "webpush" else {
-            guard body.subscription == nil else { throw APIError.invalid("only webpush devices have a subscription", "subscription") }
+        let unifiedPush = body.platform == "unifiedpush" && body.subscription != nil
+        guard body.platform == "webpush" || unifiedPush else {
+            guard body.subscription == nil else { throw APIError.invalid("only webpush and unifiedpush devices have a subscription", "subscription") }
             guard let token = body.token else { throw APIError.invalid("token is required", "token") }
             return NewDevice(token: try BoundedText.validate(token, field: "token", range: 1...4096))
         }
@@ -68,9 +72,10 @@ struct ProfileRoutes: Sendable {
         }
         let endpoint: OutboundURL
         do {
-            endpoint = try accounts.push.endpoint(subscription.endpoint)
+            endpoint = unifiedPush ? try accounts.push.unifiedPushEndpoint(subscription.endpoint) : try accounts.push.endpoint(subscription.endpoint)
         } catch {
-            throw APIError.invalid("the endpoint must be an https:// URL on a known push service: \(error)", "subscription.endpoint")
+            throw APIError.invalid(unifiedPush ? "the endpoint must be an https:// URL of a push server: \(error)"
+                                              : "the endpoint must be an https:// URL on a known push service: \(error)", "subscription.endpoint")
         }
         guard let p256dh = Secrets.decodeBase64URL(subscription.keys.p256dh), (try? P256Key(publicPoint: p256dh)) != nil else {
             throw APIError.invalid("p256dh must be a base64url P-256 public key", "subscription.keys.p256dh")

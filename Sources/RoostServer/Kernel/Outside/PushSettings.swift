@@ -24,6 +24,15 @@ public struct PushSettings: Sendable {
         guard hosts.allows(url.hostText) else { throw OutboundRefusal("\(url.hostText) is not an allowed push service (ROOST_WEBPUSH_HOSTS)") }
         return url
     }
+
+    /// A UnifiedPush endpoint: the push resource (RFC 8030) the member's distributor gave (an
+    /// ntfy server, NextPush, a gateway), on whatever host that is, by the outbound policy alone
+    /// (`https`, a host name, the default port, public addresses when connected to), at most
+    /// 1,024 bytes.
+    func unifiedPushEndpoint(_ text: String) throws(OutboundRefusal) -> OutboundURL {
+        guard text.utf8.count <= 1024 else { throw OutboundRefusal("an endpoint is at most 1,024 bytes") }
+        return try network.policy.url(text, from: .subscriber, schemes: ["https"])
+    }
 }
 
 /// The push services a Web Push endpoint may be on (`ROOST_WEBPUSH_HOSTS`): host names, or
