@@ -135,6 +135,8 @@ struct ServeTests {
         #expect(metrics?.contains("roost_fanout_groups_behind_total 0\n") == true)
         #expect(metrics?.contains(#"roost_requests_total{method="GET",route="/readyz",status="200"} 1"#) == true)
         #expect(metrics?.contains("# TYPE roost_request_duration_seconds histogram") == true)
+        #expect(metrics?.contains(#"roost_delivery_oldest_waiting_seconds{lane="critical"} "#) == true)
+        #expect(metrics?.contains("# TYPE roost_delivery_accepted_seconds histogram") == true)
         serve.process.signal(SIGTERM)
         #expect(await serve.process.wait() == 0)
     }

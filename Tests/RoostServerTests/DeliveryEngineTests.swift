@@ -64,7 +64,7 @@ struct DeliveryEngineTests {
             return person
         }
 
-        func worker(connections: Int, timeoutSeconds: Int = 10) throws -> OutboxWorker {
+        func worker(connections: Int, timeoutSeconds: Int = 10, metrics: DeliveryMetrics = DeliveryMetrics()) throws -> OutboxWorker {
             var channels = OutboxWorker.Channels()
             channels.push = .webpush
             channels.webPush = push
@@ -73,7 +73,7 @@ struct DeliveryEngineTests {
             var options = OutboxWorker.Options()
             options.connectionsPerOrigin = connections
             options.webhookTimeoutSeconds = timeoutSeconds
-            return OutboxWorker(pool: api.pool, channels: channels, options: options, log: Log(level: .error))
+            return OutboxWorker(pool: api.pool, channels: channels, options: options, log: Log(level: .error), deliveries: metrics)
         }
 
         func raise(_ text: String, severity: String = "red") async throws {
@@ -116,7 +116,10 @@ struct DeliveryEngineTests {
             _ = try await street.member("m\(member)@example.org", devices: (member * 100)..<(member * 100 + 100), named: "ok", on: 0)
         }
         try await street.raise("Fire at number 9")
-        let worker = try street.worker(connections: 8)
+        let waiting = try await street.api.pool.withConnection { try OutboxStore().oldestWaiting(on: $0) }
+        #expect(waiting.keys.sorted { $0.rawValue < $1.rawValue } == [.critical], "a red alert's pushes wait in the critical lane")
+        let metrics = DeliveryMetrics()
+        let worker = try street.worker(connections: 8, metrics: metrics)
         var claimed = 0
         while case let round = try await worker.runOnce(), round > 0 { claimed += round }
         #expect(claimed == 2000)
@@ -130,6 +133,12 @@ struct DeliveryEngineTests {
         #expect(street.connections(0) <= 8, "2,000 pushes over \(street.connections(0)) connections")
         let rows = try await street.pushes()
         #expect(rows.count == 2000 && rows.allSatisfy { $0.status == "delivered" && $0.attempts == 1 })
+        let text = metrics.render(waiting: [:])
+        #expect(text.contains(#"roost_deliveries_total{channel="push",lane="critical",outcome="delivered"} 2000"#), "\(text)")
+        #expect(text.contains(#"roost_delivery_accepted_seconds_count{channel="push"} 2000"#))
+        let opened = text.split(separator: "\n").filter { $0.hasPrefix("roost_delivery_connections_opened_total{") }
+            .compactMap { Int($0.split(separator: " ").last ?? "") }.reduce(0, +)
+        #expect(opened == street.connections(0), "the metrics count the connections the service saw: \(opened)")
         await street.finish()
     }
 

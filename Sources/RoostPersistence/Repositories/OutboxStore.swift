@@ -23,6 +23,8 @@ public struct OutboxMessage: Sendable, Equatable {
     public var subscription: WebPushSubscription?
     /// The member's quiet hours, when the row is a push to a member who set them.
     public var quietHours: NotificationPreferences.QuietHours?
+    /// When the change that queued it committed (about: when its row was written).
+    public var createdAt: Date?
 }
 
 /// How soon a delivery goes (sql/0030_delivery_lanes.sql): a claim takes critical rows first,
@@ -132,7 +134,7 @@ public struct OutboxStore: Sendable {
     public func messages(_ ids: [UUID], on connection: PostgresConnection) throws -> [OutboxMessage] {
         try connection.query("""
             SELECT o.id, o.tenant_id, o.channel, o.recipient, o.template, o.data::text AS data, o.attempts, o.data->>'platform' AS platform,
-                   o.user_id, o.data->'alert'->'alert'->>'severity' AS severity, o.lane, d.p256dh, d.auth,
+                   o.user_id, o.data->'alert'->'alert'->>'severity' AS severity, o.lane, o.created_at, d.p256dh, d.auth,
                    to_char(p.quiet_start, 'HH24:MI') AS quiet_start, to_char(p.quiet_end, 'HH24:MI') AS quiet_end, p.quiet_time_zone
             FROM outbox o
             LEFT JOIN LATERAL (
@@ -150,6 +152,7 @@ public struct OutboxStore: Sendable {
                 attempts: try row.decode(Int.self, "attempts"), platform: try row.decode(String?.self, "platform"),
                 userID: try row.decode(UUID?.self, "user_id"), severity: try row.decode(String?.self, "severity"))
             message.lane = DeliveryLane(rawValue: try row.decode(Int.self, "lane")) ?? .normal
+            message.createdAt = try row.decode(Date.self, "created_at")
             if let p256dh = try row.decode(Data?.self, "p256dh"), let auth = try row.decode(Data?.self, "auth") {
                 message.subscription = WebPushSubscription(endpoint: message.recipient, p256dh: Array(p256dh), auth: Array(auth))
             }
@@ -361,6 +364,19 @@ public struct OutboxStore: Sendable {
             """).rows[0]
         if try row.decode(Int.self, "queued") > 0 { return .queued }
         return try row.decode(Int.self, "eligible") > 0 ? .heldBack : .none
+    }
+
+    /// How long the oldest due delivery of each lane has waited, in seconds (no tenant needed:
+    /// jobs only); lanes with nothing due are left out.
+    public func oldestWaiting(on connection: PostgresConnection) throws -> [DeliveryLane: Double] {
+        var waits: [DeliveryLane: Double] = [:]
+        for row in try connection.query("""
+            SELECT lane, extract(epoch FROM now() - min(next_attempt_at))::float8 AS wait
+            FROM outbox_jobs WHERE next_attempt_at <= now() GROUP BY lane
+            """).rows {
+            if let lane = DeliveryLane(rawValue: try row.decode(Int.self, "lane")) { waits[lane] = try row.decode(Double.self, "wait") }
+        }
+        return waits
     }
 
     /// Jobs whose rows are no longer pending (delivered elsewhere, deleted with their tenant).

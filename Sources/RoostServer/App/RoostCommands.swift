@@ -48,12 +48,13 @@ public enum RoostCommands {
         } catch let error as SystemError {
             throw StartupError("cannot listen on \(configuration.listen): \(error)")
         }
-        let metricsServer = try startMetrics(configuration, pool: pool, jobs: jobs, hub: hub, log: log) { serverBox.server }
+        let deliveries = DeliveryMetrics()
+        let metricsServer = try startMetrics(configuration, pool: pool, jobs: jobs, deliveries: deliveries, hub: hub, log: log) { serverBox.server }
         var outboxOptions = OutboxWorker.Options()
         outboxOptions.webhookTimeoutSeconds = configuration.deliveryTimeoutSeconds
         outboxOptions.connectionsPerOrigin = configuration.deliveryConnections
         OutsideBudget.log.withLock { $0 = log }
-        let outbox = OutboxWorker(pool: pool, channels: delivery, options: outboxOptions, log: log, metrics: jobs)
+        let outbox = OutboxWorker(pool: pool, channels: delivery, options: outboxOptions, log: log, metrics: jobs, deliveries: deliveries)
         if configuration.outboxWorker { outbox.start() }
         let checkins = DeadlineScheduler(pool: pool, log: log, metrics: jobs)
         checkins.start()
@@ -111,12 +112,12 @@ public enum RoostCommands {
 
     /// The operator's `/metrics` listener (`ROOST_METRICS_LISTEN`, `off` for none): one event
     /// loop of its own, on an address apart from the public one.
-    static func startMetrics(_ configuration: ServerConfiguration, pool: ConnectionPool, jobs: JobMetrics, hub: StreamHub, log: Log,
-                             server: @escaping @Sendable () -> HTTPServer?) throws -> HTTPServer? {
+    static func startMetrics(_ configuration: ServerConfiguration, pool: ConnectionPool, jobs: JobMetrics, deliveries: DeliveryMetrics,
+                             hub: StreamHub, log: Log, server: @escaping @Sendable () -> HTTPServer?) throws -> HTTPServer? {
         guard configuration.metricsListen != "off" else { return nil }
         let addresses = try ListenAddress.parseList(configuration.metricsListen)
         var builder = Router.Builder()
-        OperationsRoutes.addMetrics(to: &builder, pool: pool, jobs: jobs, hub: hub, server: server)
+        OperationsRoutes.addMetrics(to: &builder, pool: pool, jobs: jobs, deliveries: deliveries, hub: hub, server: server)
         let metrics = try HTTPServer(router: builder.build(), limits: NetworkLimits(), addresses: addresses, threads: 1, log: log, accessLog: false,
                                       errorMapper: APIError.mapping)
         do {

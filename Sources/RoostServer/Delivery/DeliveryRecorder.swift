@@ -19,16 +19,19 @@ final class DeliveryRecorder: Sendable {
     private let policy: DeliveryPolicy
     private let log: Log
     private let metrics: JobMetrics
+    private let deliveries: DeliveryMetrics
     private let finished = Mutex<[Finished]>([])
 
-    init(pool: ConnectionPool, policy: DeliveryPolicy, log: Log, metrics: JobMetrics) {
+    init(pool: ConnectionPool, policy: DeliveryPolicy, log: Log, metrics: JobMetrics, deliveries: DeliveryMetrics) {
         self.pool = pool
         self.policy = policy
         self.log = log
         self.metrics = metrics
+        self.deliveries = deliveries
     }
 
     func add(_ delivery: Delivery, _ outcome: DeliveryOutcome) {
+        deliveries.record(delivery.message, outcome: outcome)
         finished.withLock { $0.append(Finished(message: delivery.message, outcome: outcome)) }
     }
 

@@ -118,6 +118,7 @@ public final class OutboxWorker: Sendable {
     private let options: Options
     private let log: Log
     private let metrics: JobMetrics
+    private let deliveries: DeliveryMetrics
     private let origins: OriginQueues
     private let tokens = VAPIDTokens()
     private let rendered = RenderedNotifications()
@@ -133,16 +134,19 @@ public final class OutboxWorker: Sendable {
         self.init(pool: pool, channels: Channels(mode), options: options, log: log, metrics: metrics)
     }
 
-    public init(pool: ConnectionPool, channels: Channels, options: Options = Options(), log: Log, metrics: JobMetrics = JobMetrics()) {
+    public init(pool: ConnectionPool, channels: Channels, options: Options = Options(), log: Log, metrics: JobMetrics = JobMetrics(),
+                deliveries: DeliveryMetrics = DeliveryMetrics()) {
         self.pool = pool
         self.channels = channels
         self.options = options
         self.log = log
         self.metrics = metrics
+        self.deliveries = deliveries
         origins = OriginQueues(settings: OriginQueue.Settings(connections: max(1, options.connectionsPerOrigin),
                                                               idleSeconds: options.idleConnectionSeconds,
                                                               timeoutSeconds: options.webhookTimeoutSeconds),
                                network: channels.network, tls: channels.tls)
+        deliveries.watch(origins)
     }
 
     public func start() {
@@ -207,7 +211,7 @@ public final class OutboxWorker: Sendable {
     /// Loads, sends and writes back one claim.
     private func deliver(_ jobs: [ClaimedDelivery]) async {
         defer { claimed.subtract(jobs.count, ordering: .relaxed) }
-        let recorder = DeliveryRecorder(pool: pool, policy: policy, log: log, metrics: metrics)
+        let recorder = DeliveryRecorder(pool: pool, policy: policy, log: log, metrics: metrics, deliveries: deliveries)
         let flushing = Task { await recorder.flushPeriodically() }
         var loaded: [(Delivery, Carrier)] = []
         for (tenant, ids) in Dictionary(grouping: jobs, by: \.tenant).mapValues({ $0.map(\.id) }) {
