@@ -34,6 +34,8 @@ public struct ServerConfiguration: Sendable {
     public var deliveryTimeoutSeconds = 10
     /// Kept connections to one origin (a push service, the webhook), at most (`OutboxWorker.Options`).
     public var deliveryConnections = 128
+    /// How long claimed deliveries are held before another node may take them (`OutboxWorker.Options`).
+    public var deliveryLeaseSeconds = 120
     /// Push services Web Push endpoints may be on; nil: the public browser services.
     public var webPushHosts: String?
     /// `ROOST_OUTBOUND_ALLOW_NETS`: CIDRs every outbound request may reach (endpoints included).
