@@ -21,6 +21,7 @@ import os
 import socket
 import ssl
 import sys
+import time
 from pathlib import Path
 
 
@@ -93,7 +94,7 @@ class Sink:
         await asyncio.to_thread(Path(path).write_bytes, envelope.original_content)
         print(json.dumps({"from": envelope.mail_from, "to": envelope.rcpt_tos, "file": path,
                           "tls": session.ssl is not None, "authenticated": bool(session.authenticated),
-                          "session": f"{session.peer[0]}:{session.peer[1]}"}), flush=True)
+                          "session": f"{session.peer[0]}:{session.peer[1]}", "t": time.time()}), flush=True)
         return "250 Message accepted"
 
 
