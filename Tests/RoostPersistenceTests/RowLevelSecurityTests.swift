@@ -170,7 +170,7 @@ struct RowLevelSecurityTests {
             // The deliberate exceptions: job indexes that workers claim across tenants, which must
             // therefore hold ids, times and attempt counts only, never personal data (a failed
             // attempt's error is kept without the database's detail, which may quote values).
-            let jobTables = ["outbox_jobs": ["lease_until", "next_attempt_at", "outbox_id", "tenant_id"],
+            let jobTables = ["outbox_jobs": ["lane", "lease_until", "next_attempt_at", "outbox_id", "tenant_id"],
                              "checkin_deadlines": ["attempts", "checkin_id", "due_at", "last_error", "parked_at", "tenant_id"],
                              "bridge_watch": ["attempts", "bridge_id", "last_error", "offline", "parked_at", "silent_after", "tenant_id"],
                              "alert_escalations": ["attempts", "due_at", "escalation_id", "group_id", "last_error", "parked_at", "seq", "since",
