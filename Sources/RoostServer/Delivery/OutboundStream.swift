@@ -14,6 +14,7 @@ final class TLSClientContext: @unchecked Sendable {
     fileprivate let context: OpaquePointer
 
     init(extraCAFile: String? = nil) throws {
+        _ = Self.noBrokenPipeSignal
         guard let context = SSL_CTX_new(TLS_client_method()) else { throw OutboundFailure("TLS: \(Self.lastError())") }
         self.context = context
         SSL_CTX_set_verify(context, SSL_VERIFY_PEER, nil)
@@ -27,6 +28,11 @@ final class TLSClientContext: @unchecked Sendable {
     }
 
     deinit { SSL_CTX_free(context) }
+
+    /// libssl writes with write(2), not send(2) with MSG_NOSIGNAL: a write to a kept connection
+    /// the server has closed would raise SIGPIPE and end the process. Ignored once, process-wide
+    /// (the write then fails with EPIPE, and the connection is dropped like any other failure).
+    private static let noBrokenPipeSignal: Void = { signal(SIGPIPE, SIG_IGN) }()
 
     /// The newest queued OpenSSL error as text (and the queue emptied).
     static func lastError() -> String {
