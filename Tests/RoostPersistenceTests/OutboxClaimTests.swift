@@ -38,6 +38,9 @@ struct OutboxClaimTests {
             .map { (try $0.decode(Int.self, "lane"), try $0.decode(Int.self, "n")) }
         #expect(lanes.map(\.0) == [0, 1, 2] && lanes.map(\.1) == [301, 300, 301], "\(lanes)")
 
+        let waiting = try OutboxStore().oldestWaiting(on: connection)
+        #expect(waiting.keys.map(\.rawValue).sorted() == [0, 1, 2] && waiting.values.allSatisfy { $0 >= 0 && $0 < 600 }, "\(waiting)")
+
         let first = try OutboxStore().claim(limit: 256, perTenant: 128, lease: 60, on: connection)
         #expect(first.count == 130, "the storm's 128 and the quiet tenant's 2")
         // The quiet tenant's code is among the first two, beside the storm's first red push.

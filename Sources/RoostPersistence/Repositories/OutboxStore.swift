@@ -425,43 +425,117 @@ extension OutboxStore {
 }
 
 extension OutboxStore {
-    /// One `push` delivery (template `alert`) per registered device of every member of the
-    /// group but the author, in the alert's own transaction, and who was pushed (the receipts'
-    /// "pushed", and whom the all clear reaches): one set-based statement, so a large group
-    /// reads its members' devices once. When the alert has a location, each push carries how
-    /// far the recipient's home is (`distance_m`, null when they set none), and members within
-    /// the group's `nearby_m` get `critical: true`. A member who turned off pushes of the
-    /// alert's severity gets none; for a red alert, a member with no device at all gets it by
-    /// email or SMS instead, to their verified address, when their fallback allows it (API.md
-    /// "Outbound delivery"). `committing`: nothing follows in the caller's transaction, so it
-    /// commits with the last statement here. Returns how many deliveries were queued.
+    /// An alert's pushes to a group: one `push` delivery (template `alert`) per registered device
+    /// of every member but the author, and who was pushed (the receipts' "pushed", and whom the
+    /// all clear reaches). When the alert has a location, each push carries how far the
+    /// recipient's home is (`distance_m`, null when they set none), and members within the
+    /// group's `nearby_m` get `critical: true`. A member who turned off pushes of the alert's
+    /// severity gets none; for a red alert, a member with no device at all gets it by email or
+    /// SMS instead, to their verified address, when their fallback allows it (API.md "Outbound
+    /// delivery").
+    ///
+    /// Up to `inlineDevices` devices are queued here, in the alert's own transaction, in one
+    /// set-based statement; a larger group gets one fanout job instead (sql/0032_fanouts.sql),
+    /// which the delivery engine expands a batch of members at a time (`expandFanout`), so the
+    /// alert commits, and reaches connected streams, as fast for ten thousand members as for
+    /// ten. `committing`: nothing follows in the caller's transaction, so it commits with the
+    /// last statement here. Returns how many deliveries were queued here.
     @discardableResult
-    public func enqueueAlertPushes(group: UUID, seq: Int64, excluding author: UUID?, alert: RawJSON, red: Bool,
+    public func enqueueAlertPushes(group: UUID, seq: Int64, excluding author: UUID?, alert: RawJSON, red: Bool, inlineDevices: Int = 200,
                                    committing: Bool = false, on connection: PostgresConnection) throws -> Int {
-        try connection.query("""
-            WITH targets AS (
-                SELECT d.tenant_id, m.group_id, m.user_id, d.platform, d.token, g.name AS group_name,
-                       round(roost_distance_m(u.home->'location', \(alert)::jsonb->'location')) AS distance, g.nearby_m
-                FROM memberships m
-                JOIN devices d ON d.tenant_id = m.tenant_id AND d.user_id = m.user_id
-                JOIN groups g ON g.tenant_id = m.tenant_id AND g.id = m.group_id
-                JOIN users u ON u.tenant_id = m.tenant_id AND u.id = m.user_id
-                LEFT JOIN user_preferences p ON p.tenant_id = m.tenant_id AND p.user_id = m.user_id
-                WHERE m.group_id = \(group) AND m.user_id IS DISTINCT FROM \(author)
-                  AND coalesce(CASE WHEN \(red) THEN p.push_red ELSE p.push_amber END, true)),
-            recipients AS (
-                INSERT INTO alert_recipients (tenant_id, group_id, seq, user_id)
-                SELECT DISTINCT tenant_id, group_id, \(seq), user_id FROM targets
-                ON CONFLICT DO NOTHING),
-            queued AS (
-                INSERT INTO outbox (tenant_id, channel, recipient, template, user_id, data)
-                SELECT tenant_id, 'push', token, 'alert', user_id, jsonb_build_object('platform', platform, 'group_name', group_name, 'alert', \(alert),
-                                                                       'distance_m', distance, 'critical', coalesce(distance <= nearby_m, false))
-                FROM targets
-                RETURNING id, tenant_id)
-            INSERT INTO outbox_jobs (outbox_id, tenant_id) SELECT id, tenant_id FROM queued
-            """, committing: committing && !red).affectedRows
-            + (red ? try enqueueDevicelessFallback(group: group, excluding: author, alert: alert, committing: committing, on: connection) : 0)
+        let members: SQLQuery = """
+            SELECT m.tenant_id, m.group_id, m.user_id FROM memberships m
+            WHERE m.group_id = \(group) AND m.user_id IS DISTINCT FROM \(author)
+              AND (SELECT count(*) FROM (SELECT 1 FROM memberships pm JOIN devices pd ON pd.tenant_id = pm.tenant_id AND pd.user_id = pm.user_id
+                                         WHERE pm.group_id = \(group) AND pm.user_id IS DISTINCT FROM \(author)
+                                         LIMIT \(inlineDevices + 1)) probe) <= \(inlineDevices)
+            """
+        let queued = try connection.query("""
+            WITH \(fragment: Self.alertPushes(members: members, seq: seq, alert: alert, red: red)),
+            fanout AS (
+                INSERT INTO fanouts (tenant_id, group_id, seq, author_id, red, alert)
+                SELECT g.tenant_id, g.id, \(seq), \(author), \(red), \(alert)::jsonb FROM groups g
+                WHERE g.id = \(group) AND NOT EXISTS (SELECT 1 FROM members)
+                  AND EXISTS (SELECT 1 FROM memberships m JOIN devices d ON d.tenant_id = m.tenant_id AND d.user_id = m.user_id
+                              WHERE m.group_id = \(group) AND m.user_id IS DISTINCT FROM \(author))
+                RETURNING tenant_id, id),
+            fanout_job AS (
+                INSERT INTO fanout_jobs (fanout_id, tenant_id) SELECT id, tenant_id FROM fanout)
+            SELECT count(*) AS queued FROM queued
+            """, committing: committing && !red).rows[0].decode(Int.self, "queued")
+        return queued + (red ? try enqueueDevicelessFallback(group: group, excluding: author, alert: alert, committing: committing, on: connection) : 0)
+    }
+
+    /// The statement's `WITH` items that queue an alert's pushes to the devices of `members`
+    /// (a query of `tenant_id, group_id, user_id`), named `members`, `targets`, `recipients`,
+    /// `queued` and `jobs`: written once for the pushes queued with the alert and for a fanout's
+    /// batches.
+    static func alertPushes(members: SQLQuery, seq: Int64, alert: RawJSON, red: Bool) -> SQLQuery {
+        """
+        members AS (\(fragment: members)),
+        targets AS (
+            SELECT d.tenant_id, m.group_id, m.user_id, d.platform, d.token, g.name AS group_name,
+                   round(roost_distance_m(u.home->'location', \(alert)::jsonb->'location')) AS distance, g.nearby_m
+            FROM members m
+            JOIN devices d ON d.tenant_id = m.tenant_id AND d.user_id = m.user_id
+            JOIN groups g ON g.tenant_id = m.tenant_id AND g.id = m.group_id
+            JOIN users u ON u.tenant_id = m.tenant_id AND u.id = m.user_id
+            LEFT JOIN user_preferences p ON p.tenant_id = m.tenant_id AND p.user_id = m.user_id
+            WHERE coalesce(CASE WHEN \(red) THEN p.push_red ELSE p.push_amber END, true)),
+        recipients AS (
+            INSERT INTO alert_recipients (tenant_id, group_id, seq, user_id)
+            SELECT DISTINCT tenant_id, group_id, \(seq), user_id FROM targets
+            ON CONFLICT DO NOTHING),
+        queued AS (
+            INSERT INTO outbox (tenant_id, channel, recipient, template, user_id, data)
+            SELECT tenant_id, 'push', token, 'alert', user_id, jsonb_build_object('platform', platform, 'group_name', group_name, 'alert', \(alert),
+                                                                   'distance_m', distance, 'critical', coalesce(distance <= nearby_m, false))
+            FROM targets
+            RETURNING id, tenant_id),
+        jobs AS (
+            INSERT INTO outbox_jobs (outbox_id, tenant_id) SELECT id, tenant_id FROM queued)
+        """
+    }
+
+    /// Fanouts still to expand, oldest first, at most `limit` (no tenant needed: ids only).
+    public func fanouts(limit: Int, on connection: PostgresConnection) throws -> [(id: UUID, tenant: UUID)] {
+        try connection.query("SELECT fanout_id, tenant_id FROM fanout_jobs ORDER BY created_at LIMIT \(limit)").rows
+            .map { (try $0.decode(UUID.self, "fanout_id"), try $0.decode(UUID.self, "tenant_id")) }
+    }
+
+    /// Queues the pushes of a fanout's next `members` members (inside its tenant's transaction)
+    /// and moves its cursor past them, in one statement; once no member is left, the fanout and
+    /// its job are removed. Returns how many pushes were queued and whether it is done.
+    public func expandFanout(_ id: UUID, members batch: Int, on connection: PostgresConnection) throws -> (queued: Int, done: Bool) {
+        guard let fanout = try connection.query("""
+            SELECT f.group_id, f.seq, f.author_id, f.red, f.alert::text AS alert, j.after_user
+            FROM fanouts f JOIN fanout_jobs j ON j.fanout_id = f.id WHERE f.id = \(id)
+            FOR UPDATE OF j
+            """).first else {
+            try connection.query("DELETE FROM fanout_jobs WHERE fanout_id = \(id)")
+            return (0, true)
+        }
+        let group = try fanout.decode(UUID.self, "group_id")
+        let author = try fanout.decode(UUID?.self, "author_id")
+        let after = try fanout.decode(UUID?.self, "after_user")
+        let members: SQLQuery = """
+            SELECT m.tenant_id, m.group_id, m.user_id FROM memberships m
+            WHERE m.group_id = \(group) AND m.user_id IS DISTINCT FROM \(author) AND (\(after)::uuid IS NULL OR m.user_id > \(after))
+            ORDER BY m.user_id LIMIT \(batch)
+            """
+        let row = try connection.query("""
+            WITH \(fragment: Self.alertPushes(members: members, seq: try fanout.decode(Int64.self, "seq"),
+                                              alert: RawJSON(try fanout.decode(String.self, "alert")), red: try fanout.decode(Bool.self, "red"))),
+            moved AS (
+                UPDATE fanout_jobs SET after_user = (SELECT user_id FROM members ORDER BY user_id DESC LIMIT 1) WHERE fanout_id = \(id) AND EXISTS (SELECT 1 FROM members))
+            SELECT (SELECT count(*) FROM members) AS members, (SELECT count(*) FROM queued) AS queued
+            """).rows[0]
+        let done = try row.decode(Int.self, "members") < batch
+        if done {
+            try connection.query("DELETE FROM fanout_jobs WHERE fanout_id = \(id)")
+            try connection.query("DELETE FROM fanouts WHERE id = \(id)")
+        }
+        return (try row.decode(Int.self, "queued"), done)
     }
 
     /// A red alert by email (else SMS) to every member but the author with no device at all and

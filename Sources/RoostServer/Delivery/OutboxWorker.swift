@@ -93,6 +93,8 @@ public final class OutboxWorker: Sendable {
         public var pollIntervalMilliseconds = 200
         /// Jobs in one claim.
         public var batchSize = 256
+        /// Members of a large group's alert whose pushes are queued at a time (one transaction).
+        public var fanoutBatch = 500
         /// Jobs of one tenant in one claim.
         public var perTenant = 128
         /// Deliveries claimed and not yet written back, on this node.
@@ -171,6 +173,11 @@ public final class OutboxWorker: Sendable {
     private func loop() async {
         await withTaskGroup(of: Void.self) { group in
             while !Task.isCancelled {
+                do {
+                    try await expandFanouts()
+                } catch {
+                    log.warning("outbox: expanding a fanout failed; retrying", ["error": "\(error)"])
+                }
                 let room = options.inFlight - claimed.load(ordering: .relaxed)
                 var jobs: [ClaimedDelivery] = []
                 if room > 0 {
@@ -199,10 +206,28 @@ public final class OutboxWorker: Sendable {
         return jobs
     }
 
+    /// Queues the next batch of each of a few large groups' alerts (`OutboxStore.expandFanout`):
+    /// how many pushes were queued.
+    @discardableResult
+    private func expandFanouts() async throws -> Int {
+        let batch = options.fanoutBatch
+        var queued = 0
+        for fanout in try await pool.withConnection({ try OutboxStore().fanouts(limit: 4, on: $0) }) {
+            queued += try await pool.withConnection { connection in
+                try connection.withTenantTransaction(fanout.tenant) { try OutboxStore().expandFanout(fanout.id, members: batch, on: $0).queued }
+            }
+        }
+        return queued
+    }
+
     /// One claim: delivers what is due and returns how many jobs it claimed, once every one of
-    /// them is sent and written back (the tests' way to run the worker step by step).
+    /// them is sent and written back (the tests' way to run the worker step by step). Every
+    /// large group's alert waiting is expanded first.
     @discardableResult
     public func runOnce() async throws -> Int {
+        while try await pool.withConnection({ try !OutboxStore().fanouts(limit: 1, on: $0).isEmpty }) {
+            try await expandFanouts()
+        }
         let jobs = try await claim(limit: options.batchSize)
         await deliver(jobs)
         return jobs.count
