@@ -31,12 +31,7 @@ struct DeliveryEngineTests {
             caFile = FileManager.default.temporaryDirectory.appendingPathComponent("roost-cas-\(UUID().uuidString).pem")
             let pems = try services.map { try String(contentsOfFile: try #require($0.ready["ca"] as? String), encoding: .utf8) }
             try pems.joined(separator: "\n").write(to: caFile, atomically: true, encoding: .utf8)
-            var push = PushSettings()
-            push.hosts = WebPushHosts(patterns: ["localhost"])
-            push.subject = "mailto:operator@roost.example"
-            push.vapid = VAPIDKeys(secretKey: "a test secret")
-            push.network.policy = OutboundPolicy(allowedNetworks: [IPNetwork("127.0.0.0/8")!, IPNetwork("::1")!])
-            self.push = push
+            push = WebPushDeliveryTests.localPush()
             database = try TestDatabase.makeScratch()
             api = try APIFixture(database: database, push: push)
             owner = try await api.person(email: "ann@example.org")

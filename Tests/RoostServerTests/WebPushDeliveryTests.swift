@@ -24,13 +24,7 @@ struct WebPushDeliveryTests {
             service = try await ScriptService("push_service.py", readyKey: "subscriptions")
             ca = try #require(service.ready["ca"] as? String)
             subscriptions = try #require(service.ready["subscriptions"] as? [String: [String: Any]])
-            var push = PushSettings()
-            push.hosts = WebPushHosts(patterns: ["localhost"])
-            push.subject = "mailto:operator@roost.example"
-            push.vapid = VAPIDKeys(secretKey: "a test secret")
-            // The push service listens on this machine: the operator's allowance lets it be reached.
-            push.network.policy = OutboundPolicy(allowedNetworks: [IPNetwork("127.0.0.0/8")!, IPNetwork("::1")!])
-            self.push = push
+            push = WebPushDeliveryTests.localPush()
             database = try TestDatabase.makeScratch()
             api = try APIFixture(database: database, push: push)
         }
@@ -51,6 +45,17 @@ struct WebPushDeliveryTests {
 
         /// Every push the service has received so far, as JSON.
         var received: [[String: Any]] { service.lines.filter { $0["name"] != nil } }
+    }
+
+    /// Web Push settings for push services on this machine: `localhost` allowed, a contact, a
+    /// sealed key, and the operator's allowance that lets loopback addresses be reached.
+    static func localPush() -> PushSettings {
+        var push = PushSettings()
+        push.hosts = WebPushHosts(patterns: ["localhost"])
+        push.subject = "mailto:operator@roost.example"
+        push.vapid = VAPIDKeys(secretKey: "a test secret")
+        push.network.policy = OutboundPolicy(allowedNetworks: [IPNetwork("127.0.0.0/8")!, IPNetwork("::1")!])
+        return push
     }
 
     /// An outbox worker that sends Web Push devices directly with `push`'s settings and network,

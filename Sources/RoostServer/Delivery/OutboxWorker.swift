@@ -254,7 +254,7 @@ public final class OutboxWorker: Sendable {
                 case .origin(let channel):
                     group.addTask { recorder.add(delivery, await self.send(delivery, through: channel)) }
                 case .ownThread(let channel):
-                    // At most `concurrency` blocking sends at once; HTTP ones are bounded by their origins.
+                    // At most about `concurrency` of these at once; the others are bounded by their origins.
                     if blocking >= max(1, options.concurrency) { await group.next(); blocking -= 1 }
                     blocking += 1
                     group.addTask { recorder.add(delivery, await self.send(delivery, through: channel)) }
@@ -281,7 +281,13 @@ public final class OutboxWorker: Sendable {
         }
         var vapid: P256Key?
         if channels.push == .webpush, messages.contains(where: { $0.subscription != nil }), let settings = channels.webPush {
-            vapid = try await settings.vapid.key(pool)
+            // A key that cannot be read (the wrong ROOST_SECRET_KEY) fails these pushes' attempts
+            // like any other misconfiguration, and says why.
+            do {
+                vapid = try await settings.vapid.key(pool)
+            } catch {
+                log.warning("outbox: the VAPID key cannot be read; Web Push deliveries fail until it can", ["error": "\(error)"])
+            }
         }
         var loaded: [(Delivery, Carrier)] = []
         // A fanout's rows mostly carry the same data: each text is parsed once.

@@ -15,7 +15,7 @@ struct WebPushChannel: OriginChannel {
             return .failure(DeliveryOutcomeError(.failed("the Web Push device is no longer registered")))
         }
         guard let settings, delivery.vapid != nil, settings.subject != nil else {
-            return .failure(DeliveryOutcomeError(.retry("Web Push is not configured (ROOST_VAPID_SUBJECT)")))
+            return .failure(DeliveryOutcomeError(.retry("Web Push is not configured (ROOST_VAPID_SUBJECT, and a VAPID key ROOST_SECRET_KEY opens)")))
         }
         // Checked again at sending: the allow-list may have shrunk since the device registered
         // (and the connection checks every address the name resolves to then). A UnifiedPush
@@ -30,7 +30,7 @@ struct WebPushChannel: OriginChannel {
 
     func send(_ delivery: Delivery, to url: OutboundURL, over link: OriginLink) throws -> DeliveryOutcome {
         guard let subscription = delivery.subscription, let key = delivery.vapid, let subject = settings?.subject else {
-            return .retry("Web Push is not configured (ROOST_VAPID_SUBJECT)")
+            return .retry("Web Push is not configured (ROOST_VAPID_SUBJECT, and a VAPID key ROOST_SECRET_KEY opens)")
         }
         let (template, locale) = (delivery.message.template, delivery.tenant?.locale ?? "en")
         let notification = try rendered.notification(template: template, locale: locale, data: delivery.message.data) {
