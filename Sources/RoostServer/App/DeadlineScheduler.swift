@@ -60,6 +60,7 @@ final class DeadlineScheduler: Sendable {
                     await attempt("bridges: a watch round failed; retrying") { try await BridgeNotices.sweep(pool: pool, runner: runner) }
                     await attempt("alerts: an escalation round failed; retrying") {
                         for alert in try await escalations.runOnce() {
+                            DeliveryBell.shared.ring()
                             log.info("alerts: escalated", ["group_id": alert.group.lowercasedText, "seq": String(alert.seq),
                                                            "level": String(alert.level)])
                         }
@@ -113,8 +114,10 @@ final class DeadlineScheduler: Sendable {
         for done in try await checkins.runOnce(now: now) {
             switch done {
             case .prompted(let id):
+                DeliveryBell.shared.ring()
                 log.info("check-ins: prompted", ["checkin_id": id.lowercasedText])
             case .missed(let id, let alerts):
+                DeliveryBell.shared.ring()
                 missed += 1
                 log.info("check-ins: missed; alerts raised", ["checkin_id": id.lowercasedText,
                                                              "alerts": alerts.map { "\($0.group.lowercasedText)/\($0.seq)" }.joined(separator: " ")])

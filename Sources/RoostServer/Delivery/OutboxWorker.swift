@@ -188,9 +188,10 @@ public final class OutboxWorker: Sendable {
                     }
                 }
                 if jobs.isEmpty {
-                    // Nothing due, or no room: look again shortly (sooner when only room was short).
+                    // Nothing due, or no room: look again shortly (sooner when only room was short),
+                    // or as soon as an alert on this node commits.
                     let wait = room > 0 ? options.pollIntervalMilliseconds : min(50, options.pollIntervalMilliseconds)
-                    try? await Task.sleep(for: .milliseconds(wait))  // throws only when stopping
+                    _ = await DeliveryBell.shared.wait(upTo: .milliseconds(wait))
                     continue
                 }
                 group.addTask { await self.deliver(jobs) }

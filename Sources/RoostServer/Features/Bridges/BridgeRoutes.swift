@@ -155,6 +155,7 @@ struct BridgeRoutes: Sendable {
                 let (created, json) = try await auth.pool.withConnection { connection in
                     try connection.withTenantTransaction(tenant) { try alert.run(by: bridge, tenant: tenant, on: $0) }
                 }
+                if created { DeliveryBell.shared.ring() }
                 return .json(created ? .created : .ok, Array(json.utf8))
             } catch let error as DatabaseError where error.code == .uniqueViolation {
                 continue

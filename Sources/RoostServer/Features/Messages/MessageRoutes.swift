@@ -79,6 +79,8 @@ struct MessageRoutes: Sendable {
                                        pace: pace)
             do {
                 let (created, json) = try await caller.run(post)
+                // Its pushes are in: the delivery engine need not wait for its next look.
+                if created, post.severity.map({ AlertSeverity($0).raisesAlert }) == true { DeliveryBell.shared.ring() }
                 return .json(created ? .created : .ok, Array(json.utf8))
             } catch let error as DatabaseError where error.code == .uniqueViolation {
                 // A concurrent repeat of the same client_msg_id won the race: answer with its message.
