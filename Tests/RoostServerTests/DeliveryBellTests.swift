@@ -19,4 +19,12 @@ struct DeliveryBellTests {
         #expect(await heard)
         ringer.cancel()
     }
+
+    /// A worker stopping cancels its wait: it ends then, not at its timeout.
+    @Test func aCancelledWaitEndsAtOnceUnrung() async {
+        let bell = DeliveryBell()
+        let waiting = Task { await bell.wait(upTo: .seconds(600)) }
+        waiting.cancel()
+        #expect(await waiting.value == false)
+    }
 }
