@@ -66,6 +66,12 @@ struct HTTPResponseFramingTests {
         #expect(framing.step(bytes("HTTP/1.1 2000 OK\r\n\r\n"), closed: false) == .malformed("malformed response head"))
         #expect(framing.step(bytes("SMTP 200 OK\r\n\r\n"), closed: false) == .malformed("malformed response head"))
         #expect(framing.step(bytes("HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n"), closed: false) == .malformed("bad Content-Length -1"))
+        #expect(framing.step(bytes("HTTP/1.1 200 OK\r\nContent-Length: +5\r\n\r\nhello"), closed: false) == .malformed("bad Content-Length +5"))
+        // Found by the fuzzer: a signed chunk size indexed before the chunk.
+        for size in ["-3D1", "+4", "0x4"] {
+            #expect(framing.step(bytes("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n\(size)\r\nHTTP/in"), closed: false)
+                    == .malformed("bad chunk size \(size)"))
+        }
         #expect(framing.step(bytes("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n"), closed: false)
                 == .malformed("transfer coding gzip is not supported"))
         #expect(framing.step(bytes("HTTP/1.1 200 OK\r\n" + String(repeating: "X: y\r\n", count: 4000)), closed: false)

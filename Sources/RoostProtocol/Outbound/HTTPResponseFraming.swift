@@ -63,7 +63,9 @@ public struct HTTPResponseFraming: Sendable {
                 }
             }
             if let text = headers["content-length"] {
-                guard let length = Int(text), length >= 0, length <= limit else { return .malformed("bad Content-Length \(text)") }
+                guard !text.isEmpty, text.utf8.allSatisfy({ (48...57).contains($0) }), let length = Int(text), length <= limit else {
+                    return .malformed("bad Content-Length \(text)")
+                }
                 if bytes.count >= bodyStart + length {
                     return .complete(Response(status: status, headers: headers), consumed: bodyStart + length, keepAlive: keepAlive)
                 }
@@ -139,7 +141,10 @@ public struct HTTPResponseFraming: Sendable {
             guard let lineEnd = lineEnd(bytes, from: index) else { return nil }
             let line = String(decoding: bytes[index..<lineEnd], as: UTF8.self)
             let sizeText = line.split(separator: ";", maxSplits: 1).first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
-            guard !sizeText.isEmpty, sizeText.utf8.count <= 8, let size = Int(sizeText, radix: 16) else {
+            // Hex digits only: `Int(_:radix:)` would also take a sign, and a negative size would
+            // index before the chunk.
+            guard !sizeText.isEmpty, sizeText.utf8.count <= 8, sizeText.utf8.allSatisfy({ $0.isHexDigit }),
+                  let size = Int(sizeText, radix: 16) else {
                 return .failure(Problem(text: "bad chunk size \(line.prefix(20))"))
             }
             index = lineEnd + 2
@@ -166,4 +171,8 @@ public struct HTTPResponseFraming: Sendable {
         }
         return nil
     }
+}
+
+private extension UInt8 {
+    var isHexDigit: Bool { (48...57).contains(self) || (65...70).contains(self) || (97...102).contains(self) }
 }
