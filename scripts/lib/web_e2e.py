@@ -367,6 +367,9 @@ def main():
         bob.open("/#/checkin")
         bob.heading("Check-in")
         bob.wait(lambda driver: bob.all(f'article.card[data-checkin="{walk["id"]}"]'), 10, "the running check-in's card")
+        # The missed one stays on the walker's screen, saying the group was alerted, with "I'm safe" for the all clear.
+        missed = bob.find(f'article.card[data-checkin="{checkin["id"]}"]')
+        check(missed.get_attribute("data-status") == "missed" and "Your group was alerted" in missed.text, f"the missed card: {missed.text!r}")
         audited.append(("check-in", bob.axe("check-in")))
         bob.screenshot(shots, "checkin")
         bob.open("/#/me")
@@ -378,6 +381,21 @@ def main():
         bob.wait(lambda driver: "Oak Street north" in bob.main_text(), message="the group listed")
         audited.append(("groups", bob.axe("groups")))
         bob.screenshot(shots, "groups")
+        # At its deadline a check-in asks "are you safe?" on the walker's screen, and "I'm safe" there stops the alert.
+        # (After the audits above: its toast would be in theirs.)
+        bob.open("/#/checkin")
+        bob.heading("Check-in")
+        asking = server.api("POST", "/v1/checkins", {"group_id": group_id, "due_in_s": 2, "grace_s": 900, "note": "Last bus"}, bob_token, expect=201)
+        bob.wait(lambda driver: bob.all(f'article.card[data-checkin="{asking["id"]}"][data-status="prompting"]'), 30,
+                 "the check-in asking whether the walker is safe")
+        card = bob.find(f'article.card[data-checkin="{asking["id"]}"]')
+        check("Time is up: are you safe?" in card.text, f"the prompting card: {card.text!r}")
+        next(button for button in card.find_elements(By.TAG_NAME, "button") if button.text == "I'm safe").click()
+        bob.wait(lambda driver: not bob.all(f'article.card[data-checkin="{asking["id"]}"]'), 10, "the card gone once safe")
+        status = server.api("GET", f"/v1/checkins/{asking['id']}", token=bob_token)["status"]
+        check(status == "completed", f"after 'I'm safe' the check-in is {status}")
+        say("a check-in past its deadline stayed on the walker's screen asking 'are you safe?', and 'I'm safe' there completed it")
+        bob.wait(lambda driver: bob.find("#toast").text == "", 15, "its toast gone before the next screens' audits")
 
         # The screens reached from messages, with no account: a bad link's error shown in place.
         bob.open(f"/#/reset?tenant={slug}")

@@ -35,15 +35,33 @@ export async function show({ main, stream, navigate }) {
   };
 }
 
+/**
+ * Every check-in of the walker's that still needs them: running, asking "are you safe?" after
+ * its deadline (the grace, when "I'm safe" still stops the alert), and missed or escalated
+ * (its alert went out; "I'm safe" sends the all clear), soonest due first.
+ */
+const OPEN_STATUSES = ["active", "prompting", "missed", "escalated"];
+
 async function refresh(room) {
   const { active, timers, watches } = room;
-  const answer = await api("GET", "/v1/checkins?status=active");
+  const pages = await Promise.all(OPEN_STATUSES.map((status) => api("GET", `/v1/checkins?status=${status}`)));
+  const open = pages.flatMap((page) => page.items).sort((a, b) => Date.parse(a.due_at) - Date.parse(b.due_at));
   timers.forEach(clearInterval);
   timers.clear();
   watches.forEach((watch) => navigator.geolocation?.clearWatch(watch));
   watches.clear();
   fill(active, h("h2", { id: "active-heading" }, "Your check-ins"),
-    answer.items.length ? answer.items.map((checkin) => card(room, checkin)) : h("p", { class: "muted" }, "None running. Start one before you walk home alone."));
+    open.length ? open.map((checkin) => card(room, checkin)) : h("p", { class: "muted" }, "None running. Start one before you walk home alone."));
+}
+
+/** What a check-in's card says first, by its status. */
+function headline(checkin) {
+  switch (checkin.status) {
+    case "prompting": return [h("strong", {}, "Time is up: are you safe? "), "Say so before your group is alerted. Due at ", time(checkin.due_at)];
+    case "missed": return [h("strong", {}, "Your group was alerted: "), "you did not check in by ", time(checkin.due_at), ". If you are safe, say so."];
+    case "escalated": return [h("strong", {}, "You asked for help. "), "When you are safe, say so."];
+    default: return ["Due at ", time(checkin.due_at)];
+  }
 }
 
 function card(room, checkin) {
@@ -51,8 +69,14 @@ function card(room, checkin) {
   const box = errorBox();
   const clock = h("p", { class: "countdown", role: "timer", "aria-live": "off" });
   const spoken = h("p", { class: "visually-hidden", "aria-live": "polite" });
+  let asked = checkin.status !== "active";
   const tick = () => {
     const left = Math.round((Date.parse(checkin.due_at) - Date.now()) / 1000);
+    // At the deadline the server asks "are you safe?": show the card as it is now.
+    if (left < 0 && !asked) {
+      asked = true;
+      setTimeout(() => refresh(room).catch(() => {}), 1500);
+    }
     const text = left >= 0 ? `${Math.floor(left / 60)}:${String(left % 60).padStart(2, "0")}` : "Overdue";
     clock.textContent = text;
     if (left >= 0 && left % 60 === 0) spoken.textContent = `${left / 60} minutes left`;
@@ -81,17 +105,17 @@ function card(room, checkin) {
     }
   };
   const pinsSet = localStorage.getItem(PINS_KEY) === "1";
-  return h("article", { class: "card stack", "aria-label": "Check-in", dataset: { checkin: checkin.id } },
-    h("p", {}, checkin.status === "prompting" ? h("strong", {}, "Time is up: are you safe? ") : "Due at ", time(checkin.due_at),
-      checkin.note ? ` · ${checkin.note}` : ""),
-    clock, spoken, box,
+  const running = checkin.status === "active" || checkin.status === "prompting";
+  return h("article", { class: `card stack${running ? "" : " alerted"}`, "aria-label": "Check-in", dataset: { checkin: checkin.id, status: checkin.status } },
+    h("p", { role: checkin.status === "active" ? undefined : "alert" }, ...headline(checkin), checkin.note ? ` · ${checkin.note}` : ""),
+    running ? clock : null, spoken, box,
     h("div", { class: "row" },
       h("button", { type: "button", class: "big", onclick: () => (pinsSet ? fill(pad, pinPad((pin) => end("complete", pin))) : end("complete")) }, "I'm safe"),
-      h("button", { type: "button", class: "big danger", onclick: () => help(room, checkin, box) }, "I need help")),
+      checkin.status === "escalated" ? null : h("button", { type: "button", class: "big danger", onclick: () => help(room, checkin, box) }, "I need help")),
     pad,
-    h("div", { class: "row" },
+    running ? h("div", { class: "row" },
       h("button", { type: "button", class: "secondary", onclick: () => extend(room, checkin, box) }, "15 more minutes"),
-      h("button", { type: "button", class: "secondary", onclick: () => (pinsSet ? fill(pad, pinPad((pin) => end("cancel", pin))) : end("cancel")) }, "Cancel check-in")));
+      h("button", { type: "button", class: "secondary", onclick: () => (pinsSet ? fill(pad, pinPad((pin) => end("cancel", pin))) : end("cancel")) }, "Cancel check-in")) : null);
 }
 
 async function extend(room, checkin, box) {
