@@ -443,21 +443,22 @@ extension OutboxStore {
     @discardableResult
     public func enqueueAlertPushes(group: UUID, seq: Int64, excluding author: UUID?, alert: RawJSON, red: Bool, inlineDevices: Int = 200,
                                    committing: Bool = false, on connection: PostgresConnection) throws -> Int {
+        // The devices to push, counted no further than past the bound: queued here up to it, one
+        // fanout job past it.
         let members: SQLQuery = """
             SELECT m.tenant_id, m.group_id, m.user_id FROM memberships m
-            WHERE m.group_id = \(group) AND m.user_id IS DISTINCT FROM \(author)
-              AND (SELECT count(*) FROM (SELECT 1 FROM memberships pm JOIN devices pd ON pd.tenant_id = pm.tenant_id AND pd.user_id = pm.user_id
-                                         WHERE pm.group_id = \(group) AND pm.user_id IS DISTINCT FROM \(author)
-                                         LIMIT \(inlineDevices + 1)) probe) <= \(inlineDevices)
+            WHERE m.group_id = \(group) AND m.user_id IS DISTINCT FROM \(author) AND (SELECT devices FROM probe) <= \(inlineDevices)
             """
         let queued = try connection.query("""
-            WITH \(fragment: Self.alertPushes(members: members, seq: seq, alert: alert, red: red)),
+            WITH probe AS (
+                SELECT count(*) AS devices FROM (
+                    SELECT 1 FROM memberships m JOIN devices d ON d.tenant_id = m.tenant_id AND d.user_id = m.user_id
+                    WHERE m.group_id = \(group) AND m.user_id IS DISTINCT FROM \(author) LIMIT \(inlineDevices + 1)) counted),
+            \(fragment: Self.alertPushes(members: members, seq: seq, alert: alert, red: red)),
             fanout AS (
                 INSERT INTO fanouts (tenant_id, group_id, seq, author_id, red, alert)
                 SELECT g.tenant_id, g.id, \(seq), \(author), \(red), \(alert)::jsonb FROM groups g
-                WHERE g.id = \(group) AND NOT EXISTS (SELECT 1 FROM members)
-                  AND EXISTS (SELECT 1 FROM memberships m JOIN devices d ON d.tenant_id = m.tenant_id AND d.user_id = m.user_id
-                              WHERE m.group_id = \(group) AND m.user_id IS DISTINCT FROM \(author))
+                WHERE g.id = \(group) AND (SELECT devices FROM probe) > \(inlineDevices)
                 RETURNING tenant_id, id),
             fanout_job AS (
                 INSERT INTO fanout_jobs (fanout_id, tenant_id) SELECT id, tenant_id FROM fanout)

@@ -18,6 +18,9 @@ public final class DeliveryBell: Sendable {
 
     public init() {}
 
+    /// How many wait for a ring now (the tests ring once a waiter is parked).
+    var waiting: Int { state.withLock { $0.waiters.count } }
+
     public func ring() {
         let waiters = state.withLock { state in
             state.rings += 1
