@@ -51,7 +51,7 @@ let package = Package(
         ),
         .target(
             name: "RoostServer",
-            dependencies: ["RoostHTTP", "RoostFanout", "RoostPersistence", "RoostProtocol", "CCrypto", "CTLS"]
+            dependencies: ["RoostHTTP", "RoostFanout", "RoostPersistence", "RoostProtocol", "CCrypto", "CTLS", "CLinuxEvents"]
         ),
         .executableTarget(
             name: "roost",

@@ -23,9 +23,11 @@ struct DeliveryEngineTests {
         let owner: APIFixture.Person
         let group: String
 
-        init(services count: Int) async throws {
+        init(services count: Int, http2: Bool = false) async throws {
             var services: [ScriptService] = []
-            for _ in 0..<count { services.append(try await ScriptService("push_service.py", readyKey: "subscriptions")) }
+            for _ in 0..<count {
+                services.append(try await ScriptService("push_service.py", readyKey: "subscriptions", arguments: http2 ? ["--http2"] : []))
+            }
             self.services = services
             // One file with every service's CA, as ROOST_TLS_CA_FILE would hold them.
             caFile = FileManager.default.temporaryDirectory.appendingPathComponent("roost-cas-\(UUID().uuidString).pem")
@@ -84,6 +86,9 @@ struct DeliveryEngineTests {
         /// Connections service `index` accepted.
         func connections(_ index: Int) -> Int { services[index].lines.filter { $0["connection"] != nil }.count }
 
+        /// The protocols of the connections service `index` accepted.
+        func protocols(_ index: Int) -> Set<String> { Set(services[index].lines.compactMap { $0["protocol"] as? String }) }
+
         /// The outbox's push rows by status, with their attempts.
         func pushes() async throws -> [(recipient: String, status: String, attempts: Int, waitSeconds: Double)] {
             try await api.inTenant { _, connection in
@@ -137,6 +142,42 @@ struct DeliveryEngineTests {
         let opened = text.split(separator: "\n").filter { $0.hasPrefix("roost_delivery_connections_opened_total{") }
             .compactMap { Int($0.split(separator: " ").last ?? "") }.reduce(0, +)
         #expect(opened == street.connections(0), "the metrics count the connections the service saw: \(opened)")
+        await street.finish()
+    }
+
+    @Test func overHTTP2TwoThousandPushesShareFourConnectionsAndAHangingPushTimesOutAlone() async throws {
+        let street = try await Street(services: 1, http2: true)
+        for member in 0..<20 {
+            _ = try await street.member("m\(member)@example.org", devices: (member * 100)..<(member * 100 + 100), named: "ok", on: 0)
+        }
+        let hang = try await street.member("hang@example.org", devices: 0..<1, named: "hang", on: 0)
+        _ = try await street.member("gone@example.org", devices: 0..<1, named: "gone", on: 0)
+        try await street.raise("Flood on the river path")
+        let worker = try street.worker(connections: 8, timeoutSeconds: 5)
+        let rounds = Task {
+            var claimed = 0
+            while case let round = try await worker.runOnce(), round > 0 { claimed += round }
+            return claimed
+        }
+        #expect(try await rounds.value == 2002)
+
+        let received = street.received(0)
+        let delivered = received.filter { ($0["name"] as? String)?.hasPrefix("ok~") == true }
+        let missing = Set((0..<2000).map { "ok~\($0)" }).subtracting(delivered.compactMap { $0["name"] as? String })
+        #expect(missing.isEmpty, "\(missing.count) devices got nothing, among them \(missing.sorted().prefix(5))")
+        #expect(delivered.allSatisfy { $0["status"] as? Int == 201 && ($0["problems"] as? [String]) == [] },
+                "\(delivered.first { ($0["problems"] as? [String]) != [] } ?? [:])")
+        #expect(delivered.allSatisfy { ($0["payload"] as? [String: Any])?["body"] as? String == "ann: Flood on the river path" })
+        #expect(street.protocols(0) == ["h2"] && (1...4).contains(street.connections(0)), "\(street.connections(0)) connections")
+        let rows = try await street.pushes()
+        // The hanging push timed out (its stream cancelled), to be tried again; the gone device was removed.
+        let hanging = rows.filter { $0.recipient.contains("/push/hang") }
+        #expect(hanging.count == 1 && hanging[0].status == "pending" && hanging[0].attempts == 1, "\(hanging)")
+        #expect(rows.filter { $0.recipient.contains("/push/gone") }.map(\.status) == ["failed"])
+        let devices = try await street.api.inTenant { _, connection in
+            try connection.query("SELECT token FROM devices WHERE token LIKE '%/push/gone%' OR user_id = \(UUID(uuidString: hang.id)!)").rows.count
+        }
+        #expect(devices == 1, "the gone device is removed, the hanging one kept")
         await street.finish()
     }
 

@@ -10,10 +10,11 @@ final class ScriptService: @unchecked Sendable {
     /// The first line: ports, the CA it made, whatever the script announces.
     let ready: [String: Any]
 
-    init(_ script: String, readyKey: String) async throws {
+    /// `arguments` follow `serve DIR` (push_service.py's `--http2`).
+    init(_ script: String, readyKey: String, arguments: [String] = []) async throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("roost-\(script)-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        process = try RunningProcess(SpecTool.python!, [SpecTool.root.appendingPathComponent("scripts/lib/\(script)").path, "serve", directory.path],
+        process = try RunningProcess(SpecTool.python!, [SpecTool.root.appendingPathComponent("scripts/lib/\(script)").path, "serve", directory.path] + arguments,
                                      environment: [:])
         guard let line = await process.waitForLine(containing: "\"\(readyKey)\""),
               let ready = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else {

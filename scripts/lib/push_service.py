@@ -9,8 +9,10 @@ cryptography package checks the VAPID JWT's ES256 signature).
                               "gone…" answers 410; a push whose VAPID token or payload does not
                               check out answers 400 and its line lists the problems.
 
-HTTP/1.1 with keep-alive, as push services speak it; each connection accepted is one line
-{"connection": n}. An endpoint's last path segment names its subscription, and may go on
+HTTP/1.1 with keep-alive, as push services speak it; with --http2 (`serve DIR --http2`), HTTP/2
+only, offered by ALPN as FCM, Mozilla's and Apple's push services offer it (the h2 package from
+PyPI, 100 streams a connection as its default). Each connection accepted is one line
+{"connection": n, "protocol": "http/1.1" or "h2"}. An endpoint's last path segment names its subscription, and may go on
 after "~" (".../push/ok~17" is another device with the keys of "ok"), so a test can seed
 thousands of devices. Names starting "busy" answer 429 with Retry-After: 60, names starting
 "hang" answer only after 30 s; PUSH_SERVICE_DELAY_MS delays every answer (a service across
@@ -71,7 +73,7 @@ def check_vapid(header, audience):
     return problems, k
 
 
-def serve(directory):
+def serve(directory, http2=False):
     import http_ece
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import ec
@@ -83,8 +85,43 @@ def serve(directory):
         subscriptions[name] = {"key": key, "auth": os.urandom(16)}
     lock = threading.Lock()
     connections = [0]
+    port = 0
     delay = int(os.environ.get("PUSH_SERVICE_DELAY_MS", "0")) / 1000
     check = os.environ.get("PUSH_SERVICE_CHECK", "1") != "0"
+
+    def connected(protocol):
+        with lock:
+            connections[0] += 1
+            print(json.dumps({"connection": connections[0], "protocol": protocol}), flush=True)
+
+    def wait_for(name):
+        """How long the service takes over a push to `name` before it answers."""
+        return 30 if name.split("~", 1)[0].startswith("hang") else delay
+
+    def answer(name, headers, body):
+        """The status for one push (headers: lower-case names), after checking everything it carries."""
+        base = name.split("~", 1)[0]
+        record = {"name": name, "ttl": headers.get("ttl"), "urgency": headers.get("urgency"),
+                  "topic": headers.get("topic"), "content_encoding": headers.get("content-encoding"), "problems": []}
+        subscription = subscriptions.get(base)
+        if check:
+            problems, k = check_vapid(headers.get("authorization"), f"https://localhost:{port}")
+            record["problems"] += problems
+            record["k"] = k
+        if subscription is None:
+            record["problems"].append("no such subscription")
+        elif check:
+            try:
+                plain = http_ece.decrypt(body, private_key=subscription["key"], auth_secret=subscription["auth"], version="aes128gcm")
+                record["payload"] = json.loads(plain)
+            except Exception as error:  # noqa: BLE001 (whatever the independent decryption refuses is the finding)
+                record["problems"].append(f"decryption failed: {error!r}")
+        status = 410 if base.startswith("gone") else 429 if base.startswith("busy") else (400 if record["problems"] else 201)
+        record["status"] = status
+        record["t"] = time.time()
+        with lock:
+            print(json.dumps(record), flush=True)
+        return status, [("retry-after", "60")] if status == 429 else []
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -94,41 +131,16 @@ def serve(directory):
 
         def setup(self):
             super().setup()
-            with lock:
-                connections[0] += 1
-                print(json.dumps({"connection": connections[0]}), flush=True)
+            connected("http/1.1")
 
         def do_POST(self):
             name = self.path.rsplit("/", 1)[-1]
-            base = name.split("~", 1)[0]
             body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-            if base.startswith("hang"):
-                time.sleep(30)
-            elif delay:
-                time.sleep(delay)
-            record = {"name": name, "ttl": self.headers.get("TTL"), "urgency": self.headers.get("Urgency"),
-                      "topic": self.headers.get("Topic"), "content_encoding": self.headers.get("Content-Encoding"), "problems": []}
-            subscription = subscriptions.get(base)
-            if check:
-                problems, k = check_vapid(self.headers.get("Authorization"), f"https://localhost:{port}")
-                record["problems"] += problems
-                record["k"] = k
-            if subscription is None:
-                record["problems"].append("no such subscription")
-            elif check:
-                try:
-                    plain = http_ece.decrypt(body, private_key=subscription["key"], auth_secret=subscription["auth"], version="aes128gcm")
-                    record["payload"] = json.loads(plain)
-                except Exception as error:  # noqa: BLE001 (whatever the independent decryption refuses is the finding)
-                    record["problems"].append(f"decryption failed: {error!r}")
-            status = 410 if base.startswith("gone") else 429 if base.startswith("busy") else (400 if record["problems"] else 201)
-            record["status"] = status
-            record["t"] = time.time()
-            with lock:
-                print(json.dumps(record), flush=True)
+            time.sleep(wait_for(name))
+            status, extra = answer(name, {key.lower(): value for key, value in self.headers.items()}, body)
             self.send_response(status)
-            if status == 429:
-                self.send_header("Retry-After", "60")
+            for key, value in extra:
+                self.send_header(key, value)
             self.send_header("Content-Length", "0")
             self.end_headers()
 
@@ -137,20 +149,89 @@ def serve(directory):
         request_queue_size = 1024
         daemon_threads = True
 
-    server = Server(("127.0.0.1", 0), Handler)
-    port = server.server_address[1]
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.load_cert_chain(*certificates["localhost"])
+
+    def announce():
+        listed = {}
+        for name, subscription in subscriptions.items():
+            point = subscription["key"].public_key().public_bytes(serialization.Encoding.X962, serialization.PublicFormat.UncompressedPoint)
+            listed[name] = {"endpoint": f"https://localhost:{port}/push/{name}",
+                            "keys": {"p256dh": b64url(point), "auth": b64url(subscription["auth"])}}
+        print(json.dumps({"port": port, "ca": ca_path, "subscriptions": listed}), flush=True)
+
+    if http2:
+        import asyncio
+        context.set_alpn_protocols(["h2"])
+
+        async def main():
+            nonlocal port
+            server = await asyncio.start_server(lambda r, w: serve_h2(r, w, connected, wait_for, answer), "127.0.0.1", 0,
+                                                ssl=context, backlog=1024)
+            port = server.sockets[0].getsockname()[1]
+            announce()
+            await server.serve_forever()
+
+        asyncio.run(main())
+        return
+
+    server = Server(("127.0.0.1", 0), Handler)
+    port = server.server_address[1]
     # Each handshake in its connection's thread (on its first read), not one after another in the accept loop.
     server.socket = context.wrap_socket(server.socket, server_side=True, do_handshake_on_connect=False)
-    listed = {}
-    for name, subscription in subscriptions.items():
-        point = subscription["key"].public_key().public_bytes(serialization.Encoding.X962, serialization.PublicFormat.UncompressedPoint)
-        listed[name] = {"endpoint": f"https://localhost:{port}/push/{name}",
-                        "keys": {"p256dh": b64url(point), "auth": b64url(subscription["auth"])}}
-    print(json.dumps({"port": port, "ca": ca_path, "subscriptions": listed}), flush=True)
+    announce()
     server.serve_forever()
 
 
+async def serve_h2(reader, writer, connected, wait_for, answer):
+    """One HTTP/2 connection: each request answered after its wait, many at once."""
+    import asyncio
+
+    import h2.config
+    import h2.connection
+    import h2.events
+    import h2.exceptions
+
+    connected("h2")
+    connection = h2.connection.H2Connection(config=h2.config.H2Configuration(client_side=False, header_encoding="utf-8"))
+    connection.initiate_connection()
+    writer.write(connection.data_to_send())
+    requests = {}
+
+    async def respond(stream, headers, body):
+        name = headers.get(":path", "").rsplit("/", 1)[-1]
+        await asyncio.sleep(wait_for(name))
+        status, extra = answer(name, headers, bytes(body))
+        try:
+            connection.send_headers(stream, [(":status", str(status)), ("content-length", "0")] + extra, end_stream=True)
+            writer.write(connection.data_to_send())
+        except h2.exceptions.StreamClosedError:
+            # The client reset the stream (its deadline passed): nothing to answer.
+            print(json.dumps({"reset": name}), flush=True)
+
+    try:
+        while data := await reader.read(65536):
+            for event in connection.receive_data(data):
+                if isinstance(event, h2.events.RequestReceived):
+                    requests[event.stream_id] = ({key: value for key, value in event.headers}, bytearray())
+                elif isinstance(event, h2.events.DataReceived):
+                    requests[event.stream_id][1].extend(event.data)
+                    connection.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
+                elif isinstance(event, h2.events.StreamEnded):
+                    headers, body = requests.pop(event.stream_id)
+                    asyncio.ensure_future(respond(event.stream_id, headers, body))
+                elif isinstance(event, h2.events.ConnectionTerminated):
+                    return
+            writer.write(connection.data_to_send())
+    except h2.exceptions.ProtocolError as error:
+        # h2 has queued its GOAWAY: say why, send it, and end the connection.
+        print(json.dumps({"protocol_error": repr(error)}), flush=True)
+        writer.write(connection.data_to_send())
+    except (ConnectionError, OSError):
+        pass
+    finally:
+        writer.close()
+
+
 if __name__ == "__main__":
-    {"serve": serve}[sys.argv[1]](sys.argv[2])
+    {"serve": serve}[sys.argv[1]](sys.argv[2], http2="--http2" in sys.argv[3:])

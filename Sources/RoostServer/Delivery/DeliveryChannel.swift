@@ -17,7 +17,9 @@ protocol DeliveryChannel: Sendable {
 protocol OriginChannel: Sendable {
     /// Where the delivery goes, or the outcome of not sending it (no such device, not allowed).
     func destination(of delivery: Delivery) -> Result<OutboundURL, DeliveryOutcomeError>
-    func send(_ delivery: Delivery, to url: OutboundURL, over link: OriginLink) throws -> DeliveryOutcome
+    /// Sends, handing the outcome to `then` exactly once (at once, or later when the request
+    /// went over HTTP/2); throws only before anything was handed over.
+    func send(_ delivery: Delivery, to url: OutboundURL, over link: OriginLink, then: @escaping @Sendable (DeliveryOutcome) -> Void) throws
 }
 
 /// An outcome decided before anything was sent.

@@ -2,10 +2,14 @@ import Foundation
 import RoostProtocol
 import Synchronization
 
-/// How a channel makes one HTTP POST: over a connection of its origin's pool (`OriginLink`), or
-/// over a connection of its own closed after the answer (`OutboundPost`).
+/// What an HTTP request came to: the response, or why there is none.
+typealias HTTPAnswer = @Sendable (Result<HTTPResponseFraming.Response, OutboundFailure>) -> Void
+
+/// How a channel makes one HTTP POST: over a connection of its origin's pool (`OriginLink`).
+/// `then` hears the answer exactly once: at once on this thread over HTTP/1.1, later on the
+/// connection's own thread over HTTP/2.
 protocol HTTPPoster {
-    func post(_ url: OutboundURL, headers: [(String, String)], body: [UInt8]) throws(OutboundFailure) -> HTTPResponseFraming.Response
+    func post(_ url: OutboundURL, headers: [(String, String)], body: [UInt8], then: @escaping HTTPAnswer)
 }
 
 /// The TLS sessions of the origins delivered to, newest per origin, so a new connection resumes
@@ -30,13 +34,10 @@ final class KeptConnection {
     /// Requests this connection carried.
     private(set) var requests = 0
 
-    init(to url: OutboundURL, network: OutboundNetwork, tls: TLSClientContext?, sessions: TLSSessionCache?, timeoutSeconds: Int) throws(OutboundFailure) {
-        origin = url.origin
-        stream = try OutboundStream(to: url, through: network, deadline: .now + .seconds(timeoutSeconds))
-        if url.scheme == "https" {
-            guard let tls else { throw OutboundFailure("https:// needs a TLS context") }
-            try stream.startTLS(tls, resuming: sessions?.session(for: origin))
-        }
+    /// Takes over a connected stream (TLS already started for https).
+    init(_ stream: OutboundStream, origin: String) {
+        self.origin = origin
+        self.stream = stream
     }
 
     deinit { stream.close() }
@@ -81,14 +82,17 @@ final class KeptConnection {
     }
 }
 
-/// A worker thread's way to its origin: the thread's kept connection, made (or made again) when
-/// needed, closed after `idleSeconds` unused. A request that fails on a connection that had
-/// already carried one, before any answer came, is sent once more on a new connection: the
+/// A worker thread's way to its origin: the thread's kept HTTP/1.1 connection, made (or made
+/// again) when needed, closed after `idleSeconds` unused; or, once the origin settled on HTTP/2
+/// through ALPN, the origin's shared HTTP/2 connections (`HTTP2Pool`), where the request is
+/// handed over and the thread goes on. A request that fails on a kept HTTP/1.1 connection that
+/// had already carried one, before any answer came, is sent once more on a new connection: the
 /// server closed it while idle, as RFC 9112 §9.3.1 lets it, and never read the request.
 final class OriginLink: HTTPPoster {
     private let network: OutboundNetwork
     private let tls: TLSClientContext?
     private let sessions: TLSSessionCache
+    private let http2: HTTP2Pools?
     private let timeoutSeconds: Int
     private let idleSeconds: Double
     private let counters: OriginCounters
@@ -97,10 +101,12 @@ final class OriginLink: HTTPPoster {
     /// Emails one SMTP session carries before it is ended and another opened.
     static let emailsPerSession = 100
 
-    init(network: OutboundNetwork, tls: TLSClientContext?, sessions: TLSSessionCache, timeoutSeconds: Int, idleSeconds: Double, counters: OriginCounters) {
+    init(network: OutboundNetwork, tls: TLSClientContext?, sessions: TLSSessionCache, http2: HTTP2Pools?, timeoutSeconds: Int,
+         idleSeconds: Double, counters: OriginCounters) {
         self.network = network
         self.tls = tls
         self.sessions = sessions
+        self.http2 = http2
         self.timeoutSeconds = timeoutSeconds
         self.idleSeconds = idleSeconds
         self.counters = counters
@@ -108,12 +114,25 @@ final class OriginLink: HTTPPoster {
 
     deinit { drop() }
 
-    func post(_ url: OutboundURL, headers: [(String, String)], body: [UInt8]) throws(OutboundFailure) -> HTTPResponseFraming.Response {
+    func post(_ url: OutboundURL, headers: [(String, String)], body: [UInt8], then: @escaping HTTPAnswer) {
+        do {
+            try send(url, headers: headers, body: body, then: then)
+        } catch {
+            then(.failure(error))
+        }
+    }
+
+    /// Sends the request one way or another; throws only before `then` was handed it.
+    private func send(_ url: OutboundURL, headers: [(String, String)], body: [UInt8], then: @escaping HTTPAnswer) throws(OutboundFailure) {
         guard url.scheme == "http" || url.scheme == "https" else { throw OutboundFailure("only http:// and https:// URLs can be posted to, not \(url)") }
-        var request = "POST \(url.target) HTTP/1.1\r\nHost: \(url.authority)\r\nContent-Length: \(body.count)\r\nUser-Agent: roost\r\n"
-        for (name, value) in headers { request += "\(name): \(value)\r\n" }
-        let bytes = Array((request + "\r\n").utf8) + body
         let deadline = ContinuousClock.now + .seconds(timeoutSeconds)
+        let pool = url.scheme == "https" ? http2?.pool(for: url.origin, counters: counters) : nil
+        // Until the origin's first connection settles it, every request goes the HTTP/2 way: one
+        // thread opens that connection while the others wait for it (or for HTTP/1.1 to be known).
+        if let pool, pool.speaksHTTP2 != false, try sendHTTP2(url, headers: headers, body: body, pool: pool, deadline: deadline, then: then) {
+            return
+        }
+        let bytes = Self.http11(url, headers: headers, body: body)
         if let kept = connection, !kept.open || kept.origin != url.origin || kept.lastUsed.duration(to: .now) > .seconds(idleSeconds) {
             drop()
         }
@@ -121,18 +140,82 @@ final class OriginLink: HTTPPoster {
             do {
                 let response = try kept.exchange(bytes, deadline: deadline, sessions: sessions)
                 if !kept.open { drop() }
-                return response
+                then(.success(response))
+                return
             } catch {
                 drop()
                 guard ContinuousClock.now < deadline else { throw error }
                 // Sent again below, on a new connection.
             }
         }
-        let fresh = try KeptConnection(to: url, network: network, tls: tls, sessions: sessions, timeoutSeconds: timeoutSeconds)
+        let stream = try open(url, offeringHTTP2: pool != nil, deadline: deadline)
+        if let pool, stream.negotiatedProtocol == "h2" {
+            // The origin speaks HTTP/2: from now on its requests share its pool's connections.
+            pool.adopt(try HTTP2Connection(stream: stream, origin: url.origin, idleSeconds: idleSeconds,
+                                           onStreamFreed: { pool.streamFreed() }, onClosed: { pool.closed($0) }))
+            if try sendHTTP2(url, headers: headers, body: body, pool: pool, deadline: deadline, then: then) { return }
+            throw OutboundFailure("\(url.origin) went back to HTTP/1.1 while a request was on its way")
+        }
+        then(.success(try exchange(bytes, on: stream, origin: url.origin, deadline: deadline)))
+    }
+
+    /// The request as HTTP/1.1 sends it.
+    private static func http11(_ url: OutboundURL, headers: [(String, String)], body: [UInt8]) -> [UInt8] {
+        var request = "POST \(url.target) HTTP/1.1\r\nHost: \(url.authority)\r\nContent-Length: \(body.count)\r\nUser-Agent: roost\r\n"
+        for (name, value) in headers { request += "\(name): \(value)\r\n" }
+        return Array((request + "\r\n").utf8) + body
+    }
+
+    /// A new connection to the origin of `url`, with TLS for https (resuming the origin's last
+    /// session when it can, and offering HTTP/2 by ALPN when asked).
+    private func open(_ url: OutboundURL, offeringHTTP2: Bool, deadline: ContinuousClock.Instant) throws(OutboundFailure) -> OutboundStream {
+        let stream = try OutboundStream(to: url, through: network, deadline: deadline)
+        if url.scheme == "https" {
+            guard let tls else { throw OutboundFailure("https:// needs a TLS context") }
+            try stream.startTLS(tls, resuming: sessions.session(for: url.origin), protocols: offeringHTTP2 ? ["h2", "http/1.1"] : [])
+        }
+        return stream
+    }
+
+    /// The first request on a new HTTP/1.1 connection, which becomes the thread's kept one.
+    private func exchange(_ bytes: [UInt8], on stream: OutboundStream, origin: String, deadline: ContinuousClock.Instant) throws(OutboundFailure) -> HTTPResponseFraming.Response {
+        let fresh = KeptConnection(stream, origin: origin)
         connection = fresh
         counters.opened(resumed: fresh.resumedTLS)
         defer { if !fresh.open { drop() } }
         return try fresh.exchange(bytes, deadline: deadline, sessions: sessions)
+    }
+
+    /// Hands the request to one of the origin's HTTP/2 connections (opening one when all are
+    /// full and there is room for another); waits only while every stream of every allowed
+    /// connection is in use. False, with nothing sent, when the origin speaks HTTP/1.1 only.
+    private func sendHTTP2(_ url: OutboundURL, headers: [(String, String)], body: [UInt8], pool: HTTP2Pool, deadline: ContinuousClock.Instant,
+                           then: @escaping HTTPAnswer) throws(OutboundFailure) -> Bool {
+        var fields: [(name: String, value: String)] = [(":method", "POST"), (":scheme", "https"), (":authority", url.authority), (":path", url.target),
+                                                       ("content-length", String(body.count)), ("user-agent", "roost")]
+        for (name, value) in headers { fields.append((name.lowercased(), value)) }
+        while true {
+            switch try pool.reserve(by: deadline) {
+            case .http11:
+                return false
+            case .connection(let connection):
+                if connection.submit(fields, body: body, deadline: deadline, completion: then) { return true }
+            case .open:
+                var made: HTTP2Connection?
+                var speaksHTTP2: Bool?
+                defer { pool.opened(made, speaksHTTP2: speaksHTTP2) }
+                let stream = try open(url, offeringHTTP2: true, deadline: deadline)
+                guard stream.negotiatedProtocol == "h2" else {
+                    // The origin went back to HTTP/1.1: this thread keeps the connection for it.
+                    speaksHTTP2 = false
+                    then(.success(try exchange(Self.http11(url, headers: headers, body: body), on: stream, origin: url.origin, deadline: deadline)))
+                    return true
+                }
+                speaksHTTP2 = true
+                made = try HTTP2Connection(stream: stream, origin: url.origin, idleSeconds: idleSeconds,
+                                           onStreamFreed: { pool.streamFreed() }, onClosed: { pool.closed($0) })
+            }
+        }
     }
 
     /// Sends one email over the thread's SMTP session to the relay, opened (or opened again)

@@ -14,11 +14,12 @@ import Synchronization
 /// to the origin fail that attempt at once instead of waiting on it. A service that is down or
 /// slow so holds its own threads only, never another origin's.
 final class OriginQueue: @unchecked Sendable {
-    /// A delivery for the origin: `send` runs on one of its threads; `done` hears its outcome
+    /// A delivery for the origin: `send` runs on one of its threads and hands its outcome to
+    /// `finish` (at once, or later from an HTTP/2 connection's thread); `done` hears the outcome
     /// (or the outcome of not sending it).
-    struct Work {
-        let send: (OriginLink) -> DeliveryOutcome
-        let done: (DeliveryOutcome) -> Void
+    struct Work: Sendable {
+        let send: @Sendable (OriginLink, _ finish: @escaping @Sendable (DeliveryOutcome) -> Void) -> Void
+        let done: @Sendable (DeliveryOutcome) -> Void
     }
 
     struct Settings: Sendable {
@@ -116,10 +117,11 @@ final class OriginQueue: @unchecked Sendable {
                 work.done(refused)
                 continue
             }
-            let outcome = work.send(link)
-            let drained = settle(outcome)
-            work.done(outcome)
-            for (other, outcome) in drained { other.done(outcome) }
+            work.send(link) { [self] outcome in
+                let drained = settle(outcome)
+                work.done(outcome)
+                for (other, outcome) in drained { other.done(outcome) }
+            }
         }
     }
 
@@ -160,10 +162,15 @@ final class OriginQueues: Sendable {
     private let tls: TLSClientContext?
     private let sessions = TLSSessionCache()
 
-    init(settings: OriginQueue.Settings, network: OutboundNetwork, tls: TLSClientContext?) {
+    private let http2: HTTP2Pools?
+
+    /// `http2Connections`: HTTP/2 connections to one origin, at most, when it offers HTTP/2 (0
+    /// speaks HTTP/1.1 only).
+    init(settings: OriginQueue.Settings, network: OutboundNetwork, tls: TLSClientContext?, http2Connections: Int) {
         self.settings = settings
         self.network = network
         self.tls = tls
+        http2 = http2Connections > 0 ? HTTP2Pools(connectionsPerOrigin: http2Connections) : nil
     }
 
     /// The queue of `origin`, made with at most `connections` connections the first time.
@@ -172,9 +179,9 @@ final class OriginQueues: Sendable {
             if let queue = queues[origin] { return queue }
             var settings = settings
             settings.connections = max(1, connections)
-            let (network, tls, sessions) = (network, tls, sessions)
+            let (network, tls, sessions, http2) = (network, tls, sessions, self.http2)
             let queue = OriginQueue(origin: origin, settings: settings) { counters in
-                OriginLink(network: network, tls: tls, sessions: sessions, timeoutSeconds: settings.timeoutSeconds,
+                OriginLink(network: network, tls: tls, sessions: sessions, http2: http2, timeoutSeconds: settings.timeoutSeconds,
                            idleSeconds: settings.idleSeconds, counters: counters)
             }
             queues[origin] = queue

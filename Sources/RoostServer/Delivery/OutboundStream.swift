@@ -161,10 +161,18 @@ final class OutboundStream {
     /// name `host` (a DNS name, or an IP address literal). `resuming`: a session of an earlier
     /// connection to the same origin, offered for resumption (the server may decline it; the
     /// certificate is checked either way).
-    func startTLS(_ context: TLSClientContext, resuming session: TLSSession? = nil) throws(OutboundFailure) {
+    /// `protocols`: what ALPN offers (`h2`, `http/1.1`), in order of preference; none by default.
+    func startTLS(_ context: TLSClientContext, resuming session: TLSSession? = nil, protocols: [String] = []) throws(OutboundFailure) {
         guard let ssl = SSL_new(context.context) else { throw OutboundFailure("TLS: \(TLSClientContext.lastError())") }
         tls = ssl
         SSL_set_fd(ssl, fd)
+        if !protocols.isEmpty {
+            let wire = protocols.flatMap { [UInt8($0.utf8.count)] + Array($0.utf8) }
+            _ = wire.withUnsafeBufferPointer { SSL_set_alpn_protos(ssl, $0.baseAddress, UInt32($0.count)) }
+        }
+        // Writes may be partial, and a write retried after WANT_WRITE may come from another
+        // buffer (Swift arrays move): what an HTTP/2 connection's loop needs.
+        _ = SSL_ctrl(ssl, SSL_CTRL_MODE, Int(SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER), nil)
         if let session { SSL_set_session(ssl, session.pointer) }
         if isAddress {
             X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host)
@@ -181,6 +189,65 @@ final class OutboundStream {
                 throw OutboundFailure("TLS: the certificate of \(host) was refused: \(String(cString: X509_verify_cert_error_string(verify)))")
             }
             try settle(result, doing: "the TLS handshake")
+        }
+    }
+
+    /// The protocol ALPN settled on, if the server chose one.
+    var negotiatedProtocol: String? {
+        guard let tls else { return nil }
+        var name: UnsafePointer<UInt8>?
+        var length: UInt32 = 0
+        SSL_get0_alpn_selected(tls, &name, &length)
+        guard let name, length > 0 else { return nil }
+        return String(decoding: UnsafeBufferPointer(start: name, count: Int(length)), as: UTF8.self)
+    }
+
+    /// The socket, for a loop that polls it along with other things (an HTTP/2 connection's).
+    var descriptor: Int32 { fd }
+
+    /// What a step that could not go on now waits for: readable or writable.
+    enum Blocked: Error { case reading, writing }
+
+    /// Writes what it can of `bytes` now, without waiting: how many were written (0 and why
+    /// when none could be).
+    func writeNow(_ bytes: ArraySlice<UInt8>) throws(OutboundFailure) -> (written: Int, blocked: Blocked?) {
+        guard !bytes.isEmpty else { return (0, nil) }
+        if let tls {
+            var written = 0
+            let result = bytes.withUnsafeBytes { SSL_write_ex(tls, $0.baseAddress, $0.count, &written) }
+            if result == 1 { return (written, nil) }
+            return (0, try blocked(result, doing: "sending"))
+        }
+        let count = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        if count >= 0 { return (count, nil) }
+        guard errno == EAGAIN || errno == EINTR else { throw OutboundFailure("sending to \(host):\(port) failed: \(Self.text(errno))") }
+        return (0, .writing)
+    }
+
+    /// Reads what has arrived, without waiting: the bytes (empty at the end of the stream), or
+    /// what the read waits for.
+    func readNow(limit: Int = 65_536) throws(OutboundFailure) -> Result<[UInt8], Blocked> {
+        var buffer = [UInt8](repeating: 0, count: limit)
+        if let tls {
+            var count = 0
+            let result = buffer.withUnsafeMutableBytes { SSL_read_ex(tls, $0.baseAddress, $0.count, &count) }
+            if result == 1 { return .success(Array(buffer[0..<count])) }
+            if SSL_get_error(tls, result) == SSL_ERROR_ZERO_RETURN { return .success([]) }
+            return .failure(try blocked(result, doing: "reading"))
+        }
+        let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        if count >= 0 { return .success(Array(buffer[0..<count])) }
+        guard errno == EAGAIN || errno == EINTR else { throw OutboundFailure("reading from \(host):\(port) failed: \(Self.text(errno))") }
+        return .failure(.reading)
+    }
+
+    /// After a TLS call that did not complete, without waiting: what it waits for, or its error.
+    private func blocked(_ result: Int32, doing what: String) throws(OutboundFailure) -> Blocked {
+        switch SSL_get_error(tls, result) {
+        case SSL_ERROR_WANT_READ: return .reading
+        case SSL_ERROR_WANT_WRITE: return .writing
+        case SSL_ERROR_SYSCALL: throw OutboundFailure("TLS: \(what) with \(host):\(port) failed: the connection ended")
+        default: throw OutboundFailure("TLS: \(what) with \(host):\(port) failed: \(TLSClientContext.lastError())")
         }
     }
 
@@ -222,12 +289,10 @@ final class OutboundStream {
 
     /// After a TLS call that did not complete: waits for what it wants, or throws its error.
     private func settle(_ result: Int32, doing what: String) throws(OutboundFailure) {
-        guard let tls else { return }
-        switch SSL_get_error(tls, result) {
-        case SSL_ERROR_WANT_READ: try wait(for: Int16(POLLIN))
-        case SSL_ERROR_WANT_WRITE: try wait(for: Int16(POLLOUT))
-        case SSL_ERROR_SYSCALL: throw OutboundFailure("TLS: \(what) with \(host):\(port) failed: the connection ended")
-        default: throw OutboundFailure("TLS: \(what) with \(host):\(port) failed: \(TLSClientContext.lastError())")
+        guard tls != nil else { return }
+        switch try blocked(result, doing: what) {
+        case .reading: try wait(for: Int16(POLLIN))
+        case .writing: try wait(for: Int16(POLLOUT))
         }
     }
 

@@ -104,6 +104,9 @@ public final class OutboxWorker: Sendable {
         /// Kept connections to one origin (a push service, the webhook), at most: at 50 ms a
         /// push, 128 carry about 2,500 pushes a second.
         public var connectionsPerOrigin = 128
+        /// HTTP/2 connections to one origin that offers it (by ALPN), at most: each carries up to
+        /// 256 requests at once (fewer if the server says so). 0 speaks HTTP/1.1 only.
+        public var http2ConnectionsPerOrigin = 4
         /// Kept sessions to the SMTP relay, at most: each carries many emails.
         public var sessionsPerRelay = 4
         /// A kept connection unused this long is closed.
@@ -147,7 +150,7 @@ public final class OutboxWorker: Sendable {
         origins = OriginQueues(settings: OriginQueue.Settings(connections: max(1, options.connectionsPerOrigin),
                                                               idleSeconds: options.idleConnectionSeconds,
                                                               timeoutSeconds: options.webhookTimeoutSeconds),
-                               network: channels.network, tls: channels.tls)
+                               network: channels.network, tls: channels.tls, http2Connections: options.http2ConnectionsPerOrigin)
         deliveries.watch(origins)
     }
 
@@ -335,7 +338,13 @@ public final class OutboxWorker: Sendable {
         return await withCheckedContinuation { continuation in
             let connections = channel is SMTPChannel ? options.sessionsPerRelay : options.connectionsPerOrigin
             origins.queue(for: url.origin, connections: connections).submit(OriginQueue.Work(
-                send: { link in Self.outcome { try channel.send(delivery, to: url, over: link) } },
+                send: { link, finish in
+                    do {
+                        try channel.send(delivery, to: url, over: link, then: finish)
+                    } catch {
+                        finish(Self.outcome(of: error))
+                    }
+                },
                 done: { continuation.resume(returning: $0) }))
         }
     }
@@ -347,15 +356,19 @@ public final class OutboxWorker: Sendable {
         }
     }
 
-    /// A send's outcome, whatever it throws: a refusal by the outbound policy fails the row for
-    /// good, anything else is tried again.
+    /// A send's outcome, whatever it throws.
     private static func outcome(_ send: () throws -> DeliveryOutcome) -> DeliveryOutcome {
         do {
             return try send()
-        } catch let failure as OutboundFailure where failure.isRefusal {
-            return .failed(failure.description)
         } catch {
-            return .retry("\(error)")
+            return outcome(of: error)
         }
+    }
+
+    /// What a failure to send comes to: a refusal by the outbound policy fails the row for good,
+    /// anything else is tried again.
+    static func outcome(of error: any Error) -> DeliveryOutcome {
+        if let failure = error as? OutboundFailure, failure.isRefusal { return .failed(failure.description) }
+        return .retry("\(error)")
     }
 }

@@ -16,7 +16,11 @@ struct SMTPChannel: OriginChannel {
         return .success(settings.endpoint)
     }
 
-    func send(_ delivery: Delivery, to url: OutboundURL, over link: OriginLink) throws -> DeliveryOutcome {
+    func send(_ delivery: Delivery, to url: OutboundURL, over link: OriginLink, then: @escaping @Sendable (DeliveryOutcome) -> Void) throws {
+        then(try send(delivery, over: link))
+    }
+
+    private func send(_ delivery: Delivery, over link: OriginLink) throws -> DeliveryOutcome {
         guard let settings else { return .retry("ROOST_EMAIL=smtp without ROOST_SMTP_URL") }
         let message = delivery.message
         var fields = delivery.data

@@ -19,8 +19,10 @@ struct WebPushSender {
         let topic: String?
     }
 
+    /// Encrypts and sends; `then` hears the outcome. Throws only before sending (the encryption
+    /// or the token failed).
     func send(_ notification: Notification, to subscription: WebPushSubscription, at url: OutboundURL, over poster: any HTTPPoster,
-              now: Date = Date()) throws -> DeliveryOutcome {
+              now: Date = Date(), then: @escaping @Sendable (DeliveryOutcome) -> Void) throws {
         let body = try WebPushEncryption.encrypt(notification.payload, p256dh: subscription.p256dh, auth: subscription.auth)
         var headers = [
             ("Authorization", try tokens.authorization(audience: url.origin, subject: subject, key: key, now: now)),
@@ -28,8 +30,19 @@ struct WebPushSender {
             ("TTL", String(notification.ttl)), ("Urgency", notification.urgent ? "high" : "normal"),
         ]
         if let topic = notification.topic { headers.append(("Topic", topic)) }
-        // An address the policy refuses throws a refusal, which fails the row for good.
-        let response = try poster.post(url, headers: headers, body: body)
+        poster.post(url, headers: headers, body: body) { answer in
+            then(Self.outcome(of: answer, now: now))
+        }
+    }
+
+    /// What the push service's answer means for the push. An address the policy refuses is a
+    /// refusal, which fails the row for good.
+    static func outcome(of answer: Result<HTTPResponseFraming.Response, OutboundFailure>, now: Date) -> DeliveryOutcome {
+        let response: HTTPResponseFraming.Response
+        switch answer {
+        case .success(let answered): response = answered
+        case .failure(let failure): return OutboxWorker.outcome(of: failure)
+        }
         if let outcome = DeliveryOutcome.of(response, from: "the push service", now: now) { return outcome }
         switch response.status {
         case 404, 410: return .gone("the push service answered \(response.status): the subscription is gone")

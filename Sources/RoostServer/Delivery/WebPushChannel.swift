@@ -28,14 +28,14 @@ struct WebPushChannel: OriginChannel {
         }
     }
 
-    func send(_ delivery: Delivery, to url: OutboundURL, over link: OriginLink) throws -> DeliveryOutcome {
+    func send(_ delivery: Delivery, to url: OutboundURL, over link: OriginLink, then: @escaping @Sendable (DeliveryOutcome) -> Void) throws {
         guard let subscription = delivery.subscription, let key = delivery.vapid, let subject = settings?.subject else {
-            return .retry("Web Push is not configured (ROOST_VAPID_SUBJECT, and a VAPID key ROOST_SECRET_KEY opens)")
+            return then(.retry("Web Push is not configured (ROOST_VAPID_SUBJECT, and a VAPID key ROOST_SECRET_KEY opens)"))
         }
         let (template, locale) = (delivery.message.template, delivery.tenant?.locale ?? "en")
         let notification = try rendered.notification(template: template, locale: locale, data: delivery.message.data) {
             try WebPushSender.notification(template: template, data: delivery.data, locale: locale, messages: messages)
         }
-        return try WebPushSender(key: key, subject: subject, tokens: tokens).send(notification, to: subscription, at: url, over: link)
+        try WebPushSender(key: key, subject: subject, tokens: tokens).send(notification, to: subscription, at: url, over: link, then: then)
     }
 }

@@ -11,8 +11,12 @@ struct WebhookChannel: OriginChannel {
         return .success(webhook.url)
     }
 
-    func send(_ delivery: Delivery, to url: OutboundURL, over link: OriginLink) throws -> DeliveryOutcome {
-        let response = try WebhookClient(url: url, secret: webhook?.secret).post(delivery.payload, over: link)
-        return DeliveryOutcome.of(response, from: "the webhook") ?? .retry("the webhook answered \(response.status)")
+    func send(_ delivery: Delivery, to url: OutboundURL, over link: OriginLink, then: @escaping @Sendable (DeliveryOutcome) -> Void) throws {
+        WebhookClient(url: url, secret: webhook?.secret).post(delivery.payload, over: link) { answer in
+            switch answer {
+            case .success(let response): then(DeliveryOutcome.of(response, from: "the webhook") ?? .retry("the webhook answered \(response.status)"))
+            case .failure(let failure): then(OutboxWorker.outcome(of: failure))
+            }
+        }
     }
 }

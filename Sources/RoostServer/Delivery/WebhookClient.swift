@@ -8,8 +8,8 @@ struct WebhookClient {
     let url: OutboundURL
     let secret: String?
 
-    /// POSTs `body`; returns the response, or throws on any transport failure.
-    func post(_ body: [UInt8], over poster: any HTTPPoster, now: Date = Date()) throws -> HTTPResponseFraming.Response {
+    /// POSTs `body`; `then` hears the response, or the transport's failure.
+    func post(_ body: [UInt8], over poster: any HTTPPoster, now: Date = Date(), then: @escaping HTTPAnswer) {
         var headers = [("Content-Type", "application/json")]
         if let secret {
             // As for bridges (API.md): HMAC-SHA256 of "timestamp.body".
@@ -17,6 +17,6 @@ struct WebhookClient {
             let signature = Digest.hex(Secrets.hmacSHA256(key: Array(secret.utf8), message: Array((timestamp + ".").utf8) + body))
             headers += [("X-Roost-Timestamp", timestamp), ("X-Roost-Signature", "sha256=\(signature)")]
         }
-        return try poster.post(url, headers: headers, body: body)
+        poster.post(url, headers: headers, body: body, then: then)
     }
 }
