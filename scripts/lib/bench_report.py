@@ -45,7 +45,9 @@ def main():
     # The event-loop sweep's runs (each on cores of its own) have a table of their own; the
     # comparison above it is at one core a server.
     sweep = [r for r in results if r.get("layout")]
-    results = [r for r in results if not r.get("layout")]
+    # The delivery benchmark's runs (scripts/bench-delivery) have a table of their own too.
+    delivery = [r for r in results if r["scenario"].startswith("delivery")]
+    results = [r for r in results if not r.get("layout") and not r["scenario"].startswith("delivery")]
 
     def find(scenario, server, **match):
         for result in reversed(results):
@@ -321,6 +323,8 @@ Fanout steps (posts spread evenly over the groups at each rate in turn; client C
 
 {'![fanout delivery latency CDF](Benchmarks/fanout-latency-cdf.png)' if plot else '(gnuplot was not available: no plot)'}
 
+{delivery_table(delivery)}
+
 {sweep_text}
 
 Falling short of a goal is information: where Roost stands against each peer and why, what the
@@ -331,6 +335,67 @@ and after, in Benchmarks/before-and-after.md.
         handle.write(text)
     print("\n".join(table))
     print(f"roost: wrote {os.path.join(output, 'BENCHMARKS.md')}" + (f" and {plot}" if plot else ""), file=sys.stderr)
+
+
+def delivery_table(runs):
+    """The delivery benchmark's section: a red alert to members' phones, Roost over HTTP/1.1 and
+    HTTP/2, Synapse's push path, and the encryption floor, against issue #55's goals."""
+    if not runs:
+        return "## Delivery\n\nNot run."
+    floor = next((r["pushes_per_s"] for r in reversed(runs) if r["scenario"] == "delivery-floor"), None)
+    synapse = next((r for r in reversed(runs) if r["server"] == "synapse"), None)
+
+    def seconds(value):
+        return "–" if value is None else f"{value:.2f} s"
+
+    def per_cpu(run):
+        return run["accepted"] / run["server_cpu_s"] if run.get("server_cpu_s") else 0
+
+    lines = ["## Delivery: a red alert to members' phones", "",
+             "One red alert to members with one Web Push device each (seeded in SQL) on a local HTTPS push service that answers",
+             "each push after 50 ms as one across the internet does (`scripts/lib/push_service.py`, HTTP/1.1 keep-alive, or HTTP/2",
+             "offered by ALPN), Roost on core 0 and the service on core 1, each run with a private PostgreSQL (`scripts/bench-delivery`).",
+             "Times are from the alert's 201 to the service accepting the push. The peer is Synapse delivering one room message through",
+             "HTTP pushers to a push gateway's notify endpoint answering after 50 ms: Sygnal, which would turn those into Web Push, is",
+             "not on this workplace's PyPI, so Synapse is measured doing less than Roost does (no encryption, no VAPID, no TLS), with",
+             "fewer members (each joins the room), and its pushes per CPU-second are an upper bound of the real path's.", "",
+             "| run | members | first | median | last | pushes per server CPU-s | server CPU | PostgreSQL CPU | connections | another tenant's code |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for run in runs:
+        if run["scenario"] != "delivery":
+            continue
+        name = f"Roost, {run['protocol']}" if run["server"] == "roost" else "Synapse (HTTP pushers to a gateway)"
+        lines.append(f"| {name} | {number(run['members'])} ({number(run['accepted'])} accepted) | {seconds(run['first_s'])} | "
+                     f"{seconds(run['median_s'])} | {seconds(run['last_s'])} | {number(per_cpu(run))} | {run['server_cpu_s']:.2f} s | "
+                     f"{run['database_cpu_s']:.2f} s | {run.get('connections', '–')} | {seconds(run.get('code_s'))} |")
+    lines.append("")
+    if floor:
+        lines.append(f"The floor, the per-push encryption alone (RFC 8291, `roost-protocol-bench webpush`, one core): {number(floor)} pushes a second.")
+    emails = next((r for r in runs if r.get("emails")), None)
+    if emails:
+        lines.append(f"The alert's email fallback to {number(emails['emails'])} members through one SMTP relay (aiosmtpd, STARTTLS, AUTH): "
+                     f"{number(emails['emails_accepted'])} accepted, the last {seconds(emails['emails_last_s'])} after the 201, "
+                     f"over {emails['smtp_sessions']} sessions.")
+    lines += ["", "Goals (issue #55, on this 2-core machine):", "", "| goal | figure | |", "| --- | --- | --- |"]
+    for run in (r for r in runs if r["scenario"] == "delivery" and r["server"] == "roost"):
+        label = f"Roost, {run['protocol']}, {number(run['members'])} devices"
+        if run["members"] >= 10_000:
+            lines.append(f"| last push ≤ 5 s ({label}) | {seconds(run['last_s'])} | {'met' if (run['last_s'] or 99) <= 5 else 'not met'} |")
+            lines.append(f"| median ≤ 2 s ({label}) | {seconds(run['median_s'])} | {'met' if (run['median_s'] or 99) <= 2 else 'not met'} |")
+            limit = 8 if run["protocol"] == "h2" else 128
+            lines.append(f"| ≤ {limit} TLS connections ({label}) | {run['connections']} | {'met' if run['connections'] <= limit else 'not met'} |")
+        lines.append(f"| ≥ 3,000 pushes per server CPU-s ({label}) | {number(per_cpu(run))} | {'met' if per_cpu(run) >= 3000 else 'not met'} |")
+        if floor:
+            lines.append(f"| within 2× of the floor ({label}) | {floor / max(per_cpu(run), 1):.2f}× | {'met' if per_cpu(run) * 2 >= floor else 'not met'} |")
+        if run.get("code_s") is not None:
+            lines.append(f"| another tenant's code ≤ 1 s ({label}) | {seconds(run['code_s'])} | {'met' if run['code_s'] <= 1 else 'not met'} |")
+        if synapse and per_cpu(synapse):
+            ratio = per_cpu(run) / per_cpu(synapse)
+            lines.append(f"| ≥ 10× Synapse's pushes per CPU-s ({label}) | {ratio:.1f}× | {'met' if ratio >= 10 else 'not met'} |")
+    if emails:
+        lines.append(f"| 1,000 emails through one relay ≤ 10 s | {seconds(emails['emails_last_s'])} | "
+                     f"{'met' if (emails['emails_last_s'] or 99) <= 10 and emails['emails'] >= 1000 else 'not met'} |")
+    return "\n".join(lines)
 
 
 def sweep_table(runs, note_path):

@@ -2,6 +2,8 @@
 checked by implementations that are not Roost's (http_ece decrypts RFC 8291 payloads, the
 cryptography package checks the VAPID JWT's ES256 signature).
 
+  push_service.py gateway DIR a Matrix push gateway's notify endpoint, for the benchmark's Synapse
+                              peer (see gateway() below)
   push_service.py serve DIR   makes a test CA and a certificate for "localhost" under DIR,
                               four subscriptions ("ok", "other", "gone", "gone-too") with their own keys,
                               prints {"port", "ca", "subscriptions": {name: {endpoint, keys}}}
@@ -233,5 +235,46 @@ async def serve_h2(reader, writer, connected, wait_for, answer):
         writer.close()
 
 
+def gateway(directory):
+    """A Matrix push gateway's endpoint for the delivery benchmark's Synapse peer: plain HTTP/1.1
+    on loopback, POST /_matrix/push/v1/notify answered {"rejected": []} after PUSH_SERVICE_DELAY_MS,
+    one line {"pushkey", "t"} per device notified. Only the endpoint: the Web Push that Sygnal
+    would then send is not made here (Sygnal is not on this workplace's PyPI), so Synapse is
+    measured doing less than the whole path."""
+    lock = threading.Lock()
+    delay = int(os.environ.get("PUSH_SERVICE_DELAY_MS", "0")) / 1000
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args):
+            pass
+
+        def do_POST(self):
+            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))) or b"{}")
+            time.sleep(delay)
+            devices = body.get("notification", {}).get("devices", [])
+            with lock:
+                for device in devices:
+                    print(json.dumps({"pushkey": device.get("pushkey"), "t": time.time()}), flush=True)
+            answer = b'{"rejected": []}'
+            self.send_response(200 if self.path == "/_matrix/push/v1/notify" else 404)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(answer)))
+            self.end_headers()
+            self.wfile.write(answer)
+
+    class Server(ThreadingHTTPServer):
+        request_queue_size = 1024
+        daemon_threads = True
+
+    server = Server(("127.0.0.1", 0), Handler)
+    print(json.dumps({"port": server.server_address[1], "directory": directory}), flush=True)
+    server.serve_forever()
+
+
 if __name__ == "__main__":
-    {"serve": serve}[sys.argv[1]](sys.argv[2], http2="--http2" in sys.argv[3:])
+    if sys.argv[1] == "gateway":
+        gateway(sys.argv[2])
+    else:
+        {"serve": serve}[sys.argv[1]](sys.argv[2], http2="--http2" in sys.argv[3:])

@@ -53,6 +53,7 @@ public enum RoostCommands {
         var outboxOptions = OutboxWorker.Options()
         outboxOptions.webhookTimeoutSeconds = configuration.deliveryTimeoutSeconds
         outboxOptions.connectionsPerOrigin = configuration.deliveryConnections
+        outboxOptions.http2ConnectionsPerOrigin = configuration.deliveryHTTP2Connections
         outboxOptions.leaseSeconds = configuration.deliveryLeaseSeconds
         OutsideBudget.log.withLock { $0 = log }
         let outbox = OutboxWorker(pool: pool, channels: delivery, options: outboxOptions, log: log, metrics: jobs, deliveries: deliveries)

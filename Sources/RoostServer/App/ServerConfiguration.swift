@@ -34,6 +34,7 @@ public struct ServerConfiguration: Sendable {
     public var deliveryTimeoutSeconds = 10
     /// Kept connections to one origin (a push service, the webhook), at most (`OutboxWorker.Options`).
     public var deliveryConnections = 128
+    public var deliveryHTTP2Connections = 4
     /// How long claimed deliveries are held before another node may take them (`OutboxWorker.Options`).
     public var deliveryLeaseSeconds = 120
     /// Push services Web Push endpoints may be on; nil: the public browser services.

@@ -65,6 +65,10 @@ struct ServerSetting: Sendable {
                 "how long one delivery (webhook, SMTP, Web Push) may take") { $0.deliveryTimeoutSeconds = $1 },
         integer("--delivery-connections", "ROOST_DELIVERY_CONNECTIONS", 1...1024, 128,
                 "kept connections this node opens to one push service or webhook, at most") { $0.deliveryConnections = $1 },
+        integer("--delivery-http2-connections", "ROOST_DELIVERY_HTTP2_CONNECTIONS", 0...64, 4,
+                "HTTP/2 connections to one push service that offers it, each carrying many pushes at once (0: HTTP/1.1 only)") {
+            $0.deliveryHTTP2Connections = $1
+        },
         integer("--delivery-lease-s", "ROOST_DELIVERY_LEASE_S", 1...3600, 120,
                 "how long a node holds the deliveries it claimed before another node may send them") { $0.deliveryLeaseSeconds = $1 },
         choice("--log-level", "ROOST_LOG_LEVEL", LogLevel.allCases.map(\.rawValue), "info",

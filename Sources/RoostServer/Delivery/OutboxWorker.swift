@@ -92,11 +92,11 @@ public final class OutboxWorker: Sendable {
         /// How often an idle worker looks for due deliveries.
         public var pollIntervalMilliseconds = 200
         /// Jobs in one claim.
-        public var batchSize = 256
+        public var batchSize = 512
         /// Members of a large group's alert whose pushes are queued at a time (one transaction).
-        public var fanoutBatch = 500
+        public var fanoutBatch = 1000
         /// Jobs of one tenant in one claim.
-        public var perTenant = 128
+        public var perTenant = 512
         /// Deliveries claimed and not yet written back, on this node.
         public var inFlight = 2048
         /// Log deliveries in flight at once on this node.
