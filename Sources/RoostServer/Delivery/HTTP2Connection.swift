@@ -78,6 +78,7 @@ final class HTTP2Connection: @unchecked Sendable {
     /// each finished stream to its completion, until the session closes.
     private func run() {
         var pending: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65_536)
         var writeBlockedOn: OutboundStream.Blocked?
         var reason = "the connection ended"
         while true {
@@ -109,16 +110,9 @@ final class HTTP2Connection: @unchecked Sendable {
                 }
                 // Read everything that has come (TLS may hold more than the socket shows).
                 var received: [UInt8] = []
-                while true {
-                    switch try stream.readNow() {
-                    case .success(let bytes):
-                        if bytes.isEmpty { throw OutboundFailure("\(origin) closed the connection") }
-                        received += bytes
-                        continue
-                    case .failure:
-                        break
-                    }
-                    break
+                while case .success(let count) = try stream.readNow(into: &buffer) {
+                    if count == 0 { throw OutboundFailure("\(origin) closed the connection") }
+                    received += buffer[0..<count]
                 }
                 var events: [HTTP2ClientSession.Event] = []
                 var expired: [Completion] = []

@@ -224,19 +224,18 @@ final class OutboundStream {
         return (0, .writing)
     }
 
-    /// Reads what has arrived, without waiting: the bytes (empty at the end of the stream), or
-    /// what the read waits for.
-    func readNow(limit: Int = 65_536) throws(OutboundFailure) -> Result<[UInt8], Blocked> {
-        var buffer = [UInt8](repeating: 0, count: limit)
+    /// Reads what has arrived into `buffer`, without waiting: how many bytes (0 at the end of the
+    /// stream), or what the read waits for. The caller keeps the buffer from read to read.
+    func readNow(into buffer: inout [UInt8]) throws(OutboundFailure) -> Result<Int, Blocked> {
         if let tls {
             var count = 0
             let result = buffer.withUnsafeMutableBytes { SSL_read_ex(tls, $0.baseAddress, $0.count, &count) }
-            if result == 1 { return .success(Array(buffer[0..<count])) }
-            if SSL_get_error(tls, result) == SSL_ERROR_ZERO_RETURN { return .success([]) }
+            if result == 1 { return .success(count) }
+            if SSL_get_error(tls, result) == SSL_ERROR_ZERO_RETURN { return .success(0) }
             return .failure(try blocked(result, doing: "reading"))
         }
         let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-        if count >= 0 { return .success(Array(buffer[0..<count])) }
+        if count >= 0 { return .success(count) }
         guard errno == EAGAIN || errno == EINTR else { throw OutboundFailure("reading from \(host):\(port) failed: \(Self.text(errno))") }
         return .failure(.reading)
     }
