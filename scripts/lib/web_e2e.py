@@ -162,6 +162,22 @@ class Browser:
         self.driver.quit()
 
 
+IN_VIEW = "const r = arguments[0].getBoundingClientRect(); return r.height > 0 && r.top >= 0 && r.bottom <= innerHeight;"
+
+
+def at_hand(browser):
+    """The group screen as a thumb needs it: the newest message whole and just above the dock
+    (composer and alert control), the hold-to-raise button on the screen as it is."""
+    return browser.driver.execute_script("""
+        const last = document.querySelector('ol.chat > li:last-child');
+        const dock = document.querySelector('main .dock');
+        const hold = [...document.querySelectorAll('main .dock button')].find((b) => b.textContent.includes('Hold to raise'));
+        if (!last || !dock || !hold) return false;
+        const l = last.getBoundingClientRect(), d = dock.getBoundingClientRect(), b = hold.getBoundingClientRect();
+        return l.top >= 0 && l.bottom <= d.top + 0.5 && b.top >= 0 && b.bottom <= innerHeight;
+    """)
+
+
 def hold(browser, element, seconds=1.6):
     # Released where it is: the screen may already have moved on to the alert.
     ActionChains(browser.driver).click_and_hold(element).pause(seconds).release().perform()
@@ -337,7 +353,8 @@ def main():
             browser.wait(lambda driver, b=browser: b.find("#connection").text == "", message="the stream online")
         server.stop()
         for browser in (ann, bob):
-            browser.wait(lambda driver, b=browser: "Reconnecting" in b.find("#connection").text, 10, "a visible reconnecting state")
+            browser.wait(lambda driver, b=browser: "Reconnecting" in b.find("#connection").text
+                         and driver.execute_script(IN_VIEW, b.find("#connection")), 10, "a reconnecting state in sight, scrolled as the page is")
         server.start(ready_within=30)
         posted = []
         for index in range(6):
@@ -354,6 +371,13 @@ def main():
             check(shown == sorted(shown), f"{browser.name}: out of order: {shown}")
             check(shown == [seq for seq in history if seq >= shown[0]], f"{browser.name}: missing messages: shown {shown}, history {history}")
         say(f"after the restart both browsers show seqs {ann.seqs()} once each, in order")
+        # The newest message is not hidden behind the composer, and the alert control is in the
+        # first screen on the phone (issue #56: it was 231 px under the composer, and 520 px below).
+        for browser in (ann, bob):
+            browser.wait(lambda driver, b=browser: at_hand(b), 5, f"{browser.name}: the newest message above the dock, the alert control in sight")
+        bob.open(f"/#/g/{group_id}")
+        bob.heading("Oak Street north", exact=True)
+        bob.wait(lambda driver: at_hand(bob), 5, "on opening the group: the newest message above the dock, the alert control in sight")
 
         # A check-in runs out: the watcher's browser shows the red alert.
         checkin = server.api("POST", "/v1/checkins", {"group_id": group_id, "due_in_s": 2, "grace_s": 0, "note": "Walking home from the station"},

@@ -54,8 +54,9 @@ export async function show({ main, params: [groupID], stream, navigate }) {
     h("h2", { class: "visually-hidden" }, "Chat"),
     page.next ? h("p", { class: "small muted" }, "Older messages are not shown.") : null,
     chat.list,
-    chat.composer(),
-    raisePanel(chat, navigate));
+    // The composer and the alert control stay at the bottom of the screen, under the thumb,
+    // wherever the chat is scrolled.
+    h("div", { class: "dock" }, chat.composer(), raisePanel(chat, navigate)));
   chat.scrollToEnd();
   return cleanup;
 }
@@ -167,8 +168,9 @@ class GroupChat {
     }, 800);
   }
 
+  /** Shows the newest message whole, just above the dock (the page's end). */
   scrollToEnd() {
-    this.list.lastElementChild?.scrollIntoView({ block: "nearest" });
+    if (this.list.lastElementChild) window.scrollTo({ top: document.documentElement.scrollHeight, behavior: "instant" });
   }
 
   startReply(message) {
@@ -186,7 +188,7 @@ class GroupChat {
   /** The form that writes a chat line, a reply, or a photo. */
   composer() {
     const box = errorBox();
-    const text = field({ label: "Message", name: "text", type: "textarea", rows: 2, maxlength: 4000 });
+    const text = field({ label: "Message", name: "text", type: "textarea", rows: 1, maxlength: 4000, placeholder: "Write to the group" });
     this.textArea = text.querySelector("textarea");
     this.replyLabel = h("span");
     this.replyBox = h("p", { class: "small row", hidden: true }, this.replyLabel,
@@ -243,10 +245,16 @@ function raisePanel(chat, navigate) {
   const select = pick.querySelector("select");
   const severitySelect = severity.querySelector("select");
   const chosen = () => alertTemplates.find((candidate) => candidate.key === select.value);
+  // How serious, the details and how it works, one tap away; open by itself for "Other".
+  const more = h("details", { class: "raise-more" },
+    h("summary", {}, "Details and how serious"),
+    severity, details,
+    h("p", { class: "hint", id: `hold-hint-${groupID}` }, "Press and hold for a second (or hold Space) so an alert is never sent by accident. Your location goes with it if you allow it."));
   const syncSeverity = () => {
     const template = chosen();
     severity.hidden = !!template;
     if (template) severitySelect.value = template.severity ?? "amber";
+    else more.open = true;
   };
   select.addEventListener("change", syncSeverity);
   syncSeverity();
@@ -280,11 +288,10 @@ function raisePanel(chat, navigate) {
   }
 
   holdToPress(button, status, raise);
+  // What is happening and the button always in sight.
   return h("section", { class: "raise", "aria-labelledby": `raise-${groupID}` },
-    h("h2", { id: `raise-${groupID}` }, "Raise an alert"),
-    box, pick, severity, details,
-    h("p", { class: "hint", id: `hold-hint-${groupID}` }, "Press and hold for a second (or hold Space) so an alert is never sent by accident. Your location goes with it if you allow it."),
-    button, status);
+    h("h2", { id: `raise-${groupID}`, class: "visually-hidden" }, "Raise an alert"),
+    box, h("div", { class: "raise-row" }, pick, button), status, more);
 }
 
 /** Calls `action` once `button` has been held for HOLD_MS; a shorter press says so in `status`. */
