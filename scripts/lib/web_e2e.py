@@ -378,6 +378,16 @@ def main():
         bob.open(f"/#/g/{group_id}")
         bob.heading("Oak Street north", exact=True)
         bob.wait(lambda driver: at_hand(bob), 5, "on opening the group: the newest message above the dock, the alert control in sight")
+        # A reader scrolled up stays where they are when a message comes; a pill counts it and takes them down.
+        ann.driver.execute_script("window.scrollTo(0, 0)")
+        late = server.api("POST", f"/v1/groups/{group_id}/messages", {"client_msg_id": secrets.token_hex(8), "kind": "chat", "text": "while you read"},
+                          bob_token, expect=201)
+        ann.wait(lambda driver: late["seq"] in ann.seqs(), 5, "the message while scrolled up")
+        pill = ann.find("main .new-pill")
+        ann.wait(lambda driver: pill.is_displayed() and pill.text.startswith("1 new"), 5, "the '1 new' pill")
+        check(ann.driver.execute_script("return window.scrollY") == 0, "a reader scrolled up is not moved by a new message")
+        pill.click()
+        ann.wait(lambda driver: at_hand(ann) and not pill.is_displayed(), 5, "the pill takes the reader to the newest message")
 
         # A check-in runs out: the watcher's browser shows the red alert.
         checkin = server.api("POST", "/v1/checkins", {"group_id": group_id, "due_in_s": 2, "grace_s": 0, "note": "Walking home from the station"},

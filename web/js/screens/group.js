@@ -56,7 +56,7 @@ export async function show({ main, params: [groupID], stream, navigate }) {
     chat.list,
     // The composer and the alert control stay at the bottom of the screen, under the thumb,
     // wherever the chat is scrolled.
-    h("div", { class: "dock" }, chat.composer(), raisePanel(chat, navigate)));
+    h("div", { class: "dock" }, chat.newPill, chat.composer(), raisePanel(chat, navigate)));
   chat.scrollToEnd();
   return cleanup;
 }
@@ -72,22 +72,47 @@ class GroupChat {
     this.replyTo = null;
     this.list = h("ol", { class: "chat", "aria-label": "Messages", "aria-live": "polite", "aria-relevant": "additions" });
     this.alertsBox = h("section", { "aria-label": "Open alerts" });
+    // Messages that came while the reader was scrolled up: counted on a pill that takes them down.
+    this.unseen = 0;
+    this.newPill = h("button", { type: "button", class: "new-pill", hidden: true, onclick: () => this.scrollToEnd() });
+    this.onScroll = () => { if (this.unseen && this.atEnd()) this.clearUnseen(); };
+    window.addEventListener("scroll", this.onScroll, { passive: true });
   }
 
   stop() {
     clearTimeout(this.readTimer);
+    window.removeEventListener("scroll", this.onScroll);
+  }
+
+  /** Whether the reader is at the newest message (within a few lines of the page's end). */
+  atEnd() {
+    return window.innerHeight + window.scrollY >= document.documentElement.scrollHeight - 80;
+  }
+
+  clearUnseen() {
+    this.unseen = 0;
+    this.newPill.hidden = true;
   }
 
   /** A stream event of this group. */
   apply(frame) {
     const data = frame.data ?? {};
     switch (frame.event) {
-      case "message.created":
+      case "message.created": {
+        // A reader who scrolled up to read stays where they are; the pill says what came.
+        const following = this.atEnd() || data.author?.id === this.me?.id;
         this.add(data);
-        this.scrollToEnd();
+        if (following) {
+          this.scrollToEnd();
+        } else {
+          this.unseen += 1;
+          this.newPill.textContent = `${this.unseen} new ↓`;
+          this.newPill.hidden = false;
+        }
         this.markRead();
         if (data.kind === "alert") this.refreshAlerts();
         break;
+      }
       case "message.redacted":
       case "alert.acknowledged":
       case "alert.closed":
@@ -171,6 +196,7 @@ class GroupChat {
   /** Shows the newest message whole, just above the dock (the page's end). */
   scrollToEnd() {
     if (this.list.lastElementChild) window.scrollTo({ top: document.documentElement.scrollHeight, behavior: "instant" });
+    this.clearUnseen();
   }
 
   startReply(message) {
