@@ -355,7 +355,13 @@ def main():
         for browser in (ann, bob):
             browser.wait(lambda driver, b=browser: "Reconnecting" in b.find("#connection").text
                          and driver.execute_script(IN_VIEW, b.find("#connection")), 10, "a reconnecting state in sight, scrolled as the page is")
+        # A screen opened while the server is away fails, says it will come back, and does by itself.
+        bob.driver.execute_script("location.hash = arguments[0]", f"/g/{group_id}?again")
+        bob.heading("Something went wrong")
+        check("loads again by itself" in bob.main_text(), f"the failed screen says it recovers: {bob.main_text()!r}")
         server.start(ready_within=30)
+        bob.heading("Oak Street north", timeout=30, exact=True)
+        say("a screen that failed while the server was away loaded again by itself")
         posted = []
         for index in range(6):
             token = ann_token if index % 2 == 0 else bob_token

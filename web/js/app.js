@@ -43,6 +43,14 @@ const screens = {
 let stream = null;
 let teardown = null;
 let showing = 0;
+/** Set while the screen shown failed because Roost could not be reached: it is shown again
+ * once Roost can be (the stream back online, the browser back online, or every 15 s). */
+let unreachable = false;
+let retryTimer = null;
+
+function showAgainIfUnreachable() {
+  if (unreachable) show();
+}
 
 /** The route of the location: {path, params, query}; a `/join?token=` link arrives as a path. */
 function currentRoute() {
@@ -77,6 +85,7 @@ function liveStream() {
     status.className = `connection ${state}`;
     status.textContent = state === "reconnecting" ? "Reconnecting…" : state === "connecting" ? "Connecting…" : "";
     if (state === "signed-out") signOut("Your session has ended. Please sign in again.");
+    if (state === "online") showAgainIfUnreachable();
   });
   stream.addEventListener("notice", (event) => {
     const notice = event.detail;
@@ -114,6 +123,8 @@ function renderNav(active) {
 
 async function show() {
   const ticket = ++showing;
+  unreachable = false;
+  clearTimeout(retryTimer);
   const route = currentRoute();
   let screen = "join";
   let match = null;
@@ -143,8 +154,12 @@ async function show() {
     teardown = typeof result === "function" ? result : null;
   } catch (error) {
     if (ticket !== showing) return;
+    // Unreachable (no answer, or the server or its database away): the screen comes back by itself.
+    unreachable = [0, 502, 503, 504].includes(error?.status);
+    if (unreachable) retryTimer = setTimeout(showAgainIfUnreachable, 15_000);
     main.replaceChildren(h("h1", {}, "Something went wrong"),
       h("p", { class: "error", role: "alert" }, error?.sentence || error?.message || String(error)),
+      unreachable ? h("p", {}, "This page loads again by itself as soon as Roost answers.") : null,
       h("p", {}, h("a", { href: "#/groups" }, "Back to your groups")));
   }
 }
@@ -168,6 +183,7 @@ async function logOut() {
 }
 
 window.addEventListener("hashchange", show);
+window.addEventListener("online", showAgainIfUnreachable);
 show(); // a module script runs once the document is parsed
 
 if ("serviceWorker" in navigator) {
