@@ -416,6 +416,12 @@ def main():
         bob.heading("Me")
         audited.append(("me", bob.axe("me")))
         bob.screenshot(shots, "me")
+        # Quiet hours with one end only are refused in words, on the field at fault (they were dropped silently).
+        bob.driver.execute_script("document.querySelector('main [name=quiet_start]').value = '22:00'")
+        bob.button("Save notifications").click()
+        bob.wait(lambda driver: "need both a start and an end" in bob.main_text(), 5, "the quiet hours' error")
+        check(bob.find("main [name=quiet_end]").get_attribute("aria-invalid") == "true", "the missing end is marked")
+        bob.driver.execute_script("document.querySelector('main [name=quiet_start]').value = ''")
         bob.open("/#/groups")
         bob.heading("Your groups")
         bob.wait(lambda driver: "Oak Street north" in bob.main_text(), message="the group listed")
@@ -474,6 +480,16 @@ def main():
         check(len(shown) == 1 and shown[0]["title"] == push["title"] and shown[0]["actions"] == ["on_my_way", "seen"]
               and shown[0]["tag"] == f"alert-{group_id}-{alert_seq}", f"the notification: {shown}")
         say(f"a Web Push payload became one notification with the actions {shown[0]['actions']}")
+
+        # Removed from the group while looking at it: back to the groups list, told which group.
+        bob.open(f"/#/g/{group_id}")
+        bob.heading("Oak Street north", exact=True)
+        bob.wait(lambda driver: bob.find("#connection").text == "", message="the stream online")
+        bob_id = server.api("GET", "/v1/me", token=bob_token)["id"]
+        server.api("DELETE", f"/v1/groups/{group_id}/members/{bob_id}", token=ann_token, expect=204)
+        bob.heading("Your groups")
+        bob.wait(lambda driver: "no longer a member of Oak Street north" in bob.find("#toast").text, 5, "the toast naming the group")
+        say("a member removed while reading the group was taken to the groups list, told which group")
 
         # Offline, the service worker still opens the app shell, and the screen says what is wrong.
         bob.open("/#/groups")

@@ -84,7 +84,8 @@ function liveStream() {
     const state = event.detail;
     status.className = `connection ${state}`;
     status.textContent = state === "reconnecting" ? "Reconnecting…" : state === "connecting" ? "Connecting…" : "";
-    if (state === "signed-out") signOut("Your session has ended. Please sign in again.");
+    // Not when this device signed out itself (logging out, deleting the account): it said why.
+    if (state === "signed-out" && session.token) signOut("Your session has ended. Please sign in again.");
     if (state === "online") showAgainIfUnreachable();
   });
   stream.addEventListener("notice", (event) => {

@@ -17,9 +17,19 @@ export async function show({ main, params: [groupID], stream, navigate }) {
     if (!loaded) waiting.push(frame);
     else chat.apply(frame);
   };
+  // Removed from the group (by its managers, or blocked): back to the groups list, saying which.
+  let name = "the group";
+  const onNotice = (event) => {
+    const notice = event.detail;
+    if (notice.event !== "group.removed" || notice.data?.group_id !== groupID) return;
+    toast(`You are no longer a member of ${name}.`);
+    navigate("/groups");
+  };
   stream?.addEventListener("event", onEvent);
+  stream?.addEventListener("notice", onNotice);
   const cleanup = () => {
     stream?.removeEventListener("event", onEvent);
+    stream?.removeEventListener("notice", onNotice);
     chat.stop();
   };
 
@@ -38,6 +48,7 @@ export async function show({ main, params: [groupID], stream, navigate }) {
     throw error;
   }
 
+  name = group.name;
   for (const message of page.items.slice().reverse()) chat.add(message);
   loaded = true;
   for (const frame of waiting.splice(0)) chat.apply(frame);

@@ -1,7 +1,7 @@
 // Me: profile and home, notifications (with Web Push on this device), devices, sessions,
 // PINs, password, export and deleting the account.
 
-import { api, path, session } from "../api.js";
+import { ApiError, api, path, session } from "../api.js";
 import { currentPosition, errorBox, field, fill, form, h, mount, showError, time, toast } from "../ui.js";
 
 export async function show({ main, navigate, logOut }) {
@@ -46,6 +46,11 @@ export async function show({ main, navigate, logOut }) {
     ],
     submit: "Save notifications",
     action: async (values) => {
+      if (!values.quiet_start !== !values.quiet_end) {
+        // One end alone would be dropped without a word: say so instead.
+        throw new ApiError(400, { code: "invalid_request", message: "Quiet hours need both a start and an end (or leave both empty for none)",
+          field: values.quiet_start ? "quiet_end" : "quiet_start" });
+      }
       const quiet = values.quiet_start && values.quiet_end
         ? { start: values.quiet_start, end: values.quiet_end, time_zone: Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC" } : null;
       await api("PUT", "/v1/me/notifications", {
