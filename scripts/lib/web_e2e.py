@@ -18,6 +18,7 @@ import contextlib
 import datetime
 import json
 import os
+import re
 import secrets
 import shutil
 import sys
@@ -415,6 +416,7 @@ def main():
         bob.open("/#/me")
         bob.heading("Me")
         audited.append(("me", bob.axe("me")))
+        check(re.search(r"Chrome on \w+ \(this one\)", bob.main_text()), f"sessions named for people: {bob.main_text()!r}")
         bob.screenshot(shots, "me")
         # Quiet hours with one end only are refused in words, on the field at fault (they were dropped silently).
         bob.driver.execute_script("document.querySelector('main [name=quiet_start]').value = '22:00'")

@@ -2,6 +2,7 @@
 // PINs, password, export and deleting the account.
 
 import { ApiError, api, path, session } from "../api.js";
+import { deviceName } from "../words.js";
 import { currentPosition, errorBox, field, fill, form, h, mount, showError, time, toast } from "../ui.js";
 
 export async function show({ main, navigate, logOut }) {
@@ -161,7 +162,7 @@ async function refreshSessions(room) {
   fill(sessions, h("h2", {}, "Where you are signed in"),
     h("table", {}, h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Device"), h("th", { scope: "col" }, "Last used"), h("th", { scope: "col" }, h("span", { class: "visually-hidden" }, "Action")))),
       h("tbody", {}, answer.items.map((item) => h("tr", {},
-        h("td", {}, item.client || "Unknown", item.current ? " (this one)" : ""),
+        h("td", { title: item.client || "" }, deviceName(item.client), item.current ? " (this one)" : ""),
         h("td", {}, time(item.last_used_at)),
         h("td", {}, item.current ? "" : h("button", { type: "button", class: "secondary", onclick: async () => {
           await api("DELETE", path`/v1/me/sessions/${item.id}`).catch((error) => toast(error.sentence));

@@ -1,0 +1,31 @@
+// Unit tests of the web app's pure modules, with Node's own test runner (scripts/web-test runs
+// `node --test Tests/web/`). A module is loaded from its source as a data: URL, so it is read as
+// the browser reads it (an ES module) whatever Node would guess from its folder.
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { test } from "node:test";
+
+async function load(path) {
+  const source = readFileSync(new URL(`../../web/js/${path}`, import.meta.url), "utf8");
+  return import(`data:text/javascript;base64,${Buffer.from(source).toString("base64")}`);
+}
+
+const { deviceName } = await load("words.js");
+
+test("sessions are named as people name their devices", () => {
+  const cases = {
+    "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Mobile Safari/537.36": "Chrome on Android",
+    "Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1": "Safari on iOS",
+    "Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) CriOS/131.0 Mobile/15E148 Safari/604.1": "Chrome on iOS",
+    "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36 Edg/131.0.0.0": "Edge on Windows",
+    "Mozilla/5.0 (Macintosh; Intel Mac OS X 10.15; rv:133.0) Gecko/20100101 Firefox/133.0": "Firefox on macOS",
+    "Mozilla/5.0 (Linux; Android 14; SM-S911B) AppleWebKit/537.36 (KHTML, like Gecko) SamsungBrowser/26.0 Chrome/122.0.0.0 Mobile Safari/537.36": "Samsung Internet on Android",
+    "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) HeadlessChrome/131.0.0.0 Safari/537.36": "Chrome on Linux",
+    "Mozilla/5.0 (X11; CrOS x86_64 14541.0.0) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36": "Chrome on ChromeOS",
+    "curl/8.5.0": "curl",
+    "": "Unknown device",
+  };
+  for (const [ua, name] of Object.entries(cases)) assert.equal(deviceName(ua), name, ua);
+  assert.equal(deviceName(null), "Unknown device");
+  assert.equal(deviceName("x".repeat(500)).length, 40, "a long unknown client is cut");
+});
