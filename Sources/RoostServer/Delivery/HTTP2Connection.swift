@@ -56,6 +56,12 @@ final class HTTP2Connection: @unchecked Sendable {
     /// Whether it takes requests at all (not ending, not ended).
     var usable: Bool { lock.withLock { !session.goingAway } }
 
+    /// Ends the connection once its open streams are answered (GOAWAY; no new streams).
+    func shutDown() {
+        _ = lock.withLock { session.shutDown() }
+        ring()
+    }
+
     /// Sends a request; `completion` hears its response or failure on the connection's thread.
     /// False when the connection cannot take it now (its streams are all in use, or it is ending).
     func submit(_ fields: [(name: String, value: String)], body: [UInt8], deadline: ContinuousClock.Instant, completion: @escaping Completion) -> Bool {
@@ -268,6 +274,14 @@ final class HTTP2Pool: @unchecked Sendable {
         condition.unlock()
     }
 
+    /// Ends every connection once its streams are answered.
+    func shutDown() {
+        condition.lock()
+        let all = connections
+        condition.unlock()
+        for connection in all { connection.shutDown() }
+    }
+
     func closed(_ connection: HTTP2Connection) {
         condition.lock()
         connections.removeAll { $0 === connection }
@@ -283,6 +297,10 @@ final class HTTP2Pools: Sendable {
     let connectionsPerOrigin: Int
 
     init(connectionsPerOrigin: Int) { self.connectionsPerOrigin = connectionsPerOrigin }
+
+    func shutDown() {
+        for pool in pools.withLock({ Array($0.values) }) { pool.shutDown() }
+    }
 
     func pool(for origin: String, counters: OriginCounters) -> HTTP2Pool {
         pools.withLock { pools in

@@ -43,6 +43,7 @@ final class OriginQueue: @unchecked Sendable {
     private var failuresInARow = 0
     private var openUntil: Date?
     private var openings = 0
+    private var closing = false
 
     init(origin: String, settings: Settings, makeLink: @escaping (OriginCounters) -> OriginLink) {
         let counters = OriginCounters(origin: origin)
@@ -95,9 +96,9 @@ final class OriginQueue: @unchecked Sendable {
             condition.lock()
             while head == waiting.count {
                 idle += 1
-                let woke = condition.wait(until: Date().addingTimeInterval(settings.idleSeconds))
+                let woke = closing || condition.wait(until: Date().addingTimeInterval(settings.idleSeconds))
                 idle -= 1
-                if !woke && head == waiting.count {
+                if (!woke || closing) && head == waiting.count {
                     threads -= 1
                     condition.unlock()
                     link.drop()
@@ -123,6 +124,17 @@ final class OriginQueue: @unchecked Sendable {
                 for (other, outcome) in drained { other.done(outcome) }
             }
         }
+    }
+
+    /// Ends the queue's threads once they have nothing left to send, each closing its connection
+    /// now rather than after `idleSeconds`: the worker that owned the queue is gone, and a
+    /// thread that woke later (say while the process exits, after OpenSSL has cleaned up) must
+    /// not be the one to free a TLS connection.
+    func shutDown() {
+        condition.lock()
+        closing = true
+        condition.broadcast()
+        condition.unlock()
     }
 
     /// Takes in an outcome: a slow-down pauses the origin, a run of failures opens the breaker
@@ -187,6 +199,12 @@ final class OriginQueues: Sendable {
             queues[origin] = queue
             return queue
         }
+    }
+
+    /// Ends every origin's threads and HTTP/2 connections as soon as they are idle.
+    func shutDown() {
+        for queue in queues.withLock({ Array($0.values) }) { queue.shutDown() }
+        http2?.shutDown()
     }
 
     /// Each origin's connection counters, for the metrics.

@@ -154,6 +154,9 @@ public final class OutboxWorker: Sendable {
         deliveries.watch(origins)
     }
 
+    // The origins' threads and connections end with the worker, not 30 idle seconds later.
+    deinit { origins.shutDown() }
+
     public func start() {
         running.withLock { task in
             guard task == nil else { return }
