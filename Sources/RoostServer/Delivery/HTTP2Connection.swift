@@ -53,9 +53,6 @@ final class HTTP2Connection: @unchecked Sendable {
         lock.withLock { session.spareStreams }
     }
 
-    /// Whether it takes requests at all (not ending, not ended).
-    var usable: Bool { lock.withLock { !session.goingAway } }
-
     /// Ends the connection once its open streams are answered (GOAWAY; no new streams).
     func shutDown() {
         _ = lock.withLock { session.shutDown() }
@@ -88,11 +85,14 @@ final class HTTP2Connection: @unchecked Sendable {
         var writeBlockedOn: OutboundStream.Blocked?
         var reason = "the connection ended"
         while true {
-            let (now, more, closed, deadline) = lock.withLock { () -> (ContinuousClock.Instant, [UInt8], Bool, ContinuousClock.Instant?) in
+            let (now, more, closed, wakeAt) = lock.withLock { () -> (ContinuousClock.Instant, [UInt8], Bool, ContinuousClock.Instant) in
                 let now = ContinuousClock.now
                 // Idle for long enough: say goodbye (the server may close it sooner, which is fine too).
                 if waiting.isEmpty, !session.goingAway, lastUsed.duration(to: now) > .seconds(idleSeconds) { _ = session.shutDown() }
-                return (now, session.takeOutput(), session.isClosed, waiting.values.map(\.deadline).min())
+                // Up at the first stream's deadline, or when it will have been idle long enough.
+                let wakeAt = waiting.isEmpty ? lastUsed + .seconds(idleSeconds) + .milliseconds(10)
+                    : min(waiting.values.map(\.deadline).min()!, now + .seconds(idleSeconds))
+                return (now, session.takeOutput(), session.isClosed, wakeAt)
             }
             pending += more
             do throws(OutboundFailure) {
@@ -106,9 +106,8 @@ final class HTTP2Connection: @unchecked Sendable {
                 if closed, pending.isEmpty || writeBlockedOn != nil { break }
                 var wanted = Int16(POLLIN)
                 if writeBlockedOn == .writing { wanted |= Int16(POLLOUT) }
-                let wakeAt = min(deadline ?? now + .seconds(idleSeconds), lastUsedDeadline(now))
                 var poller = [pollfd(fd: stream.descriptor, events: wanted, revents: 0), pollfd(fd: wake, events: Int16(POLLIN), revents: 0)]
-                let ready = poll(&poller, 2, Self.milliseconds(until: wakeAt, from: now))
+                let ready = poll(&poller, 2, OutboundStream.pollTimeout(now.duration(to: wakeAt)))
                 if ready < 0, errno != EINTR { throw OutboundFailure("poll failed: \(String(cString: strerror(errno)))") }
                 if poller[1].revents != 0 {
                     var count: UInt64 = 0
@@ -120,72 +119,48 @@ final class HTTP2Connection: @unchecked Sendable {
                     if count == 0 { throw OutboundFailure("\(origin) closed the connection") }
                     received += buffer[0..<count]
                 }
-                var events: [HTTP2ClientSession.Event] = []
-                var expired: [Completion] = []
-                lock.withLock {
-                    if !received.isEmpty { events = session.receive(received) }
+                let answers = lock.withLock { () -> [(Completion, Result<HTTPResponseFraming.Response, OutboundFailure>)] in
+                    var answers = received.isEmpty ? [] : takeAnswers(session.receive(received))
+                    // What is still waiting past its deadline is cancelled (RST_STREAM) and fails.
                     let now = ContinuousClock.now
-                    for (id, entry) in waiting where entry.deadline <= now && !events.contains(where: { $0.stream == id }) {
+                    for (id, entry) in waiting where entry.deadline <= now {
                         session.cancel(id)
                         waiting[id] = nil
-                        expired.append(entry.completion)
+                        answers.append((entry.completion, .failure(OutboundFailure("\(origin) did not answer in time"))))
                     }
+                    return answers
                 }
-                finish(events)
-                for completion in expired {
-                    completion(.failure(OutboundFailure("\(origin) did not answer in time")))
-                    onStreamFreed()
-                }
+                deliver(answers)
             } catch {
                 reason = error.description
                 break
             }
         }
-        let events = lock.withLock { session.lost(reason) }
-        finish(events)
+        deliver(lock.withLock { takeAnswers(session.lost(reason)) })
         stream.close()
         onClosed(self)
     }
 
-    /// When the connection has been idle long enough to end (or far enough off not to matter).
-    private func lastUsedDeadline(_ now: ContinuousClock.Instant) -> ContinuousClock.Instant {
-        lock.withLock { waiting.isEmpty ? lastUsed + .seconds(idleSeconds) + .milliseconds(10) : now + .seconds(idleSeconds) }
-    }
-
-    /// Hands what the session reported to the requests waiting for it.
-    private func finish(_ events: [HTTP2ClientSession.Event]) {
-        for event in events {
-            let completion: Completion?
-            let result: Result<HTTPResponseFraming.Response, OutboundFailure>
+    /// With the lock held: the completion of each stream `events` ended, taken out of
+    /// `waiting`, with what it came to.
+    private func takeAnswers(_ events: [HTTP2ClientSession.Event]) -> [(Completion, Result<HTTPResponseFraming.Response, OutboundFailure>)] {
+        events.compactMap { event in
             switch event {
             case .response(let id, let response):
-                completion = lock.withLock { waiting.removeValue(forKey: id)?.completion }
-                result = .success(HTTPResponseFraming.Response(status: response.status, headers: response.headers))
+                waiting.removeValue(forKey: id).map { ($0.completion, .success(HTTPResponseFraming.Response(status: response.status, headers: response.headers))) }
             case .streamFailed(let id, let reason, _):
-                completion = lock.withLock { waiting.removeValue(forKey: id)?.completion }
-                result = .failure(OutboundFailure("\(origin): \(reason)"))
+                waiting.removeValue(forKey: id).map { ($0.completion, .failure(OutboundFailure("\(origin): \(reason)"))) }
             case .closed:
-                continue
+                nil
             }
-            completion?(result)
-            onStreamFreed()
         }
     }
 
-    private static func milliseconds(until instant: ContinuousClock.Instant, from now: ContinuousClock.Instant) -> Int32 {
-        let left = now.duration(to: instant)
-        guard left > .zero else { return 0 }
-        let (seconds, attoseconds) = left.components
-        return Int32(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000 + 1)
-    }
-}
-
-extension HTTP2ClientSession.Event {
-    /// The stream the event is about, if one.
-    var stream: UInt32? {
-        switch self {
-        case .response(let stream, _), .streamFailed(let stream, _, _): stream
-        case .closed: nil
+    /// Hands each answer to its request, outside the lock (a completion settles its origin's queue).
+    private func deliver(_ answers: [(Completion, Result<HTTPResponseFraming.Response, OutboundFailure>)]) {
+        for (completion, result) in answers {
+            completion(result)
+            onStreamFreed()
         }
     }
 }

@@ -113,7 +113,7 @@ final class OutboundStream {
         let target = "\(host):\(port) (\(answer.address))"
         if result != 0 {
             guard errno == EINPROGRESS else { throw OutboundFailure("cannot connect to \(target): \(Self.text(errno))") }
-            try wait(for: Int16(POLLOUT))
+            try wait(for: .writing)
             var code: Int32 = 0
             var length = socklen_t(MemoryLayout<Int32>.size)
             getsockopt(fd, SOL_SOCKET, SO_ERROR, &code, &length)
@@ -250,20 +250,17 @@ final class OutboundStream {
         }
     }
 
+    /// Writes all of `bytes`, waiting (until the deadline) while the socket cannot take more.
     func write(_ bytes: [UInt8]) throws(OutboundFailure) {
         var sent = 0
         while sent < bytes.count {
-            if let tls {
-                var written = 0
-                let result = bytes[sent...].withUnsafeBytes { SSL_write_ex(tls, $0.baseAddress, $0.count, &written) }
-                if result == 1 { sent += written; continue }
-                try settle(result, doing: "sending")
-            } else {
-                let count = bytes[sent...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-                if count > 0 { sent += count; continue }
-                guard count < 0, errno == EAGAIN || errno == EINTR else { throw OutboundFailure("sending to \(host):\(port) failed: \(Self.text(errno))") }
-                try wait(for: Int16(POLLOUT))
+            let (written, blocked) = try writeNow(bytes[sent...])
+            if let blocked {
+                try wait(for: blocked)
+                continue
             }
+            guard written > 0 else { throw OutboundFailure("sending to \(host):\(port) failed: nothing was written") }
+            sent += written
         }
     }
 
@@ -271,17 +268,9 @@ final class OutboundStream {
     func read(limit: Int = 16_384) throws(OutboundFailure) -> [UInt8] {
         var buffer = [UInt8](repeating: 0, count: limit)
         while true {
-            if let tls {
-                var count = 0
-                let result = buffer.withUnsafeMutableBytes { SSL_read_ex(tls, $0.baseAddress, $0.count, &count) }
-                if result == 1 { return Array(buffer[0..<count]) }
-                if SSL_get_error(tls, result) == SSL_ERROR_ZERO_RETURN { return [] }
-                try settle(result, doing: "reading")
-            } else {
-                let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-                if count >= 0 { return Array(buffer[0..<count]) }
-                guard errno == EAGAIN || errno == EINTR else { throw OutboundFailure("reading from \(host):\(port) failed: \(Self.text(errno))") }
-                try wait(for: Int16(POLLIN))
+            switch try readNow(into: &buffer) {
+            case .success(let count): return Array(buffer[0..<count])
+            case .failure(let blocked): try wait(for: blocked)
             }
         }
     }
@@ -289,24 +278,28 @@ final class OutboundStream {
     /// After a TLS call that did not complete: waits for what it wants, or throws its error.
     private func settle(_ result: Int32, doing what: String) throws(OutboundFailure) {
         guard tls != nil else { return }
-        switch try blocked(result, doing: what) {
-        case .reading: try wait(for: Int16(POLLIN))
-        case .writing: try wait(for: Int16(POLLOUT))
-        }
+        try wait(for: try blocked(result, doing: what))
     }
 
-    /// Waits until the socket is ready for `events`, or throws when the deadline passes.
-    private func wait(for events: Int16) throws(OutboundFailure) {
+    /// Waits until the socket is ready for what `blocked` waits for, or throws when the deadline passes.
+    private func wait(for blocked: Blocked) throws(OutboundFailure) {
+        let events = Int16(blocked == .reading ? POLLIN : POLLOUT)
         while true {
             let left = ContinuousClock.now.duration(to: deadline)
             guard left > .zero else { throw OutboundFailure("\(host):\(port) did not answer in time") }
-            let (seconds, attoseconds) = left.components
-            let milliseconds = Int32(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000 + 1)
             var poller = pollfd(fd: fd, events: events, revents: 0)
-            let ready = poll(&poller, 1, milliseconds)
+            let ready = poll(&poller, 1, Self.pollTimeout(left))
             if ready > 0 { return }
             if ready < 0, errno != EINTR { throw OutboundFailure("poll failed: \(Self.text(errno))") }
         }
+    }
+
+    /// `poll(2)`'s timeout for what is `left`: milliseconds, rounded up so a wait never ends
+    /// early; 0 for nothing left.
+    static func pollTimeout(_ left: Duration) -> Int32 {
+        guard left > .zero else { return 0 }
+        let (seconds, attoseconds) = left.components
+        return Int32(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000 + 1)
     }
 
     private static func text(_ code: Int32) -> String { String(cString: strerror(code)) }
