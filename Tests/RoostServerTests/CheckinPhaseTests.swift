@@ -176,6 +176,52 @@ struct CheckinPhaseTests {
         await walk.api.stop()
     }
 
+    /// "Walking now": a group's members see each walk it watches, with its trail, and every new
+    /// trail point on their streams; another group and outsiders see nothing of it.
+    @Test func watchersSeeTheirGroupsWalksWithTheTrailAndEachNewPointLive() async throws {
+        let walk = try await Walk(stream: true)
+        let (cyStream, _) = try await StreamTests().stream(walk.api, walk.cy)
+        let checkin = try await walk.start([
+            "group_ids": [walk.elm], "due_in_s": 600, "note": "Station to home", "location": ["lat": 55.670, "lon": 12.560], "battery": 80,
+        ])
+        let id = try #require(checkin["id"] as? String)
+        func walks(_ group: String, as person: APIFixture.Person) async throws -> (Int, [[String: Any]]) {
+            let (status, body) = try await walk.api.call("GET", "/v1/groups/\(group)/checkins", token: person.token)
+            return (status, body["items"] as? [[String: Any]] ?? [])
+        }
+        let (status, seen) = try await walks(walk.elm, as: walk.cy)
+        #expect(status == 200 && seen.count == 1)
+        let first = try #require(seen.first)
+        #expect(first["id"] as? String == id && first["status"] as? String == "active" && first["note"] as? String == "Station to home")
+        #expect((first["user"] as? [String: Any])?["display_name"] as? String == "ben" && first["battery"] as? Int == 80)
+        #expect(first["due_at"] as? String == checkin["due_at"] as? String && first["alert_seq"] is NSNull)
+        #expect((first["trail"] as? [[String: Any]])?.map { $0["lat"] as? Double } == [55.670])
+        let (oakStatus, oakWalks) = try await walks(walk.oak, as: walk.dee)
+        #expect(oakStatus == 200 && oakWalks.isEmpty, "Oak does not watch this walk")
+        #expect(try await walks(walk.elm, as: walk.dee).0 == 404, "Dee is not in Elm")
+
+        // The next point 15 s on joins the trail and reaches Elm's streams; Ben's trail time is moved back instead of waiting.
+        try await walk.api.inTenant { _, connection in
+            try connection.query("UPDATE checkins SET trail_at = trail_at - interval '20 seconds' WHERE id = \(UUID(uuidString: id)!)")
+        }
+        #expect(try await walk.api.call("POST", "/v1/checkins/\(id)/location", ["lat": 55.672, "lon": 12.562, "accuracy_m": 9, "battery": 77],
+                                         token: walk.ben.token).0 == 204)
+        var frame = try #require(await cyStream.receiveJSON())
+        while frame["type"] as? String == "event" { frame = try #require(await cyStream.receiveJSON()) }
+        #expect(frame["type"] as? String == "notice" && frame["event"] as? String == "checkin.moved")
+        let moved = try #require(frame["data"] as? [String: Any])
+        #expect(moved["checkin_id"] as? String == id && moved["group_id"] as? String == walk.elm && moved["user_id"] as? String == walk.ben.id)
+        #expect(moved["lat"] as? Double == 55.672 && moved["accuracy_m"] as? Double == 9 && moved["battery"] as? Int == 77 && moved["at"] is String)
+        let later = try #require(try await walks(walk.elm, as: walk.cy).1.first)
+        #expect((later["trail"] as? [[String: Any]])?.map { $0["lat"] as? Double } == [55.670, 55.672])
+        #expect((later["location"] as? [String: Any])?["lat"] as? Double == 55.672 && later["battery"] as? Int == 77)
+
+        // Home safe: the walk leaves the list.
+        #expect(try await walk.api.call("POST", "/v1/checkins/\(id)/complete", token: walk.ben.token).0 == 200)
+        #expect(try await walks(walk.elm, as: walk.cy).1.isEmpty)
+        await walk.api.stop()
+    }
+
     @Test func helpCancelArrivalAndStandingStill() async throws {
         let walk = try await Walk()
         // "I need help": the alert at once, in both groups; the answer is the first group's.

@@ -312,6 +312,32 @@ public struct CheckinStore: Sendable {
             """).rows[0].decode(String.self, "trail")
     }
 
+    /// The walks `group` watches that have not ended, by members still in it, soonest due first
+    /// (at most `limit`), as a JSON array of `{"id","user":{"id","display_name"},"status","note",
+    /// "due_at","created_at","prompted_at","alerted_at","location","location_at","battery",
+    /// "alert_seq"}`: what the group's watchers see ("walking now"). The trail is the caller's
+    /// (`trailJSON`), per walk.
+    public func watchedJSON(group: UUID, limit: Int, on connection: PostgresConnection) throws -> [(id: UUID, json: String)] {
+        try connection.query("""
+            SELECT c.id, jsonb_build_object(
+                'id', c.id, 'user', jsonb_build_object('id', u.id, 'display_name', u.display_name),
+                'status', c.status, 'note', c.note,
+                'due_at', to_char(c.due_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+                'created_at', to_char(c.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+                'prompted_at', to_char(c.prompted_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+                'alerted_at', to_char(c.alerted_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+                'location', c.location,
+                'location_at', to_char(c.location_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+                'battery', c.battery, 'alert_seq', w.alert_seq)::text AS json
+            FROM checkin_groups w
+            JOIN checkins c ON c.tenant_id = w.tenant_id AND c.id = w.checkin_id
+            JOIN users u ON u.tenant_id = c.tenant_id AND u.id = c.user_id
+            JOIN memberships m ON m.tenant_id = w.tenant_id AND m.group_id = w.group_id AND m.user_id = c.user_id
+            WHERE w.group_id = \(group) AND c.ended_at IS NULL
+            ORDER BY c.due_at, c.id LIMIT \(limit)
+            """).rows.map { (try $0.decode(UUID.self, "id"), try $0.decode(String.self, "json")) }
+    }
+
     /// Due jobs at `now`, locked for this transaction and skipped by every other (several nodes
     /// run a scheduler); ids and tenants only, since the claim runs before any tenant is set.
     /// With `tenant`, that tenant's only (a test driving rounds at chosen times).

@@ -53,6 +53,9 @@ public struct NoticeKind: Hashable, Sendable, CustomStringConvertible {
     /// The walker's check-in reached its deadline (or they stood still too long): "are you OK?"
     /// to their own streams, beside the critical push to their devices.
     public static let checkinPrompt = NoticeKind("checkin.prompt")
+    /// A walk the group watches moved: a new point of its trail (at most one per walk every
+    /// 15 s), to the watching groups' streams.
+    public static let checkinMoved = NoticeKind("checkin.moved")
     /// A co-member asks "are you OK?" (to the addressee's streams).
     public static let checkinRequestReceived = NoticeKind("checkin_request.received")
     /// The addressee answered (to the requester's streams).

@@ -102,6 +102,9 @@ struct ShareCheckinLocation: OwnCheckinChange {
         let keep = CheckinPolicy.keepsTrailPoint(lastAt: checkin.trailAt, points: checkin.trailPoints, now: now)
         try CheckinStore().recordLocation(checkin, tenant: user.tenantID, location: try location.validatedJSON(), battery: battery,
                                           stillLocation: try still.place.validatedJSON(), stillSince: still.since, trail: keep, on: connection)
+        if keep && checkin.endedAt == nil {
+            try WatchedWalks.moved(checkin, to: location, battery: battery, at: now, tenant: user.tenantID, on: connection)
+        }
         let destination = try checkin.destination.map { try JSONDecoder().decode(Destination.self, from: Data($0.utf8)) }
         guard CheckinStatus(of: checkin).isWalking && CheckinPolicy.arrived(at: location, destination: destination) else { return }
         // With PINs set, arriving is not an answer (whoever holds the phone may have walked it

@@ -112,6 +112,10 @@ struct CheckinRoutes: Sendable {
             let next = checkins.count == limit ? checkins.last.map { ListCursor.write(NewestFirst($0.createdAt, $0.id)) } : nil
             return try APIJSON.response(.ok, Page(items: checkins.map(CheckinView.init), next: next))
         }
+        // The walks a group watches, for its members: "walking now", with each one's trail.
+        builder.add(.get, "/v1/groups/{gid:uuid}/checkins", signedIn: auth) { context, caller in
+            .json(.ok, Array(try await caller.run(ListWatchedWalks(group: context.parameters.uuid("gid")!)).utf8))
+        }
         builder.add(.get, "/v1/checkins/{id:uuid}", signedIn: auth) { context, caller in
             let id = context.parameters.uuid("id")!
             let checkin = try await caller.inTenant { user, connection in
