@@ -1,4 +1,5 @@
 import Foundation
+import RoostHTTP
 import Testing
 @testable import RoostServer
 
@@ -50,12 +51,40 @@ import Testing
         for file in app.files where file.path.hasSuffix(".js") || file.path.hasSuffix(".html") || file.path.hasSuffix(".css") {
             let text = Self.text(file)
             #expect(!text.contains("innerHTML") && !text.contains("eval("), "\(file.path) builds markup from strings")
-            #expect(!text.contains("http://") && !text.contains("//cdn"), "\(file.path) loads from elsewhere")
+            // (SVG's namespace is a name, not an address: nothing is loaded from it.)
+            let loadable = text.replacingOccurrences(of: "\"http://www.w3.org/2000/svg\"", with: "")
+            #expect(!loadable.contains("http://") && !loadable.contains("//cdn"), "\(file.path) loads from elsewhere")
         }
         let index = try #require(app.files.first { $0.path == "/index.html" })
         // No inline script: the Content-Security-Policy (default-src 'self') would refuse it.
         #expect(!Self.text(index).contains("<script>"))
-        #expect(WebApp.contentSecurityPolicy.hasPrefix("default-src 'self'"))
+        #expect(app.contentSecurityPolicy == WebApp.contentSecurityPolicy(tiles: nil))
+        #expect(app.contentSecurityPolicy.hasPrefix("default-src 'self'") && app.contentSecurityPolicy.contains("img-src 'self' blob: data:;"))
+    }
+
+    /// The map's tiles: the page may load images from the tile server's origin and from nowhere
+    /// else, and learns the template and the credit from index.html; a template that could
+    /// break the policy or the markup is refused at start.
+    @Test func theMapsTileServerIsTheOneOtherImageOriginAndBadTemplatesAreRefused() throws {
+        #expect(try MapTiles.from(ServerConfiguration()) == MapTiles.openStreetMap)
+        var off = ServerConfiguration()
+        off.mapTileURL = "off"
+        #expect(try MapTiles.from(off) == nil)
+        let local = try MapTiles.parse("http://127.0.0.1:8081/tiles/{z}/{x}/{y}.png?style=day", attribution: "Tiles © \"Town\" & <friends>")
+        #expect(local.origin == "http://127.0.0.1:8081")
+        let app = try WebApp(folder: Self.folder, tiles: local)
+        #expect(app.contentSecurityPolicy.contains("img-src 'self' blob: data: http://127.0.0.1:8081;"))
+        let index = Self.text(try #require(app.files.first { $0.path == "/index.html" }))
+        #expect(index.contains(#"<meta name="roost-map-tiles" content="http://127.0.0.1:8081/tiles/{z}/{x}/{y}.png?style=day">"#))
+        #expect(index.contains(#"<meta name="roost-map-attribution" content="Tiles © &quot;Town&quot; &amp; &lt;friends&gt;">"#))
+        #expect(index.firstRange(of: "roost-map-tiles")!.lowerBound < index.firstRange(of: "</head>")!.lowerBound)
+        #expect(try MapTiles.parse("https://[::1]:9000/{z}/{x}/{y}.png", attribution: nil).origin == "https://[::1]:9000")
+        for bad in ["ftp://tiles.example.org/{z}/{x}/{y}.png", "https://tiles.example.org/{z}/{x}.png", "https://tiles.example.org/{z}/{x}/{y}/{y}.png",
+                    "https://tiles.example.org/{z}/{x}/{y}.png; script-src *", "https://a.example.org/{z}/{x}/{y}.png https://evil.example",
+                    "https://tiles.example.org/{z}/{x}/{y}.png\"><script>", "https://user:pw@tiles.example.org/{z}/{x}/{y}.png", "/{z}/{x}/{y}.png"] {
+            #expect(throws: ConfigurationError.self, "\(bad)") { try MapTiles.parse(bad, attribution: nil) }
+        }
+        #expect(throws: ConfigurationError.self) { try MapTiles.parse(MapTiles.openStreetMap.template, attribution: "two\nlines") }
     }
 
     @Test func aFolderWithoutIndexIsRefused() throws {

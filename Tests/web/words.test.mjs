@@ -29,3 +29,33 @@ test("sessions are named as people name their devices", () => {
   assert.equal(deviceName(null), "Unknown device");
   assert.equal(deviceName("x".repeat(500)).length, 40, "a long unknown client is cut");
 });
+
+const { alertWords } = await load("words.js");
+
+test("an alert a check-in raised reads as what it is, never as raised by the walker", () => {
+  const at = (iso) => iso.slice(11, 16);
+  const missed = alertWords({
+    template: "missed_checkin", text: "Walking home from the station", author: { display_name: "Bob" },
+    alert: { details: { due_at: "2026-11-28T22:50:00Z", location_at: "2026-11-28T22:55:00Z", battery: 41 } },
+  }, [], at);
+  assert.equal(missed.headline, "Missed check-in: Bob");
+  assert.equal(missed.byline, "Bob did not check in by 22:50, last seen 22:55 (battery 41%). Roost raised this alert for them.");
+  assert.equal(missed.note, "Their note: “Walking home from the station”");
+  // With no note the server's own words are not repeated as a note; with no place, it says so.
+  const bare = alertWords({ template: "missed_checkin", text: "Bob did not check in on time", author: { display_name: "Bob" },
+    alert: { details: { due_at: "2026-11-28T22:50:00Z", location_at: null } } }, [], at);
+  assert.equal(bare.note, null);
+  assert.match(bare.byline, /with no place known\./);
+  assert.equal(alertWords({ template: "help", text: "I need help", author: { display_name: "Bob" } }).headline, "Bob needs help");
+  assert.match(alertWords({ template: "duress", text: "x", author: { display_name: "Bob" } }).byline, /cannot see this alert/);
+});
+
+test("a template alert shows the template's words; one's own words come first", () => {
+  const templates = [{ key: "break_in", text: "Someone is breaking in" }];
+  const plain = alertWords({ template: "break_in", text: "", author: { display_name: "Ann" } }, templates);
+  assert.deepEqual(plain, { headline: "Someone is breaking in", byline: "Raised by Ann", note: null });
+  const worded = alertWords({ template: "break_in", text: "Back door of number 12", author: { display_name: "Ann" } }, templates);
+  assert.deepEqual(worded, { headline: "Back door of number 12", byline: "Raised by Ann", note: "Someone is breaking in" });
+  assert.equal(alertWords({ template: "gone_key", text: "" }).headline, "gone key", "a template the group no longer has");
+  assert.equal(alertWords({ text: "" }).headline, "Alert");
+});

@@ -17,13 +17,18 @@ import argparse
 import contextlib
 import datetime
 import json
+import math
 import os
 import re
 import secrets
 import shutil
+import struct
 import sys
 import tempfile
+import threading
 import time
+import zlib
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from axe_selenium_python import Axe
 from roost_process import Failure, RoostServe, check, http
@@ -44,12 +49,64 @@ def say(text):
     print(f"web-test: {text}", flush=True)
 
 
-class Server(RoostServe):
-    """`roost serve` with an operator token, checks down to one second, and links to itself."""
+class TileServer:
+    """A map tile server on 127.0.0.1 that draws every tile itself (a plain 256 px PNG, shaded by
+    its zoom) and keeps the paths it was asked for, so a test can tell which tiles a map loaded."""
 
-    def __init__(self, binary, workdir):
+    def __init__(self):
+        self.requested = []
+        png = self.png()
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):
+                owner.requested.append(self.path)
+                if not re.fullmatch(r"/tiles/\d+/\d+/\d+\.png", self.path):
+                    self.send_error(404)
+                    return
+                self.send_response(200)
+                self.send_header("Content-Type", "image/png")
+                self.send_header("Content-Length", str(len(png)))
+                self.end_headers()
+                self.wfile.write(png)
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.template = f"http://127.0.0.1:{self.httpd.server_address[1]}/tiles/{{z}}/{{x}}/{{y}}.png"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    @staticmethod
+    def png(size=256):
+        def chunk(kind, data):
+            return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+        rows = b"".join(b"\x00" + bytes((222, 232, 220)) * size for _ in range(size))
+        return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", size, size, 8, 2, 0, 0, 0))
+                + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
+
+    def stop(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def tile_of(latitude, longitude, zoom):
+    """The slippy-map tile a place is in (the arithmetic every tile server shares)."""
+    n = 2 ** zoom
+    x = int((longitude + 180) / 360 * n)
+    y = int((1 - math.asinh(math.tan(math.radians(latitude))) / math.pi) / 2 * n)
+    return f"/tiles/{zoom}/{x}/{y}.png"
+
+
+class Server(RoostServe):
+    """`roost serve` with an operator token, checks down to one second, links to itself, and
+    maps whose tiles come from `tiles`."""
+
+    def __init__(self, binary, workdir, tiles):
         self.admin = secrets.token_urlsafe(24)
-        super().__init__(binary, os.path.join(workdir, "roost.log"), environment={"ROOST_ADMIN_TOKEN": self.admin},
+        super().__init__(binary, os.path.join(workdir, "roost.log"),
+                         environment={"ROOST_ADMIN_TOKEN": self.admin, "ROOST_MAP_TILE_URL": tiles.template,
+                                      "ROOST_MAP_ATTRIBUTION": "Test tiles"},
                          arguments=("--checkin-min-s", "1", "--registrations-per-address-per-hour", "1000000"))
         self.environment["ROOST_PUBLIC_URL"] = self.base
 
@@ -163,6 +220,16 @@ class Browser:
         self.driver.quit()
 
 
+# A map whose tiles all loaded, with its marker drawn inside its box.
+MAP_DRAWN = """
+    const map = arguments[0];
+    const images = [...map.querySelectorAll('img[data-tile]')];
+    const marker = map.querySelector('.marker');
+    if (!images.length || !images.every((image) => image.complete && image.naturalWidth === 256) || !marker) return false;
+    const box = map.getBoundingClientRect(), spot = marker.getBoundingClientRect();
+    return spot.left >= box.left && spot.right <= box.right && spot.top >= box.top && spot.bottom <= box.bottom;
+"""
+
 IN_VIEW = "const r = arguments[0].getBoundingClientRect(); return r.height > 0 && r.top >= 0 && r.bottom <= innerHeight;"
 
 
@@ -177,6 +244,13 @@ def at_hand(browser):
         const l = last.getBoundingClientRect(), d = dock.getBoundingClientRect(), b = hold.getBoundingClientRect();
         return l.top >= 0 && l.bottom <= d.top + 0.5 && b.top >= 0 && b.bottom <= innerHeight;
     """)
+
+
+def tap(browser, element):
+    """Clicks `element` once scrolled to the middle of the screen, as a thumb would (WebDriver's own
+    scrolling brings it to the bottom edge, behind the group screen's dock)."""
+    browser.driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", element)
+    element.click()
 
 
 def hold(browser, element, seconds=1.6):
@@ -194,7 +268,8 @@ def main():
         os.makedirs(shots, exist_ok=True)
 
     workdir = tempfile.mkdtemp(prefix="roost-web-")
-    server = Server(args.binary, workdir)
+    tiles = TileServer()
+    server = Server(args.binary, workdir, tiles)
     server.start(ready_within=30)
     browsers = []
     started = time.time()
@@ -284,6 +359,10 @@ def main():
         bob.fill("password", PASSWORD + "\n")
         bob.heading("Oak Street north", exact=True)
         bob_token = bob.token()
+        # Bob walks home, watched by the group; where he starts is his trail's first point.
+        walking = server.api("POST", "/v1/checkins", {"group_id": group_id, "due_in_s": 3600, "note": "Home through the park",
+                                                      "location": {"lat": 55.6740, "lon": 12.5650}, "battery": 64}, bob_token, expect=201)
+        walk_started = time.time()
         audited.append(("group", bob.axe("group")))
 
         # A red alert from a template, with one deliberate gesture; the other browser sees it live.
@@ -310,12 +389,17 @@ def main():
         bob.screenshot(shots, "group")
 
         ann.heading("Red alert")  # the raiser lands on the alert
-        bob.driver.find_element(By.XPATH, "//ol[@class='chat']/li[contains(@class,'alert-red')]//a[normalize-space()='Open alert']").click()
+        tap(bob, bob.driver.find_element(By.XPATH, "//ol[@class='chat']/li[contains(@class,'alert-red')]//a[normalize-space()='Open alert']"))
         bob.heading("Red alert")
         bob.button("On my way").click()
         ann.wait(EC.presence_of_element_located((By.CSS_SELECTOR, "li[data-response=on_my_way]")), 5, "the answer live on the raiser's screen")
         check("Bob Neighbour" in ann.find("li[data-response=on_my_way]").text, "the answer names who")
         ann.wait(lambda driver: "Seen by" in ann.main_text(), message="seen by N")
+        # The alert's place on a map drawn from the tile server, with the place in words under it.
+        ann.wait(lambda driver: driver.execute_script(MAP_DRAWN, ann.find("main .map")), 10, "the alert's map with its tiles")
+        check(tile_of(HOME["latitude"], HOME["longitude"], 17) in tiles.requested, f"the tile of the alert's place was drawn: {tiles.requested[:8]}")
+        check(f"{HOME['latitude']:.5f}, {HOME['longitude']:.5f}" in ann.find("main .map-caption").text, "the place in words under the map")
+        say(f"the alert's map drew {len(ann.all('main .map img[data-tile]'))} tiles from the local tile server")
         audited.append(("alert", bob.axe("alert")))
         ann.screenshot(shots, "alert")
         check(not bob.all("main section[aria-label='Close or reopen']"), "a member who did not raise it cannot close it")
@@ -396,12 +480,43 @@ def main():
         pill.click()
         ann.wait(lambda driver: at_hand(ann) and not pill.is_displayed(), 5, "the pill takes the reader to the newest message")
 
+        # The watcher sees Bob walking: who, the note, the battery, the trail on a map; his next
+        # point comes live, and so does his arrival.
+        ann_walk = f'main li.walk[data-checkin="{walking["id"]}"]'
+        ann.wait(lambda driver: ann.all(ann_walk), 5, "the walk on the watcher's group screen")
+        card = ann.find(ann_walk)
+        check("Bob Neighbour" in card.text and "Home through the park" in card.text and "battery 64%" in card.text, f"the walk's card: {card.text!r}")
+        # The trail keeps one point per 15 s (CheckinPolicy.trailSpacing); the steps above usually took longer.
+        time.sleep(max(0.0, 15.5 - (time.time() - walk_started)))
+        server.api("POST", f"/v1/checkins/{walking['id']}/location", {"lat": HOME["latitude"], "lon": HOME["longitude"], "battery": 61},
+                   bob_token, expect=204)
+        ann.wait(lambda driver: "battery 61%" in ann.find(ann_walk).text
+                 and len((ann.find(ann_walk + " polyline").get_attribute("points") or "").split()) == 2, 10, "the new point live on the watcher's map")
+        ann.wait(lambda driver: driver.execute_script(MAP_DRAWN, ann.find(ann_walk + " .map")), 10, "the walk's map with its tiles")
+        ann.driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", ann.find(ann_walk))
+        audited.append(("walk", ann.axe("a watched walk")))
+        ann.screenshot(shots, "walk")
+        server.api("POST", f"/v1/checkins/{walking['id']}/complete", token=bob_token, expect=200)
+        ann.wait(lambda driver: not ann.all(ann_walk) and "Bob Neighbour is home safe" in ann.find("#toast").text, 10, "home safe, live")
+        say("the watcher saw the walk with its trail, its next point live, and 'home safe' when it ended")
+
         # A check-in runs out: the watcher's browser shows the red alert.
-        checkin = server.api("POST", "/v1/checkins", {"group_id": group_id, "due_in_s": 2, "grace_s": 0, "note": "Walking home from the station"},
-                             bob_token, expect=201)
-        ann.wait(lambda driver: any("missed" in element.text.lower() or "Walking home" in element.text
-                                    for element in ann.all("ol.chat > li.alert-red")), 30, "the missed check-in's alert")
-        say(f"missed check-in {checkin['id']} shown to the watcher")
+        checkin = server.api("POST", "/v1/checkins", {"group_id": group_id, "due_in_s": 2, "grace_s": 0, "note": "Walking home from the station",
+                                                      "location": {"lat": 55.6745, "lon": 12.5660}}, bob_token, expect=201)
+        ann.wait(lambda driver: any("Missed check-in: Bob Neighbour" in element.text for element in ann.all("ol.chat > li.alert-red")), 30,
+                 "the missed check-in's alert, saying what it is")
+        missed_seq = next(int(element.get_attribute("data-seq")) for element in ann.all("ol.chat > li.alert-red")
+                          if "Missed check-in" in element.text)
+        ann.open(f"/#/g/{group_id}/alert/{missed_seq}")
+        ann.heading("Red alert")
+        ann.wait(lambda driver: "Missed check-in: Bob Neighbour" in ann.main_text(), 5, "the missed check-in's headline")
+        words = ann.find("main .card").text
+        check("did not check in by" in words and "last seen" in words and "Roost raised this alert for them" in words
+              and "Their note: “Walking home from the station”" in words and "Raised by Bob" not in words, f"the missed check-in reads as what it is: {words!r}")
+        ann.wait(lambda driver: driver.execute_script(MAP_DRAWN, ann.find("main .map")), 10, "the missed check-in's place on the map")
+        audited.append(("missed check-in", ann.axe("missed check-in")))
+        ann.screenshot(shots, "missed-checkin")
+        say(f"missed check-in {checkin['id']} shown to the watcher as 'Missed check-in: Bob Neighbour', with its place on the map")
 
         # The walker's own running check-in is drawn as a card (the screen's every card, not only its empty state).
         walk = server.api("POST", "/v1/checkins", {"group_id": group_id, "due_in_s": 3600, "note": "Evening walk"}, bob_token, expect=201)
@@ -438,6 +553,8 @@ def main():
                  "the check-in asking whether the walker is safe")
         card = bob.find(f'article.card[data-checkin="{asking["id"]}"]')
         check("Time is up: are you safe?" in card.text, f"the prompting card: {card.text!r}")
+        bob.screenshot(shots, "checkin-prompting")
+        card = bob.find(f'article.card[data-checkin="{asking["id"]}"]')
         next(button for button in card.find_elements(By.TAG_NAME, "button") if button.text == "I'm safe").click()
         bob.wait(lambda driver: not bob.all(f'article.card[data-checkin="{asking["id"]}"]'), 10, "the card gone once safe")
         status = server.api("GET", f"/v1/checkins/{asking['id']}", token=bob_token)["status"]
@@ -504,6 +621,19 @@ def main():
         bob.driver.execute_cdp_cmd("Network.emulateNetworkConditions", {"offline": False, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1})
         say("offline: the service worker served the app shell, which said Roost cannot be reached")
 
+        # With no tile reachable, a map says so and the place stays written out with its link.
+        tiles.stop()
+        ann.driver.execute_cdp_cmd("Network.enable", {})
+        ann.driver.execute_cdp_cmd("Network.setCacheDisabled", {"cacheDisabled": True})
+        ann.open(f"/#/g/{group_id}/alert/{missed_seq}")
+        ann.driver.refresh()
+        ann.heading("Red alert")
+        ann.wait(lambda driver: ann.find("main .map-failed").is_displayed(), 10, "the map saying it could not load")
+        caption = ann.find("main .map-caption")
+        check("55.67450, 12.56600" in caption.text and caption.find_element(By.TAG_NAME, "a").get_attribute("href").startswith("https://www.openstreetmap.org/"),
+              f"the place in words with a link: {caption.text!r}")
+        say("with the tile server gone the map said so, and the place stayed in words with a link")
+
         for browser in browsers:
             errors = browser.console_errors()
             check(not errors, f"{browser.name} logged script errors: {errors}")
@@ -515,6 +645,7 @@ def main():
             with contextlib.suppress(WebDriverException):  # a browser that died already
                 browser.quit()
         server.stop()
+        tiles.stop()
         if passed:
             shutil.rmtree(workdir, ignore_errors=True)
         else:

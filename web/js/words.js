@@ -21,3 +21,35 @@ export function deviceName(userAgent) {
   // Not a browser (curl, a script): its own first word, without its version.
   return ua.split(/[\s/]/)[0].slice(0, 40) || "Unknown device";
 }
+
+/**
+ * What an alert says at the top of its screen and in the chat: `headline` (what happened),
+ * `byline` (who raised it and how) and `note` (the words that came with it, or null). An alert
+ * a check-in raised reads as what it is, never as raised by the walker: "Missed check-in: Ann".
+ * `templates` are the group's ({key, text}); `at` writes a time ("10:55").
+ */
+export function alertWords(message, templates = [], at = (iso) => iso) {
+  const who = message.author?.display_name ?? "A member";
+  const details = message.alert?.details ?? {};
+  const text = message.text ?? "";
+  const template = templates.find((candidate) => candidate.key === message.template);
+  switch (message.template) {
+    case "missed_checkin":
+      return {
+        headline: `Missed check-in: ${who}`,
+        byline: [`${who} did not check in by ${details.due_at ? at(details.due_at) : "the time they set"}`,
+          details.location_at ? `, last seen ${at(details.location_at)}` : ", with no place known",
+          details.battery != null ? ` (battery ${details.battery}%)` : "", ". Roost raised this alert for them."].join(""),
+        note: text && text !== `${who} did not check in on time` ? `Their note: “${text}”` : null,
+      };
+    case "help":
+      return { headline: `${who} needs help`, byline: `${who} pressed “I need help” during a check-in.`,
+        note: text && text !== "I need help" ? `“${text}”` : null };
+    case "duress":
+      return { headline: `Silent alarm: ${who} may be in danger`,
+        byline: `${who} answered a check-in with their duress PIN. They cannot see this alert: do not mention it to them.`, note: null };
+    default:
+      return { headline: text || template?.text || (message.template ? message.template.replaceAll("_", " ") : "Alert"),
+        byline: `Raised by ${who}`, note: text && template?.text && template.text !== text ? template.text : null };
+  }
+}

@@ -105,7 +105,7 @@ public enum RoostCommands {
             log.warning("no web/ folder beside the executable or in the working directory: serving the API only (set ROOST_WEB_DIR)")
             return nil
         }
-        let app = try WebApp(folder: folder)
+        let app = try WebApp(folder: folder, tiles: try MapTiles.from(configuration))
         log.info("serving the web app", ["folder": folder.path, "files": String(app.files.count),
                                          "bytes": String(app.files.reduce(0) { $0 + $1.body.count }),
                                          "gzip_bytes": String(app.files.reduce(0) { $0 + ($1.gzipped ?? $1.body).count })])

@@ -31,6 +31,9 @@ public struct ServerConfiguration: Sendable {
     public var publicURL: String?
     /// The web app's folder; nil: the shipped `web/`; "off": no web app.
     public var webDirectory: String?
+    /// The web app's map tiles (`MapTiles`): nil, OpenStreetMap's; "off", no map.
+    public var mapTileURL: String?
+    public var mapAttribution: String?
     public var deliveryTimeoutSeconds = 10
     /// Kept connections to one origin (a push service, the webhook), at most (`OutboxWorker.Options`).
     public var deliveryConnections = 128

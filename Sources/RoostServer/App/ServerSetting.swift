@@ -49,6 +49,12 @@ struct ServerSetting: Sendable {
         },
         text("--web-dir", "ROOST_WEB_DIR", "PATH|off", "the shipped web/",
              "the folder of the web app served at / (off: serve the API only)") { $0.webDirectory = $1 },
+        text("--map-tile-url", "ROOST_MAP_TILE_URL", "URL|off", "https://tile.openstreetmap.org/{z}/{x}/{y}.png",
+             "the web app's map tiles, fetched by the browser ({z}/{x}/{y} template; the page may load images from its origin; off: places as text and a link)") {
+            $0.mapTileURL = $1
+        },
+        text("--map-attribution", "ROOST_MAP_ATTRIBUTION", "TEXT", "© OpenStreetMap contributors",
+             "the credit shown on every map, as the tile server's terms ask") { $0.mapAttribution = $1 },
         text("--public-url", "ROOST_PUBLIC_URL", "URL", "none: messages carry codes, not links",
              "where people reach Roost (https://watch.example.org): links in email and Web Push") { $0.publicURL = $1 },
         text("--webpush-hosts", "ROOST_WEBPUSH_HOSTS", "HOST,...", "fcm.googleapis.com,updates.push.services.mozilla.com,*.push.apple.com,*.notify.windows.com",

@@ -6,7 +6,8 @@ import RoostProtocol
 /// (a few dozen small files): `ETag` from the bytes, `Cache-Control: no-cache` so a browser
 /// revalidates (a 304 costs one round trip and no body; there is no build step to put
 /// hashes in names), gzip made once at start for the text files (`Vary: Accept-Encoding`),
-/// and a Content-Security-Policy that lets the page load nothing but its own origin.
+/// and a Content-Security-Policy that lets the page load nothing but its own origin (and map
+/// tiles from the one origin `ROOST_MAP_TILE_URL` names).
 struct WebApp: Sendable {
     struct File: Sendable {
         let path: String
@@ -20,19 +21,25 @@ struct WebApp: Sendable {
     /// What the app may load: its own scripts, styles, images (and the `blob:` previews of a
     /// photo about to be sent), its own API and stream; never a frame, a plugin or a form
     /// posted elsewhere.
-    static let contentSecurityPolicy = [
-        "default-src 'self'", "img-src 'self' blob: data:", "connect-src 'self'", "object-src 'none'",
-        "base-uri 'none'", "frame-ancestors 'none'", "form-action 'self'",
-    ].joined(separator: "; ")
+    /// With `tiles`, images from the tile server's origin too.
+    static func contentSecurityPolicy(tiles: MapTiles?) -> String {
+        [
+            "default-src 'self'", "img-src 'self' blob: data:" + (tiles.map { " " + $0.origin } ?? ""), "connect-src 'self'", "object-src 'none'",
+            "base-uri 'none'", "frame-ancestors 'none'", "form-action 'self'",
+        ].joined(separator: "; ")
+    }
 
     /// Paths the app's own router shows (a link in an invitation email is `/join?token=…`):
     /// each answers with `index.html`.
     static let appEntryPaths = ["/", "/join", "/reset"]
 
     let files: [File]
+    let contentSecurityPolicy: String
 
-    /// Reads every file under `folder` (hidden files and unknown types left out).
-    init(folder: URL) throws {
+    /// Reads every file under `folder` (hidden files and unknown types left out); `index.html`
+    /// gets the map's tile template and attribution as `<meta name="roost-map-tiles">` and
+    /// `<meta name="roost-map-attribution">` (none: `tiles` nil, no map).
+    init(folder: URL, tiles: MapTiles? = nil) throws {
         let manager = FileManager.default
         guard let walker = manager.enumerator(at: folder, includingPropertiesForKeys: [.isRegularFileKey],
                                               options: [.skipsHiddenFiles]) else {
@@ -44,7 +51,10 @@ struct WebApp: Sendable {
             guard (try url.resourceValues(forKeys: [.isRegularFileKey])).isRegularFile == true,
                   let type = Self.contentTypes[url.pathExtension.lowercased()] else { continue }
             let relative = String(url.standardizedFileURL.path.dropFirst(root.count))
-            let body = Array(try Data(contentsOf: url))
+            var body = Array(try Data(contentsOf: url))
+            if relative == "/index.html" || relative == "index.html", let tiles {
+                body = Self.withMap(body, tiles)
+            }
             let digest = Digest.hex(Array(Digest.sha256(body).prefix(12)))
             let compressed = Self.compressible(type) ? Gzip.compress(body) : nil
             files.append(File(path: relative.hasPrefix("/") ? relative : "/" + relative, body: body, contentType: type, etag: "\"\(digest)\"",
@@ -54,6 +64,20 @@ struct WebApp: Sendable {
             throw ConfigurationError("the web app's folder \(folder.path) has no index.html")
         }
         self.files = files.sorted { $0.path < $1.path }
+        contentSecurityPolicy = Self.contentSecurityPolicy(tiles: tiles)
+    }
+
+    /// `index.html` with the map's two `<meta>` elements before `</head>`.
+    static func withMap(_ page: [UInt8], _ tiles: MapTiles) -> [UInt8] {
+        func attribute(_ text: String) -> String {
+            text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "\"", with: "&quot;")
+                .replacingOccurrences(of: "<", with: "&lt;").replacingOccurrences(of: ">", with: "&gt;")
+        }
+        let html = String(decoding: page, as: UTF8.self)
+        let meta = "<meta name=\"roost-map-tiles\" content=\"\(attribute(tiles.template))\">\n"
+            + "  <meta name=\"roost-map-attribution\" content=\"\(attribute(tiles.attribution))\">\n"
+        guard let head = html.range(of: "</head>") else { return page }
+        return Array((html[..<head.lowerBound] + "  " + meta + html[head.lowerBound...]).utf8)
     }
 
     /// The `web/` Roost ships, where `ShippedFolder` finds it.
@@ -86,7 +110,7 @@ struct WebApp: Sendable {
     /// Adds a GET route per file, and the app's entry paths.
     func add(to builder: inout Router.Builder) {
         for file in files {
-            let respond = Self.responder(file)
+            let respond = Self.responder(file, contentSecurityPolicy: contentSecurityPolicy)
             builder.addInline(.get, file.path, respond)
             if file.path == "/index.html" {
                 for path in Self.appEntryPaths { builder.addInline(.get, path, respond) }
@@ -94,7 +118,7 @@ struct WebApp: Sendable {
         }
     }
 
-    private static func responder(_ file: File) -> InlineHandler {
+    private static func responder(_ file: File, contentSecurityPolicy: String) -> InlineHandler {
         var headers: HTTPHeaders = [
             "Content-Type": file.contentType, "Cache-Control": "no-cache", "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer",
         ]

@@ -2,7 +2,9 @@
 // responders' live locations, replies, and closing or reopening it with a resolution.
 
 import { api, path, session } from "../api.js";
-import { errorBox, field, fill, followPosition, form, h, mapLink, mount, severityLabel, showError, time, toast } from "../ui.js";
+import { createMap } from "../map.js";
+import { errorBox, field, fill, followPosition, form, h, mapLink, mount, severityLabel, showError, time, toast, when } from "../ui.js";
+import { alertWords } from "../words.js";
 
 const RESPONSES = [["seen", "Seen"], ["on_my_way", "On my way"], ["cannot_help", "Can't help"]];
 const RESPONSE_TEXT = Object.fromEntries(RESPONSES);
@@ -20,6 +22,10 @@ export async function show({ main, params: [groupID, seqText], stream }) {
   const lifecycle = h("div");
   let message = null;
   let sharing = null;
+  let templates = [];
+  let sharers = []; // the newest point of each live sharer
+  let map = null; // the alert's place, its accuracy, the walker's trail and the sharers, once drawn
+  const mapBox = h("div");
 
   async function refresh() {
     message = await api("GET", path`/v1/groups/${groupID}/messages/${seq}`);
@@ -27,16 +33,25 @@ export async function show({ main, params: [groupID, seqText], stream }) {
     renderDetails();
   }
 
+  function drawMap() {
+    const shown = alertLayers(message, sharers);
+    if (!shown.markers.length && !shown.trail.length) return fill(mapBox);
+    if (map) return map.update(shown);
+    map = createMap({ label: "Where the alert is", layers: shown });
+    fill(mapBox, map.element);
+  }
+
   function renderDetails() {
     const alert = message.alert;
     const receipts = alert.receipts;
+    const words = alertWords(message, templates, when);
     fill(details, h("div", { class: `card message alert-${alert.severity}` },
       h("p", {}, h("span", { class: "severity" }, severityLabel(alert.severity)), ` · ${alert.status === "open" ? "Open" : "Closed"}`,
         alert.escalation_level ? ` · escalated (level ${alert.escalation_level})` : ""),
-      h("p", { class: "text" }, message.text || message.template?.replaceAll("_", " ") || "Alert"),
-      h("p", { class: "small muted" }, "Raised by ", message.author?.display_name ?? "someone", " · ", time(message.created_at),
+      h("p", { class: "text headline" }, words.headline),
+      words.note ? h("p", {}, words.note) : null,
+      h("p", { class: "small muted" }, words.byline, " · ", time(message.created_at),
         alert.repeat_count ? ` · repeated ${alert.repeat_count} times` : ""),
-      message.location ? h("p", {}, mapLink(message.location)) : null,
       message.attachments?.map((attachment) => h("img", { src: attachment.url, alt: "Photo attached to the alert", width: attachment.width, height: attachment.height })),
       receipts ? h("p", { class: "seen", dataset: { seen: String(receipts.seen) } },
         `Seen by ${receipts.seen} of ${receipts.members} member${receipts.members === 1 ? "" : "s"}`,
@@ -60,21 +75,11 @@ export async function show({ main, params: [groupID, seqText], stream }) {
         sharing ? "Stop sharing my location" : "Share my live location"));
     }
     renderLifecycle();
+    drawMap();
   }
 
   function renderLifecycle() {
-    const open = message.alert.status === "open";
-    fill(lifecycle, form({
-      label: open ? "Close the alert" : "Reopen the alert",
-      fields: open ? [field({ label: "Resolution", name: "resolution", optional: true, maxlength: 1000, hint: "What happened, for the group's record (“False alarm, the cat”)." })] : [],
-      submit: open ? "Close alert" : "Reopen alert",
-      action: async (values) => {
-        const body = open && values.resolution ? { resolution: values.resolution } : open ? {} : undefined;
-        await api("POST", path`/v1/groups/${groupID}/alerts/${seq}/${open ? "close" : "reopen"}`, body);
-        toast(open ? "Alert closed. Everyone told has been sent the all clear." : "Alert reopened.");
-        await refresh();
-      },
-    }));
+    fill(lifecycle, lifecycleForm(message.alert.status === "open", groupID, seq, refresh));
   }
 
   async function answer(response) {
@@ -106,6 +111,8 @@ export async function show({ main, params: [groupID, seqText], stream }) {
   async function refreshLocations() {
     const answer = await api("GET", path`/v1/groups/${groupID}/alerts/${seq}/live-locations`).catch(() => null);
     if (!answer) return;
+    sharers = answer.items;
+    if (message) drawMap();
     fill(locations, ...(answer.items.length ? [h("h2", { id: "locations-heading" }, "On their way"),
       h("ul", { class: "answers" }, answer.items.map((point) => h("li", {}, h("strong", {}, point.display_name), " ",
         mapLink(point), point.battery != null ? ` · battery ${point.battery}%` : "", " · ", time(point.at))))] : []));
@@ -113,29 +120,18 @@ export async function show({ main, params: [groupID, seqText], stream }) {
 
   async function refreshReplies() {
     const answer = await api("GET", path`/v1/groups/${groupID}/messages/${seq}/replies?limit=100`).catch(() => null);
-    if (!answer) return;
-    fill(replies, h("h2", { id: "replies-heading" }, "Replies"),
-      answer.items.length ? h("ol", { class: "chat" }, answer.items.map((reply) => h("li", { class: "message" },
-        h("div", { class: "meta" }, reply.author?.display_name ?? "Someone", " · ", time(reply.created_at)), h("p", { class: "text" }, reply.text))))
-        : h("p", { class: "muted" }, "No replies yet."),
-      form({
-        label: "Reply to the alert",
-        fields: [field({ label: "Reply", name: "text", type: "textarea", rows: 2, maxlength: 4000 })],
-        submit: "Send reply",
-        action: async (values, element) => {
-          await api("POST", path`/v1/groups/${groupID}/messages`, { client_msg_id: crypto.randomUUID(), kind: "chat", text: values.text ?? "", reply_to: seq });
-          element.reset();
-          await refreshReplies();
-        },
-      }));
+    if (answer) fill(replies, ...repliesSection(answer.items, groupID, seq, refreshReplies));
   }
 
-  const [group] = await Promise.all([api("GET", path`/v1/groups/${groupID}`), refresh(), refreshLocations(), refreshReplies()]);
+  const [group, known] = await Promise.all([api("GET", path`/v1/groups/${groupID}`),
+    api("GET", path`/v1/groups/${groupID}/templates`).catch(() => ({ templates: [] })), refresh(), refreshLocations(), refreshReplies()]);
+  templates = known.templates ?? [];
+  renderDetails();
   // Closing is for the alert's author and the group's managers (API.md): others do not see the form.
   const mayClose = group.role === "owner" || group.role === "admin" || message.author?.id === me?.id;
   mount(main, `${severityLabel(message.alert.severity)} in the group`,
     h("p", {}, h("a", { href: `#/g/${groupID}` }, "Back to the group")),
-    details, box, buttons, answers, locations, replies, mayClose ? h("section", { "aria-label": "Close or reopen" }, lifecycle) : null);
+    details, mapBox, box, buttons, answers, locations, replies, mayClose ? h("section", { "aria-label": "Close or reopen" }, lifecycle) : null);
 
   const onEvent = (event) => {
     const frame = event.detail;
@@ -156,4 +152,51 @@ export async function show({ main, params: [groupID, seqText], stream }) {
     stream?.removeEventListener("event", onEvent);
     stream?.removeEventListener("notice", onNotice);
   };
+}
+
+/** What an alert's map shows: its place with the accuracy, a walker's trail, the live sharers. */
+function alertLayers(message, sharers) {
+  const place = message.location;
+  return {
+    markers: [...(place ? [{ ...place, label: "Alert", kind: "place" }] : []),
+      ...sharers.map((point) => ({ lat: point.lat, lon: point.lon, label: point.display_name, kind: "person" }))],
+    circle: place?.accuracy_m ? { lat: place.lat, lon: place.lon, radius_m: place.accuracy_m } : null,
+    trail: message.alert.details?.trail ?? [],
+  };
+}
+
+/** The replies (with their photos) and the form that adds one; `sent` redraws them. */
+function repliesSection(items, groupID, seq, sent) {
+  return [h("h2", { id: "replies-heading" }, "Replies"),
+    items.length ? h("ol", { class: "chat" }, items.map((reply) => h("li", { class: "message" },
+      h("div", { class: "meta" }, reply.author?.display_name ?? "Someone", " · ", time(reply.created_at)), h("p", { class: "text" }, reply.text),
+      reply.attachments?.length ? h("div", { class: "attachments" }, reply.attachments.map((attachment) => attachment.content_type?.startsWith("image/")
+        ? h("img", { src: attachment.url, alt: `Photo from ${reply.author?.display_name ?? "a member"}`, loading: "lazy", width: attachment.width, height: attachment.height })
+        : h("a", { href: attachment.url }, "Attachment"))) : null)))
+      : h("p", { class: "muted" }, "No replies yet."),
+    form({
+      label: "Reply to the alert",
+      fields: [field({ label: "Reply", name: "text", type: "textarea", rows: 2, maxlength: 4000 })],
+      submit: "Send reply",
+      action: async (values, element) => {
+        await api("POST", path`/v1/groups/${groupID}/messages`, { client_msg_id: crypto.randomUUID(), kind: "chat", text: values.text ?? "", reply_to: seq });
+        element.reset();
+        await sent();
+      },
+    })];
+}
+
+/** Closing an open alert with a resolution, or reopening a closed one; `done` redraws. */
+function lifecycleForm(open, groupID, seq, done) {
+  return form({
+    label: open ? "Close the alert" : "Reopen the alert",
+    fields: open ? [field({ label: "Resolution", name: "resolution", optional: true, maxlength: 1000, hint: "What happened, for the group's record (“False alarm, the cat”)." })] : [],
+    submit: open ? "Close alert" : "Reopen alert",
+    action: async (values) => {
+      const body = open && values.resolution ? { resolution: values.resolution } : open ? {} : undefined;
+      await api("POST", path`/v1/groups/${groupID}/alerts/${seq}/${open ? "close" : "reopen"}`, body);
+      toast(open ? "Alert closed. Everyone told has been sent the all clear." : "Alert reopened.");
+      await done();
+    },
+  });
 }

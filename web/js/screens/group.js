@@ -3,7 +3,9 @@
 // location.
 
 import { api, path, session } from "../api.js";
+import { createMap } from "../map.js";
 import { currentPosition, errorBox, field, fill, h, mapLink, mount, severityLabel, showError, time, toast } from "../ui.js";
+import { alertWords } from "../words.js";
 
 const HOLD_MS = 1200;
 
@@ -14,13 +16,16 @@ export async function show({ main, params: [groupID], stream, navigate }) {
   const onEvent = (event) => {
     const frame = event.detail;
     if (frame.group_id !== groupID) return;
+    if (String(frame.event).startsWith("checkin.")) walks.changed(frame);
     if (!loaded) waiting.push(frame);
     else chat.apply(frame);
   };
   // Removed from the group (by its managers, or blocked): back to the groups list, saying which.
   let name = "the group";
+  const walks = new Walks(groupID, session.user);
   const onNotice = (event) => {
     const notice = event.detail;
+    if (notice.event === "checkin.moved" && notice.data?.group_id === groupID) walks.moved(notice.data);
     if (notice.event !== "group.removed" || notice.data?.group_id !== groupID) return;
     toast(`You are no longer a member of ${name}.`);
     navigate("/groups");
@@ -31,6 +36,7 @@ export async function show({ main, params: [groupID], stream, navigate }) {
     stream?.removeEventListener("event", onEvent);
     stream?.removeEventListener("notice", onNotice);
     chat.stop();
+    walks.stop();
   };
 
   let group;
@@ -41,6 +47,7 @@ export async function show({ main, params: [groupID], stream, navigate }) {
       api("GET", path`/v1/groups/${groupID}`),
       api("GET", path`/v1/groups/${groupID}/messages?limit=50`),
       api("GET", path`/v1/groups/${groupID}/templates`).catch(() => ({ templates: [] })),
+      walks.refresh(),
     ]);
     chat.templates = templates.templates;
   } catch (error) {
@@ -62,6 +69,7 @@ export async function show({ main, params: [groupID], stream, navigate }) {
       group.description ? h("span", {}, group.description) : null,
       h("a", { href: `#/g/${groupID}/manage` }, manager ? "Members and settings" : "Members")),
     chat.alertsBox,
+    walks.section,
     h("h2", { class: "visually-hidden" }, "Chat"),
     page.next ? h("p", { class: "small muted" }, "Older messages are not shown.") : null,
     chat.list,
@@ -70,6 +78,95 @@ export async function show({ main, params: [groupID], stream, navigate }) {
     h("div", { class: "dock" }, chat.newPill, chat.composer(), raisePanel(chat, navigate)));
   chat.scrollToEnd();
   return cleanup;
+}
+
+/**
+ * "Walking now": the walks the group watches (GET /v1/groups/{gid}/checkins), each with who,
+ * the note, the deadline, the newest place, the battery and the trail on a map; new points
+ * come as `checkin.moved` notices, starts, new deadlines and ends as `checkin.*` events.
+ */
+class Walks {
+  constructor(groupID, me) {
+    this.groupID = groupID;
+    this.me = me;
+    this.items = [];
+    this.maps = new Map(); // walk id → its map
+    this.section = h("section", { "aria-labelledby": `walks-${groupID}`, hidden: true });
+    this.timer = setInterval(() => this.render(), 30_000); // "overdue" comes by the clock
+  }
+
+  stop() {
+    clearInterval(this.timer);
+  }
+
+  async refresh() {
+    const answer = await api("GET", path`/v1/groups/${this.groupID}/checkins`).catch(() => null);
+    if (!answer) return;
+    this.items = answer.items;
+    this.render();
+  }
+
+  /** A check-in event of the group: the list again; an end is said once. */
+  changed(frame) {
+    const name = frame.data?.display_name ?? frame.data?.user?.display_name;
+    if (frame.event === "checkin.completed" && name) toast(`${name} is home safe.`);
+    this.refresh();
+  }
+
+  /** A new point of a walk's trail. */
+  moved(point) {
+    const walk = this.items.find((item) => item.id === point.checkin_id);
+    if (!walk) return this.refresh();
+    const place = { lat: point.lat, lon: point.lon, ...(point.accuracy_m != null ? { accuracy_m: point.accuracy_m } : {}) };
+    walk.location = place;
+    walk.location_at = point.at;
+    walk.battery = point.battery ?? walk.battery;
+    walk.trail = [...(walk.trail ?? []), { lat: point.lat, lon: point.lon, at: point.at, battery: point.battery }];
+    this.render();
+  }
+
+  layers(walk) {
+    const place = walk.location ?? walk.trail?.[walk.trail.length - 1];
+    return {
+      markers: place ? [{ lat: place.lat, lon: place.lon, label: walk.user.display_name, kind: "walker" }] : [],
+      circle: walk.location?.accuracy_m ? { ...walk.location, radius_m: walk.location.accuracy_m } : null,
+      trail: walk.trail ?? [],
+    };
+  }
+
+  /** What a walk's card says first, by its status and the clock. */
+  state(walk) {
+    const overdue = Date.parse(walk.due_at) < Date.now();
+    switch (walk.status) {
+      case "prompting": return ["Overdue: Roost is asking if they are safe. Due ", time(walk.due_at)];
+      case "missed": return ["Did not check in by ", time(walk.due_at), ": the group was alerted"];
+      case "escalated": return ["Asked for help"];
+      default: return overdue ? ["Due ", time(walk.due_at), " (just now)"] : ["Walking now, due ", time(walk.due_at)];
+    }
+  }
+
+  render() {
+    const items = this.items;
+    this.section.hidden = !items.length;
+    for (const id of [...this.maps.keys()]) if (!items.some((walk) => walk.id === id)) this.maps.delete(id);
+    fill(this.section, h("h2", { id: `walks-${this.groupID}` }, "Walking now"),
+      h("ul", { class: "walks" }, items.map((walk) => {
+        let map = this.maps.get(walk.id);
+        if (map) map.update(this.layers(walk));
+        else if (walk.location || walk.trail?.length) {
+          map = createMap({ label: `Where ${walk.user.display_name} is`, layers: this.layers(walk), height: 180 });
+          this.maps.set(walk.id, map);
+        }
+        const alerted = walk.status === "missed" || walk.status === "escalated" || walk.status === "prompting";
+        return h("li", { class: `card walk${alerted ? " overdue" : ""}`, dataset: { checkin: walk.id, status: walk.status } },
+          h("p", {}, h("strong", {}, walk.user.id === this.me?.id ? "You" : walk.user.display_name), " · ", ...this.state(walk)),
+          walk.note ? h("p", {}, `“${walk.note}”`) : null,
+          h("p", { class: "small muted" }, walk.location_at ? ["Last seen ", time(walk.location_at)] : "No place shared yet",
+            walk.battery != null ? ` · battery ${walk.battery}%` : ""),
+          walk.alert_seq ? h("p", {}, h("a", { href: `#/g/${this.groupID}/alert/${walk.alert_seq}` }, "Open the alert")) : null,
+          map?.element);
+      })));
+  }
 }
 
 /** The chat of one group: its messages in seq order, its open alerts, the composer. */
@@ -169,7 +266,7 @@ class GroupChat {
       h("div", { class: "meta" }, message.author?.display_name ?? "Someone", " · ", time(message.created_at)),
       message.reply_to ? h("p", { class: "quote" }, `Reply to: ${quoted ? quoted.slice(0, 80) : `message ${message.reply_to}`}`) : null,
       alert ? h("p", {}, h("span", { class: "severity" }, severityLabel(alert.severity)), ` · ${alert.status === "open" ? "open" : "closed"}`) : null,
-      h("p", { class: "text" }, message.text || this.templateText(message.template) || (alert ? "Alert" : "")),
+      h("p", { class: "text" }, alert ? alertWords(message, this.templates).headline : message.text),
       message.location ? h("p", { class: "small" }, mapLink(message.location)) : null,
       message.attachments?.length ? h("div", { class: "attachments" }, message.attachments.map((attachment) =>
         attachment.content_type?.startsWith("image/")
@@ -180,10 +277,6 @@ class GroupChat {
         h("button", { type: "button", class: "link", onclick: () => this.startReply(message) }, "Reply")));
   }
 
-  templateText(key) {
-    return key ? this.templates.find((template) => template.key === key)?.text ?? key.replaceAll("_", " ") : "";
-  }
-
   async refreshAlerts() {
     const answer = await api("GET", path`/v1/groups/${this.groupID}/alerts?status=open`).catch(() => null);
     if (!answer) return;
@@ -192,7 +285,7 @@ class GroupChat {
       h("ul", { class: "groups" }, answer.items.map((alert) => h("li", {},
         h("a", { class: `group-link message alert-${alert.alert?.severity}`, href: `#/g/${this.groupID}/alert/${alert.seq}` },
           h("span", { class: "severity" }, severityLabel(alert.alert?.severity)), " ",
-          alert.text || this.templateText(alert.template), " · ", time(alert.created_at))))),
+          alertWords(alert, this.templates).headline, " · ", time(alert.created_at))))),
     ] : []));
   }
 
