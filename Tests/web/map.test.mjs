@@ -1,12 +1,11 @@
 // The map's arithmetic (web/js/map.js): Web Mercator both ways, the tiles a view needs, where a
 // place falls in it, and the view that fits a trail. Loaded as the browser loads it (see
-// words.test.mjs); the drawing half of the module touches the DOM only when called.
+// load.mjs); the drawing half of the module touches the DOM only when called.
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
 import { test } from "node:test";
+import { load } from "./load.mjs";
 
-const source = readFileSync(new URL("../../web/js/map.js", import.meta.url), "utf8");
-const map = await import(`data:text/javascript;base64,${Buffer.from(source).toString("base64")}`);
+const map = await load("map.js");
 
 const near = (actual, expected, within, message) => assert.ok(Math.abs(actual - expected) <= within, `${message}: ${actual} is not ${expected}`);
 
@@ -70,3 +69,4 @@ test("a tile's address fills the template, and a place reads as text", () => {
     "https://tile.example.org/15/17528/10240.png?key=1");
   assert.equal(map.placeText({ lat: 55.676098, lon: 12.568337 }), "55.67610, 12.56834");
 });
+

@@ -1,16 +1,10 @@
 // Unit tests of the web app's pure modules, with Node's own test runner (scripts/web-test runs
-// `node --test Tests/web/`). A module is loaded from its source as a data: URL, so it is read as
-// the browser reads it (an ES module) whatever Node would guess from its folder.
+// `node --test Tests/web/`), each module loaded as the browser loads it (load.mjs).
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
 import { test } from "node:test";
+import { load } from "./load.mjs";
 
-async function load(path) {
-  const source = readFileSync(new URL(`../../web/js/${path}`, import.meta.url), "utf8");
-  return import(`data:text/javascript;base64,${Buffer.from(source).toString("base64")}`);
-}
-
-const { deviceName } = await load("words.js");
+const { alertWords, deviceName } = await load("words.js");
 
 test("sessions are named as people name their devices", () => {
   const cases = {
@@ -30,7 +24,6 @@ test("sessions are named as people name their devices", () => {
   assert.equal(deviceName("x".repeat(500)).length, 40, "a long unknown client is cut");
 });
 
-const { alertWords } = await load("words.js");
 
 test("an alert a check-in raised reads as what it is, never as raised by the walker", () => {
   const at = (iso) => iso.slice(11, 16);

@@ -79,15 +79,31 @@ class TileServer:
 
     @staticmethod
     def png(size=256):
-        def chunk(kind, data):
-            return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
-        rows = b"".join(b"\x00" + bytes((222, 232, 220)) * size for _ in range(size))
-        return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", size, size, 8, 2, 0, 0, 0))
-                + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
+        return png([b"\x00" + bytes((222, 232, 220)) * size] * size, size, size)
 
     def stop(self):
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+def png(rows, width, height):
+    """A truecolour PNG of `rows` (each a filter byte and width RGB pixels)."""
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(b"".join(rows), 1)) + chunk(b"IEND", b""))
+
+
+def camera_photo(path, width=3000, height=2000):
+    """A picture the size a phone's camera takes, with a grain PNG cannot squeeze (a few MB), written to `path`."""
+    rows = []
+    for y in range(height):
+        base = 60 + y * 120 // height
+        grain = bytes(base + (value & 7) for value in range(256))
+        rows.append(b"\x00" + os.urandom(width * 3).translate(grain))
+    with open(path, "wb") as file:
+        file.write(png(rows, width, height))
+    return os.path.getsize(path)
 
 
 def tile_of(latitude, longitude, zoom):
@@ -421,13 +437,26 @@ def main():
             "const image = document.querySelector('ol.chat .attachments img'); return !!image && image.complete && image.naturalWidth === 192"),
             10, "the photo loaded in the other browser")
 
-        # The same alert raised from the keyboard alone: Tab to the button, hold Space.
+        # The same alert raised from the keyboard alone (Tab to the button, hold Space), with a
+        # camera-sized photo that the phone scales to 2048 px before it leaves.
         Select(bob.find("main select[name=template]")).select_by_value("suspicious")
+        camera = os.path.join(workdir, "camera.png")
+        camera_bytes = camera_photo(camera)
+        bob.find("main .raise-more summary").click()
+        bob.find("main input[name=alert_photo]").send_keys(camera)
         keyboard_button = bob.button("Hold to raise the alert")
         bob.driver.execute_script("arguments[0].focus()", keyboard_button)
         ActionChains(bob.driver).key_down(" ").pause(1.6).key_up(" ").perform()
-        bob.heading("Amber alert")
+        bob.heading("Amber alert", timeout=20)
         ann.wait(EC.presence_of_element_located((By.CSS_SELECTOR, "ol.chat > li.alert-amber")), 5, "the keyboard's amber alert live")
+        amber_seq = int(bob.driver.current_url.rsplit("/", 1)[1])
+        sent = server.api("GET", f"/v1/groups/{group_id}/messages/{amber_seq}", token=ann_token)["attachments"]
+        check(len(sent) == 1 and sent[0]["content_type"] == "image/jpeg" and (sent[0]["width"], sent[0]["height"]) == (2048, 1365)
+              and sent[0]["bytes"] < camera_bytes / 4, f"the photo scaled before upload: {sent} from {camera_bytes} bytes")
+        bob.wait(lambda driver: driver.execute_script(
+            "const image = document.querySelector('main .card img'); return !!image && image.complete && image.naturalWidth === 2048"),
+            10, "the alert's photo on its screen")
+        say(f"a {camera_bytes // 1024} KB 3000×2000 photo went with the alert as a {sent[0]['bytes'] // 1024} KB 2048×1365 JPEG")
 
         # The stream drops (server restarted): both catch up, nothing missing or doubled.
         ann.open(f"/#/g/{group_id}")

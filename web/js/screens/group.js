@@ -4,6 +4,7 @@
 
 import { api, path, session } from "../api.js";
 import { createMap } from "../map.js";
+import { shrinkPhoto } from "../photo.js";
 import { currentPosition, errorBox, field, fill, h, mapLink, mount, severityLabel, showError, time, toast } from "../ui.js";
 import { alertWords } from "../words.js";
 
@@ -344,7 +345,7 @@ class GroupChat {
       if (this.replyTo) body.reply_to = this.replyTo;
       send.disabled = true;
       try {
-        if (photo.files[0]) body.attachments = [(await api("POST", "/v1/media", photo.files[0])).id];
+        if (photo.files[0]) body.attachments = [(await api("POST", "/v1/media", await shrinkPhoto(photo.files[0]))).id];
         this.add(await api("POST", path`/v1/groups/${this.groupID}/messages`, body));
         this.textArea.value = "";
         photo.value = "";
@@ -376,9 +377,15 @@ function raisePanel(chat, navigate) {
   const severitySelect = severity.querySelector("select");
   const chosen = () => alertTemplates.find((candidate) => candidate.key === select.value);
   // How serious, the details and how it works, one tap away; open by itself for "Other".
+  // A photo goes with the alert: scaled down in the browser, uploaded as made for an alert (the
+  // tenant's media quota keeps room for those).
+  const photo = h("input", { type: "file", accept: "image/*", id: `alert-photo-${groupID}`, name: "alert_photo", class: "visually-hidden" });
+  const photoName = h("span", { class: "small muted" });
+  photo.addEventListener("change", () => (photoName.textContent = photo.files[0] ? `Photo: ${photo.files[0].name}` : ""));
   const more = h("details", { class: "raise-more" },
-    h("summary", {}, "Details and how serious"),
+    h("summary", {}, "Details, photo and how serious"),
     severity, details,
+    h("p", { class: "row" }, h("label", { for: photo.id, class: "button secondary" }, "Add a photo"), photo, photoName),
     h("p", { class: "hint", id: `hold-hint-${groupID}` }, "Press and hold for a second (or hold Space) so an alert is never sent by accident. Your location goes with it if you allow it."));
   const syncSeverity = () => {
     const template = chosen();
@@ -404,6 +411,10 @@ function raisePanel(chat, navigate) {
       if (template) body.template = template.key;
       if (!body.text && !template) throw new Error("Say what is happening: pick one of the group's alerts or write the details.");
       if (location) body.location = location;
+      if (photo.files[0]) {
+        status.textContent = "Sending the photo…";
+        body.attachments = [(await api("POST", "/v1/media?for=alert", await shrinkPhoto(photo.files[0]))).id];
+      }
       const message = await api("POST", path`/v1/groups/${groupID}/messages`, body);
       chat.add(message);
       status.textContent = location ? "Alert raised with your location." : "Alert raised (your location was not shared).";
