@@ -360,8 +360,9 @@ struct AccountLifeTests {
     @Test func aTenantIsFoundByItsSlugAndNothingElse() async throws {
         let api = try APIFixture()
         let (status, tenant) = try await api.call("GET", "/v1/tenants/\(api.tenant)")
-        #expect(status == 200 && tenant["slug"] as? String == api.tenant && tenant["registration"] as? String == "open" && tenant["name"] is String)
-        #expect(Set(tenant.keys) == ["slug", "name", "registration"], "no id, nothing else")
+        #expect(status == 200 && tenant["slug"] as? String == api.tenant && tenant["registration"] as? String == "open" && tenant["name"] is String
+                && tenant["locale"] as? String == "en")
+        #expect(Set(tenant.keys) == ["slug", "name", "registration", "locale"], "no id, nothing else")
         for slug in ["no-such-street", "BAD%20SLUG", String(repeating: "a", count: 300)] {
             #expect(try await api.call("GET", "/v1/tenants/\(slug)").0 == 404)
         }

@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { load } from "./load.mjs";
 
-const { alertWords, deviceName } = await load("words.js");
+const { alertWords, deviceName, ERRORS, errorSentence } = await load("words.js");
 
 test("sessions are named as people name their devices", () => {
   const cases = {
@@ -51,4 +51,42 @@ test("a template alert shows the template's words; one's own words come first", 
   assert.deepEqual(worded, { headline: "Back door of number 12", byline: "Raised by Ann", note: "Someone is breaking in" });
   assert.equal(alertWords({ template: "gone_key", text: "" }).headline, "gone key", "a template the group no longer has");
   assert.equal(alertWords({ text: "" }).headline, "Alert");
+});
+
+// Every code of API.md's "Errors" (Sources/RoostProtocol/HTTP/APIError.swift), and the app's own.
+const CODES = ["bad_request", "conflict", "expired", "forbidden", "headers_too_large", "http_version_not_supported", "internal",
+  "invalid_json", "invalid_request", "method_not_allowed", "not_found", "password_required", "payload_too_large", "pin_required",
+  "quota_exceeded", "range_not_satisfiable", "rate_limited", "timeout", "unauthenticated", "unavailable", "unknown_type",
+  "unsupported_media_type", "unsupported_websocket_version", "upgrade_required", "uri_too_long", "validation_failed",
+  "wrong_password", "wrong_pin", "offline", "error"];
+
+test("every error code has a sentence in English and in Danish", () => {
+  for (const locale of ["en", "da"]) {
+    for (const code of CODES) {
+      const sentence = ERRORS[locale][code];
+      assert.equal(typeof sentence, "string", `${locale} ${code}`);
+      assert.match(sentence, /^[A-ZÆØÅ].*[.!?]$/, `${locale} ${code} is a sentence`);
+    }
+  }
+  assert.notEqual(ERRORS.da.payload_too_large, ERRORS.en.payload_too_large);
+});
+
+test("errors are written for neighbours, not developers, in the tenant's language", () => {
+  const tooBig = { status: 413, code: "payload_too_large", message: "The request body is larger than 26214400 bytes." };
+  assert.equal(errorSentence(tooBig, "en"), "That is too big to send. Pick a smaller photo or shorten the text.");
+  assert.equal(errorSentence(tooBig, "da"), "Det er for stort at sende. Vælg et mindre billede, eller gør teksten kortere.");
+  // A message meant for people, saying more than the table, is kept in English.
+  const taken = { status: 409, code: "conflict", message: "at most 5 check-ins at once; complete one first" };
+  assert.equal(errorSentence(taken, "en"), "At most 5 check-ins at once; complete one first.");
+  assert.equal(errorSentence(taken, "da"), ERRORS.da.conflict);
+  // ...but not one naming a field, a "no such" or a byte count.
+  assert.equal(errorSentence({ status: 400, code: "validation_failed", message: "due_in_s must be 60 s to 24 h away" }, "en"), ERRORS.en.validation_failed);
+  assert.equal(errorSentence({ status: 404, code: "not_found", message: "no such group" }, "en"), ERRORS.en.not_found);
+  // Unreachable, whatever the code; a 429 says how long to wait, in words of the language.
+  assert.equal(errorSentence({ status: 0, code: "offline", message: "" }, "da"), ERRORS.da.offline);
+  const slow = { status: 429, code: "rate_limited", message: "too many failed sign-ins; try again later", retryAfter: "900" };
+  assert.equal(errorSentence(slow, "en"), "Too many failed sign-ins; try again later. Try again in 15 minutes.");
+  assert.equal(errorSentence(slow, "da"), `${ERRORS.da.rate_limited} Prøv igen om 15 minutter.`);
+  assert.equal(errorSentence({ ...slow, retryAfter: "1" }, "da"), `${ERRORS.da.rate_limited} Prøv igen om 1 sekund.`);
+  assert.equal(errorSentence({ status: 418, code: "something_new", message: "x" }, "fr"), ERRORS.en.error, "an unknown code and language");
 });

@@ -36,6 +36,7 @@ from selenium import webdriver
 from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException, WebDriverException
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support import expected_conditions as EC
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
@@ -161,7 +162,8 @@ class Browser:
             return WebDriverWait(self.driver, timeout, poll_frequency=0.05,
                                  ignored_exceptions=(StaleElementReferenceException, NoSuchElementException)).until(condition)
         except Exception as error:
-            raise Failure(f"{self.name}: {message or condition} (within {timeout} s); screen: {self.main_text()[:600]!r}") from error
+            raise Failure(f"{self.name}: {message or condition} (within {timeout} s) at {self.driver.current_url}; "
+                          f"screen: {self.main_text()[:600]!r}") from error
 
     def heading(self, text, timeout=10, exact=False):
         def shown(driver):
@@ -180,8 +182,10 @@ class Browser:
                          message=f"button {text!r}")
 
     def fill(self, name, value, within="main"):
-        element = self.wait(EC.visibility_of_element_located((By.CSS_SELECTOR, f"{within} [name={json.dumps(name)}]")),
-                            message=f"field {name!r}")
+        def shown(driver):  # the visible one: a hidden tab panel has a field of the same name
+            return next((candidate for candidate in driver.find_elements(By.CSS_SELECTOR, f"{within} [name={json.dumps(name)}]")
+                         if candidate.is_displayed()), False)
+        element = self.wait(shown, message=f"field {name!r}")
         element.clear()
         element.send_keys(value)
         return element
@@ -649,6 +653,26 @@ def main():
         bob.wait(lambda driver: "cannot be reached" in bob.main_text(), 10, "the offline app shell with its error in place")
         bob.driver.execute_cdp_cmd("Network.emulateNetworkConditions", {"offline": False, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1})
         say("offline: the service worker served the app shell, which said Roost cannot be reached")
+
+        # A Danish community's app speaks Danish when something goes wrong; its tabs keep what was typed.
+        danish = "dk-" + secrets.token_hex(3)
+        server.api("POST", "/v1/admin/tenants", {"slug": danish, "name": "Egevejens nabohjælp", "registration": "open"}, server.admin, expect=201)
+        server.api("PATCH", f"/v1/admin/tenants/{danish}", {"locale": "da"}, server.admin, expect=200)
+        ann.open(f"/#/join?tenant={danish}")
+        ann.heading("Egevejens nabohjælp")
+        ann.fill("login", "someone@example.org")
+        ann.fill("password", "not the password\n")
+        danish_refusal = ann.error_text()
+        check(danish_refusal == "Du er logget ud, eller oplysningerne passer ikke. Log ind igen."
+              and ann.find("main .error").get_attribute("lang") == "da", f"the refusal in Danish: {danish_refusal!r}")
+        sign_in_tab = ann.find("main [role=tab][aria-selected=true]")
+        check(sign_in_tab.text == "Sign in", "the sign-in tab is chosen")
+        sign_in_tab.send_keys(Keys.ARROW_RIGHT)
+        ann.wait(lambda driver: driver.switch_to.active_element.text == "Create account"
+                 and ann.find("#panel-register [name=login]").get_attribute("value") == "someone@example.org", 5,
+                 "the arrow key moves to the other tab, carrying the address typed")
+        check(not ann.find("#panel-signin").is_displayed(), "one panel at a time")
+        say(f"a Danish community's refusal read {danish_refusal!r}; the tabs kept what was typed")
 
         # With no tile reachable, a map says so and the place stays written out with its link.
         tiles.stop()

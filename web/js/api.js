@@ -1,7 +1,20 @@
 // The REST API of API.md: one fetch wrapper that adds the session's bearer token and turns
 // the API's error shape into an ApiError the screens show in place.
 
+import { errorSentence } from "./words.js";
+
 const SESSION_KEY = "roost.session";
+const LOCALE_KEY = "roost.locale";
+
+/** The language of the tenant this device uses (its `locale`, as email follows): errors are written in it. */
+export const locale = {
+  get current() {
+    return localStorage.getItem(LOCALE_KEY) || "en";
+  },
+  remember(tenant) {
+    if (tenant?.locale) localStorage.setItem(LOCALE_KEY, tenant.locale);
+  },
+};
 
 /** The signed-in session, kept in localStorage: {tenant, token, user, expires_at}. */
 export const session = {
@@ -47,22 +60,30 @@ export class ApiError extends Error {
     this.retryAfter = retryAfter;
   }
 
-  /** The sentence to show: the API's message, and how long to wait after a 429 or 503. */
+  /** The sentence to show, in the tenant's language (words.js), with how long to wait after a 429 or 503. */
   get sentence() {
-    const text = this.message.charAt(0).toUpperCase() + this.message.slice(1);
-    const sentence = /[.!?]$/.test(text) ? text : `${text}.`;
-    if (this.retryAfter && (this.status === 429 || this.status === 503)) {
-      return `${sentence} Try again in ${waitText(this.retryAfter)}.`;
-    }
-    return sentence;
+    return errorSentence(this, locale.current);
+  }
+
+  /** The language `sentence` is in. */
+  get lang() {
+    return locale.current;
   }
 }
 
-function waitText(seconds) {
-  const n = Number(seconds);
-  if (!Number.isFinite(n)) return "a moment";
-  if (n < 90) return `${Math.max(1, Math.round(n))} seconds`;
-  return `${Math.ceil(n / 60)} minutes`;
+/** A check the app makes itself before asking the API, worded for people already, marking `field` as the API's errors do. */
+export class FieldError extends ApiError {
+  constructor(field, message) {
+    super(400, { code: "validation_failed", field, message });
+  }
+
+  get sentence() {
+    return /[.!?]$/.test(this.message) ? this.message : `${this.message}.`;
+  }
+
+  get lang() {
+    return "en";
+  }
 }
 
 /** Listeners told when the session stops working (401 on a signed-in call). */

@@ -4,7 +4,7 @@
 // imports nothing from here: what it may ask of the shell (navigate, signedIn, logOut) comes
 // in its context, so no module imports another in a circle.
 
-import { api, onSignedOut, session } from "./api.js";
+import { api, locale, onSignedOut, path, session } from "./api.js";
 import { Stream } from "./stream.js";
 import { h, toast } from "./ui.js";
 
@@ -186,6 +186,8 @@ async function logOut() {
 window.addEventListener("hashchange", show);
 window.addEventListener("online", showAgainIfUnreachable);
 show(); // a module script runs once the document is parsed
+// The tenant's language, learnt again once a load (the operator may have changed it).
+if (session.read()?.tenant) api("GET", path`/v1/tenants/${session.read().tenant}`, undefined, { anonymous: true }).then(locale.remember, () => {});
 
 if ("serviceWorker" in navigator) {
   navigator.serviceWorker.register("/sw.js", { scope: "/" }).catch(() => {});

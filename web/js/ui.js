@@ -83,6 +83,7 @@ export function showError(box, error, form) {
     return;
   }
   box.textContent = error instanceof ApiError ? error.sentence : error.message || String(error);
+  box.lang = error instanceof ApiError ? error.lang : "en";
   if (error instanceof ApiError && error.field && form) {
     const input = form.querySelector(`[name="${CSS.escape(error.field)}"]`);
     if (input) {

@@ -1,7 +1,7 @@
 // Joining: pick the tenant by its slug (its name comes from tenant discovery), then sign in or
 // create an account; accept an invitation from its link; reset a forgotten password.
 
-import { api, ApiError, byAddress, path, session } from "../api.js";
+import { api, ApiError, byAddress, FieldError, locale, path, session } from "../api.js";
 import { errorBox, field, fill, form, h, mount, showError, toast } from "../ui.js";
 
 export async function show(context) {
@@ -20,7 +20,9 @@ export async function show(context) {
 }
 
 async function discover(slug) {
-  return api("GET", path`/v1/tenants/${slug.trim().toLowerCase()}`, undefined, { anonymous: true });
+  const tenant = await api("GET", path`/v1/tenants/${slug.trim().toLowerCase()}`, undefined, { anonymous: true });
+  locale.remember(tenant);
+  return tenant;
 }
 
 function chooseTenant(main, slug, context) {
@@ -35,7 +37,7 @@ function chooseTenant(main, slug, context) {
         await discover(values.tenant);
       } catch (error) {
         if (error instanceof ApiError && error.status === 404) {
-          throw new ApiError(404, { code: "not_found", field: "tenant", message: `There is no community called “${values.tenant}”. Check the spelling with your organiser.` });
+          throw new FieldError("tenant", `There is no community called “${values.tenant}”. Check the spelling with your organiser.`);
         }
         throw error;
       }
@@ -51,14 +53,43 @@ function chooseTenant(main, slug, context) {
 function signIn(main, tenant, invitation, navigate, tab, signedIn) {
   const canRegister = tenant.registration === "open" || !!invitation;
   let mode = tab === "register" && canRegister ? "register" : invitation && canRegister ? "register" : "signin";
-  const panel = h("div", { class: "panel" });
-  const tabs = h("div", { class: "tabs", role: "tablist", "aria-label": "Sign in or register" });
+  // Two tabs over one panel each (WAI-ARIA's tab pattern: arrow keys move between them); what
+  // is typed in one is carried to the other, so changing tab never wipes the form.
+  const forms = { signin: signInForm(), register: canRegister ? registerForm() : null };
+  const panels = {};
+  const tabButtons = {};
+  for (const [name, text] of [["signin", "Sign in"], ["register", "Create account"]]) {
+    if (!forms[name]) continue;
+    panels[name] = h("div", { class: "panel tab-panel", role: "tabpanel", id: `panel-${name}`, "aria-labelledby": `tab-${name}` }, forms[name]);
+    tabButtons[name] = h("button", { type: "button", role: "tab", id: `tab-${name}`, "aria-controls": `panel-${name}`, onclick: () => choose(name) }, text);
+  }
+  const tabs = h("div", { class: "tabs", role: "tablist", "aria-label": "Sign in or create an account" }, Object.values(tabButtons));
+  const panel = h("div", {}, Object.values(panels));
+  tabs.addEventListener("keydown", (event) => {
+    const names = Object.keys(tabButtons);
+    const step = { ArrowRight: 1, ArrowLeft: -1 }[event.key];
+    if (!step || names.length < 2) return;
+    event.preventDefault();
+    choose(names[(names.indexOf(mode) + step + names.length) % names.length]);
+    tabButtons[mode].focus();
+  });
+
+  function choose(next) {
+    for (const key of ["login", "password"]) {
+      const from = forms[mode]?.querySelector(`[name=${key}]`);
+      const to = forms[next]?.querySelector(`[name=${key}]`);
+      if (from && to && from.value) to.value = from.value;
+    }
+    mode = next;
+    render();
+  }
 
   function render() {
-    fill(tabs, 
-      h("button", { type: "button", role: "tab", "aria-selected": String(mode === "signin"), onclick: () => { mode = "signin"; render(); } }, "Sign in"),
-      canRegister ? h("button", { type: "button", role: "tab", "aria-selected": String(mode === "register"), onclick: () => { mode = "register"; render(); } }, "Create account") : null);
-    fill(panel, mode === "signin" ? signInForm() : registerForm());
+    for (const [name, button] of Object.entries(tabButtons)) {
+      button.setAttribute("aria-selected", String(name === mode));
+      button.tabIndex = name === mode ? 0 : -1;
+      panels[name].hidden = name !== mode;
+    }
   }
 
   function identity(values) {

@@ -1,7 +1,7 @@
 // Me: profile and home, notifications (with Web Push on this device), devices, sessions,
 // PINs, password, export and deleting the account.
 
-import { ApiError, api, path, session } from "../api.js";
+import { api, FieldError, path, session } from "../api.js";
 import { deviceName } from "../words.js";
 import { currentPosition, errorBox, field, fill, form, h, mount, showError, time, toast } from "../ui.js";
 
@@ -49,8 +49,7 @@ export async function show({ main, navigate, logOut }) {
     action: async (values) => {
       if (!values.quiet_start !== !values.quiet_end) {
         // One end alone would be dropped without a word: say so instead.
-        throw new ApiError(400, { code: "invalid_request", message: "Quiet hours need both a start and an end (or leave both empty for none)",
-          field: values.quiet_start ? "quiet_end" : "quiet_start" });
+        throw new FieldError(values.quiet_start ? "quiet_end" : "quiet_start", "Quiet hours need both a start and an end (or leave both empty for none)");
       }
       const quiet = values.quiet_start && values.quiet_end
         ? { start: values.quiet_start, end: values.quiet_end, time_zone: Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC" } : null;

@@ -95,11 +95,13 @@ struct AccountRoutes: Sendable {
     func add(to builder: inout Router.Builder) {
         builder.add(.post, "/v1/auth/register", bodyLimit: 16 * 1024) { context in try await register(context) }
         builder.add(.post, "/v1/auth/login", bodyLimit: 16 * 1024) { context in try await login(context) }
-        // Tenant discovery: a client shows "Join Elm Street Watch" before asking for a password.
+        // Tenant discovery: a client shows "Join Elm Street Watch" before asking for a password,
+        // in the tenant's language (the web app's words follow `locale`, as email does).
         builder.add(.get, "/v1/tenants/{slug}") { context in
             let tenant = try await credentials.findTenant(context.parameters["slug"] ?? "")
             return .json(.ok, Array(("{\"slug\":\(JSONString.quote(tenant.slug)),\"name\":\(JSONString.quote(tenant.name)),"
-                                     + "\"registration\":\(JSONString.quote(tenant.registration.rawValue))}").utf8))
+                                     + "\"registration\":\(JSONString.quote(tenant.registration.rawValue)),"
+                                     + "\"locale\":\(JSONString.quote(tenant.locale))}").utf8))
         }
         builder.add(.post, "/v1/auth/logout", signedIn: auth) { _, caller in
             let hash = caller.token.hash
