@@ -31,6 +31,11 @@ struct RenderedMessagesTests {
         // Someone not signed in must know which community to register in (web/js/screens/join.js).
         let email = try messages.email(.invitation, locale: "en", data: ["token": "riv_abc", "tenant": "oak-street", "group_name": "North"])
         #expect(email.text.contains("https://watch.example.org/#/invitation?token=riv_abc&tenant=oak-street"))
+        // It names the group and the invited address, for the app to say and fill in, encoded whatever they hold.
+        let named = try messages.email(.invitation, locale: "en", data: ["token": "riv_abc", "tenant": "oak-street", "group_name": "Oak & Elm #2",
+                                                                         "to": "bo+street@example.org"])
+        #expect(named.text.contains("https://watch.example.org/#/invitation?token=riv_abc&tenant=oak-street&group=Oak%20%26%20Elm%20%232"
+                                    + "&to=bo%2Bstreet%40example%2Eorg"))
         let without = try messages.email(.invitation, locale: "en", data: ["token": "riv_abc"])
         #expect(without.text.contains("https://watch.example.org/#/invitation?token=riv_abc") && !without.text.contains("&tenant="))
     }

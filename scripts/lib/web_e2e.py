@@ -371,11 +371,13 @@ def main():
         say(f"revoked invitation: {expired!r}")
 
         # The neighbour joins from the invitation's link.
-        bob.open(f"/join?token={links['bob@example.org']}&tenant={slug}")
+        # The link as the email carries it (RenderedMessages): it names the group and the invited address.
+        bob.open(f"/#/invitation?token={links['bob@example.org']}&tenant={slug}&group=Oak%20Street%20north&to=bob%40example.org")
         bob.heading("Oak Street watch")
-        check("You have been invited" in bob.main_text(), "the invitation is explained")
+        check("This link invites bob@example.org to the watch group “Oak Street north” in Oak Street watch." in bob.main_text(),
+              f"the invitation says what its link does: {bob.main_text()[:300]!r}")
+        check(bob.find("#panel-register [name=login]").get_attribute("value") == "bob@example.org", "the invited address filled in")
         bob.fill("display_name", "Bob Neighbour")
-        bob.fill("login", "bob@example.org")
         bob.fill("password", PASSWORD + "\n")
         bob.heading("Oak Street north", exact=True)
         bob_token = bob.token()

@@ -90,8 +90,16 @@ final class RenderedMessages: Sendable {
             if let token = data["token"] as? String {
                 let query = token.addingPercentEncoding(withAllowedCharacters: .urlQueryAllowed.subtracting(CharacterSet(charactersIn: "&+=#"))) ?? token
                 // The tenant's slug rides along: someone not yet signed in must know where to register.
-                let tenant = (data["tenant"] as? String).map { "&tenant=\($0)" } ?? ""
-                context["link"] = "\(publicURL)/#/\(template)?token=\(query)\(tenant)"
+                // An invitation's link also names its group and the address it went to, for the app
+                // to say what the link does and fill the address in (the link reaches only that address).
+                var hints = (data["tenant"] as? String).map { "&tenant=\($0)" } ?? ""
+                if template == .invitation {
+                    for (key, field) in [("group", "group_name"), ("to", "to")] {
+                        guard let value = data[field] as? String, !value.isEmpty else { continue }
+                        hints += "&\(key)=" + (value.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")
+                    }
+                }
+                context["link"] = "\(publicURL)/#/\(template)?token=\(query)\(hints)"
             }
         }
         if var alert = data["alert"] as? [String: Any] ?? data["message"] as? [String: Any] {

@@ -16,7 +16,8 @@ export async function show(context) {
   const tenant = slug ? await discover(slug).catch(() => null) : null;
   if (!tenant) return chooseTenant(main, slug, context);
   if (resetting) return resetPassword(main, tenant, navigate, signedIn);
-  return signIn(main, tenant, invitation, navigate, query.get("tab"), signedIn);
+  const invited = invitation ? { group: query.get("group"), to: query.get("to") } : null;
+  return signIn(main, tenant, invitation, navigate, query.get("tab"), signedIn, invited);
 }
 
 async function discover(slug) {
@@ -50,7 +51,8 @@ function chooseTenant(main, slug, context) {
   mount(main, "Welcome to Roost", h("p", {}, "Roost keeps your street's watch group in touch: chat, alerts and check-ins."), h("div", { class: "panel" }, picked));
 }
 
-function signIn(main, tenant, invitation, navigate, tab, signedIn) {
+/** Signing in or creating an account; with an invitation, what its link does, its address filled in. */
+function signIn(main, tenant, invitation, navigate, tab, signedIn, invited) {
   const canRegister = tenant.registration === "open" || !!invitation;
   let mode = tab === "register" && canRegister ? "register" : invitation && canRegister ? "register" : "signin";
   // Two tabs over one panel each (WAI-ARIA's tab pattern: arrow keys move between them); what
@@ -157,8 +159,13 @@ function signIn(main, tenant, invitation, navigate, tab, signedIn) {
   }
 
   render();
+  if (invited?.to) Object.values(forms).forEach((element) => { const login = element?.querySelector("[name=login]"); if (login) login.value = invited.to; });
+  const group = invited?.group ? `the watch group “${invited.group}”` : "a watch group";
   const intro = invitation
-    ? h("p", { class: "notice" }, `You have been invited to a watch group in ${tenant.name}. Create an account, or sign in if you have one.`)
+    ? h("div", { class: "notice" },
+      h("p", {}, h("strong", {}, `This link invites ${invited?.to ?? "you"} to ${group} in ${tenant.name}.`)),
+      h("p", {}, canRegister ? "Create an account below (the invited address is filled in), or sign in if you already have one here: either way you join the group at once." : "Sign in with your account here, and you join the group at once."),
+      h("p", { class: "small" }, "The link works once and expires; anyone holding it can join, so do not pass it on."))
     : h("p", {}, `Sign in to ${tenant.name}.`);
   mount(main, tenant.name, intro, tabs, panel,
     h("p", { class: "small" }, "Not your community? ", h("button", { type: "button", class: "link", onclick: () => {

@@ -50,7 +50,7 @@ struct InviteMember: GroupUseCase {
         let groupName = try GroupStore().group(id: group, on: connection)?.name ?? ""
         let data = "{\"token\":\(JSONString.quote(text)),\"group_name\":\(JSONString.quote(groupName)),"
             + "\"inviter\":\(JSONString.quote(user.displayName)),\"inviter_id\":\"\(user.id.lowercasedText)\","
-            + "\"invitation_id\":\"\(invitation.id.lowercasedText)\"}"
+            + "\"invitation_id\":\"\(invitation.id.lowercasedText)\",\"to\":\(JSONString.quote(address))}"
         try OutboxStore().enqueue(tenant: user.tenantID, email: email, phone: phone, template: .invitation, data: RawJSON(data), on: connection)
         try Self.announce(invitation, groupName: groupName, tenant: user.tenantID, on: connection)
         try Audit.record(caller, group: group, .invitationSent, target: ("invitation", invitation.id.lowercasedText),
