@@ -6,7 +6,7 @@ const SHELL = "roost-shell-v1";
 const SESSION = "roost-session";
 const FILES = [
   "/", "/app.css", "/manifest.webmanifest", "/icon.svg", "/icon-192.png",
-  "/js/app.js", "/js/api.js", "/js/ui.js", "/js/stream.js", "/js/words.js", "/js/map.js", "/js/photo.js",
+  "/js/app.js", "/js/api.js", "/js/ui.js", "/js/stream.js", "/js/words.js", "/js/map.js", "/js/photo.js", "/js/requests.js",
   "/js/screens/join.js", "/js/screens/groups.js", "/js/screens/group.js", "/js/screens/alert.js",
   "/js/screens/checkin.js", "/js/screens/me.js", "/js/screens/organiser.js", "/js/screens/confirm.js", "/js/screens/status.js",
 ];

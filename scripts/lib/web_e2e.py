@@ -574,6 +574,23 @@ def main():
         bob.wait(lambda driver: "need both a start and an end" in bob.main_text(), 5, "the quiet hours' error")
         check(bob.find("main [name=quiet_end]").get_attribute("aria-invalid") == "true", "the missing end is marked")
         bob.driver.execute_script("document.querySelector('main [name=quiet_start]').value = ''")
+        # A neighbour asks "are you safe?": a banner on whatever screen the addressee is, with the time
+        # left; answered there, the asker sees the answer on their check-in screen.
+        bob_id = server.api("GET", "/v1/me", token=bob_token)["id"]
+        request = server.api("POST", "/v1/checkin-requests", {"user_id": bob_id, "group_id": group_id, "note": "Your lights are off"},
+                             ann_token, expect=201)
+        banner = f'#requests [data-request="{request["id"]}"]'
+        bob.wait(lambda driver: bob.all(banner) and "Ann Organiser asks if you are safe." in bob.find(banner).text
+                 and re.search(r"\d:\d\d left to answer", bob.find(banner).text), 10, "the request's banner on the Me screen")
+        check(bob.driver.execute_script(IN_VIEW, bob.find(banner)), "the banner in sight")
+        audited.append(("check-in request", bob.axe("check-in request banner")))
+        bob.screenshot(shots, "checkin-request")
+        next(button for button in bob.find(banner).find_elements(By.TAG_NAME, "button") if button.text == "I'm safe").click()
+        bob.wait(lambda driver: not bob.all(banner), 5, "the banner gone once answered")
+        ann.open("/#/checkin")
+        ann.heading("Check-in")
+        ann.wait(lambda driver: "Bob Neighbour: safe" in ann.main_text(), 5, "the answer on the asker's screen")
+        say("a check-in request showed as a banner where the neighbour was, and 'I'm safe' there reached the asker")
         bob.open("/#/groups")
         bob.heading("Your groups")
         bob.wait(lambda driver: "Oak Street north" in bob.main_text(), message="the group listed")
@@ -639,7 +656,6 @@ def main():
         bob.open(f"/#/g/{group_id}")
         bob.heading("Oak Street north", exact=True)
         bob.wait(lambda driver: bob.find("#connection").text == "", message="the stream online")
-        bob_id = server.api("GET", "/v1/me", token=bob_token)["id"]
         server.api("DELETE", f"/v1/groups/{group_id}/members/{bob_id}", token=ann_token, expect=204)
         bob.heading("Your groups")
         bob.wait(lambda driver: "no longer a member of Oak Street north" in bob.find("#toast").text, 5, "the toast naming the group")

@@ -5,6 +5,7 @@
 // in its context, so no module imports another in a circle.
 
 import { api, locale, onSignedOut, path, session } from "./api.js";
+import { RequestBanners } from "./requests.js";
 import { Stream } from "./stream.js";
 import { h, toast } from "./ui.js";
 
@@ -42,6 +43,7 @@ const screens = {
 
 let stream = null;
 let teardown = null;
+const banners = new RequestBanners(document.getElementById("requests"));
 let showing = 0;
 /** Set while the screen shown failed because Roost could not be reached: it is shown again
  * once Roost can be (the stream back online, the browser back online, or every 15 s). */
@@ -86,12 +88,16 @@ function liveStream() {
     status.textContent = state === "reconnecting" ? "Reconnecting…" : state === "connecting" ? "Connecting…" : "";
     // Not when this device signed out itself (logging out, deleting the account): it said why.
     if (state === "signed-out" && session.token) signOut("Your session has ended. Please sign in again.");
-    if (state === "online") showAgainIfUnreachable();
+    if (state === "online") {
+      showAgainIfUnreachable();
+      banners.load(); // what was asked while the stream was away
+    }
   });
   stream.addEventListener("notice", (event) => {
     const notice = event.detail;
     if (notice.event === "invitation.received") toast("You have a new invitation to a group.");
     if (notice.event === "group.removed") toast("You are no longer in a group.");
+    if (notice.event === "checkin_request.received") banners.received(notice.data);
   });
   return stream;
 }
@@ -103,6 +109,7 @@ function shareSession() {
 
 function signOut(reason) {
   session.clear();
+  banners.clear();
   shareSession();
   stream?.stop();
   stream = null;
