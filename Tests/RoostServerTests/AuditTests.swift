@@ -49,12 +49,15 @@ struct AuditTests {
                             "group.updated"], "\(actions)")
         func entry(_ action: String) -> [String: Any] { items.first { $0["action"] as? String == action } ?? [:] }
         func actor(_ action: String) -> String? { (entry(action)["actor"] as? [String: Any])?["id"] as? String }
-        func target(_ action: String) -> [String: String]? { entry(action)["target"] as? [String: String] }
-        #expect(actor("member.removed") == ben.id && target("member.removed") == ["type": "user", "id": cy.id])
-        #expect(actor("member.role_changed") == ann.id && target("member.role_changed") == ["type": "user", "id": ben.id])
+        func target(_ action: String) -> [String: String]? {
+            (entry(action)["target"] as? [String: Any])?.compactMapValues { $0 as? String }
+        }
+        // Who was affected is named (members, bridges, contacts by name: never an address).
+        #expect(actor("member.removed") == ben.id && target("member.removed") == ["type": "user", "id": cy.id, "name": "cy"])
+        #expect(actor("member.role_changed") == ann.id && target("member.role_changed") == ["type": "user", "id": ben.id, "name": "ben"])
         #expect(entry("member.role_changed")["data"] as? [String: String] == ["from": "member", "to": "admin"])
         #expect(actor("invitation.sent") == ben.id && target("invitation.sent") == ["type": "invitation", "id": invitation])
-        #expect(target("bridge.created") == ["type": "bridge", "id": bridge] && target("escalation_contact.added")?["id"] == contact)
+        #expect(target("bridge.created") == ["type": "bridge", "id": bridge, "name": "Panel"] && target("escalation_contact.added")?["id"] == contact)
         #expect(actor("alert.closed") == ben.id && target("alert.closed") == ["type": "alert", "id": String(alert)])
         #expect((entry("alert.closed")["data"] as? [String: Any])?["resolution"] as? String == "a bonfire")
         #expect(((entry("group.updated")["actor"] as? [String: Any])?["display_name"] as? String) == "ann")

@@ -90,3 +90,16 @@ test("errors are written for neighbours, not developers, in the tenant's languag
   assert.equal(errorSentence({ ...slow, retryAfter: "1" }, "da"), `${ERRORS.da.rate_limited} Prøv igen om 1 sekund.`);
   assert.equal(errorSentence({ status: 418, code: "something_new", message: "x" }, "fr"), ERRORS.en.error, "an unknown code and language");
 });
+
+test("the audit log says whom each change affected", async () => {
+  const { auditText } = await load("words.js");
+  assert.equal(auditText({ action: "member.role_changed", target: { type: "user", id: "u", name: "Ben" }, data: { from: "member", to: "admin" } }),
+    "Made Ben an admin");
+  assert.equal(auditText({ action: "member.removed", target: { type: "user", id: "u", name: "Cy" }, data: {} }), "Removed Cy from the group");
+  assert.equal(auditText({ action: "member.removed", target: { type: "user", id: "u", name: null }, data: {} }), "Removed a member from the group");
+  assert.equal(auditText({ action: "alert.closed", target: { type: "alert", id: "12" }, data: { resolution: "a bonfire" } }), "Closed alert 12: “a bonfire”");
+  assert.equal(auditText({ action: "templates.replaced", target: { type: "templates", id: "g" }, data: { keys: ["fire", "smoke"] } }),
+    "Saved the templates (fire, smoke)");
+  assert.equal(auditText({ action: "bridge.revoked", target: { type: "bridge", id: "b", name: "Panel" }, data: {} }), "Revoked the bridge Panel");
+  assert.equal(auditText({ action: "something.new", data: {} }), "something new");
+});

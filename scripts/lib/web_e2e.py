@@ -342,14 +342,55 @@ def main():
             {"key": "suspicious", "text": "Suspicious person on the street", "kind": "alert", "severity": "amber"}]}, ann_token, expect=200)
 
         # Invitations by email from the organiser's screen; a revoked one fails in place.
-        ann.open(f"/#/g/{group_id}/manage")
+        ann.open(f"/#/g/{group_id}/manage?s=invitations")
         ann.heading("members and settings")
         for address in ("carol@example.org", "bob@example.org"):
             ann.fill("address", address)
             ann.button("Send invitation").click()
             ann.wait(lambda driver, address=address: address in ann.main_text(), message=f"the invitation to {address} listed")
         audited.append(("organiser", ann.axe("organiser")))
+        # The room's other sections: a new group's default templates save unchanged (a chat template has no
+        # severity); a bad row is refused on that row; a row can be deleted; a bridge's key is shown once.
+        south = server.api("POST", "/v1/groups", {"name": "Oak Street south"}, ann_token, expect=201)["id"]
+        defaults = server.api("GET", f"/v1/groups/{south}/templates", token=ann_token)["templates"]
+        ann.open(f"/#/g/{south}/manage?s=templates")
+        ann.heading("members and settings")
+        check(not any(row.find_element(By.CSS_SELECTOR, "[data-name=severity]").is_displayed() for row in ann.all("fieldset.template")
+                      if Select(row.find_element(By.CSS_SELECTOR, "[data-name=kind]")).first_selected_option.get_attribute("value") == "chat"),
+              "no severity on a chat template")
+        ann.button("Save templates").click()
+        ann.wait(lambda driver: "Templates saved." in ann.find("#toast").text, 5, "the default set saved unchanged")
+        check(server.api("GET", f"/v1/groups/{south}/templates", token=ann_token)["templates"] == defaults, "the defaults as they were")
+        third = ann.all("fieldset.template")[2]
+        key = third.find_element(By.CSS_SELECTOR, "[data-name=key]")
+        key.clear()
+        key.send_keys("Bad Key")
+        ann.button("Save templates").click()
+        ann.wait(lambda driver: third.find_element(By.CSS_SELECTOR, ".error").text.strip(), 5, "the error on the row at fault")
+        check(key.get_attribute("aria-invalid") == "true" and ann.driver.switch_to.active_element == key, "the field at fault marked and focused")
+        say(f"a bad template row: {third.find_element(By.CSS_SELECTOR, '.error').text!r}")
+        third.find_element(By.XPATH, ".//button[normalize-space()='Delete template 3']").click()
+        ann.button("Save templates").click()
+        ann.wait(lambda driver: len(server.api("GET", f"/v1/groups/{south}/templates", token=ann_token)["templates"]) == len(defaults) - 1, 5,
+                 "the row deleted")
+        audited.append(("templates", ann.axe("templates")))
+        ann.screenshot(shots, "organiser-templates")
+        ann.open(f"/#/g/{south}/manage?s=bridges")
+        ann.heading("members and settings")
+        ann.find("main details summary").click()
+        ann.fill("name", "Number 12's alarm")
+        ann.button("Add bridge").click()
+        ann.wait(lambda driver: ann.all("main [data-secret=Key]") and ann.find("main [data-secret=Key]").text.startswith("rbk_"), 5,
+                 "the bridge's key shown once")
+        ann.open(f"/#/g/{south}/manage?s=audit")
+        ann.heading("members and settings")
+        ann.wait(lambda driver: "Added the bridge Number 12's alarm" in ann.main_text() and "Saved the templates" in ann.main_text(), 5,
+                 "the audit names what was affected")
+        audited.append(("audit", ann.axe("audit")))
+        ann.open(f"/#/g/{group_id}/manage")
+        ann.heading("members and settings")
         ann.screenshot(shots, "organiser")
+
         def links():
             return {entry["to"]: entry["data"]["token"] for entry in server.deliveries("invitation", tenant=slug)}
         deadline = time.time() + 30

@@ -161,3 +161,25 @@ export function errorSentence(error, locale = "en") {
   }
   return sentence;
 }
+
+/** An audit entry as a sentence about who was affected ("made Ben an admin"); who did it is its own column. */
+export function auditText(entry) {
+  const name = entry.target?.name;
+  const data = entry.data ?? {};
+  switch (entry.action) {
+    case "member.role_changed": return `Made ${name ?? "a member"} ${data.to === "admin" ? "an admin" : `a ${data.to ?? "member"}`}`;
+    case "member.removed": return `Removed ${name ?? "a member"} from the group`;
+    case "invitation.sent": return "Sent an invitation";
+    case "invitation.revoked": return "Revoked an invitation";
+    case "bridge.created": return `Added the bridge ${name ?? ""}`.trim();
+    case "bridge.revoked": return `Revoked the bridge ${name ?? ""}`.trim();
+    case "alert.closed": return `Closed alert ${entry.target?.id ?? ""}${data.resolution ? `: “${data.resolution}”` : ""}`;
+    case "alert.reopened": return `Reopened alert ${entry.target?.id ?? ""}`;
+    case "templates.replaced": return `Saved the templates${Array.isArray(data.keys) && data.keys.length ? ` (${data.keys.join(", ")})` : ""}`;
+    case "escalation_contact.added": return `Added the escalation contact ${name ?? ""}`.trim();
+    case "escalation_contact.removed": return `Removed the escalation contact ${name ?? ""}`.trim();
+    case "group.updated": return "Changed the group's settings";
+    case "group.deleted": return "Deleted the group";
+    default: return String(entry.action ?? "").replace(/[._]/g, " ");
+  }
+}

@@ -13,6 +13,9 @@ public struct AuditEntry: Sendable, Equatable {
     public let action: AuditAction
     public let targetType: String?
     public let targetID: String?
+    /// Who or what the entry is about, as named now: a member, a bridge, an escalation contact
+    /// (names only: the audit shows no address); nil for other targets and for rows deleted since.
+    public let targetName: String?
     /// JSON text.
     public let data: String
 }
@@ -47,10 +50,17 @@ public struct AuditLog: Sendable {
     public func entries(group: UUID?, before: NewestFirst?, since: Date? = nil, limit: Int, on connection: PostgresConnection) throws -> [AuditEntry] {
         try connection.query("""
             SELECT l.id, l.group_id, l.at, l.actor_type, l.actor_id, l.action, l.target_type, l.target_id, l.data::text AS data,
-                   CASE l.actor_type WHEN 'user' THEN u.display_name WHEN 'bridge' THEN coalesce(b.name, 'removed bridge') END AS actor_name
+                   CASE l.actor_type WHEN 'user' THEN u.display_name WHEN 'bridge' THEN coalesce(b.name, 'removed bridge') END AS actor_name,
+                   coalesce(tu.display_name, tb.name, tc.name) AS target_name
             FROM audit_log l
             LEFT JOIN users u ON l.actor_type = 'user' AND u.tenant_id = l.tenant_id AND u.id = l.actor_id
             LEFT JOIN bridges b ON l.actor_type = 'bridge' AND b.tenant_id = l.tenant_id AND b.id = l.actor_id
+            LEFT JOIN users tu ON l.target_type = 'user' AND tu.tenant_id = l.tenant_id
+                AND tu.id = CASE WHEN l.target_type = 'user' THEN l.target_id::uuid END
+            LEFT JOIN bridges tb ON l.target_type = 'bridge' AND tb.tenant_id = l.tenant_id
+                AND tb.id = CASE WHEN l.target_type = 'bridge' THEN l.target_id::uuid END
+            LEFT JOIN escalation_contacts tc ON l.target_type = 'escalation_contact' AND tc.tenant_id = l.tenant_id
+                AND tc.id = CASE WHEN l.target_type = 'escalation_contact' THEN l.target_id::uuid END
             WHERE (\(group)::uuid IS NULL OR l.group_id = \(group)) AND (\(since)::timestamptz IS NULL OR l.at >= \(since))
               AND (\(before?.micros)::int8 IS NULL
                    OR (l.at, l.id) < ('epoch'::timestamptz + \(before?.micros)::int8 * interval '1 microsecond', \(before?.id)::uuid))
@@ -60,7 +70,7 @@ public struct AuditLog: Sendable {
                        actorType: try $0.decode(String.self, "actor_type"), actorID: try $0.decode(UUID?.self, "actor_id"),
                        actorName: try $0.decode(String?.self, "actor_name"), action: try $0.decode(AuditAction.self, "action"),
                        targetType: try $0.decode(String?.self, "target_type"), targetID: try $0.decode(String?.self, "target_id"),
-                       data: try $0.decode(String.self, "data"))
+                       targetName: try $0.decode(String?.self, "target_name"), data: try $0.decode(String.self, "data"))
         }
     }
 }

@@ -1,31 +1,32 @@
-// The organiser's room for a group: members and roles, invitations by email or phone, bridges
-// (key and secret shown once), templates, escalation settings and contacts, the audit log.
-// A plain member sees the member list and can leave.
+// The organiser's room for a group, one section at a time: members and roles, invitations by
+// email or phone, bridges (key and secret shown once), templates, escalation settings and
+// contacts, the audit log. A plain member sees the member list and can leave.
 
 import { api, byAddress, path, session } from "../api.js";
 import { errorBox, field, fill, form, h, mount, showError, time, toast } from "../ui.js";
+import { auditText } from "../words.js";
 
-export async function show({ main, params: [groupID], navigate }) {
+/** The room's sections, one on the screen at a time (`?s=`), each loading only its own data. */
+const SECTIONS = [["members", "Members"], ["invitations", "Invitations"], ["bridges", "Bridges"], ["templates", "Templates"],
+  ["escalation", "Escalation"], ["audit", "Audit log"]];
+const LOADERS = { members, invitations, bridges, templates, escalation, audit };
+
+export async function show({ main, params: [groupID], query, navigate }) {
   const me = session.user;
   const group = await api("GET", path`/v1/groups/${groupID}`);
   const manager = group.role === "owner" || group.role === "admin";
-  const sections = {
-    members: h("section", { class: "panel", "aria-labelledby": "members-heading" }),
-    invitations: h("section", { class: "panel", "aria-labelledby": "invitations-heading" }),
-    bridges: h("section", { class: "panel", "aria-labelledby": "bridges-heading" }),
-    templates: h("section", { class: "panel", "aria-labelledby": "templates-heading" }),
-    escalation: h("section", { class: "panel", "aria-labelledby": "escalation-heading" }),
-    audit: h("section", { class: "panel", "aria-labelledby": "audit-heading" }),
-  };
-
+  const shown = manager && LOADERS[query.get("s")] ? query.get("s") : "members";
+  const sections = Object.fromEntries(SECTIONS.map(([name]) => [name, h("section", { class: "panel", "aria-labelledby": `${name}-heading` })]));
   const room = { groupID, group, manager, me, sections, navigate };
-  const loads = [members(room)];
-  if (manager) loads.push(invitations(room), bridges(room), templates(room), escalation(room), audit(room));
-  await Promise.all(loads);
+  await LOADERS[shown](room);
   mount(main, `${group.name}: ${manager ? "members and settings" : "members"}`,
     h("p", {}, h("a", { href: `#/g/${groupID}` }, "Back to the chat")),
-    sections.members, manager ? [sections.invitations, sections.bridges, sections.templates, sections.escalation, sections.audit] : []);
+    manager ? h("nav", { class: "sections", "aria-label": "Settings sections" }, h("ul", {}, SECTIONS.map(([name, text]) =>
+      h("li", {}, h("a", { href: `#/g/${groupID}/manage?s=${name}`, "aria-current": name === shown ? "page" : null }, text))))) : null,
+    sections[shown]);
 }
+
+const ROLE_TEXT = { owner: "Owner", admin: "Admin", member: "Member", coordinator: "Coordinator" };
 
 async function members(room) {
   const { groupID, group, manager, me, sections, navigate } = room;
@@ -45,17 +46,17 @@ async function members(room) {
       manager ? h("th", { scope: "col" }, h("span", { class: "visually-hidden" }, "Actions")) : null)),
     h("tbody", {}, answer.items.map((member) => h("tr", { dataset: { user: member.user_id } },
       h("td", {}, member.display_name, member.user_id === me?.id ? " (you)" : ""),
-      h("td", {}, member.role),
+      h("td", {}, ROLE_TEXT[member.role] ?? member.role),
       h("td", {}, time(member.joined_at)),
-      manager ? h("td", { class: "row" }, member.role === "owner" || member.user_id === me?.id ? null : [
+      manager ? h("td", {}, h("div", { class: "row" }, member.role === "owner" || member.user_id === me?.id ? null : [
         group.role === "owner" ? h("button", { type: "button", class: "secondary", onclick: act(() =>
           api("PATCH", path`/v1/groups/${groupID}/members/${member.user_id}`, { role: member.role === "admin" ? "member" : "admin" })) },
         member.role === "admin" ? `Make ${member.display_name} a member` : `Make ${member.display_name} an admin`) : null,
-        h("button", { type: "button", class: "secondary", onclick: act(async () => {
+        h("button", { type: "button", class: "secondary destructive", onclick: act(async () => {
           if (window.confirm(`Remove ${member.display_name} from the group?`)) await api("DELETE", path`/v1/groups/${groupID}/members/${member.user_id}`);
         }) }, `Remove ${member.display_name}`),
-      ]) : null)))),
-    group.role !== "owner" ? h("p", {}, h("button", { type: "button", class: "secondary", onclick: async () => {
+      ])) : null)))),
+    group.role !== "owner" ? h("p", {}, h("button", { type: "button", class: "secondary destructive", onclick: async () => {
       if (!window.confirm("Leave this group?")) return;
       try {
         await api("DELETE", path`/v1/groups/${groupID}/members/${me.id}`);
@@ -92,7 +93,7 @@ async function invitations(room) {
   fill(sections.invitations, h("h2", { id: "invitations-heading" }, "Invitations"), invite,
     answer.items.length ? h("ul", { class: "answers" }, answer.items.map((item) => h("li", { class: "row spread" },
       h("span", {}, item.email ?? item.phone, ` · ${item.role} · ${item.status}`, item.status === "pending" ? [" · until ", time(item.expires_at)] : ""),
-      item.status === "pending" ? h("button", { type: "button", class: "secondary", onclick: async () => {
+      item.status === "pending" ? h("button", { type: "button", class: "secondary destructive", onclick: async () => {
         await api("DELETE", path`/v1/groups/${groupID}/invitations/${item.id}`).catch((error) => toast(error.sentence));
         invitations(room);
       } }, `Revoke the invitation to ${item.email ?? item.phone}`) : null))) : null);
@@ -125,7 +126,7 @@ async function bridges(room) {
   fill(sections.bridges, h("h2", { id: "bridges-heading" }, "Bridges (alarm panels, cameras)"),
     answer.items.length ? h("ul", { class: "answers" }, answer.items.map((bridge) => h("li", { class: "row spread" },
       h("span", {}, bridge.name, bridge.last_seen_at ? [" · last heard ", time(bridge.last_seen_at)] : " · never heard from"),
-      h("button", { type: "button", class: "secondary", onclick: async () => {
+      h("button", { type: "button", class: "secondary destructive", onclick: async () => {
         if (!window.confirm(`Revoke ${bridge.name}? Its key stops working at once.`)) return;
         await api("DELETE", path`/v1/groups/${groupID}/bridges/${bridge.id}`).catch((error) => toast(error.sentence));
         bridges(room);
@@ -137,34 +138,65 @@ async function templates(room) {
   const { groupID, sections } = room;
   const answer = await api("GET", path`/v1/groups/${groupID}/templates`);
   const rows = h("div", { class: "stack" });
-  const addRow = (template = { key: "", text: "", kind: "alert", severity: "amber" }) => {
-    const index = rows.children.length + 1;
-    rows.append(h("fieldset", { class: "card" }, h("legend", {}, `Template ${index}`),
-      field({ label: "Short name", name: "key", value: template.key, pattern: "[a-z0-9_]{1,64}", hint: "Lower-case letters, digits and _ (burglary, smoke)." }),
-      field({ label: "Text", name: "text", value: template.text, maxlength: 4000 }),
-      field({ label: "Kind", name: "kind", options: [["alert", "Alert"], ["chat", "Chat message"]], value: template.kind }),
-      field({ label: "Severity", name: "severity", options: [["amber", "Amber"], ["red", "Red"], ["info", "Info"]], value: template.severity ?? "amber" })));
-  };
-  answer.templates.forEach(addRow);
   const box = errorBox();
-  const save = h("form", { "aria-label": "Templates" }, box, rows,
-    h("div", { class: "row" }, h("button", { type: "button", class: "secondary", onclick: () => addRow() }, "Add a template"), h("button", { type: "submit" }, "Save templates")));
+  // No browser bubbles: every refusal is said on the row at fault, in the page's own words.
+  const save = h("form", { "aria-label": "Templates", novalidate: true }, box, rows,
+    h("div", { class: "row" }, h("button", { type: "button", class: "secondary", onclick: () => templateRow(rows).querySelector("input")?.focus() }, "Add a template"),
+      h("button", { type: "submit" }, "Save templates")));
+  answer.templates.forEach((template) => templateRow(rows, template));
   save.addEventListener("submit", async (event) => {
     event.preventDefault();
     showError(box, null, save);
-    const list = [...rows.querySelectorAll("fieldset")].map((set) => {
-      const value = (name) => set.querySelector(`[name=${name}]`).value.trim();
-      return { key: value("key"), text: value("text"), kind: value("kind"), severity: value("severity") };
-    }).filter((template) => template.key || template.text);
+    rows.querySelectorAll(".error").forEach((rowBox) => showError(rowBox, null));
+    const list = [...rows.children].map((set) => {
+      const value = (name) => set.querySelector(`[data-name=${name}]`).value.trim();
+      const template = { key: value("key"), text: value("text"), kind: value("kind") };
+      if (template.kind === "alert") template.severity = value("severity"); // a chat message has no severity
+      return template;
+    });
     try {
       await api("PUT", path`/v1/groups/${groupID}/templates`, { templates: list });
       toast("Templates saved.");
     } catch (error) {
-      showError(box, error, save);
+      // "templates.2.severity": the error goes on that row, at that field.
+      const row = /^templates\.(\d+)\./.exec(error.field ?? "");
+      const set = row ? rows.children[Number(row[1])] : null;
+      showError(set ? set.querySelector(".error") : box, error, save);
     }
   });
   fill(sections.templates, h("h2", { id: "templates-heading" }, "Alert and message templates"),
-    h("p", { class: "small muted" }, "Members raise these with one gesture."), save);
+    h("p", { class: "small muted" }, "Members raise alerts from these with one gesture; chat templates are quick replies."), save);
+}
+
+/** One template's row: its fields are named by its place (templates.N.key) so an error can name them. */
+function templateRow(rows, template = { key: "", text: "", kind: "alert", severity: "amber" }) {
+  const named = (element, name) => {
+    element.querySelector("input, select").dataset.name = name;
+    return element;
+  };
+  const severity = named(field({ label: "Severity", name: "severity", options: [["amber", "Amber: be aware"], ["red", "Red: help needed now"], ["info", "Info"]],
+    value: template.severity ?? "amber" }), "severity");
+  const kind = named(field({ label: "Kind", name: "kind", options: [["alert", "Alert"], ["chat", "Chat message"]], value: template.kind }), "kind");
+  const legend = h("legend", {});
+  const set = h("fieldset", { class: "card template" }, legend, errorBox(),
+    named(field({ label: "Short name", name: "key", value: template.key, pattern: "[a-z0-9_]{1,64}", hint: "Lower-case letters, digits and _ (burglary, smoke)." }), "key"),
+    named(field({ label: "Text", name: "text", value: template.text, maxlength: 4000 }), "text"),
+    h("div", { class: "two" }, kind, severity),
+    h("button", { type: "button", class: "secondary destructive", onclick: () => { set.remove(); renumber(rows); } }, "Delete this template"));
+  const sync = () => (severity.hidden = kind.querySelector("select").value !== "alert");
+  kind.querySelector("select").addEventListener("change", sync);
+  sync();
+  rows.append(set);
+  renumber(rows);
+  return set;
+}
+
+function renumber(rows) {
+  [...rows.children].forEach((set, index) => {
+    set.querySelector("legend").textContent = `Template ${index + 1}`;
+    set.querySelectorAll("[data-name]").forEach((control) => (control.name = `templates.${index}.${control.dataset.name}`));
+    set.querySelector("button.destructive").textContent = `Delete template ${index + 1}`;
+  });
 }
 
 async function escalation(room) {
@@ -204,7 +236,7 @@ async function escalation(room) {
     h("h3", {}, "Escalation contacts"),
     contacts.items.length ? h("ul", { class: "answers" }, contacts.items.map((contact) => h("li", { class: "row spread" },
       h("span", {}, `${contact.name} · ${contact.email ?? contact.phone} · ${contact.confirmed ? "confirmed" : "not confirmed yet"}`),
-      h("button", { type: "button", class: "secondary", onclick: async () => {
+      h("button", { type: "button", class: "secondary destructive", onclick: async () => {
         await api("DELETE", path`/v1/groups/${groupID}/escalation-contacts/${contact.id}`).catch((error) => toast(error.sentence));
         escalation(room);
       } }, `Remove ${contact.name}`)))) : h("p", { class: "muted" }, "None yet."),
@@ -216,8 +248,8 @@ async function audit(room) {
   const answer = await api("GET", path`/v1/groups/${groupID}/audit?limit=50`);
   fill(sections.audit, h("h2", { id: "audit-heading" }, "Audit log"),
     answer.items.length ? h("table", {}, h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "When"), h("th", { scope: "col" }, "Who"), h("th", { scope: "col" }, "What"))),
-      h("tbody", {}, answer.items.map((entry) => h("tr", {}, h("td", {}, time(entry.at)), h("td", {}, entry.actor.display_name ?? entry.actor.type),
-        h("td", {}, entry.action.replace(".", " "), entry.target ? ` (${entry.target.type})` : ""))))) : h("p", { class: "muted" }, "Nothing yet."));
+      h("tbody", {}, answer.items.map((entry) => h("tr", {}, h("td", {}, time(entry.at)), h("td", {}, entry.actor.display_name ?? "Roost"),
+        h("td", {}, auditText(entry)))))) : h("p", { class: "muted" }, "Nothing yet."));
 }
 
 function secret(label, value) {

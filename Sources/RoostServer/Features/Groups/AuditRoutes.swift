@@ -10,10 +10,12 @@ import RoostProtocol
 struct AuditRoutes: Sendable {
     let auth: Authentication
 
-    /// `{id, at, group_id, actor: {type, id, display_name}, action, target: {type, id} | null, data}`.
+    /// `{id, at, group_id, actor: {type, id, display_name}, action, target: {type, id, name} | null, data}`.
     static func json(_ entry: AuditEntry) -> String {
         func quote(_ text: String?) -> String { text.map(JSONString.quote) ?? "null" }
-        let target = entry.targetType.map { "{\"type\":\(JSONString.quote($0)),\"id\":\(quote(entry.targetID))}" } ?? "null"
+        let target = entry.targetType.map {
+            "{\"type\":\(JSONString.quote($0)),\"id\":\(quote(entry.targetID)),\"name\":\(quote(entry.targetName))}"
+        } ?? "null"
         return "{\"id\":\"\(entry.id.lowercasedText)\",\"at\":\(JSONString.quote(APIJSON.time(entry.at))),"
             + "\"group_id\":\(quote(entry.groupID?.lowercasedText)),"
             + "\"actor\":{\"type\":\(JSONString.quote(entry.actorType)),\"id\":\(quote(entry.actorID?.lowercasedText)),"
