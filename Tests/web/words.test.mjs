@@ -4,7 +4,8 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { load } from "./load.mjs";
 
-const { alertWords, deviceName, ERRORS, errorSentence } = await load("words.js");
+const { alertWords, deviceName } = await load("words.js");
+const { ERRORS, errorSentence } = await load("api.js");
 
 test("sessions are named as people name their devices", () => {
   const cases = {

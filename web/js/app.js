@@ -5,7 +5,6 @@
 // in its context, so no module imports another in a circle.
 
 import { api, locale, onSignedOut, path, session } from "./api.js";
-import { RequestBanners } from "./requests.js";
 import { Stream } from "./stream.js";
 import { h, toast } from "./ui.js";
 
@@ -43,7 +42,17 @@ const screens = {
 
 let stream = null;
 let teardown = null;
-const banners = new RequestBanners(document.getElementById("requests"));
+/** Check-in requests' banners (requests.js, loaded once someone is signed in: not on the first screen's path). */
+let bannersModule = null;
+const banners = {
+  call(method, ...args) {
+    bannersModule ??= import("./requests.js").then(({ RequestBanners }) => new RequestBanners(document.getElementById("requests")));
+    bannersModule.then((instance) => instance[method](...args)).catch(() => {});
+  },
+  load() { this.call("load"); },
+  received(request) { this.call("received", request); },
+  clear() { if (bannersModule) this.call("clear"); },
+};
 let showing = 0;
 /** Set while the screen shown failed because Roost could not be reached: it is shown again
  * once Roost can be (the stream back online, the browser back online, or every 15 s). */
@@ -192,7 +201,11 @@ async function logOut() {
 
 window.addEventListener("hashchange", show);
 window.addEventListener("online", showAgainIfUnreachable);
-show(); // a module script runs once the document is parsed
+show().then(() => {
+  // The manifest (installing the app) once the first screen is drawn: on a slow network it
+  // would take one of the browser's six connections from the modules the screen needs.
+  document.head.append(h("link", { rel: "manifest", href: "/manifest.webmanifest" }));
+}); // a module script runs once the document is parsed
 // The tenant's language, learnt again once a load (the operator may have changed it).
 if (session.read()?.tenant) api("GET", path`/v1/tenants/${session.read().tenant}`, undefined, { anonymous: true }).then(locale.remember, () => {});
 
