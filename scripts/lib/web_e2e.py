@@ -269,6 +269,30 @@ def at_hand(browser):
     """)
 
 
+FOCUS_SHOWN = """
+    const element = document.activeElement;
+    if (!element || element === document.body) return null;
+    const style = getComputedStyle(element);
+    return [element.getAttribute('aria-label') || element.labels?.[0]?.textContent.trim() || element.textContent.trim().slice(0, 60) || element.tagName,
+            style.outlineStyle !== 'none' && parseFloat(style.outlineWidth) >= 2];
+"""
+
+
+def tab_to(browser, label, limit=60):
+    """Presses Tab until the focused element reads `label`, checking at every stop that the focus is
+    drawn (an outline of 2 px or more); returns the element."""
+    for _ in range(limit):
+        ActionChains(browser.driver).send_keys(Keys.TAB).perform()
+        focused = browser.driver.execute_script(FOCUS_SHOWN)
+        if not focused:
+            continue
+        text, shown = focused
+        check(shown, f"{browser.name}: the keyboard's focus on {text!r} is not drawn")
+        if text == label or text.startswith(label + " ("):  # "Resolution (optional)"
+            return browser.driver.switch_to.active_element
+    raise Failure(f"{browser.name}: {label!r} not reached with Tab")
+
+
 def tap(browser, element):
     """Clicks `element` once scrolled to the middle of the screen, as a thumb would (WebDriver's own
     scrolling brings it to the bottom edge, behind the group screen's dock)."""
@@ -523,6 +547,15 @@ def main():
             "const image = document.querySelector('main .card img'); return !!image && image.complete && image.naturalWidth === 2048"),
             10, "the alert's photo on its screen")
         say(f"a {camera_bytes // 1024} KB 3000×2000 photo went with the alert as a {sent[0]['bytes'] // 1024} KB 2048×1365 JPEG")
+        # The rest of the loop by keyboard alone, the focus drawn at every stop: answer it, close it.
+        bob.driver.execute_script("document.activeElement.blur(); window.scrollTo(0, 0)")
+        tab_to(bob, "Seen").send_keys(Keys.ENTER)
+        bob.wait(lambda driver: bob.all("main li[data-response=seen]"), 5, "the keyboard's answer")
+        tab_to(bob, "Resolution").send_keys("A delivery driver, checked")
+        tab_to(bob, "Close alert").send_keys(Keys.ENTER)
+        ann.open(f"/#/g/{group_id}/alert/{amber_seq}")
+        ann.wait(lambda driver: "Closed" in ann.main_text() and "A delivery driver, checked" in ann.main_text(), 10, "closed by keyboard, seen closed")
+        say("the alert raised, answered and closed by keyboard alone, the focus drawn at every stop; the other browser saw it closed")
 
         # The stream drops (server restarted): both catch up, nothing missing or doubled.
         ann.open(f"/#/g/{group_id}")
@@ -661,13 +694,15 @@ def main():
         bob.open("/#/checkin")
         bob.heading("Check-in")
         asking = server.api("POST", "/v1/checkins", {"group_id": group_id, "due_in_s": 2, "grace_s": 900, "note": "Last bus"}, bob_token, expect=201)
-        bob.wait(lambda driver: bob.all(f'article.card[data-checkin="{asking["id"]}"][data-status="prompting"]'), 30,
-                 "the check-in asking whether the walker is safe")
-        card = bob.find(f'article.card[data-checkin="{asking["id"]}"]')
-        check("Time is up: are you safe?" in card.text, f"the prompting card: {card.text!r}")
+        # The screen redraws its cards on each check-in notice: every look finds the card afresh.
+        prompting = f'article.card[data-checkin="{asking["id"]}"][data-status="prompting"]'
+        bob.wait(lambda driver: "Time is up: are you safe?" in bob.find(prompting).text, 30, "the check-in asking whether the walker is safe")
         bob.screenshot(shots, "checkin-prompting")
-        card = bob.find(f'article.card[data-checkin="{asking["id"]}"]')
-        next(button for button in card.find_elements(By.TAG_NAME, "button") if button.text == "I'm safe").click()
+
+        def press_safe(driver):
+            next(button for button in bob.find(prompting).find_elements(By.TAG_NAME, "button") if button.text == "I'm safe").click()
+            return True
+        bob.wait(press_safe, 10, "'I'm safe' pressed")
         bob.wait(lambda driver: not bob.all(f'article.card[data-checkin="{asking["id"]}"]'), 10, "the card gone once safe")
         status = server.api("GET", f"/v1/checkins/{asking['id']}", token=bob_token)["status"]
         check(status == "completed", f"after 'I'm safe' the check-in is {status}")
