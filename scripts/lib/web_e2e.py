@@ -565,6 +565,7 @@ def main():
         for browser in (ann, bob):
             browser.wait(lambda driver, b=browser: b.find("#connection").text == "", message="the stream online")
         server.stop()
+        stopped = time.time()
         for browser in (ann, bob):
             browser.wait(lambda driver, b=browser: "Reconnecting" in b.find("#connection").text
                          and driver.execute_script(IN_VIEW, b.find("#connection")), 10, "a reconnecting state in sight, scrolled as the page is")
@@ -572,6 +573,7 @@ def main():
         bob.driver.execute_script("location.hash = arguments[0]", f"/g/{group_id}?again")
         bob.heading("Something went wrong")
         check("loads again by itself" in bob.main_text(), f"the failed screen says it recovers: {bob.main_text()!r}")
+        time.sleep(max(0.0, 10 - (time.time() - stopped)))  # the outage the journey describes: 10 s without Roost
         server.start(ready_within=30)
         bob.heading("Oak Street north", timeout=30, exact=True)
         say("a screen that failed while the server was away loaded again by itself")
@@ -691,9 +693,11 @@ def main():
         bob.screenshot(shots, "groups")
         # At its deadline a check-in asks "are you safe?" on the walker's screen, and "I'm safe" there stops the alert.
         # (After the audits above: its toast would be in theirs.)
-        bob.open("/#/checkin")
-        bob.heading("Check-in")
+        # The walker is elsewhere in the app: the stream's prompt takes them to it, as the push would.
+        bob.open("/#/groups")
+        bob.heading("Your groups")
         asking = server.api("POST", "/v1/checkins", {"group_id": group_id, "due_in_s": 2, "grace_s": 900, "note": "Last bus"}, bob_token, expect=201)
+        bob.heading("Check-in", timeout=30)
         # The screen redraws its cards on each check-in notice: every look finds the card afresh.
         prompting = f'article.card[data-checkin="{asking["id"]}"][data-status="prompting"]'
         bob.wait(lambda driver: "Time is up: are you safe?" in bob.find(prompting).text, 30, "the check-in asking whether the walker is safe")
@@ -703,7 +707,8 @@ def main():
             next(button for button in bob.find(prompting).find_elements(By.TAG_NAME, "button") if button.text == "I'm safe").click()
             return True
         bob.wait(press_safe, 10, "'I'm safe' pressed")
-        bob.wait(lambda driver: not bob.all(f'article.card[data-checkin="{asking["id"]}"]'), 10, "the card gone once safe")
+        bob.wait(lambda driver: not bob.all(f'article.card[data-checkin="{asking["id"]}"]')
+                 and bob.all(f'main [data-ended="{asking["id"]}"]'), 10, "the card gone once safe, saying the group was told")
         status = server.api("GET", f"/v1/checkins/{asking['id']}", token=bob_token)["status"]
         check(status == "completed", f"after 'I'm safe' the check-in is {status}")
         say("a check-in past its deadline stayed on the walker's screen asking 'are you safe?', and 'I'm safe' there completed it")

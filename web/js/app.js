@@ -107,6 +107,11 @@ function liveStream() {
     if (notice.event === "invitation.received") toast("You have a new invitation to a group.");
     if (notice.event === "group.removed") toast("You are no longer in a group.");
     if (notice.event === "checkin_request.received") banners.received(notice.data);
+    // "Are you safe?" at a walk's deadline: the check-in screen, wherever the walker was (as the push opens it).
+    if (notice.event === "checkin.prompt" && !location.hash.startsWith("#/checkin")) {
+      toast("Time is up on your check-in: are you safe?");
+      navigate("/checkin");
+    }
   });
   return stream;
 }

@@ -44,13 +44,20 @@ const OPEN_STATUSES = ["active", "prompting", "missed", "escalated"];
 
 async function refresh(room) {
   const { active, timers, watches } = room;
-  const pages = await Promise.all(OPEN_STATUSES.map((status) => api("GET", `/v1/checkins?status=${status}`)));
+  const [done, ...pages] = await Promise.all([api("GET", "/v1/checkins?status=completed&limit=1"),
+    ...OPEN_STATUSES.map((status) => api("GET", `/v1/checkins?status=${status}`))]);
   const open = pages.flatMap((page) => page.items).sort((a, b) => Date.parse(a.due_at) - Date.parse(b.due_at));
+  // The walk that just ended safely says so for an hour ("You arrived at 22:10").
+  const ended = done.items[0];
+  const recent = ended && Date.now() - Date.parse(ended.ended_at) < 3600_000 ? ended : null;
   timers.forEach(clearInterval);
   timers.clear();
   watches.forEach((watch) => navigator.geolocation?.clearWatch(watch));
   watches.clear();
   fill(active, h("h2", { id: "active-heading" }, "Your check-ins"),
+    recent ? h("p", { class: "notice", dataset: { ended: recent.id } },
+      h("strong", {}, recent.reason === "arrived" ? "You arrived " : "You checked in safe "), time(recent.ended_at),
+      ": your group has been told you are home safe.") : null,
     open.length ? open.map((checkin) => card(room, checkin)) : h("p", { class: "muted" }, "None running. Start one before you walk home alone."));
 }
 
