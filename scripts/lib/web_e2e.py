@@ -226,13 +226,17 @@ class Browser:
             for violation in bad))
         return len(results["violations"])
 
-    def screenshot(self, directory, screen):
+    def screenshot(self, directory, screen, element=None):
+        """The screen at the top (with `element` in the middle; "end": at its end), without a passing toast."""
         if not directory:
             return
         # At one device pixel per CSS pixel: the pictures are for README, not for the Retina.
         for label, size in (("phone", dict(PHONE, deviceScaleFactor=1)), ("desktop", DESKTOP)):
             self.driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", size)
             time.sleep(0.3)  # let layout settle at the new width before the picture
+            self.driver.execute_script("document.getElementById('toast').textContent = '';"
+                                       "if (arguments[0] === 'end') window.scrollTo(0, document.documentElement.scrollHeight);"
+                                       "else if (arguments[0]) arguments[0].scrollIntoView({block: 'center'}); else window.scrollTo(0, 0)", element)
             self.driver.save_screenshot(os.path.join(directory, f"{screen}-{label}.png"))
         self.driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", self.size)
 
@@ -492,7 +496,7 @@ def main():
         check(alert_seq not in before, "the alert is new")
         check(alert["template"] == "break_in" and alert["alert"]["severity"] == "red", f"raised from the template: {alert['template']}")
         check(alert["location"] and abs(alert["location"]["lat"] - HOME["latitude"]) < 1e-3, "with the browser's location")
-        bob.screenshot(shots, "group")
+        bob.screenshot(shots, "group", "end")
 
         ann.heading("Red alert")  # the raiser lands on the alert
         tap(bob, bob.driver.find_element(By.XPATH, "//ol[@class='chat']/li[contains(@class,'alert-red')]//a[normalize-space()='Open alert']"))
@@ -623,9 +627,8 @@ def main():
         ann.wait(lambda driver: "battery 61%" in ann.find(ann_walk).text
                  and len((ann.find(ann_walk + " polyline").get_attribute("points") or "").split()) == 2, 10, "the new point live on the watcher's map")
         ann.wait(lambda driver: driver.execute_script(MAP_DRAWN, ann.find(ann_walk + " .map")), 10, "the walk's map with its tiles")
-        ann.driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", ann.find(ann_walk))
         audited.append(("walk", ann.axe("a watched walk")))
-        ann.screenshot(shots, "walk")
+        ann.screenshot(shots, "walk", ann.find(ann_walk))
         server.api("POST", f"/v1/checkins/{walking['id']}/complete", token=bob_token, expect=200)
         ann.wait(lambda driver: not ann.all(ann_walk) and "Bob Neighbour is home safe" in ann.find("#toast").text, 10, "home safe, live")
         say("the watcher saw the walk with its trail, its next point live, and 'home safe' when it ended")

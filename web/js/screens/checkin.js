@@ -46,7 +46,10 @@ async function refresh(room) {
   const { active, timers, watches } = room;
   const [done, ...pages] = await Promise.all([api("GET", "/v1/checkins?status=completed&limit=1"),
     ...OPEN_STATUSES.map((status) => api("GET", `/v1/checkins?status=${status}`))]);
-  const open = pages.flatMap((page) => page.items).sort((a, b) => Date.parse(a.due_at) - Date.parse(b.due_at));
+  // "Are you safe?" first (its grace is running), then the walks on, then those whose alert went out.
+  const urgency = { prompting: 0, active: 1, escalated: 2, missed: 2 };
+  const open = pages.flatMap((page) => page.items)
+    .sort((a, b) => urgency[a.status] - urgency[b.status] || Date.parse(a.due_at) - Date.parse(b.due_at));
   // The walk that just ended safely says so for an hour ("You arrived at 22:10").
   const ended = done.items[0];
   const recent = ended && Date.now() - Date.parse(ended.ended_at) < 3600_000 ? ended : null;
