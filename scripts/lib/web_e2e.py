@@ -153,6 +153,16 @@ class Browser:
         self.driver.execute_cdp_cmd("Browser.grantPermissions", {"origin": server.base, "permissions": ["geolocation"]})
         self.driver.execute_cdp_cmd("Emulation.setGeolocationOverride", HOME)
         self.driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", size)
+        if size.get("mobile"):
+            self.driver.execute_cdp_cmd("Emulation.setTouchEmulationEnabled", {"enabled": True, "maxTouchPoints": 5})
+
+    def touch(self, element, seconds):
+        """A finger on `element`'s middle for `seconds` (touch events, as a phone sends them)."""
+        box = self.driver.execute_script("const r = arguments[0].getBoundingClientRect(); return [r.left + r.width / 2, r.top + r.height / 2]", element)
+        point = {"x": box[0], "y": box[1]}
+        self.driver.execute_cdp_cmd("Input.dispatchTouchEvent", {"type": "touchStart", "touchPoints": [point]})
+        time.sleep(seconds)  # the gesture itself: how long the finger stays
+        self.driver.execute_cdp_cmd("Input.dispatchTouchEvent", {"type": "touchEnd", "touchPoints": []})
 
     def open(self, path):
         self.driver.get(self.server.base + path)
@@ -217,14 +227,21 @@ class Browser:
         return found
 
     def axe(self, screen):
-        axe = Axe(self.driver)
-        axe.inject()
-        results = axe.run(options={"resultTypes": ["violations"]})
-        bad = [violation for violation in results["violations"] if violation.get("impact") in ("serious", "critical")]
-        check(not bad, f"{self.name} on {screen}: axe found " + "; ".join(
-            f"{violation['id']} ({violation['impact']}): {violation['help']} at {[node['target'] for node in violation['nodes']][:3]}"
-            for violation in bad))
-        return len(results["violations"])
+        """axe-core's serious and critical violations on the screen, at the phone's size and the desktop's; the minor ones counted."""
+        minor = 0
+        other = DESKTOP if self.size is PHONE else dict(PHONE, deviceScaleFactor=1)
+        for size in (self.size, other):
+            self.driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", size)
+            axe = Axe(self.driver)
+            axe.inject()
+            results = axe.run(options={"resultTypes": ["violations"]})
+            bad = [violation for violation in results["violations"] if violation.get("impact") in ("serious", "critical")]
+            check(not bad, f"{self.name} on {screen} at {size['width']} px: axe found " + "; ".join(
+                f"{violation['id']} ({violation['impact']}): {violation['help']} at {[node['target'] for node in violation['nodes']][:3]}"
+                for violation in bad))
+            minor += len(results["violations"])
+        self.driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", self.size)
+        return minor
 
     def screenshot(self, directory, screen, element=None):
         """The screen at the top (with `element` in the middle; "end": at its end), without a passing toast."""
@@ -470,7 +487,7 @@ def main():
         bob.heading("Oak Street north", exact=True)
         bob_token = bob.token()
         # Bob walks home, watched by the group; where he starts is his trail's first point.
-        walking = server.api("POST", "/v1/checkins", {"group_id": group_id, "due_in_s": 3600, "note": "Home through the park",
+        walking = server.api("POST", "/v1/checkins", {"group_id": group_id, "due_in_s": 3600, "grace_s": 0, "note": "Home through the park",
                                                       "location": {"lat": 55.6740, "lon": 12.5650}, "battery": 64}, bob_token, expect=201)
         walk_started = time.time()
         audited.append(("group", bob.axe("group")))
@@ -531,6 +548,10 @@ def main():
             "const image = document.querySelector('ol.chat .attachments img'); return !!image && image.complete && image.naturalWidth === 192"),
             10, "the photo loaded in the other browser")
 
+        # On the phone a finger that lifts too soon sends nothing, and says so.
+        bob.driver.execute_script("window.scrollTo(0, document.documentElement.scrollHeight)")
+        bob.touch(bob.button("Hold to raise the alert"), 0.3)
+        bob.wait(lambda driver: "Not sent: hold the button until it fills." in bob.main_text(), 5, "a short touch sends nothing")
         # The same alert raised from the keyboard alone (Tab to the button, hold Space), with a
         # camera-sized photo that the phone scales to 2048 px before it leaves.
         Select(bob.find("main select[name=template]")).select_by_value("suspicious")
@@ -629,17 +650,33 @@ def main():
         ann.wait(lambda driver: driver.execute_script(MAP_DRAWN, ann.find(ann_walk + " .map")), 10, "the walk's map with its tiles")
         audited.append(("walk", ann.axe("a watched walk")))
         ann.screenshot(shots, "walk", ann.find(ann_walk))
+        # Bob's deadline comes (brought forward: the server takes deadlines from 1 s here) and he does not
+        # answer: the watcher's card turns to the missed walk, and its alert shows his trail.
+        server.api("POST", f"/v1/checkins/{walking['id']}/extend", {"due_in_s": 1}, bob_token, expect=200)
+        ann.wait(lambda driver: ann.find(ann_walk).get_attribute("data-status") == "missed" and "Open the alert" in ann.find(ann_walk).text, 30,
+                 "the walk missed, on the watcher's screen")
+        tap(ann, ann.find(ann_walk).find_element(By.LINK_TEXT, "Open the alert"))
+        ann.heading("Red alert")
+        ann.wait(lambda driver: "Missed check-in: Bob Neighbour" in ann.main_text()
+                 and len((ann.find("main .map polyline").get_attribute("points") or "").split()) == 2, 10, "the missed walk's trail on the alert's map")
+        ann.wait(lambda driver: driver.execute_script(MAP_DRAWN, ann.find("main .map")), 10, "the missed walk's map with its tiles")
+        ann.screenshot(shots, "missed-walk")
+        # He was fine after all: "I'm safe" closes the alert (the all clear) and the group hears he is home.
+        ann.open(f"/#/g/{group_id}")
+        ann.heading("Oak Street north", exact=True)
+        ann.wait(lambda driver: ann.all(ann_walk), 5, "the missed walk listed")
         server.api("POST", f"/v1/checkins/{walking['id']}/complete", token=bob_token, expect=200)
         ann.wait(lambda driver: not ann.all(ann_walk) and "Bob Neighbour is home safe" in ann.find("#toast").text, 10, "home safe, live")
-        say("the watcher saw the walk with its trail, its next point live, and 'home safe' when it ended")
+        say("the watcher saw the walk with its trail, its next point live, the walk missed with its trail on the alert's map, then 'home safe'")
 
         # A check-in runs out: the watcher's browser shows the red alert.
+        def missed_alerts():
+            return {int(element.get_attribute("data-seq")) for element in ann.all("ol.chat > li.alert-red") if "Missed check-in: Bob Neighbour" in element.text}
+        earlier = missed_alerts()
         checkin = server.api("POST", "/v1/checkins", {"group_id": group_id, "due_in_s": 2, "grace_s": 0, "note": "Walking home from the station",
                                                       "location": {"lat": 55.6745, "lon": 12.5660}}, bob_token, expect=201)
-        ann.wait(lambda driver: any("Missed check-in: Bob Neighbour" in element.text for element in ann.all("ol.chat > li.alert-red")), 30,
-                 "the missed check-in's alert, saying what it is")
-        missed_seq = next(int(element.get_attribute("data-seq")) for element in ann.all("ol.chat > li.alert-red")
-                          if "Missed check-in" in element.text)
+        ann.wait(lambda driver: missed_alerts() - earlier, 30, "the missed check-in's alert in the chat, saying what it is")
+        missed_seq = max(missed_alerts() - earlier)
         ann.open(f"/#/g/{group_id}/alert/{missed_seq}")
         ann.heading("Red alert")
         ann.wait(lambda driver: "Missed check-in: Bob Neighbour" in ann.main_text(), 5, "the missed check-in's headline")

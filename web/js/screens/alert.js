@@ -158,7 +158,7 @@ export async function show({ main, params: [groupID, seqText], stream }) {
 function alertLayers(message, sharers) {
   const place = message.location;
   return {
-    markers: [...(place ? [{ ...place, label: "Alert", kind: "place" }] : []),
+    markers: [...(place ? [{ ...place, label: message.alert.details?.checkin_id ? "Last seen" : "Alert", kind: "place" }] : []),
       ...sharers.map((point) => ({ lat: point.lat, lon: point.lon, label: point.display_name, kind: "person" }))],
     circle: place?.accuracy_m ? { lat: place.lat, lon: place.lon, radius_m: place.accuracy_m } : null,
     trail: message.alert.details?.trail ?? [],

@@ -18,6 +18,8 @@ export async function show({ main, params: [groupID], stream, navigate }) {
     const frame = event.detail;
     if (frame.group_id !== groupID) return;
     if (String(frame.event).startsWith("checkin.")) walks.changed(frame);
+    // A walk's alert (missed, help) changes its card: the list again.
+    if (frame.event === "message.created" && ["missed_checkin", "help"].includes(frame.data?.template)) walks.refresh();
     if (!loaded) waiting.push(frame);
     else chat.apply(frame);
   };
