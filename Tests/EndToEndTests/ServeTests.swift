@@ -141,6 +141,36 @@ struct ServeTests {
         #expect(await serve.process.wait() == 0)
     }
 
+    /// A second `roost serve` on a port the first holds is refused at start, saying what to do,
+    /// unless sharing is asked for (`--reuse-port`); a metrics port is never shared.
+    @Test func aSecondServerOnATakenPortIsRefusedUnlessItAsksToShare() async throws {
+        let first = try await ServeProcess(["--metrics-listen", "127.0.0.1:0"])
+        let metricsPort = try #require(first.metricsPort)
+        do {
+            _ = try await ServeProcess(["--listen", "127.0.0.1:\(first.port)"])
+            Issue.record("a second server started on the first's port")
+        } catch let error as SubprocessError {
+            #expect(error.description.contains("cannot listen on 127.0.0.1:\(first.port): another process listens there"), "\(error)")
+            #expect(error.description.contains("--reuse-port"))
+        }
+        do {
+            _ = try await ServeProcess(["--reuse-port", "--listen", "127.0.0.1:\(first.port)", "--metrics-listen", "127.0.0.1:\(metricsPort)"])
+            Issue.record("a second server started on the first's metrics port")
+        } catch let error as SubprocessError {
+            #expect(error.description.contains("for metrics: another process listens there"), "\(error)")
+        }
+        // Asked for, the port is shared: both answer on it.
+        let second = try await ServeProcess(["--reuse-port", "--listen", "127.0.0.1:\(first.port)"])
+        #expect(second.port == first.port)
+        first.process.signal(SIGTERM)
+        #expect(await first.process.wait() == 0)
+        let port = second.port
+        let ready = await offload { exchange(port, "GET /readyz HTTP/1.1\r\nConnection: close\r\n\r\n") }
+        #expect(ready?.contains(#"{"status":"ready"}"#) == true, "the second answers on the shared port once the first is gone")
+        second.process.signal(SIGTERM)
+        #expect(await second.process.wait() == 0)
+    }
+
     @Test func sigtermUnderLoadAnswersEveryAcceptedRequestAndExitsZero() async throws {
         let serve = try await ServeProcess(accessLog: true)
         let port = serve.port

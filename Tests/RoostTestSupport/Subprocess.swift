@@ -145,9 +145,19 @@ public final class RunningProcess: @unchecked Sendable {
         var found: String?
         _ = try? await Poll.until(within: timeout) {
             found = output.split(separator: "\n").first(where: { $0.contains(text) }).map(String.init)
-            return found != nil || exitStatus != nil || kill(pid, 0) != 0
+            return found != nil || exited()
         }
         return found
+    }
+
+    /// Whether the process has ended, reaping it if so (an unreaped child is a zombie, which
+    /// `kill(pid, 0)` still finds).
+    private func exited() -> Bool {
+        if exitStatus != nil { return true }
+        var raw: Int32 = 0
+        guard waitpid(pid, &raw, WNOHANG) == pid else { return false }
+        exitStatus = (raw & 0x7F) == 0 ? (raw >> 8) & 0xFF : 128 + (raw & 0x7F)
+        return true
     }
 
     public func signal(_ number: Int32) {
@@ -156,6 +166,7 @@ public final class RunningProcess: @unchecked Sendable {
 
     /// Waits for the process to end and returns its exit status (128 + signal if killed).
     public func wait() async -> Int32 {
+        if let exitStatus { return exitStatus }
         let pid = self.pid
         let status: Int32 = await withCheckedContinuation { continuation in
             DispatchQueue.global().async {

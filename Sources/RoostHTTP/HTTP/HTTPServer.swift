@@ -17,6 +17,9 @@ public final class HTTPServer: Sendable {
     private let finished = Mutex<[CheckedContinuation<Void, Never>]>([])
     private let stoppedLoops = Atomic<Int>(0)
     private let accept: Listener.Accept
+    /// Whether other processes may listen on the same TCP ports (SO_REUSEPORT across processes,
+    /// `--reuse-port`); otherwise a port another process holds is an error at `start`.
+    private let sharedWithOtherProcesses: Bool
 
     /// `errorMapper` turns errors of the application's own kinds into API errors (anything it
     /// leaves is a logged 500); `clock` is what every deadline and timer reads (a test's
@@ -24,19 +27,22 @@ public final class HTTPServer: Sendable {
     /// request after the metrics and the access log.
     public convenience init(
         router: Router, limits: NetworkLimits, addresses: [ListenAddress], threads: Int, log: Log, accessLog: Bool = true,
-        observers: [any RequestObserver] = [], errorMapper: @escaping ErrorMapper = { _ in nil }, clock: any LoopClock = SystemClock()
+        observers: [any RequestObserver] = [], errorMapper: @escaping ErrorMapper = { _ in nil }, clock: any LoopClock = SystemClock(),
+        sharedWithOtherProcesses: Bool = false
     ) throws {
         try self.init(router: router, limits: limits, addresses: addresses, threads: threads, log: log, accessLog: accessLog,
-                      observers: observers, errorMapper: errorMapper, clock: clock, accept: Socket.accept)
+                      observers: observers, errorMapper: errorMapper, clock: clock, accept: Socket.accept,
+                      sharedWithOtherProcesses: sharedWithOtherProcesses)
     }
 
     /// `accept` is how listeners take a connection (tests inject failures such as EMFILE).
     init(router: Router, limits: NetworkLimits, addresses: [ListenAddress], threads: Int, log: Log, accessLog: Bool,
          observers: [any RequestObserver] = [], errorMapper: @escaping ErrorMapper = { _ in nil }, clock: any LoopClock = SystemClock(),
-         accept: @escaping Listener.Accept) throws {
+         accept: @escaping Listener.Accept, sharedWithOtherProcesses: Bool = false) throws {
         context = ServerContext(router: router, limits: limits, log: log, accessLog: accessLog, observers: observers, errorMapper: errorMapper)
         self.addresses = addresses
         self.accept = accept
+        self.sharedWithOtherProcesses = sharedWithOtherProcesses
         loops = try (0..<max(1, threads)).map { try EventLoop(index: $0, clock: clock, orderedBudget: limits.framesPerLoopTurn) }
     }
 
@@ -69,6 +75,7 @@ public final class HTTPServer: Sendable {
         var ports: [UInt16] = []
         do {
             for address in addresses {
+                if !sharedWithOtherProcesses, let port = address.port, port != 0 { try Socket.requireFree(address) }
                 var port: UInt16?
                 for loop in loops where loop.index == 0 || address.sharesAcrossSockets {
                     // Every loop binds the port the first one got, so port 0 works too.

@@ -50,6 +50,14 @@ public enum ListenAddress: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
+    /// The TCP port (0: any free one); nil for a Unix socket.
+    var port: UInt16? {
+        switch self {
+        case .inet(_, let port), .inet6(_, let port): port
+        case .unix: nil
+        }
+    }
+
     /// True where several sockets may share the address (SO_REUSEPORT): TCP only.
     var sharesAcrossSockets: Bool {
         if case .unix = self { return false }

@@ -6,7 +6,8 @@ import Glibc
 /// Socket set-up and I/O on raw descriptors, each call through `systemCall`.
 enum Socket {
     /// A non-blocking listening socket bound to `address`. TCP sockets set SO_REUSEPORT so
-    /// every event loop (and other `roost serve` processes) can listen on the same port.
+    /// every event loop can listen on the same port (and, with `--reuse-port`, other processes:
+    /// `requireFree` keeps them out otherwise).
     static func listen(_ address: ListenAddress, backlog: Int32 = 4096) throws -> Int32 {
         let family: Int32
         switch address {
@@ -52,6 +53,43 @@ enum Socket {
             throw error
         }
         return fd
+    }
+
+    /// Throws EADDRINUSE when another socket already holds a TCP `address`, even one that shares
+    /// its port with SO_REUSEPORT: a socket that does not ask to share (this probe) cannot bind
+    /// beside it. Called before a server binds its own sharing sockets, so a second process on the
+    /// same port is refused unless sharing was asked for. (Between the probe and the bind another
+    /// process could still take the port: the window is the few microseconds between two binds.)
+    static func requireFree(_ address: ListenAddress) throws(SystemError) {
+        let family: Int32
+        switch address {
+        case .inet: family = AF_INET
+        case .inet6: family = AF_INET6
+        case .unix: return
+        }
+        let fd = try mustSucceed("socket", { Glibc.socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) })
+        defer { close(fd) }
+        var on: Int32 = 1
+        let size = socklen_t(MemoryLayout<Int32>.size)
+        // SO_REUSEADDR only passes over connections of an earlier run left in TIME_WAIT.
+        try mustSucceed("setsockopt(SO_REUSEADDR)", { setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, size) })
+        switch address {
+        case .inet(let host, let port):
+            var addr = sockaddr_in()
+            addr.sin_family = sa_family_t(AF_INET)
+            addr.sin_port = port.bigEndian
+            inet_pton(AF_INET, host, &addr.sin_addr)
+            try bind(fd, &addr, address)
+        case .inet6(let host, let port):
+            try mustSucceed("setsockopt(IPV6_V6ONLY)", { setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &on, size) })
+            var addr = sockaddr_in6()
+            addr.sin6_family = sa_family_t(AF_INET6)
+            addr.sin6_port = port.bigEndian
+            inet_pton(AF_INET6, host, &addr.sin6_addr)
+            try bind(fd, &addr, address)
+        case .unix:
+            return
+        }
     }
 
     /// bind(2) for any sockaddr_* structure.

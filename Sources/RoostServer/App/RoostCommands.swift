@@ -34,7 +34,7 @@ public enum RoostCommands {
         let router = try routes(configuration, pool: pool, hub: hub, hashingThreads: max(1, threads), push: push, web: web)
         let server = try HTTPServer(
             router: router, limits: configuration.network, addresses: addresses, threads: threads, log: log,
-            accessLog: configuration.accessLog, errorMapper: APIError.mapping)
+            accessLog: configuration.accessLog, errorMapper: APIError.mapping, sharedWithOtherProcesses: configuration.reusePort)
         serverBox.server = server
         let listener = FanoutListener(configuration: pool.configuration, server: server, log: log)
         do {
@@ -45,6 +45,9 @@ public enum RoostCommands {
         hub.startAuditing(every: StreamHub.auditInterval)
         do {
             try server.start()
+        } catch let error as SystemError where error.errno == EADDRINUSE {
+            throw StartupError("cannot listen on \(configuration.listen): another process listens there (a roost serve already running?); "
+                               + "stop it, give this one another --listen, or pass --reuse-port to both to share the port on purpose")
         } catch let error as SystemError {
             throw StartupError("cannot listen on \(configuration.listen): \(error)")
         }
@@ -124,6 +127,10 @@ public enum RoostCommands {
                                       errorMapper: APIError.mapping)
         do {
             try metrics.start()
+        } catch let error as SystemError where error.errno == EADDRINUSE {
+            // Never shared: two nodes answering one scrape address would alternate their figures.
+            throw StartupError("cannot listen on \(configuration.metricsListen) for metrics: another process listens there "
+                               + "(a second node?); give each node its own --metrics-listen, or --metrics-listen off")
         } catch let error as SystemError {
             throw StartupError("cannot listen on \(configuration.metricsListen) for metrics: \(error)")
         }

@@ -65,6 +65,8 @@ public struct ServerConfiguration: Sendable {
     /// Proxies whose X-Forwarded-For is believed (CIDR list); none by default.
     public var trustedProxies = ""
     public var accessLog = true
+    /// Other processes may listen on the same port (`--reuse-port`); otherwise a taken port is an error.
+    public var reusePort = false
     /// Whether this node runs an outbox worker (any number of nodes may).
     public var outboxWorker = true
     /// Serves `/v1/conformance/echo` (tests and the WebSocket conformance suite only).

@@ -201,6 +201,10 @@ struct ServerSetting: Sendable {
         flag("--no-outbox-worker", "ROOST_NO_OUTBOX_WORKER",
              "this node delivers nothing from the outbox (other nodes do)") { $0.outboxWorker = !$1 },
         flag("--no-access-log", "ROOST_NO_ACCESS_LOG", "do not log a line per request") { $0.accessLog = !$1 },
+        flag("--reuse-port", "ROOST_REUSE_PORT",
+             "let other roost serve processes listen on the same port (SO_REUSEPORT; the kernel spreads connections); without it a taken port is an error") {
+            $0.reusePort = $1
+        },
         flag("--no-migrate", "ROOST_NO_MIGRATE", "do not apply migrations at start") { $0.migrate = !$1 },
         flag("--allow-table-owner", "ROOST_ALLOW_TABLE_OWNER",
              "serve even as a role that owns Roost's tables (which could switch row-level security off)") { $0.allowTableOwner = $1 },
