@@ -189,4 +189,44 @@ struct StartupTests {
             #expect(try app.query("SELECT count(*) AS n FROM users").rows[0].decode(Int.self, "n") == 0)  // no tenant set: no rows
         }
     }
+
+    /// A database with no Roost schema is not served (`--no-migrate` on it stops at start, saying
+    /// what to run); one whose schema only lags this Roost (a rolling upgrade) is served with
+    /// /readyz at 503, naming both versions, until `roost migrate` has run.
+    @Test(.enabled(if: TestDatabase.appURL != nil, "needs TEST_APP_DATABASE_URL (scripts/test sets it)"))
+    func aMissingSchemaStopsServeAndALaggingOneKeepsReadyzAt503UntilMigrated() async throws {
+        try await TestDatabase.withScratchDatabaseAsync { database in
+            let ownerURL = TestDatabase.configuration(database: database).connectionString
+            do {
+                _ = try await ServeProcess(["--no-migrate"], databaseURL: ownerURL)
+                Issue.record("serve --no-migrate started on an empty database")
+            } catch let error as SubprocessError {
+                #expect(error.description.contains("the database has no Roost schema (migration 0 of") && error.description.contains("roost migrate"),
+                        "\(error)")
+            }
+            // Every migration but the newest, as a node of the previous version would have left it.
+            let all = try FileManager.default.contentsOfDirectory(atPath: TestDatabase.migrationsDirectory.path).filter { $0.hasSuffix(".sql") }.sorted()
+            let older = FileManager.default.temporaryDirectory.appendingPathComponent("roost-older-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: older, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: older) }
+            for name in all.dropLast() {
+                try FileManager.default.copyItem(at: TestDatabase.migrationsDirectory.appendingPathComponent(name), to: older.appendingPathComponent(name))
+            }
+            let appURL = try #require(TestDatabase.appURL(for: ownerURL))
+            let migrate = ["DATABASE_URL": appURL, "ROOST_MIGRATION_DATABASE_URL": ownerURL]
+            #expect(try await roost(["migrate"], environment: migrate.merging(["ROOST_MIGRATIONS_DIR": older.path]) { $1 }).status == 0)
+            let newest = try #require(Int(all.last!.prefix(4)))
+            let serve = try await ServeProcess(["--no-migrate"], databaseURL: ownerURL)
+            #expect(serve.process.output.contains("the database schema lags this Roost"))
+            let port = serve.port
+            let lagging = await offload { exchange(port, "GET /readyz HTTP/1.1\r\nConnection: close\r\n\r\n") }
+            #expect(lagging?.hasPrefix("HTTP/1.1 503") == true, "\(lagging ?? "no answer")")
+            #expect(lagging?.contains("the database schema is at migration \(newest - 1) and this Roost needs \(newest): run roost migrate") == true)
+            #expect(try await roost(["migrate"], environment: migrate).status == 0)
+            let ready = await offload { exchange(port, "GET /readyz HTTP/1.1\r\nConnection: close\r\n\r\n") }
+            #expect(ready?.contains(#"{"status":"ready"}"#) == true, "\(ready ?? "no answer")")
+            serve.process.signal(SIGTERM)
+            #expect(await serve.process.wait() == 0)
+        }
+    }
 }

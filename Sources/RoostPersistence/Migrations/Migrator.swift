@@ -51,6 +51,16 @@ public struct Migrator: Sendable {
         return newlyApplied
     }
 
+    /// The newest migration applied to the database, 0 when it has no Roost schema at all (no
+    /// history table). The serving role may read the history (its one SELECT grant there).
+    public static func schemaVersion(on connection: PostgresConnection) throws -> Int {
+        do {
+            return try connection.query("SELECT coalesce(max(version), 0) AS version FROM roost_schema_migrations").rows[0].decode(Int.self, "version")
+        } catch let error as DatabaseError where error.code == .undefinedTable {
+            return 0
+        }
+    }
+
     /// The versions recorded as applied, with their checksums.
     public func appliedChecksums(on connection: PostgresConnection) throws -> [Int: String] {
         var applied: [Int: String] = [:]

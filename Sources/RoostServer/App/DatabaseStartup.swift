@@ -74,6 +74,21 @@ public enum DatabaseStartup {
                 }
                 log.warning("running as a role that bypasses row-level security", ["role": role.name])
             }
+            // A database this Roost cannot serve from at all: say so and stop, rather than report
+            // ready and answer 500 to everything. A schema that only lags (a rolling upgrade, this
+            // node up before `roost migrate` ran) is served, with /readyz at 503 until it catches up.
+            if serving, let needed = requiredSchema(configuration, loaded: migrate ? migrations : nil) {
+                let have = try await pool.withConnection { try Migrator.schemaVersion(on: $0) }
+                if have == 0 {
+                    pool.close()
+                    throw StartupError(
+                        "the database has no Roost schema (migration 0 of \(needed)): run `roost migrate` (with ROOST_MIGRATION_DATABASE_URL set to the tables' owner), or start without --no-migrate")
+                }
+                if have < needed {
+                    log.warning("the database schema lags this Roost: /readyz answers 503 until `roost migrate` has run",
+                                ["schema": String(have), "needs": String(needed)])
+                }
+            }
             log.info("database ready", [
                 "database": connection.redacted, "role": role.name,
                 "migrations_applied": applied.map(\.fileName).joined(separator: ","),
@@ -83,6 +98,13 @@ public enum DatabaseStartup {
             pool.close()
             throw StartupError(error)
         }
+    }
+
+    /// The newest migration this Roost knows (what its code needs of the schema), from the
+    /// migrations `loaded` or read from the folder; nil when no folder is found (then nothing is
+    /// checked: a packaging without sql/ serves as before).
+    static func requiredSchema(_ configuration: ServerConfiguration, loaded: [Migration]? = nil) -> Int? {
+        (loaded ?? (try? loadMigrations(configuration)))?.map(\.version).max()
     }
 
     /// The migrations folder: ROOST_MIGRATIONS_DIR, else `sql/` in the working directory or

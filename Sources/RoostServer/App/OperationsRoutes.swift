@@ -11,8 +11,8 @@ enum OperationsRoutes {
         let healthy = Array(#"{"status":"ok"}"#.utf8)
         builder.addInline(.get, "/healthz") { _ in .json(.ok, healthy) }
         builder.add(.get, "/readyz") { _ in
-            guard await probe.ready() else {
-                throw APIError(.serviceUnavailable, code: .unavailable, message: "PostgreSQL did not answer within 1 s", headers: ["Retry-After": "1"])
+            if let reason = await probe.ready() {
+                throw APIError(.serviceUnavailable, code: .unavailable, message: reason, headers: ["Retry-After": "1"])
             }
             return .json(.ok, Array(#"{"status":"ready"}"#.utf8))
         }

@@ -3,15 +3,16 @@ import Foundation
 import RoostPersistence
 import Synchronization
 
-/// `/readyz`'s check that PostgreSQL answers, on a connection of its own: a probe never takes a
-/// pooled connection from requests (a load balancer polling a saturated node would otherwise
-/// queue behind them and call a busy node dead). One probe runs at a time on its own thread;
-/// callers that come meanwhile share its answer, and each waits at most a second.
+/// `/readyz`'s check that PostgreSQL answers and its schema is the one this Roost needs, on a
+/// connection of its own: a probe never takes a pooled connection from requests (a load
+/// balancer polling a saturated node would otherwise queue behind them and call a busy node
+/// dead). One probe runs at a time on its own thread; callers that come meanwhile share its
+/// answer, and each waits at most a second.
 final class ReadinessProbe: Sendable {
     private struct State {
         /// Touched only by the probe thread while `inFlight` (hence the box's unchecked sendability).
         var connection: ConnectionBox?
-        var waiting: [UInt64: CheckedContinuation<Bool, Never>] = [:]
+        var waiting: [UInt64: CheckedContinuation<String?, Never>] = [:]
         var nextID: UInt64 = 0
         var inFlight = false
     }
@@ -23,15 +24,19 @@ final class ReadinessProbe: Sendable {
     }
 
     private let configuration: ConnectionConfiguration
+    /// The newest migration this Roost needs applied (nil: not checked).
+    private let requiredSchema: Int?
     private let state = Mutex(State())
     private let timers = DispatchQueue(label: "roost.readiness.timeouts")
 
-    init(configuration: ConnectionConfiguration) {
+    init(configuration: ConnectionConfiguration, requiredSchema: Int? = nil) {
         self.configuration = configuration
+        self.requiredSchema = requiredSchema
     }
 
-    /// True when PostgreSQL answered `SELECT 1` within a second.
-    func ready() async -> Bool {
+    /// Nil when PostgreSQL answered within a second with a schema at least `requiredSchema`;
+    /// else why this node is not ready, as a sentence.
+    func ready() async -> String? {
         await withCheckedContinuation { continuation in
             let (id, start) = state.withLock { state -> (UInt64, Bool) in
                 state.nextID += 1
@@ -40,7 +45,7 @@ final class ReadinessProbe: Sendable {
                 return (state.nextID, !state.inFlight)
             }
             timers.asyncAfter(deadline: .now() + 1) { [self] in
-                state.withLock { $0.waiting.removeValue(forKey: id) }?.resume(returning: false)
+                state.withLock { $0.waiting.removeValue(forKey: id) }?.resume(returning: "PostgreSQL did not answer within 1 s")
             }
             if start { Thread.detachNewThread { [self] in probe() } }
         }
@@ -49,17 +54,23 @@ final class ReadinessProbe: Sendable {
     /// Runs on a thread of its own (libpq blocks), then answers everyone waiting.
     private func probe() {
         let box = state.withLock { $0.connection }
-        var answer = false
+        var answer: String? = "PostgreSQL cannot be reached"
         var kept: ConnectionBox?
         do {
             let current = try box ?? ConnectionBox(PostgresConnection.connect(configuration))
-            try current.connection.run(script: "SELECT 1")
-            answer = true
+            if let requiredSchema {
+                let have = try Migrator.schemaVersion(on: current.connection)
+                answer = have >= requiredSchema ? nil
+                    : "the database schema is at migration \(have) and this Roost needs \(requiredSchema): run roost migrate"
+            } else {
+                try current.connection.run(script: "SELECT 1")
+                answer = nil
+            }
             kept = current
         } catch {
             kept = nil  // opened afresh next time
         }
-        let waiters = state.withLock { state -> [CheckedContinuation<Bool, Never>] in
+        let waiters = state.withLock { state -> [CheckedContinuation<String?, Never>] in
             state.connection = kept
             state.inFlight = false
             defer { state.waiting = [:] }

@@ -86,7 +86,8 @@ public enum RoostCommands {
         web: WebApp? = nil
     ) throws -> Router {
         var builder = Router.Builder()
-        OperationsRoutes.add(to: &builder, probe: ReadinessProbe(configuration: pool.configuration))
+        OperationsRoutes.add(to: &builder, probe: ReadinessProbe(configuration: pool.configuration,
+                                                                 requiredSchema: DatabaseStartup.requiredSchema(configuration)))
         TenantRoutes.add(to: &builder, pool: pool, adminToken: configuration.adminToken)
         let accounts = AccountRoutes(pool: pool, sessionLifetime: configuration.sessionLifetimeSeconds,
                                      sessionMaxAge: configuration.sessionMaxAgeSeconds, hashingThreads: hashingThreads,
