@@ -48,6 +48,9 @@ struct DockerFilesTests {
                 "roost_role": roost["environment"]["DATABASE_URL"].split("://")[1].split(":")[0],
                 "migration_role": roost["environment"]["ROOST_MIGRATION_DATABASE_URL"].split("://")[1].split(":")[0],
                 "init_creates": open(os.path.join(base, "postgres-init/01-roost-role.sh")).read(),
+                "trusted_proxies": roost["environment"].get("ROOST_TRUSTED_PROXIES", ""),
+                "caddy_address": services["caddy"]["networks"]["roost"]["ipv4_address"],
+                "subnet": compose["networks"]["roost"]["ipam"]["config"][0]["subnet"],
             }))
             """
         let outcome = try await Subprocess.run("/usr/bin/python3", ["-c", script, Self.root.appendingPathComponent("docker/compose.yaml").path])
@@ -63,6 +66,9 @@ struct DockerFilesTests {
         #expect(parsed["volumes"] as? [String] == ["caddy_data", "pgdata"])
         // The server serves as a role that owns nothing; the owner migrates; the init script makes both.
         #expect(parsed["roost_role"] as? String == "roost_app" && parsed["migration_role"] as? String == "roost")
+        // Behind the shipped proxy every client is told apart: Roost trusts exactly Caddy's fixed address.
+        #expect(parsed["trusted_proxies"] as? String == "${ROOST_TRUSTED_PROXIES:-\(parsed["caddy_address"] as? String ?? "?")}")
+        #expect((parsed["caddy_address"] as? String)?.hasPrefix("172.30.80.") == true && parsed["subnet"] as? String == "172.30.80.0/24")
         let initScript = parsed["init_creates"] as? String ?? ""
         #expect(initScript.contains("CREATE ROLE roost_app") && initScript.contains("CREATE DATABASE roost OWNER roost"))
     }

@@ -171,6 +171,26 @@ struct ServeTests {
         #expect(await second.process.wait() == 0)
     }
 
+    /// A proxy in front that ROOST_TRUSTED_PROXIES does not name is said once in the log (its
+    /// X-Forwarded-For is ignored, so every user behind it would share its throttles).
+    @Test func anUntrustedForwardedForIsLoggedOnce() async throws {
+        let serve = try await ServeProcess()
+        let port = serve.port
+        let body = #"{"tenant":"no-such-street","email":"x@example.org","password":"not the password"}"#
+        for _ in 0..<3 {
+            let answer = await offload {
+                exchange(port, "POST /v1/auth/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nX-Forwarded-For: 203.0.113.7\r\n"
+                         + "Content-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)")
+            }
+            #expect(answer?.hasPrefix("HTTP/1.1 4") == true, "\(answer ?? "no answer")")
+        }
+        let warnings = serve.process.output.components(separatedBy: "X-Forwarded-For came from a peer ROOST_TRUSTED_PROXIES does not name").count - 1
+        #expect(warnings == 1, "\(serve.process.output)")
+        #expect(serve.process.output.contains(#""peer":"127.0.0.1""#))
+        serve.process.signal(SIGTERM)
+        #expect(await serve.process.wait() == 0)
+    }
+
     @Test func sigtermUnderLoadAnswersEveryAcceptedRequestAndExitsZero() async throws {
         let serve = try await ServeProcess(accessLog: true)
         let port = serve.port

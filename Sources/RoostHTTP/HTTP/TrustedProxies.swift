@@ -51,7 +51,7 @@ package struct TrustedProxies: Sendable {
         self.networks = networks
     }
 
-    func trusts(_ address: String) -> Bool {
+    package func trusts(_ address: String) -> Bool {
         guard !networks.isEmpty, let bytes = Self.parse(address) else { return false }
         return networks.contains { $0.contains(bytes) }
     }

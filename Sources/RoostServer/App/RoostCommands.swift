@@ -31,7 +31,7 @@ public enum RoostCommands {
         }
         let jobs = JobMetrics()
         let web = try webApp(configuration, log: log)
-        let router = try routes(configuration, pool: pool, hub: hub, hashingThreads: max(1, threads), push: push, web: web)
+        let router = try routes(configuration, pool: pool, hub: hub, hashingThreads: max(1, threads), push: push, web: web, log: log)
         let server = try HTTPServer(
             router: router, limits: configuration.network, addresses: addresses, threads: threads, log: log,
             accessLog: configuration.accessLog, errorMapper: APIError.mapping, sharedWithOtherProcesses: configuration.reusePort)
@@ -83,7 +83,7 @@ public enum RoostCommands {
     /// the test-only echo.
     static func routes(
         _ configuration: ServerConfiguration, pool: ConnectionPool, hub: StreamHub, hashingThreads: Int, push: PushSettings? = nil,
-        web: WebApp? = nil
+        web: WebApp? = nil, log: Log? = nil
     ) throws -> Router {
         var builder = Router.Builder()
         OperationsRoutes.add(to: &builder, probe: ReadinessProbe(configuration: pool.configuration,
@@ -92,7 +92,8 @@ public enum RoostCommands {
         let accounts = AccountRoutes(pool: pool, sessionLifetime: configuration.sessionLifetimeSeconds,
                                      sessionMaxAge: configuration.sessionMaxAgeSeconds, hashingThreads: hashingThreads,
                                      invitationLifetime: configuration.invitationLifetimeSeconds, limits: configuration.abuse,
-                                     proxies: try TrustedProxies(parsing: configuration.trustedProxies), push: try push ?? pushSettings(configuration))
+                                     proxies: try TrustedProxies(parsing: configuration.trustedProxies), push: try push ?? pushSettings(configuration),
+                                     log: log)
         APIRoutes(accounts: accounts, checkinMinimumSeconds: configuration.checkinMinSeconds, hub: hub).add(to: &builder)
         web?.add(to: &builder)
         if configuration.conformanceEcho {

@@ -23,14 +23,14 @@ struct AccountRoutes: Sendable {
 
     init(pool: ConnectionPool, hasher: PasswordHasher = PasswordHasher(), sessionLifetime: Int, sessionMaxAge: Int = 7_776_000,
          hashingThreads: Int, invitationLifetime: Int = 7 * 86_400, limits: AbuseLimits = AbuseLimits(), proxies: TrustedProxies = .none,
-         push: PushSettings = PushSettings()) {
+         push: PushSettings = PushSettings(), log: Log? = nil) {
         self.push = push
         self.auth = Authentication(pool: pool, sessionLifetime: sessionLifetime, sessionMaxAge: sessionMaxAge)
         self.pool = pool
         self.limits = limits
         self.proxies = proxies
         self.invitationLifetime = invitationLifetime
-        self.credentials = Credentials(pool: pool, hasher: hasher, hashingThreads: hashingThreads, proxies: proxies)
+        self.credentials = Credentials(pool: pool, hasher: hasher, hashingThreads: hashingThreads, proxies: proxies, log: log)
     }
 
     struct RegisterBody: Decodable, KnownFields {
@@ -68,7 +68,7 @@ struct AccountRoutes: Sendable {
 
     func newSession(tenant: UUID, _ context: RequestContext) -> NewSession {
         let (text, token) = TenantToken.generate(tenant: tenant)
-        let address = proxies.client(peer: context.peer, forwardedFor: context.request.headers["X-Forwarded-For"])
+        let address = credentials.clientAddress(context)
         return NewSession(text: text, token: token, lifetime: min(sessionLifetime, sessionMaxAge),
                           client: context.request.headers["User-Agent"].map { String($0.prefix(200)) }, network: TrustedProxies.network(address))
     }

@@ -2,6 +2,7 @@ import Foundation
 import RoostHTTP
 import RoostPersistence
 import RoostProtocol
+import Synchronization
 
 /// Passwords and PINs checked against their hashes, and the throttles that guard every guess:
 /// what sign-in, registration, password resets, account changes and check-in PINs share.
@@ -16,19 +17,42 @@ struct Credentials: Sendable {
     let dummyHash: String
     /// One request a throttle key at a time on this node (see `KeyedSerializer`).
     let serializer = KeyedSerializer()
+    let log: Log?
+    /// Whether the untrusted `X-Forwarded-For` was logged (once a server).
+    private let forwardNoticed = ForwardNoticed()
 
-    init(pool: ConnectionPool, hasher: PasswordHasher, hashingThreads: Int, proxies: TrustedProxies) {
+    private final class ForwardNoticed: Sendable {
+        let seen = Atomic<Bool>(false)
+    }
+
+    init(pool: ConnectionPool, hasher: PasswordHasher, hashingThreads: Int, proxies: TrustedProxies, log: Log? = nil) {
         self.pool = pool
         self.hasher = hasher
         self.gate = HashingGate(width: hashingThreads)
         self.proxies = proxies
         self.dummyHash = hasher.hash(UUID().uuidString)
+        self.log = log
+    }
+
+    /// The address a request comes from: the peer, or behind a trusted proxy the client it
+    /// names. An `X-Forwarded-For` from a peer `ROOST_TRUSTED_PROXIES` does not name is ignored,
+    /// and said once in the log: it is usually a proxy in front that was not named, behind which
+    /// every user shares the proxy's address and its throttles.
+    func clientAddress(_ context: RequestContext) -> String {
+        let forwarded = context.request.headers["X-Forwarded-For"]
+        if forwarded != nil, !proxies.trusts(context.peer), let log,
+           forwardNoticed.seen.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged {
+            log.warning("X-Forwarded-For came from a peer ROOST_TRUSTED_PROXIES does not name, and is ignored: if a proxy of yours "
+                        + "is in front, set ROOST_TRUSTED_PROXIES to its address, or every user behind it shares its throttles",
+                        ["peer": context.peer])
+        }
+        return proxies.client(peer: context.peer, forwardedFor: forwarded)
     }
 
     /// Who a request comes from, as throttles count it: the client address (behind a trusted
     /// proxy, the one it names), an IPv6 address by its /64.
     func throttleAddress(_ context: RequestContext) -> String {
-        TrustedProxies.throttleKey(proxies.client(peer: context.peer, forwardedFor: context.request.headers["X-Forwarded-For"]))
+        TrustedProxies.throttleKey(clientAddress(context))
     }
 
     /// Counts a hit on each limit, or refuses with 429 and `Retry-After` when one is used up.
