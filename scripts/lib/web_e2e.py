@@ -191,6 +191,14 @@ class Browser:
         return self.wait(EC.element_to_be_clickable((By.XPATH, f"//{within}//button[normalize-space()={json.dumps(text)}]")),
                          message=f"button {text!r}")
 
+    def press(self, text, within="main"):
+        """Clicks the button reading `text`, found afresh until the click lands: a screen redrawn by
+        a stream event between finding and clicking (a stale element) is looked at again."""
+        def clicked(driver):
+            driver.find_element(By.XPATH, f"//{within}//button[normalize-space()={json.dumps(text)}]").click()
+            return True
+        self.wait(clicked, message=f"button {text!r} pressed")
+
     def fill(self, name, value, within="main"):
         def shown(driver):  # the visible one: a hidden tab panel has a field of the same name
             return next((candidate for candidate in driver.find_elements(By.CSS_SELECTOR, f"{within} [name={json.dumps(name)}]")
@@ -391,7 +399,7 @@ def main():
         ann.screenshot(shots, "join")
 
         # The organiser registers and starts a group.
-        ann.button("Create account").click()
+        ann.press("Create account")
         ann.fill("display_name", "Ann Organiser")
         ann.fill("login", "ann@example.org")
         ann.fill("password", PASSWORD + "\n")
@@ -410,7 +418,7 @@ def main():
         ann.heading("members and settings")
         for address in ("carol@example.org", "bob@example.org"):
             ann.fill("address", address)
-            ann.button("Send invitation").click()
+            ann.press("Send invitation")
             ann.wait(lambda driver, address=address: address in ann.main_text(), message=f"the invitation to {address} listed")
         audited.append(("organiser", ann.axe("organiser")))
         # The room's other sections: a new group's default templates save unchanged (a chat template has no
@@ -422,19 +430,19 @@ def main():
         check(not any(row.find_element(By.CSS_SELECTOR, "[data-name=severity]").is_displayed() for row in ann.all("fieldset.template")
                       if Select(row.find_element(By.CSS_SELECTOR, "[data-name=kind]")).first_selected_option.get_attribute("value") == "chat"),
               "no severity on a chat template")
-        ann.button("Save templates").click()
+        ann.press("Save templates")
         ann.wait(lambda driver: "Templates saved." in ann.find("#toast").text, 5, "the default set saved unchanged")
         check(server.api("GET", f"/v1/groups/{south}/templates", token=ann_token)["templates"] == defaults, "the defaults as they were")
         third = ann.all("fieldset.template")[2]
         key = third.find_element(By.CSS_SELECTOR, "[data-name=key]")
         key.clear()
         key.send_keys("Bad Key")
-        ann.button("Save templates").click()
+        ann.press("Save templates")
         ann.wait(lambda driver: third.find_element(By.CSS_SELECTOR, ".error").text.strip(), 5, "the error on the row at fault")
         check(key.get_attribute("aria-invalid") == "true" and ann.driver.switch_to.active_element == key, "the field at fault marked and focused")
         say(f"a bad template row: {third.find_element(By.CSS_SELECTOR, '.error').text!r}")
         third.find_element(By.XPATH, ".//button[normalize-space()='Delete template 3']").click()
-        ann.button("Save templates").click()
+        ann.press("Save templates")
         ann.wait(lambda driver: len(server.api("GET", f"/v1/groups/{south}/templates", token=ann_token)["templates"]) == len(defaults) - 1, 5,
                  "the row deleted")
         audited.append(("templates", ann.axe("templates")))
@@ -443,7 +451,7 @@ def main():
         ann.heading("members and settings")
         ann.find("main details summary").click()
         ann.fill("name", "Number 12's alarm")
-        ann.button("Add bridge").click()
+        ann.press("Add bridge")
         ann.wait(lambda driver: ann.all("main [data-secret=Key]") and ann.find("main [data-secret=Key]").text.startswith("rbk_"), 5,
                  "the bridge's key shown once")
         ann.open(f"/#/g/{south}/manage?s=audit")
@@ -518,7 +526,7 @@ def main():
         ann.heading("Red alert")  # the raiser lands on the alert
         tap(bob, bob.driver.find_element(By.XPATH, "//ol[@class='chat']/li[contains(@class,'alert-red')]//a[normalize-space()='Open alert']"))
         bob.heading("Red alert")
-        bob.button("On my way").click()
+        bob.press("On my way")
         ann.wait(EC.presence_of_element_located((By.CSS_SELECTOR, "li[data-response=on_my_way]")), 5, "the answer live on the raiser's screen")
         check("Bob Neighbour" in ann.find("li[data-response=on_my_way]").text, "the answer names who")
         ann.wait(lambda driver: "Seen by" in ann.main_text(), message="seen by N")
@@ -531,9 +539,9 @@ def main():
         ann.screenshot(shots, "alert")
         check(not bob.all("main section[aria-label='Close or reopen']"), "a member who did not raise it cannot close it")
         ann.fill("resolution", "False alarm: the neighbour's cat")
-        ann.button("Close alert").click()
+        ann.press("Close alert")
         bob.wait(lambda driver: "False alarm: the neighbour's cat" in bob.main_text(), 5, "the close, with its resolution, live")
-        ann.button("Reopen alert").click()
+        ann.press("Reopen alert")
         bob.wait(lambda driver: "Open" in bob.find("main .card .severity").find_element(By.XPATH, "..").text, 5, "the reopen, live")
 
         # A photo from the phone, shown (through its signed address, under the page's CSP) on the desktop.
@@ -705,7 +713,7 @@ def main():
         bob.screenshot(shots, "me")
         # Quiet hours with one end only are refused in words, on the field at fault (they were dropped silently).
         bob.driver.execute_script("document.querySelector('main [name=quiet_start]').value = '22:00'")
-        bob.button("Save notifications").click()
+        bob.press("Save notifications")
         bob.wait(lambda driver: "need both a start and an end" in bob.main_text(), 5, "the quiet hours' error")
         check(bob.find("main [name=quiet_end]").get_attribute("aria-invalid") == "true", "the missing end is marked")
         bob.driver.execute_script("document.querySelector('main [name=quiet_start]').value = ''")
@@ -764,7 +772,7 @@ def main():
         audited.append(("check-in status", bob.axe("check-in status")))
         bob.open("/#/escalation_contact_confirm?token=not-a-token")
         bob.heading("escalation contact")
-        bob.button("Confirm").click()
+        bob.press("Confirm")
         check(bob.error_text(), "an unknown confirmation link says so in place")
         audited.append(("contact confirmation", bob.axe("contact confirmation")))
 
