@@ -192,8 +192,8 @@ struct Roost {
         case "retry":
             guard let id = arguments.first, !id.hasPrefix("-") else { exitUsage("roost: outbox retry needs a delivery ID") }
             arguments.removeFirst()
-            try await RoostCommands.retryDelivery(load(arguments), id: id)
-            print("queued \(id.lowercased()) for delivery again")
+            let done = try await RoostCommands.retryDelivery(load(arguments), id: id)
+            print("\(id.lowercased()): \(done)")
         default:
             exitUsage("roost: unknown outbox action '\(action)'; run roost help")
         }

@@ -123,7 +123,7 @@ struct StartupTests {
         let setup = try TestDatabase.migratedConnection()
         let tenant = try TenantStore().create(slug: "obx-\(UUID().uuidString.prefix(8).lowercased())", name: "Outbox", registration: .open, on: setup)
         let id = try setup.withTenantTransaction(tenant.id) { connection in
-            let id = try OutboxStore().enqueue(tenant: tenant.id, channel: .email, recipient: "gone@example.org", template: .invitation,
+            let id = try OutboxStore().enqueue(tenant: tenant.id, channel: .email, recipient: "gone@example.org", template: .bridgeOffline,
                                                data: RawJSON("{}"), on: connection)
             try OutboxStore().record([DeliveryRecord(id: id, step: .retry(error: "webhook answered 500", retryIn: 0))], maxAttempts: 1, on: connection)
             return id
@@ -132,11 +132,11 @@ struct StartupTests {
         let listed = try await roost(["outbox", "list", "--failed"], environment: environment)
         #expect(listed.status == 0)
         let line = lines(listed.output).first { $0.hasPrefix(text) }
-        #expect(line == "\(text)\t\(tenant.slug)\temail\tinvitation\t1\twebhook answered 500")
+        #expect(line == "\(text)\t\(tenant.slug)\temail\tbridge_offline\t1\twebhook answered 500")
         #expect(!listed.output.contains("gone@example.org"), "the list shows that a delivery failed, not to whom")
 
         let retried = try await roost(["outbox", "retry", text], environment: environment)
-        #expect(retried.status == 0 && retried.output.contains("queued \(text)"), "\(retried.output)")
+        #expect(retried.status == 0 && retried.output.contains("\(text): queued again"), "\(retried.output)")
         let (status, attempts, queued) = try setup.withTenantTransaction(tenant.id) { connection in
             let row = try connection.query("""
                 SELECT status, attempts, (SELECT count(*) FROM outbox_jobs WHERE outbox_id = o.id) AS queued FROM outbox o WHERE id = \(id)

@@ -17,6 +17,58 @@ struct InvitationRoutesTests {
         }
     }
 
+    /// A failed invitation's token was deleted with its failure: retried (`roost outbox retry`),
+    /// it goes with a fresh token that works, and the lost one no longer does; a failed code of
+    /// another kind is refused, saying how its person gets a new one.
+    @Test func aRetriedInvitationCarriesAFreshTokenThatWorks() async throws {
+        let api = try APIFixture()
+        let owner = try await api.person(["email": "olu@example.org"])
+        let group = try #require(try await api.call("POST", "/v1/groups", ["name": "Elm"], token: owner.token).1["id"] as? String)
+        let invitation = try #require(try await api.call("POST", "/v1/groups/\(group)/invitations", ["email": "dee@example.org"], token: owner.token)
+            .1["id"] as? String)
+        let lost = try await deliveredToken(api, invitation: invitation).token
+        // The relay refuses it for good: the row fails and its token is scrubbed.
+        let delivery = try await api.inTenant { _, connection -> UUID in
+            let id = try connection.query("SELECT id FROM outbox WHERE data->>'invitation_id' = \(invitation)").rows[0].decode(UUID.self, "id")
+            try OutboxStore().record([DeliveryRecord(id: id, step: .failed(error: "550 mailbox unavailable"))], maxAttempts: 5, on: connection)
+            return id
+        }
+        #expect(try await api.inTenant { _, connection in
+            try connection.query("SELECT data ? 'token' AS has FROM outbox WHERE id = \(delivery)").rows[0].decode(Bool.self, "has")
+        } == false)
+        let outcome = try await api.inTenant { tenant, connection in try DeliveryRetry.retry(delivery, tenant: tenant, on: connection) }
+        #expect(outcome == .reissued)
+        let fresh = try await deliveredToken(api, invitation: invitation).token
+        #expect(fresh.hasPrefix("riv_") && fresh != lost)
+        let (refused, _) = try await api.call("POST", "/v1/auth/register", ["tenant": api.tenant, "email": "eve@example.org", "password": "a long enough password",
+                                                                          "display_name": "Eve", "invitation_token": lost])
+        #expect(refused == 403, "the lost token no longer works")
+        let (joined, dee) = try await api.call("POST", "/v1/auth/register", ["tenant": api.tenant, "email": "dee@example.org",
+                                                                           "password": "a long enough password", "display_name": "Dee", "invitation_token": fresh])
+        #expect(joined == 201, "\(dee)")
+        let members = try await api.call("GET", "/v1/groups/\(group)/members", token: owner.token).1["items"] as? [[String: Any]]
+        #expect(members?.contains { $0["display_name"] as? String == "Dee" } == true)
+        // Accepted now: the same delivery failing again cannot be given another token.
+        try await api.inTenant { _, connection in
+            try OutboxStore().record([DeliveryRecord(id: delivery, step: .failed(error: "550 again"))], maxAttempts: 5, on: connection)
+        }
+        guard case .refused(let why)? = try await api.inTenant({ tenant, connection in try DeliveryRetry.retry(delivery, tenant: tenant, on: connection) })
+        else { Issue.record("a used invitation was retried"); return }
+        #expect(why.contains("no longer pending"))
+        // A verification code, failed: refused, naming the way to a new one.
+        let code = try await api.inTenant { tenant, connection -> UUID in
+            let id = try OutboxStore().enqueue(tenant: tenant, channel: .email, recipient: "x@example.org", template: .verification,
+                                               data: RawJSON(#"{"code":"12345678"}"#), on: connection)
+            try OutboxStore().record([DeliveryRecord(id: id, step: .failed(error: "550"))], maxAttempts: 5, on: connection)
+            return id
+        }
+        guard case .refused(let how)? = try await api.inTenant({ tenant, connection in try DeliveryRetry.retry(code, tenant: tenant, on: connection) })
+        else { Issue.record("a scrubbed code was retried"); return }
+        #expect(how.contains("asks for a new code"))
+        try await api.inTenant { _, connection in try OutboxStore().dropJobs([delivery, code], on: connection) }
+        await api.stop()
+    }
+
     @Test func invitedByPhoneTheNeighbourJoinsWithTheTokenAndTheAddressIsVerified() async throws {
         let api = try APIFixture()
         let owner = try await api.person(["email": "olu@example.org"])

@@ -70,6 +70,14 @@ public struct InvitationStore: Sendable {
             """).affectedRows == 1
     }
 
+    /// A pending, unexpired invitation gets a new token (the old one stops working); false when
+    /// it is no longer pending.
+    public func reissue(_ id: UUID, tokenHash: [UInt8], on connection: PostgresConnection) throws -> Bool {
+        try connection.query("""
+            UPDATE invitations SET token_hash = \(Data(tokenHash)) WHERE id = \(id) AND status = 'pending' AND expires_at > now()
+            """).affectedRows == 1
+    }
+
     /// The invitation a token names, locked for the answer.
     public func find(tokenHash: [UInt8], on connection: PostgresConnection) throws -> Invitation? {
         try connection.query("""

@@ -411,6 +411,19 @@ extension OutboxStore {
 
     /// Puts a failed delivery back in the queue with a fresh set of attempts; false when the
     /// transaction's tenant has no failed delivery with that id.
+    /// A failed delivery's template and data (JSON text), locked for a retry; nil when there is
+    /// no failed delivery with that id in the transaction's tenant.
+    public func failed(_ id: UUID, on connection: PostgresConnection) throws -> (template: String, data: String)? {
+        try connection.query("SELECT template, data::text AS data FROM outbox WHERE id = \(id) AND status = 'failed' FOR UPDATE").first.map {
+            (try $0.decode(String.self, "template"), try $0.decode(String.self, "data"))
+        }
+    }
+
+    /// Puts a fresh secret (`token` or `code`) back in a delivery's data before it is retried.
+    public func setSecret(_ id: UUID, field: String, value: String, on connection: PostgresConnection) throws {
+        try connection.query("UPDATE outbox SET data = jsonb_set(data, ARRAY[\(field)]::text[], to_jsonb(\(value)::text)) WHERE id = \(id)")
+    }
+
     public func retry(_ id: UUID, on connection: PostgresConnection) throws -> Bool {
         guard let tenant = try connection.query("""
             UPDATE outbox SET status = 'pending', attempts = 0, next_attempt_at = now()

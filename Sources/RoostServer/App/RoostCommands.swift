@@ -355,22 +355,33 @@ extension RoostCommands {
         }
     }
 
-    /// `roost outbox retry ID`: queues a failed delivery again with a fresh set of attempts.
-    public static func retryDelivery(_ configuration: ServerConfiguration, id text: String) async throws {
+    /// `roost outbox retry ID`: queues a failed delivery again with a fresh set of attempts (an
+    /// invitation with a fresh token; a delivery whose code is gone is refused: `DeliveryRetry`).
+    /// Returns what to tell the operator.
+    @discardableResult
+    public static func retryDelivery(_ configuration: ServerConfiguration, id text: String) async throws -> String {
         guard let id = UUID(text: text) else { throw ConfigurationError("'\(text)' is not a delivery id (a UUID)") }
         let (pool, _) = try await DatabaseStartup.open(configuration, log: Log(level: .warning), migrate: configuration.migrate)
         defer { pool.close() }
-        let retried: Bool
+        let outcome: DeliveryRetry.Outcome?
         do {
-            retried = try await pool.withConnection { connection in
-                try TenantStore().list(on: connection).contains { tenant in
-                    try connection.withTenantTransaction(tenant.id) { try OutboxStore().retry(id, on: $0) }
+            outcome = try await pool.withConnection { connection in
+                for tenant in try TenantStore().list(on: connection) {
+                    if let done = try connection.withTenantTransaction(tenant.id, { try DeliveryRetry.retry(id, tenant: tenant.id, on: $0) }) {
+                        return done
+                    }
                 }
+                return nil
             }
         } catch let error as DatabaseError {
             throw StartupError(error)
         }
-        guard retried else { throw StartupError("no failed delivery has id \(id.lowercasedText)") }
+        switch outcome {
+        case nil: throw StartupError("no failed delivery has id \(id.lowercasedText)")
+        case .refused(let why)?: throw StartupError("delivery \(id.lowercasedText) not retried: \(why)")
+        case .reissued?: return "queued again with a fresh invitation token (the one it carried no longer works)"
+        case .retried?: return "queued again"
+        }
     }
 }
 
@@ -407,7 +418,10 @@ extension RoostCommands {
         guard let kind = JobKind.named(name) else {
             throw ConfigurationError("'\(name)' is not a job kind (\(JobKind.all.map(\.name).joined(separator: ", ")))")
         }
-        if kind == .outbox { return try await retryDelivery(configuration, id: text) }
+        if kind == .outbox {
+            try await retryDelivery(configuration, id: text)
+            return
+        }
         guard let id = UUID(text: text) else { throw ConfigurationError("'\(text)' is not a job id (a UUID)") }
         let (pool, _) = try await DatabaseStartup.open(configuration, log: Log(level: .warning), migrate: configuration.migrate)
         defer { pool.close() }
