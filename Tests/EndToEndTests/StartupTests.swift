@@ -229,4 +229,28 @@ struct StartupTests {
             #expect(await serve.process.wait() == 0)
         }
     }
+
+    /// Settings that cannot be what the operator meant stop `roost serve` with what to do: a
+    /// short operator token, SMTP settings with email going elsewhere, a sender that is no
+    /// address, and a serving role asked to migrate without the tables' owner.
+    @Test(.enabled(if: TestDatabase.appURL != nil, "needs TEST_APP_DATABASE_URL (scripts/test sets it)"))
+    func settingsThatCannotBeMeantSayWhatToDo() async throws {
+        let base = ["DATABASE_URL": TestDatabase.appURL!, "ROOST_MIGRATION_DATABASE_URL": TestDatabase.url!]
+        let serve = ["serve", "--listen", "127.0.0.1:0", "--metrics-listen", "off", "--no-outbox-worker"]
+        let short = try await roost(serve, environment: base.merging(["ROOST_ADMIN_TOKEN": "change-me"]) { $1 })
+        #expect(short.status == 2 && short.output.contains("ROOST_ADMIN_TOKEN must be at least 32 characters"), "\(short.output)")
+        let stray = try await roost(serve, environment: base.merging(["ROOST_SMTP_URL": "smtp://relay.example.org"]) { $1 })
+        #expect(stray.status == 2 && stray.output.contains("ROOST_SMTP_URL is set but email leaves by log") && stray.output.contains("ROOST_EMAIL=smtp"),
+                "\(stray.output)")
+        let sender = try await roost(serve, environment: base.merging(["ROOST_EMAIL": "smtp", "ROOST_SMTP_URL": "smtp://relay.example.org",
+                                                                       "ROOST_SMTP_FROM": "the street's watch"]) { $1 })
+        #expect(sender.status == 2 && sender.output.contains("ROOST_SMTP_FROM 'the street's watch' is not an email address"), "\(sender.output)")
+        try await TestDatabase.withScratchDatabaseAsync { database in
+            let ownerURL = TestDatabase.configuration(database: database).connectionString
+            let appURL = try #require(TestDatabase.appURL(for: ownerURL))
+            let alone = try await roost(serve, environment: ["DATABASE_URL": appURL])
+            #expect(alone.status == 1 && alone.output.contains("may not create or change Roost's tables")
+                    && alone.output.contains("set ROOST_MIGRATION_DATABASE_URL to the tables' owner"), "\(alone.output)")
+        }
+    }
 }

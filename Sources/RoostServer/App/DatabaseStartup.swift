@@ -54,7 +54,16 @@ public enum DatabaseStartup {
             let (role, applied) = try await pool.withConnection { connection in
                 let role = try connection.currentRole()
                 guard migrate, !role.escapesRowSecurity || allowSuperuser else { return (role, [Migration]()) }
-                guard let owner else { return (role, try Migrator(migrations: migrations).run(on: connection)) }
+                guard let owner else {
+                    do {
+                        return (role, try Migrator(migrations: migrations).run(on: connection))
+                    } catch let error as DatabaseError where error.code == .insufficientPrivilege {
+                        // The usual cause: DATABASE_URL names the serving role, which owns nothing.
+                        throw StartupError("PostgreSQL role \(role.name) may not create or change Roost's tables (\(error.message)): "
+                                           + "set ROOST_MIGRATION_DATABASE_URL to the tables' owner, which migrates while \(role.name) serves, "
+                                           + "or pass --no-migrate where another node migrates")
+                    }
+                }
                 // Migrations as the owner, then the serving role's grants (new tables included).
                 let ownerConnection = try PostgresConnection.connect(owner)
                 let applied = try Migrator(migrations: migrations).run(on: ownerConnection)

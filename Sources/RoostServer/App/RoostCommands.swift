@@ -165,6 +165,10 @@ public enum RoostCommands {
         if routes.contains(.smtp) || routes.contains(.webpush) || channels.webhook?.url.scheme == "https" {
             channels.tls = try TLSClientContext(extraCAFile: configuration.tlsCAFile)
         }
+        if channels.email != .smtp, configuration.smtpURL != nil {
+            throw ConfigurationError("ROOST_SMTP_URL is set but email leaves by \(channels.email.rawValue) (ROOST_EMAIL, else ROOST_DELIVERY): "
+                                     + "set ROOST_EMAIL=smtp to send through it, or unset ROOST_SMTP_URL")
+        }
         if channels.email == .smtp {
             guard let url = configuration.smtpURL else { throw ConfigurationError("ROOST_EMAIL=smtp needs ROOST_SMTP_URL") }
             let smtp = try SMTPSettings(url: url, from: configuration.smtpFrom)

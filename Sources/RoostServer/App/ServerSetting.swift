@@ -21,8 +21,15 @@ struct ServerSetting: Sendable {
              "where the HTTP and WebSocket server listens") { $0.listen = $1 },
         text("--metrics-listen", "ROOST_METRICS_LISTEN", "HOST:PORT|off", "127.0.0.1:9090",
              "where /metrics is served, apart from the public listener (off: nowhere)") { $0.metricsListen = $1 },
-        text("--admin-token", "ROOST_ADMIN_TOKEN", "TOKEN", "unset: operator API off",
-             "bearer token for /v1/admin") { $0.adminToken = $1 },
+        ServerSetting(flag: "--admin-token", environment: "ROOST_ADMIN_TOKEN", placeholder: "TOKEN", defaultDescription: "unset: operator API off",
+                      help: "bearer token for /v1/admin, at least 32 characters (python3 -c 'import secrets; print(secrets.token_hex(32))')",
+                      isSwitch: false) { configuration, value, source in
+            guard value.count >= 32 else {
+                throw ConfigurationError("\(source) must be at least 32 characters (it guards every tenant): make one with "
+                                         + "python3 -c 'import secrets; print(secrets.token_hex(32))'")
+            }
+            configuration.adminToken = value
+        },
         choice("--delivery", "ROOST_DELIVERY", ["log", "webhook"], "log",
                "how the outbox delivers invitations, codes and notifications") { $0.delivery = $1 },
         text("--delivery-webhook-url", "ROOST_DELIVERY_WEBHOOK_URL", "URL", "none",

@@ -36,8 +36,11 @@ struct SMTPSettings: Sendable {
         }
         username = parts.user
         password = parts.password
-        guard let fromText, let from = MailAddress(fromText) else {
+        guard let fromText, !fromText.isEmpty else {
             throw ConfigurationError("ROOST_EMAIL=smtp needs ROOST_SMTP_FROM, an address such as 'Roost <noreply@example.org>'")
+        }
+        guard let from = MailAddress(fromText) else {
+            throw ConfigurationError("ROOST_SMTP_FROM '\(fromText)' is not an email address: write it as noreply@example.org or 'Roost <noreply@example.org>'")
         }
         self.from = from
     }

@@ -67,7 +67,8 @@ enum TenantRoutes {
     static func add(to builder: inout Router.Builder, pool: ConnectionPool, adminToken: String?) {
         let authorize: @Sendable (RequestContext) throws(APIError) -> Void = { (context: RequestContext) throws(APIError) in
             guard let adminToken else {
-                throw APIError(.notFound, code: .notFound, message: "no such resource: \(context.request.target.path)")
+                throw APIError(.notFound, code: .notFound,
+                               message: "the operator API is off on this server: start it with ROOST_ADMIN_TOKEN set (at least 32 characters)")
             }
             guard let token = context.bearerToken,
                   Secrets.constantTimeEqual(Digest.sha256(Array(token.utf8)), Digest.sha256(Array(adminToken.utf8))) else {
