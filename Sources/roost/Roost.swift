@@ -11,6 +11,7 @@ struct Roost {
 
         Commands:
           serve                      run the server (roost serve --help lists every option)
+          --version                  the release and the newest migration this binary ships
           migrate                    apply database migrations and exit
           tenant create SLUG --name NAME [--registration open|invite_only]
           tenant update SLUG [--name NAME] [--registration open|invite_only] [--sms-prefixes +45,+46|all]
@@ -93,6 +94,9 @@ struct Roost {
             case "audit":
                 if arguments.contains("--help") || arguments.contains("-h") { exitHelp(auditUsage) }
                 try await audit(arguments)
+            case "--version", "version":
+                let configuration = (try? ServerConfiguration.load(environment: ProcessInfo.processInfo.environment, arguments: [])) ?? ServerConfiguration()
+                print(RoostBuild.describe(schema: DatabaseStartup.requiredSchema(configuration)))
             case "help", "--help", "-h":
                 exitHelp(usage)
             default:

@@ -135,6 +135,19 @@ struct ServeTests {
         #expect(metrics?.contains("roost_fanout_groups_behind_total 0\n") == true)
         #expect(metrics?.contains(#"roost_requests_total{method="GET",route="/readyz",status="200"} 1"#) == true)
         #expect(metrics?.contains("# TYPE roost_request_duration_seconds histogram") == true)
+        #expect(metrics?.contains(#"roost_request_duration_seconds_count{method="GET",route="/readyz",status_class="2xx"} 1"#) == true)
+        // What runs, and the process's own figures under Prometheus' standard names.
+        let described = try await Subprocess.run(roostBinary, ["--version"], environment: ["PATH": "/usr/bin:/bin",
+                                                                                          "ROOST_MIGRATIONS_DIR": TestDatabase.migrationsDirectory.path])
+        let words = described.output.split(whereSeparator: { " ()\n".contains($0) })  // roost 0.65.0 schema 33
+        #expect(described.status == 0 && words.count == 4 && words[0] == "roost" && words[2] == "schema", "\(described.output)")
+        if words.count == 4 {
+            #expect(metrics?.contains(#"roost_build_info{version="\#(words[1])",schema="\#(words[3])"} 1"#) == true)
+        }
+        for name in ["process_resident_memory_bytes", "process_cpu_seconds_total", "process_open_fds", "process_max_fds", "process_start_time_seconds"] {
+            let line = metrics?.split(separator: "\n").first { $0.hasPrefix(name + " ") }
+            #expect((line?.split(separator: " ").last).flatMap { Double($0) }.map { $0 > 0 } == true, "\(name): \(line ?? "absent")")
+        }
         #expect(metrics?.contains(#"roost_delivery_oldest_waiting_seconds{lane="critical"} "#) == true)
         #expect(metrics?.contains("# TYPE roost_delivery_accepted_seconds histogram") == true)
         serve.process.signal(SIGTERM)

@@ -421,7 +421,10 @@ struct HTTPServerTests {
         #expect(text.contains(#"roost_requests_total{method="GET",route="/hello",status="200"} 2"#))
         #expect(text.contains(#"roost_requests_total{method="GET",route="-",status="404"} 1"#))
         #expect(text.contains(#"roost_requests_total{method="GET",route="/teapot",status="409"} 1"#))
-        #expect(text.contains("roost_request_duration_seconds_count 4"))
+        // The latency histogram by route, method and status class, so an alert can name a route.
+        #expect(text.contains(#"roost_request_duration_seconds_count{method="GET",route="/hello",status_class="2xx"} 2"#))
+        #expect(text.contains(#"roost_request_duration_seconds_bucket{method="GET",route="/teapot",status_class="4xx",le="+Inf"} 1"#))
+        #expect(text.contains(#"roost_request_duration_seconds_count{method="GET",route="-",status_class="4xx"} 1"#))
         #expect(text.contains(#"roost_open_connections{kind="http"} 1"#))
         await test.stop()
     }

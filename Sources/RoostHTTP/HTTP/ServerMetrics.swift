@@ -18,8 +18,16 @@ final class ServerMetrics: Sendable {
         var sum = 0.0
     }
 
+    /// What the latency histogram is labelled by: the route pattern, the method and the status's
+    /// class ("2xx"), so an alert can be written per route without a series per status.
+    struct LatencyKey: Hashable {
+        let method: String
+        let route: String
+        let statusClass: Int
+    }
+
     private let requests = Mutex<[RequestKey: Int]>([:])
-    private let latency = Mutex(Latency())
+    private let latency = Mutex<[LatencyKey: Latency]>([:])
     private let closes = Mutex<[UInt16: Int]>([:])
     let httpConnections = Atomic<Int>(0)
     let webSocketConnections = Atomic<Int>(0)
@@ -38,10 +46,13 @@ final class ServerMetrics: Sendable {
 
     func recordRequest(method: String, route: String, status: Int, seconds: Double) {
         requests.withLock { $0[RequestKey(method: method, route: route, status: status), default: 0] += 1 }
-        latency.withLock { latency in
+        latency.withLock { table in
+            let key = LatencyKey(method: method, route: route, statusClass: status / 100)
+            var latency = table[key] ?? Latency()
             if let bucket = Self.bounds.firstIndex(where: { seconds <= $0 }) { latency.buckets[bucket] += 1 }
             latency.count += 1
             latency.sum += seconds
+            table[key] = latency
         }
     }
 
@@ -74,16 +85,20 @@ final class ServerMetrics: Sendable {
             sample("roost_requests_total", "method=\"\(key.method)\",route=\"\(escape(key.route))\",status=\"\(key.status)\"", String(count))
         }
 
-        family("roost_request_duration_seconds", "histogram", "Time from a request's arrival to its response being queued.")
-        let snapshot = latency.withLock { $0 }
-        var cumulative = 0
-        for (index, bound) in Self.bounds.enumerated() {
-            cumulative += snapshot.buckets[index]
-            sample("roost_request_duration_seconds_bucket", "le=\"\(bound)\"", String(cumulative))
+        family("roost_request_duration_seconds", "histogram",
+               "Time from a request's arrival to its response being queued, by route pattern, method and status class.")
+        let table = latency.withLock { $0 }.sorted { ($0.key.route, $0.key.method, $0.key.statusClass) < ($1.key.route, $1.key.method, $1.key.statusClass) }
+        for (key, snapshot) in table {
+            let labels = "method=\"\(key.method)\",route=\"\(escape(key.route))\",status_class=\"\(key.statusClass)xx\""
+            var cumulative = 0
+            for (index, bound) in Self.bounds.enumerated() {
+                cumulative += snapshot.buckets[index]
+                sample("roost_request_duration_seconds_bucket", labels + ",le=\"\(bound)\"", String(cumulative))
+            }
+            sample("roost_request_duration_seconds_bucket", labels + ",le=\"+Inf\"", String(snapshot.count))
+            sample("roost_request_duration_seconds_sum", labels, String(snapshot.sum))
+            sample("roost_request_duration_seconds_count", labels, String(snapshot.count))
         }
-        sample("roost_request_duration_seconds_bucket", "le=\"+Inf\"", String(snapshot.count))
-        sample("roost_request_duration_seconds_sum", "", String(snapshot.sum))
-        sample("roost_request_duration_seconds_count", "", String(snapshot.count))
 
         family("roost_handlers_running", "gauge", "Request handlers running now.")
         sample("roost_handlers_running", "", String(runningHandlers))

@@ -112,7 +112,7 @@ public enum DatabaseStartup {
     /// The newest migration this Roost knows (what its code needs of the schema), from the
     /// migrations `loaded` or read from the folder; nil when no folder is found (then nothing is
     /// checked: a packaging without sql/ serves as before).
-    static func requiredSchema(_ configuration: ServerConfiguration, loaded: [Migration]? = nil) -> Int? {
+    public static func requiredSchema(_ configuration: ServerConfiguration, loaded: [Migration]? = nil) -> Int? {
         (loaded ?? (try? loadMigrations(configuration)))?.map(\.version).max()
     }
 

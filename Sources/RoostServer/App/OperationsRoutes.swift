@@ -20,14 +20,15 @@ enum OperationsRoutes {
 
     /// The metrics listener's one route.
     static func addMetrics(to builder: inout Router.Builder, pool: ConnectionPool, jobs: JobMetrics, deliveries: DeliveryMetrics, hub: StreamHub,
-                           server: @escaping @Sendable () -> HTTPServer?) {
+                           schema: Int? = nil, server: @escaping @Sendable () -> HTTPServer?) {
+        let build = RoostBuild.metric(schema: schema)
         builder.add(.get, "/metrics") { _ in
             var headers = HTTPHeaders()
             headers.add("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
             // The database away leaves the lanes' waits out of this scrape, nothing else.
             let waiting = (try? await pool.withConnection { try OutboxStore().oldestWaiting(on: $0) }) ?? [:]
             let text = (server()?.renderMetrics(pool: pool.statistics) ?? "") + jobs.render() + deliveries.render(waiting: waiting)
-                + OutsideBudget.renderMetrics() + renderFanout(hub)
+                + OutsideBudget.renderMetrics() + renderFanout(hub) + build + ProcessMetrics.render()
             return HTTPResponse(status: .ok, headers: headers, body: Array(text.utf8))
         }
     }

@@ -124,7 +124,8 @@ public enum RoostCommands {
         guard configuration.metricsListen != "off" else { return nil }
         let addresses = try ListenAddress.parseList(configuration.metricsListen)
         var builder = Router.Builder()
-        OperationsRoutes.addMetrics(to: &builder, pool: pool, jobs: jobs, deliveries: deliveries, hub: hub, server: server)
+        OperationsRoutes.addMetrics(to: &builder, pool: pool, jobs: jobs, deliveries: deliveries, hub: hub,
+                                    schema: DatabaseStartup.requiredSchema(configuration), server: server)
         let metrics = try HTTPServer(router: builder.build(), limits: NetworkLimits(), addresses: addresses, threads: 1, log: log, accessLog: false,
                                       errorMapper: APIError.mapping)
         do {
