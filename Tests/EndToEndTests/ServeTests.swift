@@ -47,8 +47,8 @@ final class ServeProcess {
             process = try RunningProcess(roostBinary, arguments, environment: environment)
         }
         func port(in line: String?) -> UInt16? {
-            guard let line, let range = line.range(of: #""ports":"(\d+)""#, options: .regularExpression) else { return nil }
-            return UInt16(line[range].dropFirst(9).dropLast())
+            guard let line, let range = line.range(of: #""ports":\d+"#, options: .regularExpression) else { return nil }
+            return UInt16(line[range].dropFirst(8))
         }
         if extraArguments.contains("--metrics-listen") {
             metricsPort = port(in: await process.waitForLine(containing: "\"msg\":\"metrics listening\""))
@@ -84,7 +84,7 @@ struct ServeTests {
         // 256 descriptors less a pool of 10 and the reserve (64, and 4 for each of 2 loops): at
         // most 174. (No metrics listener here: the server's own warning tells of accept pauses.)
         let serve = try await ServeProcess(["--db-pool-size", "10"], openFileLimit: 256)
-        #expect(serve.process.output.contains(#""serving_at_most":"174""#))
+        #expect(serve.process.output.contains(#""serving_at_most":174"#))
         let port = serve.port
         var (open, statuses) = await offload { () -> ([TestClient], [Int]) in
             var open: [TestClient] = [], statuses: [Int] = []
@@ -182,6 +182,22 @@ struct ServeTests {
         #expect(ready?.contains(#"{"status":"ready"}"#) == true, "the second answers on the shared port once the first is gone")
         second.process.signal(SIGTERM)
         #expect(await second.process.wait() == 0)
+    }
+
+    /// The access log's numbers are JSON numbers, and a request no route matched logs the path it
+    /// asked for, never its query (which may hold a token).
+    @Test func theAccessLogWritesNumbersAndTheUnmatchedPathWithoutItsQuery() async throws {
+        let serve = try await ServeProcess(accessLog: true)
+        let port = serve.port
+        let answer = await offload { exchange(port, "GET /v1/no-such-place?access_token=rst_secret HTTP/1.1\r\nConnection: close\r\n\r\n") }
+        #expect(answer?.hasPrefix("HTTP/1.1 404") == true)
+        let line = try #require(await serve.process.waitForLine(containing: "\"route\":\"-\""))
+        let entry = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+        #expect(entry["path"] as? String == "/v1/no-such-place" && entry["status"] as? Int == 404, "\(line)")
+        #expect(entry["bytes"] is Int && entry["duration_ms"] is Double, "\(line)")
+        #expect(!serve.process.output.contains("rst_secret"))
+        serve.process.signal(SIGTERM)
+        #expect(await serve.process.wait() == 0)
     }
 
     /// A proxy in front that ROOST_TRUSTED_PROXIES does not name is said once in the log (its

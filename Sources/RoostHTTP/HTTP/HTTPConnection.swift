@@ -207,11 +207,13 @@ final class HTTPConnection: EventHandler {
         switch context.router.match(request.method, request.target.pathSegments) {
         case .notFound:
             let error = APIError(.notFound, code: .notFound, message: "no such resource: \(request.target.path)")
-            respondImmediately(HTTPResponse(error), keepAlive: keepAlive, started: started, method: request.method.rawValue, route: "-", requestID: requestID)
+            respondImmediately(HTTPResponse(error), keepAlive: keepAlive, started: started, method: request.method.rawValue, route: "-", requestID: requestID,
+                               path: request.target.path)
         case .methodNotAllowed(let allowed):
             let names = allowed.map(\.rawValue).joined(separator: ", ")
             let error = APIError(.methodNotAllowed, code: .methodNotAllowed, message: "\(request.method) is not allowed here; use \(names)", headers: ["Allow": names])
-            respondImmediately(HTTPResponse(error), keepAlive: keepAlive, started: started, method: request.method.rawValue, route: "-", requestID: requestID)
+            respondImmediately(HTTPResponse(error), keepAlive: keepAlive, started: started, method: request.method.rawValue, route: "-", requestID: requestID,
+                               path: request.target.path)
         case .inline(let handler, let pattern, let parameters):
             let requestContext = RequestContext(request: request, route: pattern, parameters: parameters, requestID: requestID, peer: peer)
             respondImmediately(handler(requestContext), keepAlive: keepAlive, started: started, method: request.method.rawValue, route: pattern, requestID: requestID)
@@ -285,16 +287,18 @@ final class HTTPConnection: EventHandler {
         lifecycle = lifecycle.after(event)
     }
 
-    func respondImmediately(_ response: HTTPResponse, keepAlive: Bool, started: UInt64, method: String, route: String, requestID: String) {
+    /// `path`: the request's path, for a request no route matched (its log line says what was asked for).
+    func respondImmediately(_ response: HTTPResponse, keepAlive: Bool, started: UInt64, method: String, route: String, requestID: String,
+                            path: String? = nil) {
         guard let http else { return }
         finish(http.responses.take(), response, keepAlive: keepAlive, isHead: method == "HEAD", started: started, method: method, route: route,
-               requestID: requestID)
+               requestID: requestID, path: path)
     }
 
     /// A response is ready: queue it behind earlier ones and write what can be written.
     func finish(
         _ number: Int, _ response: HTTPResponse, keepAlive: Bool, isHead: Bool, started: UInt64,
-        method: String, route: String, requestID: String
+        method: String, route: String, requestID: String, path: String? = nil
     ) {
         // A closed connection let go of its responses with the rest of its HTTP state.
         guard !isClosed, let http else { return }
@@ -311,7 +315,8 @@ final class HTTPConnection: EventHandler {
         var bytes: [UInt8] = []
         HTTPResponseWriter.write(response, keepAlive: keepAlive, date: context.httpDate, includeBody: !isHead, into: &bytes)
         context.completed(CompletedRequest(requestID: requestID, method: method, route: route, status: response.status.code,
-                                           nanoseconds: loop.clock.now() - started, bodyBytes: response.body.count, peer: peer))
+                                           nanoseconds: loop.clock.now() - started, bodyBytes: response.body.count, peer: peer,
+                                           path: path.map { String($0.prefix(200)) }))
         let streamed = response.stream != nil && !isHead
         if streamed { http.waitingStreams[number] = response.stream }
         guard apply(http.responses.finish(number, bytes, streamed: streamed), of: http) else { return }

@@ -12,6 +12,9 @@ public struct CompletedRequest: Sendable {
     public let nanoseconds: UInt64
     public let bodyBytes: Int
     public let peer: String
+    /// The path asked for (never its query, which may carry a token), when no route matched;
+    /// at most 200 characters.
+    public var path: String? = nil
 }
 
 /// What the server does with every answered request, apart from the connection that answered
@@ -35,10 +38,12 @@ struct AccessLog: RequestObserver {
     let log: Log
 
     func completed(_ request: CompletedRequest) {
-        log.info("request", [
+        var fields = [
             "request_id": request.requestID, "method": request.method, "route": request.route, "status": String(request.status),
             "duration_ms": String(format: "%.3f", Double(request.nanoseconds) / 1e6),
             "bytes": String(request.bodyBytes), "peer": request.peer,
-        ])
+        ]
+        if let path = request.path { fields["path"] = path }
+        log.info("request", fields)
     }
 }
