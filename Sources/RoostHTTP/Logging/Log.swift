@@ -8,9 +8,18 @@ import Synchronization
 public final class Log: Sendable {
     public let level: LogLevel
     private let output = Mutex(FileHandle.standardError)
+    /// Where lines go instead of stderr (a test reading what was logged).
+    private let capture: (@Sendable (String) -> Void)?
 
     public init(level: LogLevel) {
         self.level = level
+        capture = nil
+    }
+
+    /// A log whose lines go to `capture`, for tests.
+    package init(level: LogLevel, capture: @escaping @Sendable (String) -> Void) {
+        self.level = level
+        self.capture = capture
     }
 
     public func debug(_ message: String, _ fields: [String: String] = [:]) { write(.debug, message, fields) }
@@ -25,6 +34,7 @@ public final class Log: Sendable {
             line += ",\(JSONString.quote(key)):" + (Self.isNumber(value) ? value : JSONString.quote(value))
         }
         line += "}\n"
+        if let capture { return capture(line) }
         let data = Data(line.utf8)
         output.withLock { $0.write(data) }
     }

@@ -19,6 +19,8 @@ import Synchronization
 final class DeadlineScheduler: Sendable {
     private let pool: ConnectionPool
     private let log: Log
+    /// A round kind failing again and again (the database away) is said once, then every 30 s.
+    private let failures: FailureLog
     private let runner: JobRunner
     private let escalations: AlertEscalations
     private let liveLocations: LiveLocationJobs
@@ -36,6 +38,7 @@ final class DeadlineScheduler: Sendable {
          baseBackoffSeconds: Double = 1) {
         self.pool = pool
         self.log = log
+        failures = FailureLog(log: log)
         var runner = JobRunner(metrics: metrics, log: log)
         runner.maxAttempts = maxAttempts
         runner.baseBackoffSeconds = baseBackoffSeconds
@@ -93,8 +96,9 @@ final class DeadlineScheduler: Sendable {
     private func attempt(_ failure: String, _ round: () async throws -> Void) async {
         do {
             try await round()
+            failures.succeeded(failure)
         } catch {
-            log.warning(failure, ["error": "\(error)"])
+            failures.failed(failure, ["error": "\(error)"])
         }
     }
 

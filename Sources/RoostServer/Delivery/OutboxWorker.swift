@@ -122,6 +122,8 @@ public final class OutboxWorker: Sendable {
     private let channels: Channels
     private let options: Options
     private let log: Log
+    /// Claims and fanout expansions failing again and again are said once, then every 30 s.
+    private let failures: FailureLog
     private let metrics: JobMetrics
     private let deliveries: DeliveryMetrics
     private let origins: OriginQueues
@@ -145,6 +147,7 @@ public final class OutboxWorker: Sendable {
         self.channels = channels
         self.options = options
         self.log = log
+        failures = FailureLog(log: log)
         self.metrics = metrics
         self.deliveries = deliveries
         origins = OriginQueues(settings: OriginQueue.Settings(connections: max(1, options.connectionsPerOrigin),
@@ -181,16 +184,18 @@ public final class OutboxWorker: Sendable {
             while !Task.isCancelled {
                 do {
                     try await expandFanouts()
+                    failures.succeeded("outbox: expanding a fanout failed; retrying")
                 } catch {
-                    log.warning("outbox: expanding a fanout failed; retrying", ["error": "\(error)"])
+                    failures.failed("outbox: expanding a fanout failed; retrying", ["error": "\(error)"])
                 }
                 let room = options.inFlight - claimed.load(ordering: .relaxed)
                 var jobs: [ClaimedDelivery] = []
                 if room > 0 {
                     do {
                         jobs = try await claim(limit: min(options.batchSize, room))
+                        failures.succeeded("outbox: a claim failed; retrying")
                     } catch {
-                        log.warning("outbox: a claim failed; retrying", ["error": "\(error)"])
+                        failures.failed("outbox: a claim failed; retrying", ["error": "\(error)"])
                     }
                 }
                 if jobs.isEmpty {
