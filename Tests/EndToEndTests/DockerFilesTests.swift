@@ -49,6 +49,11 @@ struct DockerFilesTests {
                 "migration_role": roost["environment"]["ROOST_MIGRATION_DATABASE_URL"].split("://")[1].split(":")[0],
                 "init_creates": open(os.path.join(base, "postgres-init/01-roost-role.sh")).read(),
                 "trusted_proxies": roost["environment"].get("ROOST_TRUSTED_PROXIES", ""),
+                "metrics_listen": roost["environment"].get("ROOST_METRICS_LISTEN", ""),
+                "metrics_published": any("9090" in p for p in roost.get("ports", [])),
+                "roost_healthcheck": roost.get("healthcheck", {}).get("test", []),
+                "prometheus_profiles": services["prometheus"].get("profiles"),
+                "scrape_targets": yaml.safe_load(open(os.path.join(base, "prometheus.yml")))["scrape_configs"][0]["static_configs"][0]["targets"],
                 "caddy_address": services["caddy"]["networks"]["roost"]["ipv4_address"],
                 "subnet": compose["networks"]["roost"]["ipam"]["config"][0]["subnet"],
             }))
@@ -56,7 +61,11 @@ struct DockerFilesTests {
         let outcome = try await Subprocess.run("/usr/bin/python3", ["-c", script, Self.root.appendingPathComponent("docker/compose.yaml").path])
         #expect(outcome.status == 0, "\(outcome.output)")
         let parsed = try #require(try JSONSerialization.jsonObject(with: Data(outcome.output.utf8)) as? [String: Any])
-        #expect(parsed["services"] as? [String] == ["caddy", "postgres", "roost"])
+        #expect(parsed["services"] as? [String] == ["caddy", "postgres", "prometheus", "roost"])
+        // Metrics stay inside the network, where the monitoring profile scrapes them; health is readiness.
+        #expect(parsed["metrics_listen"] as? String == "0.0.0.0:9090" && parsed["metrics_published"] as? Bool == false)
+        #expect(parsed["scrape_targets"] as? [String] == ["roost:9090"] && parsed["prometheus_profiles"] as? [String] == ["monitoring"])
+        #expect((parsed["roost_healthcheck"] as? [String])?.last == "http://127.0.0.1:8080/readyz")
         #expect((parsed["postgres_image"] as? String)?.hasPrefix("postgres:15") == true)
         #expect(parsed["postgres_healthcheck"] as? Bool == true)
         #expect(parsed["roost_waits_for_healthy"] as? String == "service_healthy")
