@@ -16,6 +16,7 @@ public final class FanoutHub<Sink: FrameSink>: Sendable {
     private let onError: @Sendable (String) -> Void
     private let auditor = Mutex<Task<Void, Never>?>(nil)
     private let foundBehind = Atomic<Int>(0)
+    private let regressions = Atomic<Int>(0)
 
     /// - Parameters:
     ///   - logPageSize: events per read when the log is read for live delivery.
@@ -34,6 +35,8 @@ public final class FanoutHub<Sink: FrameSink>: Sendable {
 
     /// Groups the audits found behind their log (a notice lost, or very late), since the start.
     public var groupsFoundBehind: Int { foundBehind.load(ordering: .relaxed) }
+    /// Groups whose log was found shorter than what was delivered here (`regressed`).
+    public var logRegressions: Int { regressions.load(ordering: .relaxed) }
 
     /// Subscribed connections and the groups they follow on this node.
     public var counts: (subscribers: Int, groups: Int) { state.withLock { $0.counts } }
@@ -140,12 +143,23 @@ public final class FanoutHub<Sink: FrameSink>: Sendable {
         let followed = state.withLock { $0.auditedGroups() }
         var standing: [(tenant: UUID, group: UUID, lastSeq: Int64)] = []
         for start in stride(from: 0, to: followed.count, by: Self.auditPageSize) {
-            let page = Array(followed[start..<min(start + Self.auditPageSize, followed.count)])
+            let page = followed[start..<min(start + Self.auditPageSize, followed.count)].map { (tenant: $0.tenant, group: $0.group) }
             do {
                 standing += try await reader.standings(of: page)
             } catch {
                 onError("fanout: auditing \(page.count) group(s) failed: \(error)")
             }
+        }
+        // A log that ends below what was delivered here before it was read has lost events (a
+        // lossy failover): its streams are told to reset. (A log only grows otherwise, so this
+        // cannot be a read that merely raced newer events.)
+        let deliveredBefore = Dictionary(followed.map { ($0.group, $0.delivered) }, uniquingKeysWith: { first, _ in first })
+        for (tenant, group, lastSeq) in standing {
+            guard let delivered = deliveredBefore[group], lastSeq < delivered else { continue }
+            mutate { $0.regressed(group, tenant: tenant, to: lastSeq) }
+            regressions.add(1, ordering: .relaxed)
+            onError("fanout: group \(group.lowercasedText)'s log ends at seq \(lastSeq), below seq \(delivered) delivered here "
+                    + "(events lost in a failover?); its streams here were told to reset and get the events that now hold those seqs")
         }
         try? await Task.sleep(for: grace)
         guard !Task.isCancelled else { return }

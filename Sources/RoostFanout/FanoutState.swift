@@ -410,9 +410,27 @@ public struct FanoutState<Sink> {
     // MARK: - Auditing
 
     /// The groups an audit asks the database about: those followed here that have delivered
-    /// something (before that, the next `ready` or notice says where they stand).
-    public func auditedGroups() -> [(tenant: UUID, group: UUID)] {
-        groups.compactMap { id, group in group.delivered != nil && !group.subscribers.isEmpty ? (group.tenant, id) : nil }
+    /// something (before that, the next `ready` or notice says where they stand), with how far.
+    public func auditedGroups() -> [(tenant: UUID, group: UUID, delivered: Int64)] {
+        groups.compactMap { id, group in
+            guard let delivered = group.delivered, !group.subscribers.isEmpty else { return nil }
+            return (group.tenant, id, delivered)
+        }
+    }
+
+    /// `group`'s log was found to end at `lastSeq`, below what was delivered here: a failover to
+    /// a standby that had not all of it gave those seqs to other events. Every stream here that
+    /// had more is told `reset` (drop the group and reload it; the events from `lastSeq + 1` on
+    /// follow) and then gets the events that now hold those seqs; delivery goes on from there.
+    public mutating func regressed(_ group: UUID, tenant: UUID, to lastSeq: Int64) -> [FanoutAction<Sink>] {
+        guard let found = groups[group], found.tenant == tenant, let delivered = found.delivered, lastSeq < delivered else { return [] }
+        groups[group]!.delivered = lastSeq
+        groups[group]!.wanted = lastSeq
+        var sinks: [Sink] = []
+        for id in found.subscribers.sorted(by: { $0.value < $1.value }) where subscribers[id]?.cursor?.rewound(group, to: lastSeq) == true {
+            sinks.append(subscribers[id]!.sink)
+        }
+        return sinks.isEmpty ? [] : [.send(StreamFrames.reset(group, oldestSeq: lastSeq + 1), to: sinks)]
     }
 
     /// Where groups stood in the database (`last_seq`) a while ago: a group followed here that is

@@ -165,6 +165,22 @@ public struct StreamCursor<Frame> {
         removed(group)
     }
 
+    /// `group`'s log was found to end at `seq`, below what this connection had (a lossy failover
+    /// gave those seqs to other events): it goes back to `seq`, so the events that now hold the
+    /// seqs after it are sent, and what waited above it is dropped. True when it had more.
+    @discardableResult
+    public mutating func rewound(_ group: UUID, to seq: Int64) -> Bool {
+        guard let standing = groups[group], standing.seen > seq else { return false }
+        waiting?.removeAll { $0.group == group && $0.seq > seq }
+        switch standing {
+        case .live(let last):
+            groups[group] = .live(last: min(last, seq))
+        case .replaying(let last, let seen, let token, let held):
+            groups[group] = .replaying(last: min(last, seq), seen: min(seen, seq), token: token, held: held.filter { $0.seq <= seq })
+        }
+        return true
+    }
+
     // MARK: - Membership
 
     /// The user is no longer in `group` (removed or left at the event `seq`, the group deleted,

@@ -134,6 +134,24 @@ struct FanoutStateTests {
         #expect(node.logReads.count == 2 && node.logReads[1].through == 4)
     }
 
+    @Test func aLogFoundShorterThanWhatWasDeliveredResetsItsStreamsAndDeliveryGoesOnFromThere() {
+        var node = Node()
+        _ = connect(&node, sink: 1, user: ann, groups: [(oak, 1)])
+        for seq in Int64(2)...5 { node.apply(node.state.received(notice(event(oak, seq)))) }
+        #expect(node.events(1) == [2, 3, 4, 5])
+        #expect(node.state.auditedGroups().first { $0.group == oak }?.delivered == 5)
+        // Another tenant's group of the same id, or a log that is not shorter, changes nothing.
+        #expect(node.state.regressed(oak, tenant: UUID(), to: 3).isEmpty)
+        #expect(node.state.regressed(oak, tenant: tenant, to: 5).isEmpty)
+        node.apply(node.state.regressed(oak, tenant: tenant, to: 3))
+        let reset = node.frames[1]?.last
+        #expect(reset?["type"] as? String == "reset" && reset?["oldest_seq"] as? Int == 4)
+        // The events that now hold seqs 4 and 5 are delivered.
+        node.apply(node.state.received(notice(event(oak, 4))))
+        node.apply(node.state.received(notice(event(oak, 5))))
+        #expect(node.events(1) == [2, 3, 4, 5, 4, 5])
+    }
+
     @Test func aFailedReadIsRetriedWhileSomeoneFollowsTheGroup() {
         var node = Node()
         let id = connect(&node, sink: 1, user: ann, groups: [(oak, 1)])

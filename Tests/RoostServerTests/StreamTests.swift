@@ -64,6 +64,41 @@ struct StreamTests {
         await api.stop()
     }
 
+    /// A lossy failover, played behind the node's back: the group's log and counter go back to
+    /// its first message. The next audit finds the log shorter than what this node delivered,
+    /// tells the stream to reset from there, and the message that then takes a lost seq reaches it.
+    @Test func aGroupWhoseLogWasRolledBackBehindTheNodesBackIsResetOnItsStreams() async throws {
+        let api = try APIFixture(stream: true)
+        let owner = try await api.person(email: "di@example.org")
+        let elm = try await group(api, owner, "Elm")
+        let (client, _) = try await stream(api, owner)
+        var seqs: [Int] = []
+        for text in ["one", "two", "three"] {
+            let seq = try await post(api, elm, text, as: owner)
+            #expect(try await next(client)["seq"] as? Int == seq)
+            seqs.append(seq)
+        }
+        let kept = Int64(seqs[0])
+        try await api.inTenant { _, connection in
+            let group = UUID(uuidString: elm)!
+            try connection.query("DELETE FROM messages WHERE group_id = \(group) AND seq > \(kept)")
+            try connection.query("DELETE FROM group_events WHERE group_id = \(group) AND seq > \(kept)")
+            try connection.query("UPDATE group_seqs SET last_seq = \(kept) WHERE group_id = \(group)")
+        }
+        let hub = try #require(api.hub)
+        let before = hub.logRegressions
+        await hub.audit(grace: .zero)
+        #expect(hub.logRegressions == before + 1)
+        let reset = try await next(client, "reset")
+        #expect(reset["group_id"] as? String == elm && reset["oldest_seq"] as? Int == seqs[0] + 1, "\(reset)")
+        // The next message takes the first lost seq, and reaches the stream.
+        let reused = try await post(api, elm, "after the failover", as: owner)
+        #expect(reused == seqs[1])
+        let event = try await next(client)
+        #expect(event["seq"] as? Int == reused && (event["data"] as? [String: Any])?["text"] as? String == "after the failover", "\(event)")
+        await api.stop()
+    }
+
     @Test func aChatLineWhoseNoticeWasLostReachesTheStreamAtTheNextAudit() async throws {
         let api = try APIFixture(stream: true)
         let owner = try await api.person(email: "cy@example.org")

@@ -38,5 +38,9 @@ enum OperationsRoutes {
             + "(a chat line's notice lost, or very late), each then read from the log.\n"
             + "# TYPE roost_fanout_groups_behind_total counter\n"
             + "roost_fanout_groups_behind_total \(hub.groupsFoundBehind)\n"
+            + "# HELP roost_fanout_log_regressions_total Groups whose log was found shorter than what this node had delivered "
+            + "(events lost in a failover to a standby that lacked them); their streams were told to reset.\n"
+            + "# TYPE roost_fanout_log_regressions_total counter\n"
+            + "roost_fanout_log_regressions_total \(hub.logRegressions)\n"
     }
 }

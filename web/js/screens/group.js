@@ -33,11 +33,18 @@ export async function show({ main, params: [groupID], stream, navigate }) {
     toast(`You are no longer a member of ${name}.`);
     navigate("/groups");
   };
+  // The server says its log of this group changed under what was shown (retention, a lossy
+  // failover): the screen is drawn again from the log.
+  const onReset = (event) => {
+    if (event.detail.group_id === groupID) navigate(`/g/${groupID}`);
+  };
   stream?.addEventListener("event", onEvent);
   stream?.addEventListener("notice", onNotice);
+  stream?.addEventListener("reset", onReset);
   const cleanup = () => {
     stream?.removeEventListener("event", onEvent);
     stream?.removeEventListener("notice", onNotice);
+    stream?.removeEventListener("reset", onReset);
     chat.stop();
     walks.stop();
   };
