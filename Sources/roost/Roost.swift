@@ -12,6 +12,7 @@ struct Roost {
         Commands:
           serve                      run the server (roost serve --help lists every option)
           --version                  the release and the newest migration this binary ships
+          sql --tenant SLUG [-- ARGS]  psql on DATABASE_URL with the tenant set (row security shows its rows)
           migrate                    apply database migrations and exit
           tenant create SLUG --name NAME [--registration open|invite_only]
           tenant update SLUG [--name NAME] [--registration open|invite_only] [--sms-prefixes +45,+46|all]
@@ -94,6 +95,13 @@ struct Roost {
             case "audit":
                 if arguments.contains("--help") || arguments.contains("-h") { exitHelp(auditUsage) }
                 try await audit(arguments)
+            case "sql":
+                if arguments.contains("--help") || arguments.contains("-h") {
+                    exitHelp("Usage: roost sql --tenant SLUG [-- PSQL_ARGUMENTS]\n\nOpens psql on DATABASE_URL with the tenant set, so that row "
+                             + "security shows its rows (without a tenant every table reads empty). Arguments after -- go to psql "
+                             + "(-c 'SELECT count(*) FROM messages')." + databaseNote)
+                }
+                try await sql(arguments)
             case "--version", "version":
                 let configuration = (try? ServerConfiguration.load(environment: ProcessInfo.processInfo.environment, arguments: [])) ?? ServerConfiguration()
                 print(RoostBuild.describe(schema: DatabaseStartup.requiredSchema(configuration)))
@@ -164,6 +172,23 @@ struct Roost {
           --since TIME     only from this time on (RFC 3339, e.g. 2026-11-01T00:00:00Z)
           --limit N        at most N entries (default 1000)
         """ + databaseNote
+
+    private static func sql(_ arguments: [String]) async throws {
+        let split = arguments.firstIndex(of: "--")
+        var own = Array(arguments[..<(split ?? arguments.endIndex)])
+        let passed = split.map { Array(arguments[arguments.index(after: $0)...]) } ?? []
+        guard let slug = try take("--tenant", from: &own) else { exitUsage("roost: sql needs --tenant SLUG") }
+        let session = try await RoostCommands.sqlSession(load(own), tenant: slug)
+        guard let psql = ["/usr/bin/psql", "/usr/local/bin/psql"].first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
+            fail("psql is not installed: apt-get install -y postgresql-client")
+        }
+        // The tenant as a setting of the session, read by row security's policies.
+        setenv("PGOPTIONS", "-c roost.tenant_id=\(session.tenant.lowercasedText)", 1)
+        let argv = [psql, session.url] + passed
+        var cArguments = argv.map { strdup($0) } + [nil]
+        execv(psql, &cArguments)
+        fail("could not start psql: \(String(cString: strerror(errno)))")
+    }
 
     private static func audit(_ arguments: [String]) async throws {
         var arguments = arguments

@@ -253,4 +253,27 @@ struct StartupTests {
                     && alone.output.contains("set ROOST_MIGRATION_DATABASE_URL to the tables' owner"), "\(alone.output)")
         }
     }
+
+    /// `roost sql --tenant SLUG` opens psql as the serving role with the tenant set: its rows,
+    /// and no other tenant's (plain psql as that role reads every table empty).
+    @Test(.enabled(if: TestDatabase.appURL != nil && FileManager.default.isExecutableFile(atPath: "/usr/bin/psql"),
+                   "needs TEST_APP_DATABASE_URL and psql"))
+    func sqlOpensPsqlWithTheTenantSet() async throws {
+        let setup = try TestDatabase.migratedConnection()
+        let tenant = try TenantStore().create(slug: "sql-\(UUID().uuidString.prefix(8).lowercased())", name: "Psql Row", registration: .open, on: setup)
+        try setup.withTenantTransaction(tenant.id) { connection in
+            for name in ["Ann", "Ben"] {
+                _ = try UserStore().create(tenant: tenant.id, email: "\(name.lowercased())@example.org", phone: nil, passwordHash: "x",
+                                           displayName: name, on: connection)
+            }
+        }
+        let environment = ["DATABASE_URL": TestDatabase.appURL!]
+        // The serving role's grants, as a start of Roost gives them.
+        #expect(try await roost(["migrate"], environment: environment.merging(["ROOST_MIGRATION_DATABASE_URL": TestDatabase.url!]) { $1 }).status == 0)
+        let counted = try await roost(["sql", "--tenant", tenant.slug, "--", "-At", "-c", "SELECT string_agg(display_name, ',' ORDER BY display_name) FROM users"],
+                                      environment: environment)
+        #expect(counted.status == 0 && counted.output.trimmingCharacters(in: .whitespacesAndNewlines) == "Ann,Ben", "\(counted.output)")
+        let unknown = try await roost(["sql", "--tenant", "no-such-\(tenant.slug)"], environment: environment)
+        #expect(unknown.status == 1 && unknown.output.contains("no tenant has the slug"))
+    }
 }
