@@ -17,26 +17,9 @@ enum Socket {
         }
         let fd = try mustSucceed("socket", { Glibc.socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) })
         do {
-            var on: Int32 = 1
-            let size = socklen_t(MemoryLayout<Int32>.size)
             switch address {
-            case .inet(let host, let port):
-                try mustSucceed("setsockopt(SO_REUSEADDR)", { setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, size) })
-                try mustSucceed("setsockopt(SO_REUSEPORT)", { setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, size) })
-                var addr = sockaddr_in()
-                addr.sin_family = sa_family_t(AF_INET)
-                addr.sin_port = port.bigEndian
-                inet_pton(AF_INET, host, &addr.sin_addr)
-                try bind(fd, &addr, address)
-            case .inet6(let host, let port):
-                try mustSucceed("setsockopt(SO_REUSEADDR)", { setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, size) })
-                try mustSucceed("setsockopt(SO_REUSEPORT)", { setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, size) })
-                try mustSucceed("setsockopt(IPV6_V6ONLY)", { setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &on, size) })
-                var addr = sockaddr_in6()
-                addr.sin6_family = sa_family_t(AF_INET6)
-                addr.sin6_port = port.bigEndian
-                inet_pton(AF_INET6, host, &addr.sin6_addr)
-                try bind(fd, &addr, address)
+            case .inet, .inet6:
+                try bindTCP(fd, address, sharingPort: true)
             case .unix(let path):
                 unlink(path)  // a stale socket file from an earlier run
                 var addr = sockaddr_un()
@@ -69,10 +52,16 @@ enum Socket {
         }
         let fd = try mustSucceed("socket", { Glibc.socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) })
         defer { close(fd) }
+        try bindTCP(fd, address, sharingPort: false)
+    }
+
+    /// Binds `fd` to a TCP `address`: SO_REUSEADDR always (it only passes over connections of an
+    /// earlier run left in TIME_WAIT), SO_REUSEPORT when `sharingPort`, an IPv6 socket IPv6 only.
+    private static func bindTCP(_ fd: Int32, _ address: ListenAddress, sharingPort: Bool) throws(SystemError) {
         var on: Int32 = 1
         let size = socklen_t(MemoryLayout<Int32>.size)
-        // SO_REUSEADDR only passes over connections of an earlier run left in TIME_WAIT.
         try mustSucceed("setsockopt(SO_REUSEADDR)", { setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, size) })
+        if sharingPort { try mustSucceed("setsockopt(SO_REUSEPORT)", { setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, size) }) }
         switch address {
         case .inet(let host, let port):
             var addr = sockaddr_in()
