@@ -343,8 +343,6 @@ extension RoostCommands {
         }
     }
 
-    /// `roost audit --tenant SLUG [--since TIME] [--limit N]`: the tenant's audit across its
-    /// groups, newest first, each entry as the API writes it (one JSON object a line).
     /// `roost sql --tenant SLUG`: the database URL Roost serves with and the tenant's id, for a
     /// psql session in which row security shows that tenant's rows (`roost.tenant_id` set at
     /// connect, as Roost's own transactions set it); without it every table reads empty.
@@ -363,6 +361,8 @@ extension RoostCommands {
         }
     }
 
+    /// `roost audit --tenant SLUG [--since TIME] [--limit N]`: the tenant's audit across its
+    /// groups, newest first, each entry as the API writes it (one JSON object a line).
     public static func audit(_ configuration: ServerConfiguration, tenant slug: String, since: Date?, limit: Int) async throws -> [String] {
         let (pool, _) = try await DatabaseStartup.open(configuration, log: Log(level: .warning), migrate: configuration.migrate)
         defer { pool.close() }
