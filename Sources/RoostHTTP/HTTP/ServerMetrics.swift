@@ -46,13 +46,17 @@ final class ServerMetrics: Sendable {
 
     func recordRequest(method: String, route: String, status: Int, seconds: Double) {
         requests.withLock { $0[RequestKey(method: method, route: route, status: status), default: 0] += 1 }
+        let bucket = Self.bounds.firstIndex(where: { seconds <= $0 })
         latency.withLock { table in
+            // One lookup, then changed in place (no copy of the buckets a request).
             let key = LatencyKey(method: method, route: route, statusClass: status / 100)
-            var latency = table[key] ?? Latency()
-            if let bucket = Self.bounds.firstIndex(where: { seconds <= $0 }) { latency.buckets[bucket] += 1 }
-            latency.count += 1
-            latency.sum += seconds
-            table[key] = latency
+            let index = table.index(forKey: key) ?? {
+                table[key] = Latency()
+                return table.index(forKey: key)!
+            }()
+            if let bucket { table.values[index].buckets[bucket] += 1 }
+            table.values[index].count += 1
+            table.values[index].sum += seconds
         }
     }
 
