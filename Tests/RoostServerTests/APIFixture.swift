@@ -8,7 +8,7 @@ import RoostTestSupport
 import Testing
 
 /// A test server with the account and group routes over the real test database, two fresh
-/// tenants (one open, one invite-only), and a client.
+/// tenants (one open, one invite-only), and a client; given `adminToken`, the operator's routes too.
 struct APIFixture {
     let test: TestServer
     let pool: ConnectionPool
@@ -28,7 +28,7 @@ struct APIFixture {
     /// the throttle tests pass the limits they test.
     init(invitationLifetime: Int = 3600, stream: Bool = false, database: String? = nil, limits: AbuseLimits = .generous,
          proxies: TrustedProxies = .none, hasher: PasswordHasher = PasswordHasher(parameters: .init(logN: 10, r: 8, p: 1)),
-         push: PushSettings = PushSettings(), network: NetworkLimits = NetworkLimits()) throws {
+         push: PushSettings = PushSettings(), network: NetworkLimits = NetworkLimits(), adminToken: String? = nil) throws {
         let setup = try database.map { try TestDatabase.connect(database: $0) } ?? TestDatabase.migratedConnection()
         let suffix = UUID().uuidString.prefix(8).lowercased()
         tenant = "acct-\(suffix)"
@@ -46,6 +46,10 @@ struct APIFixture {
         let hub = stream ? StreamHub.make(pool: pool, queueLimit: NetworkLimits().maxOutboundQueueBytes) : nil
         test = try TestServer(limits: network, extraRoutes: { builder in
             APIRoutes(accounts: routes, checkinMinimumSeconds: 1, hub: hub).add(to: &builder)
+            if let adminToken {
+                TenantRoutes.add(to: &builder, pool: pool, adminToken: adminToken)
+                TenantAdminRoutes.add(to: &builder, pool: pool, adminToken: adminToken)
+            }
         })
         self.hub = hub
         if let hub {

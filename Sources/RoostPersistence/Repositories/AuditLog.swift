@@ -35,6 +35,7 @@ public struct AuditLog: Sendable {
         }
         public static func user(_ id: UUID) -> Actor { Actor(type: .user, id: id) }
         public static let system = Actor(type: .system, id: nil)
+        public static let `operator` = Actor(type: .operator, id: nil)
     }
 
     public func record(tenant: UUID, group: UUID, actor: Actor, action: AuditAction, target: (type: String, id: String)? = nil,

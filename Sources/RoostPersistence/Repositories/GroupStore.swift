@@ -120,7 +120,7 @@ public struct GroupStore: Sendable {
         }
     }
 
-    /// The caller's groups by name with their open alert counts, unread counts and last message,
+    /// The caller's groups (a tenant coordinator's: every group) by name with their open alert counts, unread counts and last message,
     /// in one query of index scans (each count reads at most `unreadCap` rows): at most `limit`
     /// of them after the group named `after` (a name and an id, as the previous page ended).
     public func groups(of user: UUID, after: (name: String, id: UUID)?, limit: Int, on connection: PostgresConnection) throws -> [GroupSummary] {
@@ -132,7 +132,14 @@ public struct GroupStore: Sendable {
                    (SELECT count(*) FROM (SELECT 1 FROM messages x WHERE x.tenant_id = g.tenant_id AND x.group_id = g.id AND x.seq > m.read_seq
                        AND x.author_id IS DISTINCT FROM m.user_id AND x.kind = 'alert' LIMIT \(Self.unreadCap)) u) AS unread_alerts,
                    lm.seq AS last_seq_message, lm.kind AS last_kind, lm.text AS last_text, lm.author_name AS last_author, lm.created_at AS last_at
-            FROM memberships m JOIN groups g ON g.tenant_id = m.tenant_id AND g.id = m.group_id
+            FROM (SELECT tenant_id, group_id, user_id, role, read_seq FROM memberships WHERE user_id = \(user)
+                  UNION ALL
+                  -- A tenant coordinator sees every other group as its admin, all of it read.
+                  SELECT c.tenant_id, c.id, \(user), 'admin', cs.last_seq
+                  FROM groups c JOIN group_seqs cs ON cs.tenant_id = c.tenant_id AND cs.group_id = c.id
+                  WHERE EXISTS (SELECT 1 FROM users cu WHERE cu.id = \(user) AND cu.coordinator)
+                    AND NOT EXISTS (SELECT 1 FROM memberships cm WHERE cm.tenant_id = c.tenant_id AND cm.group_id = c.id AND cm.user_id = \(user))) m
+            JOIN groups g ON g.tenant_id = m.tenant_id AND g.id = m.group_id
             JOIN group_seqs s ON s.tenant_id = g.tenant_id AND s.group_id = g.id
             LEFT JOIN LATERAL (
                 SELECT x.seq, x.kind, left(x.text, 140) AS text, coalesce(xu.display_name, xb.name, x.author_type) AS author_name,
@@ -141,7 +148,7 @@ public struct GroupStore: Sendable {
                 LEFT JOIN users xu ON xu.tenant_id = x.tenant_id AND xu.id = x.author_id AND x.author_type = 'user'
                 LEFT JOIN bridges xb ON xb.tenant_id = x.tenant_id AND xb.id = x.author_id AND x.author_type = 'bridge'
                 WHERE x.tenant_id = g.tenant_id AND x.group_id = g.id ORDER BY x.seq DESC LIMIT 1) lm ON true
-            WHERE m.user_id = \(user) AND (\(after?.id)::uuid IS NULL OR (g.name, g.id) > (\(after?.name)::text, \(after?.id)::uuid))
+            WHERE (\(after?.id)::uuid IS NULL OR (g.name, g.id) > (\(after?.name)::text, \(after?.id)::uuid))
             ORDER BY g.name, g.id LIMIT \(limit)
             """).rows.map { row in
             let last = try row.decode(Int64?.self, "last_seq_message").map { seq in

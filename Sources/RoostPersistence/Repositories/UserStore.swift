@@ -155,15 +155,19 @@ public struct UserStore: Sendable {
 
     /// A new session, and the tenant's sweep brought forward to its expiry when that is sooner.
     /// `client` (the `User-Agent`) and `network` (the address cut to its /24 or /48) are what
-    /// the user's list of sessions shows of it.
+    /// the user's list of sessions shows of it. An account the operator suspended gets none:
+    /// 403 `suspended` (asked only after the password or code proved who is asking).
     public func createSession(tenant: UUID, tokenHash: [UInt8], user: UUID, lifetime: Int, client: String? = nil, network: String? = nil,
                               on connection: PostgresConnection) throws -> Date {
-        let expires = try connection.query("""
+        guard let expires = try connection.query("""
             INSERT INTO sessions (tenant_id, token_hash, user_id, expires_at, client, network)
-            VALUES (\(tenant), \(Data(tokenHash)), \(user), now() + \(lifetime) * interval '1 second',
-                    \(client.map { String($0.prefix(200)) }), \(network.map { String($0.prefix(64)) }))
+            SELECT \(tenant), \(Data(tokenHash)), \(user), now() + \(lifetime) * interval '1 second',
+                   \(client.map { String($0.prefix(200)) }), \(network.map { String($0.prefix(64)) })
+            FROM users WHERE id = \(user) AND suspended_at IS NULL
             RETURNING expires_at
-            """).rows[0].decode(Date.self, "expires_at")
+            """).first?.decode(Date.self, "expires_at") else {
+            throw APIError(.forbidden, code: .suspended, message: "this account is suspended; the people who run this service can say why")
+        }
         try connection.query("""
             INSERT INTO session_sweeps (tenant_id, due_at) VALUES (\(tenant), \(expires))
             ON CONFLICT (tenant_id) DO UPDATE SET due_at = excluded.due_at WHERE session_sweeps.due_at > excluded.due_at
@@ -215,23 +219,37 @@ public struct UserStore: Sendable {
         return """
             SELECT u.id, u.tenant_id, u.email, u.phone, u.email_verified, u.phone_verified, u.display_name,
                    u.password_hash, u.created_at, s.last_used_at < now() - interval '1 minute' AS stale,
-                   set_config('roost.viewer_id', u.id::text, true) AS viewer\(unsafeRaw: group == nil ? "" : ", m.role")\(fragment: answer)
+                   set_config('roost.viewer_id', u.id::text, true) AS viewer\(unsafeRaw: group == nil ? "" : ", m.role, CASE WHEN m.muted_until > now() THEN m.muted_until END AS muted_until")\(fragment: answer)
             FROM sessions s
             JOIN users u ON u.tenant_id = s.tenant_id AND u.id = s.user_id
             \(fragment: membership)
-            WHERE s.token_hash = \(Data(tokenHash)) AND s.expires_at > now() AND u.deleted_at IS NULL
+            WHERE s.token_hash = \(Data(tokenHash)) AND s.expires_at > now() AND u.deleted_at IS NULL AND u.suspended_at IS NULL
             \(unsafeRaw: group == nil ? "" : "FOR UPDATE OF m")
             """
     }
 
-    /// The member `sessionMemberQuery` found, if any, with their role and the answer to its
-    /// question (nil when none was asked); the session's expiry slid forward.
+    /// The member `sessionMemberQuery` found, if any, with their role, until when they are muted
+    /// (nil: not), and the answer to its question (nil when none was asked); the session's expiry slid forward.
     public func sessionMember(_ found: PostgresResult, tokenHash: [UInt8], lifetime: Int, maxAge: Int, on connection: PostgresConnection) throws
-        -> (user: User, role: String, answer: Bool?)?
+        -> (user: User, role: String, mutedUntil: Date?, answer: Bool?)?
     {
         guard let row = found.first else { return nil }
         try slideExpiry(row, tokenHash: tokenHash, lifetime: lifetime, maxAge: maxAge, on: connection)
-        return (try decode(row), try row.decode(String.self, "role"), row.columnNames.contains("answer") ? try row.decode(Bool?.self, "answer") : nil)
+        return (try decode(row), try row.decode(String.self, "role"), try row.decode(Date?.self, "muted_until"),
+                row.columnNames.contains("answer") ? try row.decode(Bool?.self, "answer") : nil)
+    }
+
+    /// Whether `user`, who is no member of `group`, is a coordinator of the tenant and the group
+    /// exists (then they act as its admin): nil when not; else the answer to `question` (in
+    /// which `UserStore.caller` is the user), nil when none was asked.
+    public func coordinatorOf(group: UUID, user: UUID, asking question: SQLQuery?, on connection: PostgresConnection) throws -> Bool?? {
+        let answer: SQLQuery = question.map { ", (\(fragment: $0))::bool AS answer" } ?? ""
+        guard let row = try connection.query("""
+            SELECT true AS coordinator\(fragment: answer) FROM users u
+            WHERE u.id = \(user) AND u.coordinator AND u.deleted_at IS NULL AND u.suspended_at IS NULL
+              AND EXISTS (SELECT 1 FROM groups g WHERE g.id = \(group))
+            """).first else { return nil }
+        return .some(row.columnNames.contains("answer") ? try row.decode(Bool?.self, "answer") : nil)
     }
 
     /// Moves a session's expiry on when its row says it was last used over a minute ago.

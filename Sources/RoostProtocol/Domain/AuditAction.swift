@@ -14,9 +14,13 @@ public struct AuditAction: Hashable, Sendable, CustomStringConvertible {
     public static let groupUpdated = AuditAction("group.updated")
     public static let invitationRevoked = AuditAction("invitation.revoked")
     public static let invitationSent = AuditAction("invitation.sent")
+    public static let memberBlocked = AuditAction("member.blocked")
+    public static let memberMuted = AuditAction("member.muted")
+    public static let memberUnmuted = AuditAction("member.unmuted")
     public static let memberRemoved = AuditAction("member.removed")
     public static let memberRoleChanged = AuditAction("member.role_changed")
     public static let messageRedacted = AuditAction("message.redacted")
+    public static let reportClosed = AuditAction("report.closed")
     public static let templatesReplaced = AuditAction("templates.replaced")
 
     public var description: String { name }

@@ -62,6 +62,8 @@ public struct NoticeKind: Hashable, Sendable, CustomStringConvertible {
     public static let checkinRequestAnswered = NoticeKind("checkin_request.answered")
     /// No answer came in time (to the requester's streams, with the place if shared).
     public static let checkinRequestExpired = NoticeKind("checkin_request.expired")
+    /// A member reported a message (to the group's owner, admins and the tenant's coordinators).
+    public static let reportCreated = NoticeKind("report.created")
 
     public var description: String { name }
 }

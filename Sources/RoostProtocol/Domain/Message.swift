@@ -31,6 +31,8 @@ public struct ActorType: Hashable, Sendable, CustomStringConvertible {
     public static let user = ActorType("user")
     public static let bridge = ActorType("bridge")
     public static let system = ActorType("system")
+    /// Whoever holds the operator token (audit entries only).
+    public static let `operator` = ActorType("operator")
 
     public var description: String { name }
 }

@@ -30,6 +30,8 @@ public struct TemplateName: Hashable, Sendable, CustomStringConvertible {
     public static let passwordChanged = TemplateName("password_changed")
     public static let passwordReset = TemplateName("password_reset")
     public static let registrationAttempted = TemplateName("registration_attempted")
+    /// A member reported a message: to the group's managers' devices.
+    public static let reportCreated = TemplateName("report_created")
     public static let verification = TemplateName("verification")
 
     public var description: String { name }

@@ -65,6 +65,8 @@ extension APIError {
         public static let invalidJSON = Code("invalid_json")
         public static let invalidRequest = Code("invalid_request")
         public static let methodNotAllowed = Code("method_not_allowed")
+        /// A manager muted the caller in this group (API.md "Moderation and tenant administration").
+        public static let muted = Code("muted")
         public static let notFound = Code("not_found")
         public static let passwordRequired = Code("password_required")
         public static let payloadTooLarge = Code("payload_too_large")
@@ -72,6 +74,8 @@ extension APIError {
         public static let quotaExceeded = Code("quota_exceeded")
         public static let rangeNotSatisfiable = Code("range_not_satisfiable")
         public static let rateLimited = Code("rate_limited")
+        /// The operator suspended the account.
+        public static let suspended = Code("suspended")
         public static let timeout = Code("timeout")
         public static let unauthenticated = Code("unauthenticated")
         public static let unavailable = Code("unavailable")

@@ -22,6 +22,7 @@ struct APIRoutes: Sendable {
         GroupRoutes(auth: auth, limits: limits).add(to: &builder)
         MembershipRoutes(auth: auth).add(to: &builder)
         AuditRoutes(auth: auth).add(to: &builder)
+        ModerationRoutes(auth: auth).add(to: &builder)
         InvitationRoutes(auth: auth, limits: limits, lifetime: accounts.invitationLifetime).add(to: &builder)
         MessageRoutes(auth: auth, limits: limits).add(to: &builder)
         EscalationContactRoutes(auth: auth, lifetime: accounts.invitationLifetime, limits: limits).add(to: &builder)

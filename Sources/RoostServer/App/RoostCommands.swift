@@ -89,6 +89,7 @@ public enum RoostCommands {
         OperationsRoutes.add(to: &builder, probe: ReadinessProbe(configuration: pool.configuration,
                                                                  requiredSchema: DatabaseStartup.requiredSchema(configuration)))
         TenantRoutes.add(to: &builder, pool: pool, adminToken: configuration.adminToken)
+        TenantAdminRoutes.add(to: &builder, pool: pool, adminToken: configuration.adminToken)
         let accounts = AccountRoutes(pool: pool, sessionLifetime: configuration.sessionLifetimeSeconds,
                                      sessionMaxAge: configuration.sessionMaxAgeSeconds, hashingThreads: hashingThreads,
                                      invitationLifetime: configuration.invitationLifetimeSeconds, limits: configuration.abuse,

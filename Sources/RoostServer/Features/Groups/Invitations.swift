@@ -32,6 +32,9 @@ struct InviteMember: GroupUseCase {
         let user = caller.user
         let tenant = user.tenantID.uuidString
         let address = email ?? phone!
+        if try ModerationStore().isBlocked(group: group, email: email, phone: phone, on: connection) {
+            throw APIError(.forbidden, code: .forbidden, message: "that person was blocked from this group", field: email != nil ? "email" : "phone")
+        }
         if let phone { try Throttle.requireSMSAllowed(phone, tenant: user.tenantID, field: "phone", on: connection) }
         try Throttle.count([
             RateLimit(RateLimitKey(.inviteSender, tenant, user.id.uuidString), limit: limits.invitationsPerSenderPerDay, window: Throttle.day),

@@ -101,6 +101,8 @@ struct PostMessage: GroupUseCase {
             if kind == .alert && severity == nil { message.severity = template.severity }
         }
         if kind == .alert { message.severity = severity ?? message.severity ?? AlertSeverity.amber.name }
+        // A muted member is heard only when it matters most.
+        if message.severity != AlertSeverity.red.name { try caller.requireNotMuted() }
         let target = try replyTo.map { seq in
             guard let target = try store.replyTarget(group: group, seq: seq, on: connection) else { throw Self.badReply }
             return target

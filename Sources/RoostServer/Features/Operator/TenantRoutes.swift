@@ -64,17 +64,22 @@ enum TenantRoutes {
         }
     }
 
+    /// 404 when the operator API is off (no token configured), 401 unless the request bears the token.
+    static func authorize(_ context: RequestContext, adminToken: String?) throws(APIError) {
+        guard let adminToken else {
+            throw APIError(.notFound, code: .notFound,
+                           message: "the operator API is off on this server: start it with ROOST_ADMIN_TOKEN set (at least 32 characters)")
+        }
+        guard let token = context.bearerToken,
+              Secrets.constantTimeEqual(Digest.sha256(Array(token.utf8)), Digest.sha256(Array(adminToken.utf8))) else {
+            throw APIError(.unauthorized, code: .unauthenticated, message: "a valid operator token is required",
+                           headers: ["WWW-Authenticate": "Bearer"])
+        }
+    }
+
     static func add(to builder: inout Router.Builder, pool: ConnectionPool, adminToken: String?) {
         let authorize: @Sendable (RequestContext) throws(APIError) -> Void = { (context: RequestContext) throws(APIError) in
-            guard let adminToken else {
-                throw APIError(.notFound, code: .notFound,
-                               message: "the operator API is off on this server: start it with ROOST_ADMIN_TOKEN set (at least 32 characters)")
-            }
-            guard let token = context.bearerToken,
-                  Secrets.constantTimeEqual(Digest.sha256(Array(token.utf8)), Digest.sha256(Array(adminToken.utf8))) else {
-                throw APIError(.unauthorized, code: .unauthenticated, message: "a valid operator token is required",
-                               headers: ["WWW-Authenticate": "Bearer"])
-            }
+            try Self.authorize(context, adminToken: adminToken)
         }
 
         builder.add(.post, "/v1/admin/tenants", bodyLimit: 16 * 1024) { context in

@@ -69,13 +69,19 @@ struct Authentication: Sendable {
         return try await pool.withConnection { connection in
             let opening = users.sessionMemberQuery(tokenHash: token.hash, group: group, asking: question)
             return try connection.withTenantTransaction(token.tenant, opening: opening) { found, connection in
-                guard let (user, role, answer) = try users.sessionMember(found, tokenHash: token.hash, lifetime: lifetime, maxAge: maxAge,
-                                                                         on: connection) else {
-                    // Which answer: no session (401), or not a member of such a group (404).
-                    guard try users.sessionUser(tokenHash: token.hash, lifetime: lifetime, maxAge: maxAge, on: connection) != nil else { throw Self.sessionEnded }
-                    throw APIError.noSuchGroup
+                guard let (user, role, mutedUntil, answer) = try users.sessionMember(found, tokenHash: token.hash, lifetime: lifetime, maxAge: maxAge,
+                                                                                on: connection) else {
+                    // Which answer: no session (401); a tenant coordinator, who acts as the
+                    // group's admin; or not a member of such a group (404).
+                    guard let user = try users.sessionUser(tokenHash: token.hash, lifetime: lifetime, maxAge: maxAge, on: connection) else {
+                        throw Self.sessionEnded
+                    }
+                    guard let answer = try users.coordinatorOf(group: group, user: user.id, asking: question, on: connection) else {
+                        throw APIError.noSuchGroup
+                    }
+                    return try body(GroupCaller(user: user, role: .admin, coordinator: true, answer: answer), connection)
                 }
-                return try body(GroupCaller(user: user, role: Role(role), answer: answer), connection)
+                return try body(GroupCaller(user: user, role: Role(role), mutedUntil: mutedUntil, answer: answer), connection)
             }
         }
     }

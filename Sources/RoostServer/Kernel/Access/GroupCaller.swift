@@ -6,6 +6,10 @@ import RoostProtocol
 struct GroupCaller: Sendable {
     let user: User
     let role: Role
+    /// A tenant coordinator who is no member: acts as an admin (`role` is admin).
+    var coordinator = false
+    /// Until when a manager muted this member (no chat, info or amber alerts till then); nil: not muted.
+    var mutedUntil: Date? = nil
     /// The answer to the use case's `openingQuestion`, asked with the membership check; nil
     /// when it asked none.
     var answer: Bool? = nil
@@ -15,6 +19,12 @@ struct GroupCaller: Sendable {
     /// 403 unless the caller is the owner or an admin.
     func requireManager(_ message: String) throws(APIError) {
         guard isManager else { throw APIError.forbidden(message) }
+    }
+
+    /// 403 `muted` while a manager has muted the caller.
+    func requireNotMuted() throws(APIError) {
+        guard let mutedUntil else { return }
+        throw APIError(.forbidden, code: .muted, message: "a manager of this group muted you until \(APIJSON.time(mutedUntil)); red alerts still go through")
     }
 
     /// 403 unless the caller owns the group.

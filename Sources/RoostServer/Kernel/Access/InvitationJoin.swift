@@ -18,6 +18,9 @@ enum InvitationJoin {
     /// `member.joined` event, and (holding the token or the verified address proves it) the
     /// address marked verified when it is the user's own.
     static func join(_ invitation: Invitation, user: User, on connection: PostgresConnection) throws {
+        if try ModerationStore().isBlocked(group: invitation.groupID, email: invitation.email, phone: invitation.phone, user: user.id, on: connection) {
+            throw APIError.forbidden("you were blocked from this group")
+        }
         try GroupStore().addMember(tenant: user.tenantID, group: invitation.groupID, user: user.id, role: Role(invitation.role), on: connection)
         try InvitationStore().markAccepted(invitation.id, by: user.id, on: connection)
         if let email = invitation.email {

@@ -32,6 +32,8 @@ struct RateLimitKey: Hashable, Sendable, CustomStringConvertible {
         static let alertStatus = Kind("alert-status")
         static let checkinRequestSent = Kind("checkin-request-sent")
         static let checkinRequestReceived = Kind("checkin-request-received")
+        static let reportSent = Kind("report-sent")
+        static let reportPush = Kind("report-push")
         // People outside the app: contacts, escalations, bridges' notices, the day budgets.
         static let emergencyContactUser = Kind("emergency-contact-user")
         /// Messages to one emergency contact, counted per hour and per day (the last part).

@@ -2,10 +2,10 @@ import Foundation
 import RoostPersistence
 import RoostProtocol
 
-/// `DELETE /v1/me` (API.md "Accounts"): every membership ends with its event, each owned group
-/// passes to its longest-standing admin, else its longest-standing member, else is deleted;
-/// then the personal data is erased and every session and device goes. One transaction, so a
-/// failure leaves the account exactly as it was.
+/// An account's end: `DELETE /v1/me` (API.md "Accounts") and the operator's erasure. Every
+/// membership ends with its event, each owned group passes to its longest-standing admin, else
+/// its longest-standing member, else is deleted; then the personal data is erased and every
+/// session and device goes. One transaction, so a failure leaves the account exactly as it was.
 enum AccountDeletion {
     /// What the deletion did to the user's groups.
     struct Outcome: Sendable, Equatable {
