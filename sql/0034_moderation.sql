@@ -58,3 +58,22 @@ ALTER TABLE audit_log ADD CONSTRAINT audit_log_actor_type_check CHECK (actor_typ
 ALTER TABLE audit_log DROP CONSTRAINT audit_log_target_type_check;
 ALTER TABLE audit_log ADD CONSTRAINT audit_log_target_type_check
     CHECK (target_type IN ('user', 'invitation', 'bridge', 'alert', 'escalation_contact', 'group', 'templates', 'message', 'report'));
+
+-- The operator seeds an invite-only tenant: an invitation to register in the tenant, not to a
+-- group, as a coordinator or a member. Only a hash of its token is kept; it is answered once.
+CREATE TABLE tenant_invitations (
+    tenant_id uuid NOT NULL REFERENCES tenants (id) ON DELETE CASCADE,
+    id uuid NOT NULL DEFAULT gen_random_uuid(),
+    email text CHECK (email = lower(email)),
+    phone text CHECK (phone ~ '^\+[1-9][0-9]{7,14}$'),
+    role text NOT NULL CHECK (role IN ('coordinator', 'member')),
+    token_hash bytea NOT NULL CHECK (length(token_hash) = 32),
+    created_at timestamptz NOT NULL DEFAULT now(),
+    expires_at timestamptz NOT NULL,
+    accepted_at timestamptz,
+    accepted_by uuid,
+    PRIMARY KEY (tenant_id, id),
+    UNIQUE (tenant_id, token_hash),
+    CHECK ((email IS NULL) <> (phone IS NULL))
+);
+SELECT roost_protect_tenant_table('tenant_invitations');

@@ -260,4 +260,37 @@ struct ModerationTests {
         #expect(try await api.call("GET", "/v1/me", token: street.member.token).0 == 401)
         await api.stop()
     }
+
+    @Test func theOperatorSeedsAnInviteOnlyTenantWithItsFirstCoordinator() async throws {
+        let api = try APIFixture(adminToken: Self.operatorToken)
+        let invitations = "/v1/admin/tenants/\(api.closedTenant)/invitations"
+        #expect(try await api.call("POST", invitations, ["email": "cora@example.org"], token: "wrong").0 == 401)
+        #expect(try await api.call("POST", invitations, ["email": "cora@example.org", "role": "king"], token: Self.operatorToken).0 == 400)
+        #expect(try await api.call("POST", invitations, ["email": "cora@example.org", "phone": "+4512345678"], token: Self.operatorToken).0 == 400)
+        let (status, created) = try await api.call("POST", invitations, ["email": "Cora@Example.org", "role": "coordinator"], token: Self.operatorToken)
+        #expect(status == 201 && created["role"] as? String == "coordinator", "\(created)")
+
+        let closed = api.closedTenant
+        let (template, token) = try await api.pool.withConnection { connection in
+            let tenant = try TenantStore().find(slug: closed, on: connection)!.id
+            return try connection.withTenantTransaction(tenant) {
+                let row = try $0.query("SELECT template, data->>'token' AS token FROM outbox WHERE recipient = 'cora@example.org'").rows[0]
+                return (try row.decode(String.self, "template"), try row.decode(String.self, "token"))
+            }
+        }
+        #expect(template == "tenant_invitation")
+        // Without it the tenant is closed; with it, Cora's account is made, a coordinator with her address proven.
+        let fields: [String: Any] = ["tenant": closed, "email": "cora@example.org", "display_name": "Cora"]
+        #expect(try await api.register(fields).0 == 403)
+        let (registered, session) = try await api.register(fields.merging(["invitation_token": token]) { $1 })
+        #expect(registered == 201, "\(session)")
+        let user = try #require(session["user"] as? [String: Any])
+        #expect(user["email_verified"] as? Bool == true, "\(user)")
+        let (_, shown) = try await api.call("GET", "/v1/admin/tenants/\(closed)/users/\(user["id"] as? String ?? "")", token: Self.operatorToken)
+        #expect(shown["coordinator"] as? Bool == true, "\(shown)")
+        // Once only; and an address with an account is not invited again.
+        #expect(try await api.register(["tenant": closed, "email": "cora2@example.org", "display_name": "C", "invitation_token": token]).0 == 403)
+        #expect(try await api.call("POST", invitations, ["email": "cora@example.org"], token: Self.operatorToken).0 == 409)
+        await api.stop()
+    }
 }

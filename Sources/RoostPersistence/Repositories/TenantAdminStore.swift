@@ -93,6 +93,30 @@ public struct TenantAdminStore: Sendable {
         try connection.query("DELETE FROM tenants WHERE id = \(tenant)")
     }
 
+    /// An invitation to register in the transaction's tenant (`role` coordinator or member),
+    /// its token kept only as a hash; its id.
+    public func createInvitation(tenant: UUID, email: String?, phone: String?, role: String, tokenHash: [UInt8], lifetime: Int,
+                                 on connection: PostgresConnection) throws -> (id: UUID, expiresAt: Date) {
+        let row = try connection.query("""
+            INSERT INTO tenant_invitations (tenant_id, email, phone, role, token_hash, expires_at)
+            VALUES (\(tenant), \(email), \(phone), \(role), \(Data(tokenHash)), now() + \(lifetime) * interval '1 second')
+            RETURNING id, expires_at
+            """).rows[0]
+        return (try row.decode(UUID.self, "id"), try row.decode(Date.self, "expires_at"))
+    }
+
+    /// Answers the unanswered, unexpired tenant invitation with this token hash for `user`:
+    /// its role, and the address it went to (now proven theirs), or nil when there is none such.
+    public func acceptInvitation(tokenHash: [UInt8], by user: UUID, on connection: PostgresConnection)
+        throws -> (role: String, email: String?, phone: String?)?
+    {
+        try connection.query("""
+            UPDATE tenant_invitations SET accepted_at = now(), accepted_by = \(user)
+            WHERE token_hash = \(Data(tokenHash)) AND accepted_at IS NULL AND expires_at > now()
+            RETURNING role, email, phone
+            """).first.map { (try $0.decode(String.self, "role"), try $0.decode(String?.self, "email"), try $0.decode(String?.self, "phone")) }
+    }
+
     private func decodeUser(_ row: PostgresRow) throws -> AdminUser {
         AdminUser(id: try row.decode(UUID.self, "id"), displayName: try row.decode(String.self, "display_name"),
                   email: try row.decode(String?.self, "email"), phone: try row.decode(String?.self, "phone"),

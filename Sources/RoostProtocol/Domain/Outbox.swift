@@ -30,6 +30,9 @@ public struct TemplateName: Hashable, Sendable, CustomStringConvertible {
     public static let passwordChanged = TemplateName("password_changed")
     public static let passwordReset = TemplateName("password_reset")
     public static let registrationAttempted = TemplateName("registration_attempted")
+    /// The operator invites someone to register in an invite-only tenant (its link opens the
+    /// web app's invitation screen).
+    public static let tenantInvitation = TemplateName("tenant_invitation")
     /// A member reported a message: to the group's managers' devices.
     public static let reportCreated = TemplateName("report_created")
     public static let verification = TemplateName("verification")

@@ -89,7 +89,8 @@ public enum RoostCommands {
         OperationsRoutes.add(to: &builder, probe: ReadinessProbe(configuration: pool.configuration,
                                                                  requiredSchema: DatabaseStartup.requiredSchema(configuration)))
         TenantRoutes.add(to: &builder, pool: pool, adminToken: configuration.adminToken)
-        TenantAdminRoutes.add(to: &builder, pool: pool, adminToken: configuration.adminToken)
+        TenantAdminRoutes.add(to: &builder, pool: pool, adminToken: configuration.adminToken,
+                              invitationLifetime: configuration.invitationLifetimeSeconds, limits: configuration.abuse)
         let accounts = AccountRoutes(pool: pool, sessionLifetime: configuration.sessionLifetimeSeconds,
                                      sessionMaxAge: configuration.sessionMaxAgeSeconds, hashingThreads: hashingThreads,
                                      invitationLifetime: configuration.invitationLifetimeSeconds, limits: configuration.abuse,

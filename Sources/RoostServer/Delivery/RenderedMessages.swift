@@ -93,13 +93,16 @@ final class RenderedMessages: Sendable {
                 // An invitation's link also names its group and the address it went to, for the app
                 // to say what the link does and fill the address in (the link reaches only that address).
                 var hints = (data["tenant"] as? String).map { "&tenant=\($0)" } ?? ""
-                if template == .invitation {
+                if template == .tenantInvitation { hints += "&kind=tenant" }
+                if template == .invitation || template == .tenantInvitation {
                     for (key, field) in [("group", "group_name"), ("to", "to")] {
                         guard let value = data[field] as? String, !value.isEmpty else { continue }
                         hints += "&\(key)=" + (value.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")
                     }
                 }
-                context["link"] = "\(publicURL)/#/\(template)?token=\(query)\(hints)"
+                // A tenant's invitation opens the invitation screen, which registers with its token.
+                let route = template == .tenantInvitation ? "invitation" : template.name
+                context["link"] = "\(publicURL)/#/\(route)?token=\(query)\(hints)"
             }
         }
         if var alert = data["alert"] as? [String: Any] ?? data["message"] as? [String: Any] {

@@ -16,7 +16,7 @@ export async function show(context) {
   const tenant = slug ? await discover(slug).catch(() => null) : null;
   if (!tenant) return chooseTenant(main, slug, context);
   if (resetting) return resetPassword(main, tenant, navigate, signedIn);
-  const invited = invitation ? { group: query.get("group"), to: query.get("to") } : null;
+  const invited = invitation ? { group: query.get("group"), to: query.get("to"), tenantWide: query.get("kind") === "tenant" } : null;
   return signIn(main, tenant, invitation, navigate, query.get("tab"), signedIn, invited);
 }
 
@@ -161,7 +161,12 @@ function signIn(main, tenant, invitation, navigate, tab, signedIn, invited) {
   render();
   if (invited?.to) Object.values(forms).forEach((element) => { const login = element?.querySelector("[name=login]"); if (login) login.value = invited.to; });
   const group = invited?.group ? `the watch group “${invited.group}”` : "a watch group";
-  const intro = invitation
+  const intro = invitation && invited?.tenantWide
+    ? h("div", { class: "notice" },
+      h("p", {}, h("strong", {}, `This link invites ${invited.to ?? "you"} to ${tenant.name}.`)),
+      h("p", {}, "Create your account below (the invited address is filled in)."),
+      h("p", { class: "small" }, "The link works once and expires; do not pass it on."))
+    : invitation
     ? h("div", { class: "notice" },
       h("p", {}, h("strong", {}, `This link invites ${invited?.to ?? "you"} to ${group} in ${tenant.name}.`)),
       h("p", {}, canRegister ? "Create an account below (the invited address is filled in), or sign in if you already have one here: either way you join the group at once." : "Sign in with your account here, and you join the group at once."),

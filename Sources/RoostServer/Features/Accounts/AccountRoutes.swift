@@ -149,14 +149,26 @@ struct AccountRoutes: Sendable {
             let (user, expires) = try await pool.withConnection { connection in
                 try connection.withTenantTransaction(tenant.id) { connection in
                     var invitation: Invitation?
-                    if let redeeming {
-                        guard let found = try InvitationStore().find(tokenHash: redeeming, on: connection) else { throw Self.invalidInvitation }
+                    if let redeeming, let found = try InvitationStore().find(tokenHash: redeeming, on: connection) {
                         try InvitationJoin.requireOpen(found)
                         invitation = found
                     }
                     var user = try UserStore().create(tenant: tenant.id, email: email, phone: phone, passwordHash: passwordHash, displayName: name, on: connection)
                     if let invitation {
                         try InvitationJoin.join(invitation, user: user, on: connection)
+                        user = try UserStore().find(id: user.id, on: connection)!
+                    } else if let redeeming {
+                        // Not a group's invitation: the operator's, to the tenant itself.
+                        guard let seeded = try TenantAdminStore().acceptInvitation(tokenHash: redeeming, by: user.id, on: connection) else {
+                            throw Self.invalidInvitation
+                        }
+                        if seeded.role == "coordinator" { _ = try TenantAdminStore().setCoordinator(true, user: user.id, on: connection) }
+                        if let address = seeded.email {
+                            try UserStore().markVerified(user: user.id, channel: "email", address: address, on: connection)
+                        }
+                        if let address = seeded.phone {
+                            try UserStore().markVerified(user: user.id, channel: "phone", address: address, on: connection)
+                        }
                         user = try UserStore().find(id: user.id, on: connection)!
                     }
                     return (user, try session.create(user: user.id, on: connection))

@@ -13,6 +13,13 @@ enum TenantAdminRoutes {
         static let fieldNames: Set<String> = ["suspended"]
     }
 
+    struct InvitationBody: Decodable, KnownFields {
+        let email: String?
+        let phone: String?
+        let role: String?
+        static let fieldNames: Set<String> = ["email", "phone", "role"]
+    }
+
     struct OwnerBody: Decodable, KnownFields {
         let userID: UUID
         enum CodingKeys: String, CodingKey { case userID = "user_id" }
@@ -90,7 +97,10 @@ enum TenantAdminRoutes {
     static let noSuchTenant = APIError(.notFound, code: .notFound, message: "no such tenant")
     static let noSuchUser = APIError(.notFound, code: .notFound, message: "no such user in this tenant")
 
-    static func add(to builder: inout Router.Builder, pool: ConnectionPool, adminToken: String?) {
+    /// `invitationLifetime`: how long an invitation to register stays good (`ROOST_INVITATION_TTL_S`);
+    /// `limits`: the tenant's budget for messages outside the app, which its invitations use.
+    static func add(to builder: inout Router.Builder, pool: ConnectionPool, adminToken: String?, invitationLifetime: Int = 7 * 86_400,
+                    limits: AbuseLimits = AbuseLimits()) {
         /// `body` in one transaction of the tenant the path names, after the operator's token is checked.
         @Sendable func inTenant<Value: Sendable>(_ context: RequestContext, _ body: @escaping @Sendable (Tenant, PostgresConnection) throws -> Value)
             async throws -> Value
@@ -188,6 +198,30 @@ enum TenantAdminRoutes {
                                       data: "{\"name\":\(JSONString.quote(found.name))}", on: connection)
             }
             return HTTPResponse(status: .noContent)
+        }
+        builder.add(.post, "/v1/admin/tenants/{slug}/invitations", bodyLimit: 4 * 1024) { context in
+            let body = try context.decodeJSON(InvitationBody.self)
+            guard (body.email == nil) != (body.phone == nil) else { throw APIError.invalid("give exactly one of email and phone", "email") }
+            let (email, phone) = try ContactAddresses.validate(email: body.email, phone: body.phone)
+            let role = body.role ?? "member"
+            guard ["coordinator", "member"].contains(role) else { throw APIError.invalid("role must be coordinator or member", "role") }
+            let created = try await inTenant(context) { tenant, connection -> String in
+                let address = email ?? phone!
+                if try UserStore().find(email: email, phone: phone, on: connection) != nil {
+                    throw APIError(.conflict, code: .conflict, message: "an account with that address exists here already",
+                                   field: email != nil ? "email" : "phone")
+                }
+                if let phone { try Throttle.requireSMSAllowed(phone, tenant: tenant.id, field: "phone", on: connection) }
+                try OutsideBudget.require(email != nil ? .email : .sms, to: address, tenant: tenant.id, by: nil, limits: limits, on: connection)
+                let (text, token) = TenantToken.generate(TenantToken.invitation, tenant: tenant.id)
+                let (id, expires) = try TenantAdminStore().createInvitation(tenant: tenant.id, email: email, phone: phone, role: role,
+                                                                            tokenHash: token.hash, lifetime: invitationLifetime, on: connection)
+                let data = "{\"token\":\(JSONString.quote(text)),\"tenant\":\(JSONString.quote(tenant.slug)),\"role\":\"\(role)\","
+                    + "\"coordinator\":\(role == "coordinator"),\"to\":\(JSONString.quote(address))}"
+                try OutboxStore().enqueue(tenant: tenant.id, email: email, phone: phone, template: .tenantInvitation, data: RawJSON(data), on: connection)
+                return "{\"id\":\"\(id.lowercasedText)\",\"role\":\"\(role)\",\"expires_at\":\(JSONString.quote(APIJSON.time(expires)))}"
+            }
+            return .json(.created, Array(created.utf8))
         }
         builder.add(.delete, "/v1/admin/tenants/{slug}") { context in
             let slug = context.parameters["slug"] ?? ""
