@@ -139,7 +139,7 @@ struct ServeTests {
         // What runs, and the process's own figures under Prometheus' standard names.
         let described = try await Subprocess.run(roostBinary, ["--version"], environment: ["PATH": "/usr/bin:/bin",
                                                                                           "ROOST_MIGRATIONS_DIR": TestDatabase.migrationsDirectory.path])
-        let words = described.output.split(whereSeparator: { " ()\n".contains($0) })  // roost 0.65.0 schema 33
+        let words = described.output.split(whereSeparator: { " ()\n".contains($0) })  // roost 0.66.0 schema 34
         #expect(described.status == 0 && words.count == 4 && words[0] == "roost" && words[2] == "schema", "\(described.output)")
         if words.count == 4 {
             #expect(metrics?.contains(#"roost_build_info{version="\#(words[1])",schema="\#(words[3])"} 1"#) == true)

@@ -1,6 +1,7 @@
 // Unit tests of the web app's pure modules, with Node's own test runner (scripts/web-test runs
 // `node --test Tests/web/`), each module loaded as the browser loads it (load.mjs).
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import { test } from "node:test";
 import { load } from "./load.mjs";
 
@@ -55,11 +56,12 @@ test("a template alert shows the template's words; one's own words come first", 
 });
 
 // Every code of API.md's "Errors" (Sources/RoostProtocol/HTTP/APIError.swift), and the app's own.
-const CODES = ["bad_request", "conflict", "expired", "forbidden", "headers_too_large", "http_version_not_supported", "internal",
-  "invalid_json", "invalid_request", "method_not_allowed", "not_found", "password_required", "payload_too_large", "pin_required",
-  "quota_exceeded", "range_not_satisfiable", "rate_limited", "timeout", "unauthenticated", "unavailable", "unknown_type",
-  "unsupported_media_type", "unsupported_websocket_version", "upgrade_required", "uri_too_long", "validation_failed",
-  "wrong_password", "wrong_pin", "offline", "error"];
+// Every code the server can send (read from its one list, so a new code without words fails
+// here), and the app's own two.
+const serverCodes = [...readFileSync(new URL("../../Sources/RoostProtocol/HTTP/APIError.swift", import.meta.url), "utf8")
+  .matchAll(/static let \S+ = Code\("([a-z_]+)"\)/g)].map((match) => match[1]);
+const CODES = [...serverCodes, "offline", "error"];
+assert.ok(serverCodes.includes("muted") && serverCodes.length > 25, `codes read: ${serverCodes}`);
 
 test("every error code has a sentence in English and in Danish", () => {
   for (const locale of ["en", "da"]) {
@@ -102,5 +104,8 @@ test("the audit log says whom each change affected", async () => {
   assert.equal(auditText({ action: "templates.replaced", target: { type: "templates", id: "g" }, data: { keys: ["fire", "smoke"] } }),
     "Saved the templates (fire, smoke)");
   assert.equal(auditText({ action: "bridge.revoked", target: { type: "bridge", id: "b", name: "Panel" }, data: {} }), "Revoked the bridge Panel");
+  assert.equal(auditText({ action: "member.muted", target: { type: "user", id: "u", name: "Tim" }, data: { minutes: 60 } }), "Muted Tim for 60 minutes");
+  assert.equal(auditText({ action: "report.closed", target: { type: "report", id: "r" }, data: { action: "removed", seq: 7 } }),
+    "Closed a report of message 7, removing it");
   assert.equal(auditText({ action: "something.new", data: {} }), "something new");
 });

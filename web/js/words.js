@@ -72,6 +72,11 @@ export function auditText(entry) {
     case "escalation_contact.removed": return `Removed the escalation contact ${name ?? ""}`.trim();
     case "group.updated": return "Changed the group's settings";
     case "group.deleted": return "Deleted the group";
+    case "message.redacted": return `Removed message ${entry.target?.id ?? ""}`.trim();
+    case "report.closed": return `Closed a report of message ${data.seq ?? ""}${data.action === "removed" ? ", removing it" : ""}`.replace(" ,", ",");
+    case "member.muted": return `Muted ${name ?? "a member"}${data.minutes ? ` for ${data.minutes} minutes` : ""}`;
+    case "member.unmuted": return `Let ${name ?? "a member"} speak again`;
+    case "member.blocked": return `Removed and blocked ${name ?? "a member"}`;
     default: return String(entry.action ?? "").replace(/[._]/g, " ");
   }
 }

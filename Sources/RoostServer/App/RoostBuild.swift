@@ -2,9 +2,9 @@
 /// (raised when main changes what operators see: its minor number counts the landings of the
 /// issue tracker's stops) and the newest migration it ships, which its code needs applied.
 public enum RoostBuild {
-    public static let version = "0.65.0"
+    public static let version = "0.66.0"
 
-    /// `roost 0.65.0 (schema 33)`: the schema from the migrations found beside the binary, if any.
+    /// `roost 0.66.0 (schema 34)`: the schema from the migrations found beside the binary, if any.
     public static func describe(schema: Int?) -> String {
         "roost \(version)" + (schema.map { " (schema \($0))" } ?? "")
     }
