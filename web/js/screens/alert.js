@@ -27,9 +27,17 @@ export async function show({ main, params: [groupID, seqText], stream }) {
   let map = null; // the alert's place, its accuracy, the walker's trail and the sharers, once drawn
   const mapBox = h("div");
 
+  // Answers can come back out of order (the first load's and a live event's): the newest
+  // request's answer wins, never an older one that arrived later.
+  let asked = 0;
+  let shown = 0;
   async function refresh() {
-    message = await api("GET", path`/v1/groups/${groupID}/messages/${seq}`);
-    if (!message.alert) throw new Error("That message is not an alert.");
+    const ticket = ++asked;
+    const fresh = await api("GET", path`/v1/groups/${groupID}/messages/${seq}`);
+    if (!fresh.alert) throw new Error("That message is not an alert.");
+    if (ticket < shown) return;
+    shown = ticket;
+    message = fresh;
     renderDetails();
   }
 
@@ -123,8 +131,21 @@ export async function show({ main, params: [groupID, seqText], stream }) {
     if (answer) fill(replies, ...repliesSection(answer.items, groupID, seq, refreshReplies));
   }
 
-  const [group, known] = await Promise.all([api("GET", path`/v1/groups/${groupID}`),
-    api("GET", path`/v1/groups/${groupID}/templates`).catch(() => ({ templates: [] })), refresh(), refreshLocations(), refreshReplies()]);
+  // Listening starts before the first load: a close or a reply that lands while the screen is
+  // still loading is not lost (it asks again, and the newest answer wins).
+  const unfollow = follow(stream, groupID, seq, { refresh, refreshReplies, refreshLocations });
+  const stop = () => {
+    if (sharing) navigator.geolocation.clearWatch(sharing);
+    unfollow();
+  };
+  let group, known;
+  try {
+    [group, known] = await Promise.all([api("GET", path`/v1/groups/${groupID}`),
+      api("GET", path`/v1/groups/${groupID}/templates`).catch(() => ({ templates: [] })), refresh(), refreshLocations(), refreshReplies()]);
+  } catch (error) {
+    stop();
+    throw error;
+  }
   templates = known.templates ?? [];
   renderDetails();
   // Closing is for the alert's author and the group's managers (API.md): others do not see the form.
@@ -133,6 +154,12 @@ export async function show({ main, params: [groupID, seqText], stream }) {
     h("p", {}, h("a", { href: `#/g/${groupID}` }, "Back to the group")),
     details, mapBox, box, buttons, answers, locations, replies, mayClose ? h("section", { "aria-label": "Close or reopen" }, lifecycle) : null);
 
+  return stop;
+}
+
+/** Keeps an alert's screen current from the stream: the alert itself, its replies, its live
+ * sharers. Returns what stops it. */
+function follow(stream, groupID, seq, { refresh, refreshReplies, refreshLocations }) {
   const onEvent = (event) => {
     const frame = event.detail;
     if (frame.group_id !== groupID) return;
@@ -148,7 +175,6 @@ export async function show({ main, params: [groupID, seqText], stream }) {
   stream?.addEventListener("event", onEvent);
   stream?.addEventListener("notice", onNotice);
   return () => {
-    if (sharing) navigator.geolocation.clearWatch(sharing);
     stream?.removeEventListener("event", onEvent);
     stream?.removeEventListener("notice", onNotice);
   };
