@@ -1,6 +1,7 @@
 import Foundation
 import RoostPersistence
 import RoostTestSupport
+import Synchronization
 import Testing
 
 #if canImport(Glibc)
@@ -95,4 +96,110 @@ struct BackupTests {
             _ = await serve.process.wait()
         }
     }
+
+    /// The backup taken while a neighbour keeps posting: the dump is one snapshot, so the restored
+    /// group's log is a prefix with no gap (every message committed before the dump began, at
+    /// least), the members and the photo with its file are back, and a stream on the restored
+    /// server resumes from a cursor with exactly the events after it.
+    @Test func aBackupTakenUnderLiveTrafficRestoresAGaplessLogAndAStreamResumesFromItsCursor() async throws {
+        try await TestDatabase.withScratchDatabaseAsync { source in
+            let ownerURL = TestDatabase.configuration(database: source).connectionString
+            let appURL = try #require(TestDatabase.appURL(for: ownerURL))
+            let environment = ["PATH": "/usr/bin:/bin", "ROOST_MIGRATIONS_DIR": TestDatabase.migrationsDirectory.path,
+                               "DATABASE_URL": appURL, "ROOST_MIGRATION_DATABASE_URL": ownerURL]
+            #expect(try await Subprocess.run(roostBinary, ["migrate"], environment: environment).status == 0)
+            let slug = "live-\(UUID().uuidString.prefix(8).lowercased())"
+            #expect(try await Subprocess.run(roostBinary, ["tenant", "create", slug, "--name", "Live Row", "--registration", "open", "--no-migrate"],
+                                             environment: environment).status == 0)
+            var serve = try await ServeProcess(databaseURL: ownerURL)
+            let port = serve.port
+            func register(_ name: String) async throws -> (token: String, id: String) {
+                let body = #"{"tenant":"\#(slug)","email":"\#(name)@example.org","password":"a long enough password","display_name":"\#(name)"}"#
+                let user = try #require(await Self.call(port, "POST", "/v1/auth/register", body).1 as? [String: Any])
+                return (try #require(user["token"] as? String), try #require((user["user"] as? [String: Any])?["id"] as? String))
+            }
+            let ann = try await register("ann"), bob = try await register("bob")
+            let group = try #require(((await Self.call(port, "POST", "/v1/groups", #"{"name":"Elm"}"#, token: ann.token)).1 as? [String: Any])?["id"] as? String)
+            _ = try #require(((await Self.call(port, "POST", "/v1/groups", #"{"name":"Ash"}"#, token: bob.token)).1 as? [String: Any])?["id"] as? String)
+            // A photo, uploaded and posted.
+            let photo = MediaSamples.jpeg()
+            let upload = try TestClient(port: port)
+            upload.send(Array("POST /v1/media HTTP/1.1\r\nAuthorization: Bearer \(ann.token)\r\nContent-Type: image/jpeg\r\nContent-Length: \(photo.count)\r\n\r\n".utf8) + photo)
+            let uploaded = try #require(await upload.readResponse())
+            let media = try #require((try? JSONSerialization.jsonObject(with: Data(uploaded.body)) as? [String: Any])?["id"] as? String, "\(uploaded.text)")
+            #expect(await Self.call(port, "POST", "/v1/groups/\(group)/messages",
+                                    #"{"client_msg_id":"photo","kind":"chat","text":"the van","attachments":["\#(media)"]}"#, token: ann.token).0 == 201)
+
+            let admin = try PostgresConnection.connect(ConnectionConfiguration(connectionString: Self.url(user: "postgres", database: "postgres")))
+            func count(_ database: String, _ sql: String) throws -> Int {
+                let connection = try PostgresConnection.connect(ConnectionConfiguration(connectionString: Self.url(user: "postgres", database: database)))
+                return try connection.query(SQLQuery(sql, binds: [])).rows[0].decode(Int.self, "n")
+            }
+            let tables = ["users", "memberships", "media", "media_blobs", "media_links"]
+            let before = try tables.map { try count(source, "SELECT count(*) AS n FROM \($0)") }
+            let postedBefore = try count(source, "SELECT count(*) AS n FROM messages")
+
+            // Ann keeps posting while the dump runs.
+            let posting = LiveSwitch()
+            let poster = Task {
+                var posted = 0
+                while posting.on.load(ordering: .relaxed) {
+                    posted += 1
+                    let body = #"{"client_msg_id":"live-\#(posted)","kind":"chat","text":"live \#(posted)"}"#
+                    guard await Self.call(port, "POST", "/v1/groups/\(group)/messages", body, token: ann.token).0 == 201 else { break }
+                }
+                return posted
+            }
+            // At least one post lands before the dump starts, so the dump runs under traffic.
+            #expect(try await Poll.until(every: .milliseconds(10)) { try count(source, "SELECT count(*) AS n FROM messages") > postedBefore })
+            let backupRole = "roost_backup_" + UUID().uuidString.prefix(8).lowercased()
+            try admin.run(script: "CREATE ROLE \(backupRole) LOGIN BYPASSRLS; GRANT pg_read_all_data TO \(backupRole)")
+            let restored = "roost_restored_" + UUID().uuidString.prefix(8).lowercased()
+            let dump = NSTemporaryDirectory() + "roost-backup-\(UUID().uuidString).dump"
+            defer {
+                unlink(dump)
+                try? admin.run(script: "DROP DATABASE IF EXISTS \(restored) WITH (FORCE)")
+                try? admin.run(script: "DROP ROLE IF EXISTS \(backupRole)")
+            }
+            let committedBeforeDump = try count(source, "SELECT count(*) AS n FROM messages")
+            let dumped = try await Subprocess.run(Self.bindir + "/pg_dump", ["--format=custom", "--file=\(dump)", "--dbname=\(Self.url(user: backupRole, database: source))"])
+            posting.on.store(false, ordering: .relaxed)
+            let posted = await poster.value
+            #expect(dumped.status == 0, "\(dumped.output)")
+            serve.process.signal(SIGTERM)
+            _ = await serve.process.wait()
+
+            let owner = try #require(URLComponents(string: ownerURL)?.queryItems?.first { $0.name == "user" }?.value)
+            try admin.run(script: "CREATE DATABASE \(restored) OWNER \(owner)")
+            let restore = try await Subprocess.run(Self.bindir + "/pg_restore", ["--exit-on-error", "--dbname=\(Self.url(user: "postgres", database: restored))", dump])
+            #expect(restore.status == 0, "\(restore.output)")
+            #expect(try tables.map { try count(restored, "SELECT count(*) AS n FROM \($0)") } == before, "members, media and files all back")
+            let kept = try count(restored, "SELECT count(*) AS n FROM messages")
+            #expect(kept >= committedBeforeDump && kept <= postedBefore + posted, "\(kept) messages kept of \(postedBefore + posted)")
+            let gid = try #require(UUID(uuidString: group))
+            let last = try count(restored, "SELECT last_seq AS n FROM group_seqs WHERE group_id = '\(gid.uuidString.lowercased())'")
+            #expect(try count(restored, "SELECT count(*) AS n FROM group_events WHERE group_id = '\(gid.uuidString.lowercased())'") == last,
+                    "the log runs 1...\(last) with no gap")
+            print("backup under traffic: \(posted) posts during the dump; \(kept) messages restored, \(committedBeforeDump) committed before it began")
+
+            // Served from the restore, a stream resumes from a cursor with exactly what came after it.
+            serve = try await ServeProcess(databaseURL: TestDatabase.configuration(database: restored).connectionString)
+            let stream = try await WebSocketTestClient.connect(port: serve.port, path: "/v1/stream", token: ann.token)
+            #expect((await stream.receiveJSON())?["type"] as? String == "ready")
+            let cursor = last - 3
+            stream.sendText(#"{"type":"resume","cursors":{"\#(group)":\#(cursor)}}"#)
+            var seqs: [Int] = []
+            while let frame = await stream.receiveJSON(), frame["type"] as? String != "resumed" {
+                if frame["type"] as? String == "event", frame["group_id"] as? String == group, let seq = frame["seq"] as? Int { seqs.append(seq) }
+            }
+            #expect(seqs == Array((cursor + 1)...last), "\(seqs)")
+            serve.process.signal(SIGTERM)
+            _ = await serve.process.wait()
+        }
+    }
+}
+
+/// Whether the live traffic keeps going.
+final class LiveSwitch: Sendable {
+    let on = Atomic<Bool>(true)
 }
