@@ -3,7 +3,7 @@ import RoostTestSupport
 import Testing
 
 /// README's "A first alert, step by step" is copy-paste commands; this runs exactly that block
-/// (between its `walkthrough` markers) with bash, curl and websocat against a real `roost
+/// (marked `doc-block: walkthrough`) with bash, curl and websocat against a real `roost
 /// serve` on a database of its own, so the README cannot drift from the server.
 @Suite(.enabled(if: TestDatabase.isConfigured && Walkthrough.websocat != nil,
                 "needs TEST_DATABASE_URL and ROOST_TEST_WEBSOCAT (scripts/test sets both)"))
@@ -46,15 +46,6 @@ struct WalkthroughTests {
 enum Walkthrough {
     static let websocat = ProcessInfo.processInfo.environment["ROOST_TEST_WEBSOCAT"]
 
-    /// The shell commands between README's walkthrough markers, without the code fence.
-    static func block() throws -> String {
-        let readme = try String(contentsOf: TestDatabase.migrationsDirectory.deletingLastPathComponent().appendingPathComponent("README.md"),
-                                encoding: .utf8)
-        guard let begin = readme.range(of: "<!-- walkthrough:begin -->"), let end = readme.range(of: "<!-- walkthrough:end -->"),
-              begin.upperBound < end.lowerBound else {
-            throw SubprocessError("README.md has no walkthrough markers")
-        }
-        return readme[begin.upperBound..<end.lowerBound].split(separator: "\n", omittingEmptySubsequences: false)
-            .filter { !$0.hasPrefix("```") }.joined(separator: "\n")
-    }
+    /// README's walk-through block (`<!-- doc-block: walkthrough -->`), without the code fence.
+    static func block() throws -> String { try DocBlocks.named("walkthrough") }
 }
