@@ -177,7 +177,7 @@ struct ModerationTests {
     }
 
     @Test func aCoordinatorSeesEveryGroupAndActsAsItsAdminUntilTheOperatorSaysOtherwise() async throws {
-        let street = try await Street()
+        let street = try await Street(stream: true)
         let api = street.api
         let coordinator = street.outsider
         let other = try #require(try await api.call("POST", "/v1/groups", ["name": "Ash Row"], token: street.member.token).1["id"] as? String)
@@ -193,10 +193,26 @@ struct ModerationTests {
         #expect(try await api.call("POST", "/v1/groups/\(street.group)/members/\(street.troll.id)/mute", ["minutes": 5], token: coordinator.token).0 == 200)
         // An admin, not the owner: the owner's rights stay the owner's.
         #expect(try await api.call("DELETE", "/v1/groups/\(other)", token: coordinator.token).0 == 403)
+        // Their stream follows every group, and a resume replays one they are not in.
+        let (stream, ready) = try await StreamTests().stream(api, coordinator)
+        #expect(Set((ready["groups"] as? [[String: Any]] ?? []).compactMap { $0["id"] as? String }) == [street.group, other], "\(ready)")
+        let (_, said) = try await api.call("POST", "/v1/groups/\(other)/messages", ["client_msg_id": "c1", "kind": "chat", "text": "Bins out tonight"],
+                                           token: street.member.token)
+        let event = try await StreamTests().next(stream)
+        #expect(event["group_id"] as? String == other && event["seq"] as? Int == said["seq"] as? Int, "\(event)")
+        let replay = try await WebSocketTestClient.connect(port: api.test.port, path: "/v1/stream", token: coordinator.token)
+        _ = await replay.receiveJSON()
+        replay.sendText(#"{"type":"resume","cursors":{"\#(other)":0}}"#)
+        #expect((await replay.receiveJSON())?["seq"] as? Int == 1, "the group's log from its start")
 
+        // Revoked: signed out everywhere (the streams close), and the groups are theirs no more.
         #expect(try await street.admin("DELETE", "/coordinators/\(coordinator.id)").0 == 204)
-        #expect(try await api.call("GET", "/v1/groups/\(other)/reports", token: coordinator.token).0 == 404)
-        #expect((try await api.call("GET", "/v1/groups", token: coordinator.token).1["items"] as? [Any])?.isEmpty == true)
+        #expect(await stream.receiveClose() == .some(.policyViolation))
+        #expect(try await api.call("GET", "/v1/groups", token: coordinator.token).0 == 401)
+        let again = try await api.call("POST", "/v1/auth/login", ["tenant": api.tenant, "email": "ola@example.org", "password": APIFixture.password]).1
+        let token = try #require(again["token"] as? String)
+        #expect(try await api.call("GET", "/v1/groups/\(other)/reports", token: token).0 == 404)
+        #expect((try await api.call("GET", "/v1/groups", token: token).1["items"] as? [Any])?.isEmpty == true)
         await api.stop()
     }
 

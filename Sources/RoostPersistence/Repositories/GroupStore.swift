@@ -97,12 +97,23 @@ public struct GroupStore: Sendable {
     /// Unread counts stop here: a list of groups costs the same for a member who never reads.
     public static let unreadCap = 1000
 
-    /// The ids and newest seqs of the user's groups (what a stream subscribes to).
+    /// The ids and newest seqs of the user's groups (what a stream subscribes to): a tenant
+    /// coordinator's, every group of the tenant.
     public func subscriptions(of user: UUID, on connection: PostgresConnection) throws -> [(group: UUID, lastSeq: Int64)] {
         try connection.query("""
             SELECT s.group_id AS id, s.last_seq FROM memberships m JOIN group_seqs s ON s.tenant_id = m.tenant_id AND s.group_id = m.group_id
             WHERE m.user_id = \(user)
+            UNION
+            SELECT s.group_id, s.last_seq FROM group_seqs s WHERE EXISTS (SELECT 1 FROM users u WHERE u.id = \(user) AND u.coordinator)
             """).rows.map { (try $0.decode(UUID.self, "id"), try $0.decode(Int64.self, "last_seq")) }
+    }
+
+    /// Whether `user` may follow `group`'s log: a member, or a coordinator of its tenant.
+    public func mayFollow(_ group: UUID, user: UUID, on connection: PostgresConnection) throws -> Bool {
+        try connection.query("""
+            SELECT EXISTS (SELECT 1 FROM memberships WHERE group_id = \(group) AND user_id = \(user))
+                OR EXISTS (SELECT 1 FROM users u WHERE u.id = \(user) AND u.coordinator AND EXISTS (SELECT 1 FROM groups WHERE id = \(group))) AS may
+            """).rows[0].decode(Bool.self, "may")
     }
 
     /// Where each of `groups` stands (its `last_seq`), whatever their tenants, in one statement

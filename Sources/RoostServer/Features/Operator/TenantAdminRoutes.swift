@@ -164,8 +164,11 @@ enum TenantAdminRoutes {
         }
         builder.add(.delete, "/v1/admin/tenants/{slug}/coordinators/{uid:uuid}") { context in
             let id = context.parameters.uuid("uid")!
-            try await inTenant(context) { _, connection in
+            try await inTenant(context) { tenant, connection in
                 guard try TenantAdminStore().setCoordinator(false, user: id, on: connection) else { throw noSuchUser }
+                // Their streams follow every group: they end (1008), and so do the sessions, so
+                // nothing keeps following what is no longer theirs.
+                try UserStore().deleteSessions(of: id, tenant: tenant.id, on: connection)
             }
             return HTTPResponse(status: .noContent)
         }

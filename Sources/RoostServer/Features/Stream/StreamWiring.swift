@@ -48,7 +48,7 @@ struct PostgresEventLog: EventLogReader {
         try await pool.withConnection { connection in
             try connection.withTenantTransaction(read.tenant, isolation: .repeatableRead) { connection in
                 guard try UserStore().sessionIsActive(tokenHashHex: read.sessionHash, on: connection) else { return .sessionEnded }
-                guard try GroupStore().role(of: read.user, in: read.group, on: connection) != nil else { return .notMember }
+                guard try GroupStore().mayFollow(read.group, user: read.user, on: connection) else { return .notMember }
                 // Read for the stream's user: what is hidden from them is not in the page (nor
                 // counted in its length, which ends a replay when short).
                 try connection.setViewer(read.user)
