@@ -115,6 +115,39 @@ struct ModerationTests {
         await api.stop()
     }
 
+    @Test func aReportOfAMessageHiddenFromSomeoneNeverReachesThem() async throws {
+        let street = try await Street()
+        let api = street.api
+        // An alert hidden from the owner (as a duress alert is from its walker), and both managers with a phone.
+        let (owner, admin) = (UUID(uuidString: street.owner.id)!, UUID(uuidString: street.admin.id)!)
+        let (_, message) = try await street.post("Silent alarm", by: street.member, kind: "alert", severity: "red")
+        let seq = try #require(message["seq"] as? Int)
+        try await api.inTenant { tenant, connection in
+            try connection.query("UPDATE messages SET hidden_from = \(owner) WHERE seq = \(seq)")
+            try connection.query("UPDATE group_events SET hidden_from = \(owner) WHERE seq = \(seq)")
+            try connection.query("DELETE FROM outbox")
+            try connection.query("""
+                INSERT INTO devices (tenant_id, user_id, platform, token)
+                VALUES (\(tenant), \(owner), 'fcm', 'owner-phone'), (\(tenant), \(admin), 'fcm', 'admin-phone')
+                """)
+        }
+        #expect(try await api.call("POST", "/v1/groups/\(street.group)/messages/\(seq)/report", ["reason": "wrong group"], token: street.owner.token).0 == 404,
+                "what is hidden from the owner cannot be reported by them")
+        let (status, report) = try await api.call("POST", "/v1/groups/\(street.group)/messages/\(seq)/report", ["reason": "wrong group"],
+                                                   token: street.troll.token)
+        #expect(status == 201, "\(report)")
+        let pushed = try await api.inTenant { _, connection in
+            try connection.query("SELECT recipient FROM outbox WHERE template = 'report_created'").rows.map { try $0.decode(String.self, "recipient") }
+        }
+        #expect(pushed == ["admin-phone"], "\(pushed)")
+        let queue = "/v1/groups/\(street.group)/reports"
+        #expect((try await api.call("GET", queue, token: street.owner.token).1["items"] as? [Any])?.isEmpty == true)
+        #expect((try await api.call("GET", queue, token: street.admin.token).1["items"] as? [Any])?.count == 1)
+        let id = try #require(report["id"] as? String)
+        #expect(try await api.call("POST", "\(queue)/\(id)/close", ["action": "none"], token: street.owner.token).0 == 404)
+        await api.stop()
+    }
+
     @Test func aMutedMemberIsHeardOnlyByRedAlertsUntilTheMuteEnds() async throws {
         let street = try await Street()
         let api = street.api

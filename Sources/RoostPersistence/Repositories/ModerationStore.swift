@@ -20,6 +20,8 @@ public struct MessageReport: Sendable, Equatable {
     public let authorType: String
     public let authorID: UUID?
     public let authorName: String?
+    /// Whom the message is hidden from (a duress alert's walker): never told of its reports.
+    public let messageHiddenFrom: UUID?
 }
 
 /// Reports, mutes and blocks in a group (sql/0034_moderation.sql), in a tenant transaction.
@@ -54,7 +56,7 @@ public struct ModerationStore: Sendable {
         r.id, r.group_id, r.seq, r.reason, r.status, r.action, r.created_at, r.closed_at, r.reporter_id, ru.display_name AS reporter_name,
         coalesce(m.text, '') AS message_text, coalesce(m.redacted_at IS NOT NULL, true) AS message_redacted,
         coalesce(m.author_type, 'user') AS author_type, m.author_id,
-        CASE m.author_type WHEN 'user' THEN au.display_name WHEN 'bridge' THEN b.name END AS author_name
+        CASE m.author_type WHEN 'user' THEN au.display_name WHEN 'bridge' THEN b.name END AS author_name, m.hidden_from
         FROM message_reports r
         LEFT JOIN users ru ON ru.tenant_id = r.tenant_id AND ru.id = r.reporter_id
         LEFT JOIN messages m ON m.tenant_id = r.tenant_id AND m.group_id = r.group_id AND m.seq = r.seq
@@ -62,19 +64,23 @@ public struct ModerationStore: Sendable {
         LEFT JOIN bridges b ON m.author_type = 'bridge' AND b.tenant_id = m.tenant_id AND b.id = m.author_id
         """
 
-    /// A group's reports with `status`, newest first, before the position `before`.
+    /// A group's reports with `status`, newest first, before the position `before`. A report of a
+    /// message row security hides from the reader (a duress alert, read by its walker) is left
+    /// out: the queue must not tell them such a message exists.
     public func reports(group: UUID, status: String, before: NewestFirst?, limit: Int, on connection: PostgresConnection) throws -> [MessageReport] {
         try connection.query("""
             SELECT \(unsafeRaw: Self.reportColumns)
-            WHERE r.group_id = \(group) AND r.status = \(status)
+            WHERE r.group_id = \(group) AND r.status = \(status) AND m.seq IS NOT NULL
               AND (\(before?.micros)::int8 IS NULL
                    OR (r.created_at, r.id) < ('epoch'::timestamptz + \(before?.micros)::int8 * interval '1 microsecond', \(before?.id)::uuid))
             ORDER BY r.created_at DESC, r.id DESC LIMIT \(limit)
             """).rows.map(decode)
     }
 
+    /// One report, unless its message is hidden from the reader (then nil, as for none).
     public func report(_ id: UUID, group: UUID, on connection: PostgresConnection) throws -> MessageReport? {
-        try connection.query("SELECT \(unsafeRaw: Self.reportColumns) WHERE r.group_id = \(group) AND r.id = \(id)").first.map(decode)
+        try connection.query("SELECT \(unsafeRaw: Self.reportColumns) WHERE r.group_id = \(group) AND r.id = \(id) AND m.seq IS NOT NULL")
+            .first.map(decode)
     }
 
     /// Closes an open report with what was done; false when there is no open report `id`.
@@ -138,6 +144,7 @@ public struct ModerationStore: Sendable {
                       closedAt: try row.decode(Date?.self, "closed_at"), reporterID: try row.decode(UUID?.self, "reporter_id"),
                       reporterName: try row.decode(String?.self, "reporter_name"), messageText: try row.decode(String.self, "message_text"),
                       messageRedacted: try row.decode(Bool.self, "message_redacted"), authorType: try row.decode(String.self, "author_type"),
-                      authorID: try row.decode(UUID?.self, "author_id"), authorName: try row.decode(String?.self, "author_name"))
+                      authorID: try row.decode(UUID?.self, "author_id"), authorName: try row.decode(String?.self, "author_name"),
+                      messageHiddenFrom: try row.decode(UUID?.self, "hidden_from"))
     }
 }

@@ -86,7 +86,8 @@ struct ReportMessage: GroupUseCase {
                 pushed = false
             }
             let push = "{\"group_id\":\"\(group.lowercasedText)\",\"seq\":\(seq),\"group_name\":\(JSONString.quote(groupName)),\"report\":\(data)}"
-            for manager in try Moderation.managers(of: group, on: connection) where manager != caller.user.id {
+            // Not to whom the message is hidden from: a duress alert's walker must not learn of it.
+            for manager in try Moderation.managers(of: group, on: connection) where manager != caller.user.id && manager != report.messageHiddenFrom {
                 try GroupEventLog.notifyUser(tenant: tenant, user: manager, event: .reportCreated, data: data, on: connection)
                 if pushed { try OutboxStore().enqueuePushes(to: manager, template: .reportCreated, data: RawJSON(push), on: connection) }
             }
