@@ -145,6 +145,13 @@ struct ModerationTests {
         #expect((try await api.call("GET", queue, token: street.admin.token).1["items"] as? [Any])?.count == 1)
         let id = try #require(report["id"] as? String)
         #expect(try await api.call("POST", "\(queue)/\(id)/close", ["action": "none"], token: street.owner.token).0 == 404)
+        // Closed by the admin: the owner's audit does not show it either.
+        #expect(try await api.call("POST", "\(queue)/\(id)/close", ["action": "removed"], token: street.admin.token).0 == 200)
+        let (_, audit) = try await api.call("GET", "/v1/groups/\(street.group)/audit", token: street.owner.token)
+        let actions = (audit["items"] as? [[String: Any]] ?? []).compactMap { $0["action"] as? String }
+        #expect(!actions.contains("report.closed") && !actions.contains("message.redacted"), "\(actions)")
+        let (_, adminAudit) = try await api.call("GET", "/v1/groups/\(street.group)/audit", token: street.admin.token)
+        #expect((adminAudit["items"] as? [[String: Any]] ?? []).compactMap { $0["action"] as? String }.prefix(2) == ["report.closed", "message.redacted"])
         await api.stop()
     }
 

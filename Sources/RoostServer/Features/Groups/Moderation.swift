@@ -144,8 +144,10 @@ struct CloseReport: GroupUseCase {
             try RedactMessage(group: group, seq: found.seq).run(by: caller, on: connection)
             try store.closeOthers(group: group, seq: found.seq, by: caller.user.id, on: connection)
         }
-        try Audit.record(caller, group: group, .reportClosed, target: ("report", report.lowercasedText),
-                         data: "{\"action\":\(JSONString.quote(action)),\"seq\":\(found.seq)}", on: connection)
+        // Hidden from whom the message is hidden from, as its removal is.
+        try AuditLog().record(tenant: caller.user.tenantID, group: group, actor: .user(caller.user.id), action: .reportClosed,
+                              target: ("report", report.lowercasedText), data: "{\"action\":\(JSONString.quote(action)),\"seq\":\(found.seq)}",
+                              hiddenFrom: found.messageHiddenFrom, on: connection)
         return try store.report(report, group: group, on: connection)!
     }
 }
