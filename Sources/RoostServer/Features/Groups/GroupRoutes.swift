@@ -105,14 +105,11 @@ struct GroupRoutes: Sendable {
         }
         builder.add(.get, "/v1/groups", signedIn: auth) { context, caller in
             let limit = try context.limit()
-            let after = try context.cursor { cursor -> (name: String, id: UUID)? in
-                guard cursor.count == 2, let name = cursor.text(0), let id = cursor.id(1) else { return nil }
-                return (name, id)
-            }
+            let after = try context.cursor(\.byName)
             let groups = try await caller.inTenant { user, connection in
                 try GroupStore().groups(of: user.id, after: after, limit: limit, on: connection)
             }
-            let next = groups.count == limit ? groups.last.map { ListCursor.write(ListCursor.text($0.name), $0.id.lowercasedText) } : nil
+            let next = groups.count == limit ? groups.last.map { ListCursor.write(name: $0.name, id: $0.id) } : nil
             return try APIJSON.response(.ok, Page(items: groups.map(SummaryView.init), next: next))
         }
         builder.add(.get, "/v1/groups/{gid:uuid}", signedIn: auth) { context, caller in

@@ -174,12 +174,9 @@ enum TenantAdminRoutes {
         }
         builder.add(.get, "/v1/admin/tenants/{slug}/groups") { context in
             let limit = try context.limit()
-            let after = try context.cursor { cursor -> (name: String, id: UUID)? in
-                guard cursor.count == 2, let name = cursor.text(0), let id = cursor.id(1) else { return nil }
-                return (name, id)
-            }
+            let after = try context.cursor(\.byName)
             let groups = try await inTenant(context) { _, connection in try TenantAdminStore().groups(after: after, limit: limit, on: connection) }
-            let next = groups.count == limit ? groups.last.map { ListCursor.write(ListCursor.text($0.name), $0.id.lowercasedText) } : nil
+            let next = groups.count == limit ? groups.last.map { ListCursor.write(name: $0.name, id: $0.id) } : nil
             return try APIJSON.response(.ok, Page(items: groups.map(AdminGroupView.init), next: next))
         }
         builder.add(.post, "/v1/admin/tenants/{slug}/groups/{gid:uuid}/owner", bodyLimit: 4 * 1024) { context in

@@ -58,4 +58,14 @@ extension ListCursor {
         guard count == 2, let micros = integer(0), let id = id(1) else { return nil }
         return NewestFirst(micros: micros, id: id)
     }
+
+    /// A list by name's cursor (groups): the name and the id.
+    static func write(name: String, id: UUID) -> String {
+        write(text(name), id.lowercasedText)
+    }
+
+    var byName: (name: String, id: UUID)? {
+        guard count == 2, let name = text(0), let id = id(1) else { return nil }
+        return (name, id)
+    }
 }
