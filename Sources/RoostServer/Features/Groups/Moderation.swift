@@ -75,16 +75,8 @@ struct ReportMessage: GroupUseCase {
             let report = try store.report(id, group: group, on: connection)!
             let groupName = try GroupStore().group(id: group, on: connection)?.name ?? ""
             let data = Moderation.json(report)
-            let pushed: Bool
-            do {
-                try connection.withSavepoint {
-                    try RateLimitStore().count([RateLimit(RateLimitKey(.reportPush, tenant.uuidString, group.uuidString),
-                                                          limit: Moderation.reportPushesPerGroupPerHour, window: Throttle.hour)], on: $0)
-                }
-                pushed = true
-            } catch is RateLimitStore.UsedUp {
-                pushed = false
-            }
+            let pushed = try AlertPushes.allowed(RateLimit(RateLimitKey(.reportPush, tenant.uuidString, group.uuidString),
+                                                           limit: Moderation.reportPushesPerGroupPerHour, window: Throttle.hour), on: connection)
             let push = "{\"group_id\":\"\(group.lowercasedText)\",\"seq\":\(seq),\"group_name\":\(JSONString.quote(groupName)),\"report\":\(data)}"
             // Not to whom the message is hidden from: a duress alert's walker must not learn of it.
             for manager in try Moderation.managers(of: group, on: connection) where manager != caller.user.id && manager != report.messageHiddenFrom {
