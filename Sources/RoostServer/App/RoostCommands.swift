@@ -31,7 +31,10 @@ public enum RoostCommands {
         }
         let jobs = JobMetrics()
         let web = try webApp(configuration, log: log)
-        let router = try routes(configuration, pool: pool, hub: hub, hashingThreads: max(1, threads), push: push, web: web, log: log)
+        // The newest migration this Roost ships, read from the folder once for /readyz and /metrics.
+        let requiredSchema = DatabaseStartup.requiredSchema(configuration)
+        let router = try routes(configuration, pool: pool, hub: hub, hashingThreads: max(1, threads), push: push, web: web, log: log,
+                                requiredSchema: requiredSchema)
         let server = try HTTPServer(
             router: router, limits: configuration.network, addresses: addresses, threads: threads, log: log,
             accessLog: configuration.accessLog, errorMapper: APIError.mapping, sharedWithOtherProcesses: configuration.reusePort)
@@ -52,7 +55,8 @@ public enum RoostCommands {
             throw StartupError("cannot listen on \(configuration.listen): \(error)")
         }
         let deliveries = DeliveryMetrics()
-        let metricsServer = try startMetrics(configuration, pool: pool, jobs: jobs, deliveries: deliveries, hub: hub, log: log) { serverBox.server }
+        let metricsServer = try startMetrics(configuration, pool: pool, jobs: jobs, deliveries: deliveries, hub: hub, log: log,
+                                             requiredSchema: requiredSchema) { serverBox.server }
         var outboxOptions = OutboxWorker.Options()
         outboxOptions.webhookTimeoutSeconds = configuration.deliveryTimeoutSeconds
         outboxOptions.connectionsPerOrigin = configuration.deliveryConnections
@@ -80,14 +84,14 @@ public enum RoostCommands {
 
     /// Every route `roost serve` answers: the API of API.md (described by openapi.yaml, which
     /// a test holds to this list), the web app's files and, only with `--conformance-echo`,
-    /// the test-only echo.
+    /// the test-only echo. `requiredSchema`: the migration `/readyz` waits for (nil: none checked).
     static func routes(
         _ configuration: ServerConfiguration, pool: ConnectionPool, hub: StreamHub, hashingThreads: Int, push: PushSettings? = nil,
-        web: WebApp? = nil, log: Log? = nil
+        web: WebApp? = nil, log: Log? = nil, requiredSchema: Int? = nil
     ) throws -> Router {
         var builder = Router.Builder()
         OperationsRoutes.add(to: &builder, probe: ReadinessProbe(configuration: pool.configuration,
-                                                                 requiredSchema: DatabaseStartup.requiredSchema(configuration)))
+                                                                 requiredSchema: requiredSchema))
         TenantRoutes.add(to: &builder, pool: pool, adminToken: configuration.adminToken)
         TenantAdminRoutes.add(to: &builder, pool: pool, adminToken: configuration.adminToken,
                               invitationLifetime: configuration.invitationLifetimeSeconds, limits: configuration.abuse)
@@ -122,12 +126,12 @@ public enum RoostCommands {
     /// The operator's `/metrics` listener (`ROOST_METRICS_LISTEN`, `off` for none): one event
     /// loop of its own, on an address apart from the public one.
     static func startMetrics(_ configuration: ServerConfiguration, pool: ConnectionPool, jobs: JobMetrics, deliveries: DeliveryMetrics,
-                             hub: StreamHub, log: Log, server: @escaping @Sendable () -> HTTPServer?) throws -> HTTPServer? {
+                             hub: StreamHub, log: Log, requiredSchema: Int?, server: @escaping @Sendable () -> HTTPServer?) throws -> HTTPServer? {
         guard configuration.metricsListen != "off" else { return nil }
         let addresses = try ListenAddress.parseList(configuration.metricsListen)
         var builder = Router.Builder()
         OperationsRoutes.addMetrics(to: &builder, pool: pool, jobs: jobs, deliveries: deliveries, hub: hub,
-                                    schema: DatabaseStartup.requiredSchema(configuration), server: server)
+                                    schema: requiredSchema, server: server)
         let metrics = try HTTPServer(router: builder.build(), limits: NetworkLimits(), addresses: addresses, threads: 1, log: log, accessLog: false,
                                       errorMapper: APIError.mapping)
         do {
