@@ -35,16 +35,23 @@ struct BackupTests {
         return (status, try? JSONSerialization.jsonObject(with: Data(answer[split.upperBound...].utf8)))
     }
 
+    /// A scratch database as an operator makes it: `roost migrate`, then `roost tenant create`
+    /// (an open tenant): the commands' environment and the tenant's slug.
+    static func migratedWithTenant(_ database: String) async throws -> (environment: [String: String], slug: String) {
+        let ownerURL = TestDatabase.configuration(database: database).connectionString
+        let environment = ["PATH": "/usr/bin:/bin", "ROOST_MIGRATIONS_DIR": TestDatabase.migrationsDirectory.path,
+                           "DATABASE_URL": try #require(TestDatabase.appURL(for: ownerURL)), "ROOST_MIGRATION_DATABASE_URL": ownerURL]
+        #expect(try await Subprocess.run(roostBinary, ["migrate"], environment: environment).status == 0)
+        let slug = "bk-\(UUID().uuidString.prefix(8).lowercased())"
+        #expect(try await Subprocess.run(roostBinary, ["tenant", "create", slug, "--name", "Backup Row", "--registration", "open", "--no-migrate"],
+                                         environment: environment).status == 0)
+        return (environment, slug)
+    }
+
     @Test func theDocumentedBackupRestoresEveryMessageIntoAFreshDatabaseThatServes() async throws {
         try await TestDatabase.withScratchDatabaseAsync { source in
             let ownerURL = TestDatabase.configuration(database: source).connectionString
-            let appURL = try #require(TestDatabase.appURL(for: ownerURL))
-            let environment = ["PATH": "/usr/bin:/bin", "ROOST_MIGRATIONS_DIR": TestDatabase.migrationsDirectory.path,
-                               "DATABASE_URL": appURL, "ROOST_MIGRATION_DATABASE_URL": ownerURL]
-            #expect(try await Subprocess.run(roostBinary, ["migrate"], environment: environment).status == 0)
-            let slug = "bk-\(UUID().uuidString.prefix(8).lowercased())"
-            #expect(try await Subprocess.run(roostBinary, ["tenant", "create", slug, "--name", "Backup Row", "--registration", "open", "--no-migrate"],
-                                             environment: environment).status == 0)
+            let (environment, slug) = try await Self.migratedWithTenant(source)
 
             // A street with a chat, written through the API.
             var serve = try await ServeProcess(databaseURL: ownerURL)
@@ -60,24 +67,13 @@ struct BackupTests {
             serve.process.signal(SIGTERM)
             _ = await serve.process.wait()
 
-            // The backup role, as OPERATIONS makes it (once, as a superuser).
-            let admin = try PostgresConnection.connect(ConnectionConfiguration(connectionString: Self.url(user: "postgres", database: "postgres")))
-            let backupRole = "roost_backup_" + UUID().uuidString.prefix(8).lowercased()
-            try admin.run(script: "CREATE ROLE \(backupRole) LOGIN BYPASSRLS; GRANT pg_read_all_data TO \(backupRole)")
-            let restored = "roost_restored_" + UUID().uuidString.prefix(8).lowercased()
-            let dump = NSTemporaryDirectory() + "roost-backup-\(UUID().uuidString).dump"
-            defer {
-                unlink(dump)
-                try? admin.run(script: "DROP DATABASE IF EXISTS \(restored) WITH (FORCE)")
-                try? admin.run(script: "DROP ROLE IF EXISTS \(backupRole)")
-            }
-            let dumped = try await Subprocess.run(Self.bindir + "/pg_dump", ["--format=custom", "--file=\(dump)", "--dbname=\(Self.url(user: backupRole, database: source))"])
+            let backup = try LogicalBackup()
+            defer { backup.drop() }
+            let dumped = try await backup.dump(source)
             #expect(dumped.status == 0, "\(dumped.output)")
-            // Owned by Roost's owner role, as the first database was, so that it migrates there.
-            let owner = try #require(URLComponents(string: ownerURL)?.queryItems?.first { $0.name == "user" }?.value)
-            try admin.run(script: "CREATE DATABASE \(restored) OWNER \(owner)")
-            let restore = try await Subprocess.run(Self.bindir + "/pg_restore", ["--exit-on-error", "--dbname=\(Self.url(user: "postgres", database: restored))", dump])
+            let restore = try await backup.restore(ownedBy: ownerURL)
             #expect(restore.status == 0, "\(restore.output)")
+            let restored = backup.restored
             func messages(_ database: String) throws -> Int {
                 let connection = try PostgresConnection.connect(ConnectionConfiguration(connectionString: Self.url(user: "postgres", database: database)))
                 return try connection.query("SELECT count(*) AS n FROM messages").rows[0].decode(Int.self, "n")
@@ -104,13 +100,7 @@ struct BackupTests {
     @Test func aBackupTakenUnderLiveTrafficRestoresAGaplessLogAndAStreamResumesFromItsCursor() async throws {
         try await TestDatabase.withScratchDatabaseAsync { source in
             let ownerURL = TestDatabase.configuration(database: source).connectionString
-            let appURL = try #require(TestDatabase.appURL(for: ownerURL))
-            let environment = ["PATH": "/usr/bin:/bin", "ROOST_MIGRATIONS_DIR": TestDatabase.migrationsDirectory.path,
-                               "DATABASE_URL": appURL, "ROOST_MIGRATION_DATABASE_URL": ownerURL]
-            #expect(try await Subprocess.run(roostBinary, ["migrate"], environment: environment).status == 0)
-            let slug = "live-\(UUID().uuidString.prefix(8).lowercased())"
-            #expect(try await Subprocess.run(roostBinary, ["tenant", "create", slug, "--name", "Live Row", "--registration", "open", "--no-migrate"],
-                                             environment: environment).status == 0)
+            let slug = try await Self.migratedWithTenant(source).slug
             var serve = try await ServeProcess(databaseURL: ownerURL)
             let port = serve.port
             func register(_ name: String) async throws -> (token: String, id: String) {
@@ -130,7 +120,6 @@ struct BackupTests {
             #expect(await Self.call(port, "POST", "/v1/groups/\(group)/messages",
                                     #"{"client_msg_id":"photo","kind":"chat","text":"the van","attachments":["\#(media)"]}"#, token: ann.token).0 == 201)
 
-            let admin = try PostgresConnection.connect(ConnectionConfiguration(connectionString: Self.url(user: "postgres", database: "postgres")))
             func count(_ database: String, _ sql: String) throws -> Int {
                 let connection = try PostgresConnection.connect(ConnectionConfiguration(connectionString: Self.url(user: "postgres", database: database)))
                 return try connection.query(SQLQuery(sql, binds: [])).rows[0].decode(Int.self, "n")
@@ -152,27 +141,19 @@ struct BackupTests {
             }
             // At least one post lands before the dump starts, so the dump runs under traffic.
             #expect(try await Poll.until(every: .milliseconds(10)) { try count(source, "SELECT count(*) AS n FROM messages") > postedBefore })
-            let backupRole = "roost_backup_" + UUID().uuidString.prefix(8).lowercased()
-            try admin.run(script: "CREATE ROLE \(backupRole) LOGIN BYPASSRLS; GRANT pg_read_all_data TO \(backupRole)")
-            let restored = "roost_restored_" + UUID().uuidString.prefix(8).lowercased()
-            let dump = NSTemporaryDirectory() + "roost-backup-\(UUID().uuidString).dump"
-            defer {
-                unlink(dump)
-                try? admin.run(script: "DROP DATABASE IF EXISTS \(restored) WITH (FORCE)")
-                try? admin.run(script: "DROP ROLE IF EXISTS \(backupRole)")
-            }
+            let backup = try LogicalBackup()
+            defer { backup.drop() }
             let committedBeforeDump = try count(source, "SELECT count(*) AS n FROM messages")
-            let dumped = try await Subprocess.run(Self.bindir + "/pg_dump", ["--format=custom", "--file=\(dump)", "--dbname=\(Self.url(user: backupRole, database: source))"])
+            let dumped = try await backup.dump(source)
             posting.on.store(false, ordering: .relaxed)
             let posted = await poster.value
             #expect(dumped.status == 0, "\(dumped.output)")
             serve.process.signal(SIGTERM)
             _ = await serve.process.wait()
 
-            let owner = try #require(URLComponents(string: ownerURL)?.queryItems?.first { $0.name == "user" }?.value)
-            try admin.run(script: "CREATE DATABASE \(restored) OWNER \(owner)")
-            let restore = try await Subprocess.run(Self.bindir + "/pg_restore", ["--exit-on-error", "--dbname=\(Self.url(user: "postgres", database: restored))", dump])
+            let restore = try await backup.restore(ownedBy: ownerURL)
             #expect(restore.status == 0, "\(restore.output)")
+            let restored = backup.restored
             #expect(try tables.map { try count(restored, "SELECT count(*) AS n FROM \($0)") } == before, "members, media and files all back")
             let kept = try count(restored, "SELECT count(*) AS n FROM messages")
             #expect(kept >= committedBeforeDump && kept <= postedBefore + posted, "\(kept) messages kept of \(postedBefore + posted)")
@@ -202,4 +183,36 @@ struct BackupTests {
 /// Whether the live traffic keeps going.
 final class LiveSwitch: Sendable {
     let on = Atomic<Bool>(true)
+}
+
+/// OPERATIONS' logical backup, once: a backup role as OPERATIONS makes it (as a superuser),
+/// `pg_dump` as that role, and `pg_restore` as a superuser into a fresh database owned by Roost's
+/// owner role (as the first was, so that it migrates there). `drop` removes the role, the dump
+/// and the restored database.
+final class LogicalBackup {
+    let admin: PostgresConnection
+    let role = "roost_backup_" + UUID().uuidString.prefix(8).lowercased()
+    let restored = "roost_restored_" + UUID().uuidString.prefix(8).lowercased()
+    let file = NSTemporaryDirectory() + "roost-backup-\(UUID().uuidString).dump"
+
+    init() throws {
+        admin = try PostgresConnection.connect(ConnectionConfiguration(connectionString: BackupTests.url(user: "postgres", database: "postgres")))
+        try admin.run(script: "CREATE ROLE \(role) LOGIN BYPASSRLS; GRANT pg_read_all_data TO \(role)")
+    }
+
+    func dump(_ database: String) async throws -> Subprocess.Outcome {
+        try await Subprocess.run(BackupTests.bindir + "/pg_dump", ["--format=custom", "--file=\(file)", "--dbname=\(BackupTests.url(user: role, database: database))"])
+    }
+
+    func restore(ownedBy ownerURL: String) async throws -> Subprocess.Outcome {
+        let owner = try #require(URLComponents(string: ownerURL)?.queryItems?.first { $0.name == "user" }?.value)
+        try admin.run(script: "CREATE DATABASE \(restored) OWNER \(owner)")
+        return try await Subprocess.run(BackupTests.bindir + "/pg_restore", ["--exit-on-error", "--dbname=\(BackupTests.url(user: "postgres", database: restored))", file])
+    }
+
+    func drop() {
+        unlink(file)
+        try? admin.run(script: "DROP DATABASE IF EXISTS \(restored) WITH (FORCE)")
+        try? admin.run(script: "DROP ROLE IF EXISTS \(role)")
+    }
 }
