@@ -300,26 +300,30 @@ public struct CheckinStore: Sendable {
     /// The trail as a JSON array of `{"lat","lon","at","battery"}`, at most `limit` points
     /// spread evenly over it (the first and the newest always among them), oldest first.
     public func trailJSON(of id: UUID, limit: Int, on connection: PostgresConnection) throws -> String {
-        try connection.query("""
-            WITH points AS (
-                SELECT at, location, battery, row_number() OVER (ORDER BY at) - 1 AS n, count(*) OVER () AS total
-                FROM checkin_locations WHERE checkin_id = \(id))
-            SELECT coalesce(jsonb_agg(jsonb_build_object(
-                       'lat', location->'lat', 'lon', location->'lon', 'battery', battery,
-                       'at', to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')) ORDER BY at), '[]')::text AS trail
-            FROM points
-            WHERE total <= \(limit) OR n = total - 1 OR n % ceil(total::float8 / \(limit - 1))::int8 = 0
-            """).rows[0].decode(String.self, "trail")
+        try connection.query("SELECT \(fragment: trail(of: "\(id)", limit: limit))::text AS trail").rows[0].decode(String.self, "trail")
+    }
+
+    /// `trailJSON`'s jsonb array as an SQL expression, for the check-in whose id `checkin` is (a
+    /// value, or a column of the statement it goes into).
+    private func trail(of checkin: SQLQuery, limit: Int) -> SQLQuery {
+        """
+        (SELECT coalesce(jsonb_agg(jsonb_build_object(
+                    'lat', location->'lat', 'lon', location->'lon', 'battery', battery,
+                    'at', to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')) ORDER BY at), '[]')
+         FROM (SELECT at, location, battery, row_number() OVER (ORDER BY at) - 1 AS n, count(*) OVER () AS total
+               FROM checkin_locations WHERE checkin_id = \(fragment: checkin)) points
+         WHERE total <= \(limit) OR n = total - 1 OR n % ceil(total::float8 / \(limit - 1))::int8 = 0)
+        """
     }
 
     /// The walks `group` watches that have not ended, by members still in it, soonest due first
     /// (at most `limit`), as a JSON array of `{"id","user":{"id","display_name"},"status","note",
     /// "due_at","created_at","prompted_at","alerted_at","location","location_at","battery",
-    /// "alert_seq"}`: what the group's watchers see ("walking now"). The trail is the caller's
-    /// (`trailJSON`), per walk.
-    public func watchedJSON(group: UUID, limit: Int, on connection: PostgresConnection) throws -> [(id: UUID, json: String)] {
+    /// "alert_seq","trail"}` (the trail as `trailJSON` has it, at most `trailPoints`): what the
+    /// group's watchers see ("walking now"), in one statement.
+    public func watchedJSON(group: UUID, limit: Int, trailPoints: Int, on connection: PostgresConnection) throws -> [String] {
         try connection.query("""
-            SELECT c.id, jsonb_build_object(
+            SELECT jsonb_build_object(
                 'id', c.id, 'user', jsonb_build_object('id', u.id, 'display_name', u.display_name),
                 'status', c.status, 'note', c.note,
                 'due_at', to_char(c.due_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
@@ -328,14 +332,14 @@ public struct CheckinStore: Sendable {
                 'alerted_at', to_char(c.alerted_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
                 'location', c.location,
                 'location_at', to_char(c.location_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
-                'battery', c.battery, 'alert_seq', w.alert_seq)::text AS json
+                'battery', c.battery, 'alert_seq', w.alert_seq, 'trail', \(fragment: trail(of: "c.id", limit: trailPoints)))::text AS json
             FROM checkin_groups w
             JOIN checkins c ON c.tenant_id = w.tenant_id AND c.id = w.checkin_id
             JOIN users u ON u.tenant_id = c.tenant_id AND u.id = c.user_id
             JOIN memberships m ON m.tenant_id = w.tenant_id AND m.group_id = w.group_id AND m.user_id = c.user_id
             WHERE w.group_id = \(group) AND c.ended_at IS NULL
             ORDER BY c.due_at, c.id LIMIT \(limit)
-            """).rows.map { (try $0.decode(UUID.self, "id"), try $0.decode(String.self, "json")) }
+            """).rows.map { try $0.decode(String.self, "json") }
     }
 
     /// Due jobs at `now`, locked for this transaction and skipped by every other (several nodes

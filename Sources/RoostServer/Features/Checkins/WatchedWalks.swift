@@ -14,11 +14,7 @@ struct ListWatchedWalks: GroupUseCase {
 
     /// `{"items":[walk...]}` as JSON text, soonest due first.
     func run(by caller: GroupCaller, on connection: PostgresConnection) throws -> String {
-        let store = CheckinStore()
-        let items = try store.watchedJSON(group: group, limit: Self.limit, on: connection).map { walk in
-            // The walk's object is PostgreSQL's jsonb text, which ends with its closing brace.
-            String(walk.json.dropLast()) + ",\"trail\":" + (try store.trailJSON(of: walk.id, limit: Self.trailPoints, on: connection)) + "}"
-        }
+        let items = try CheckinStore().watchedJSON(group: group, limit: Self.limit, trailPoints: Self.trailPoints, on: connection)
         return "{\"items\":[" + items.joined(separator: ",") + "]}"
     }
 }
