@@ -652,3 +652,12 @@ final class CountingSource: ResponseBodySource, Sendable {
         return Array(repeating: UInt8(index % 251), count: Self.pieceBytes)
     }
 }
+
+/// A path under a secret prefix (a bridge's hook URL) is logged without its secret.
+@Test func aSecretPathIsLoggedWithoutItsSecret() {
+    var builder = Router.Builder()
+    builder.secretPaths(under: "/v1/bridge/hooks/")
+    let router = builder.build()
+    #expect(router.loggable("/v1/bridge/hooks/rbh_abc/extra") == "/v1/bridge/hooks/[secret]")
+    #expect(router.loggable("/v1/bridge/alerts") == "/v1/bridge/alerts")
+}

@@ -62,8 +62,9 @@ struct APIFixture {
         connection = try APIClient(port: test.port)
     }
 
-    func call(_ method: String, _ path: String, _ body: [String: Any]? = nil, token: String? = nil) async throws -> (Int, [String: Any]) {
-        try await connection.call(method, path, body, token: token)
+    func call(_ method: String, _ path: String, _ body: [String: Any]? = nil, token: String? = nil,
+              headers: [String: String] = [:]) async throws -> (Int, [String: Any]) {
+        try await connection.call(method, path, body, token: token, headers: headers)
     }
 
     /// Another connection to the fixture's server, for a second caller working concurrently.

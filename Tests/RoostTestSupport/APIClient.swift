@@ -24,9 +24,12 @@ public final class APIClient: @unchecked Sendable {
     }
 
     /// One JSON request and its answer; reconnects when the server closed the connection.
-    public func call(_ method: String, _ path: String, _ body: [String: Any]? = nil, token: String? = nil) async throws -> (Int, [String: Any]) {
+    /// `headers`: more header lines (an `Authorization` of another scheme, say).
+    public func call(_ method: String, _ path: String, _ body: [String: Any]? = nil, token: String? = nil,
+                     headers: [String: String] = [:]) async throws -> (Int, [String: Any]) {
         let data = try body.map { try JSONSerialization.data(withJSONObject: $0) } ?? Data()
-        let auth = token.map { "Authorization: Bearer \($0)\r\n" } ?? ""
+        var auth = token.map { "Authorization: Bearer \($0)\r\n" } ?? ""
+        for (name, value) in headers.sorted(by: { $0.key < $1.key }) { auth += "\(name): \(value)\r\n" }
         client.send("\(method) \(path) HTTP/1.1\r\n\(auth)Content-Type: application/json\r\nContent-Length: \(data.count)\r\n\r\n"
                     + String(decoding: data, as: UTF8.self))
         let sent = ContinuousClock.now

@@ -65,6 +65,7 @@ export function auditText(entry) {
     case "invitation.revoked": return "Revoked an invitation";
     case "bridge.created": return `Added the bridge ${name ?? ""}`.trim();
     case "bridge.revoked": return `Revoked the bridge ${name ?? ""}`.trim();
+    case "bridge.changed": return `Changed the bridge ${name ?? ""}${data.arm === "disarmed" ? " (disarmed)" : ""}`.trim();
     case "alert.closed": return `Closed alert ${entry.target?.id ?? ""}${data.resolution ? `: “${data.resolution}”` : ""}`;
     case "alert.reopened": return `Reopened alert ${entry.target?.id ?? ""}`;
     case "templates.replaced": return `Saved the templates${Array.isArray(data.keys) && data.keys.length ? ` (${data.keys.join(", ")})` : ""}`;

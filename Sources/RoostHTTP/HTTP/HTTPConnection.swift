@@ -316,7 +316,7 @@ final class HTTPConnection: EventHandler {
         HTTPResponseWriter.write(response, keepAlive: keepAlive, date: context.httpDate, includeBody: !isHead, into: &bytes)
         context.completed(CompletedRequest(requestID: requestID, method: method, route: route, status: response.status.code,
                                            nanoseconds: loop.clock.now() - started, bodyBytes: response.body.count, peer: peer,
-                                           path: path.map { String($0.prefix(200)) }))
+                                           path: path.map { String(context.router.loggable($0).prefix(200)) }))
         let streamed = response.stream != nil && !isHead
         if streamed { http.waitingStreams[number] = response.stream }
         guard apply(http.responses.finish(number, bytes, streamed: streamed), of: http) else { return }

@@ -83,6 +83,14 @@ public struct Router: Sendable {
 
     private let root: Node
     public let patterns: [(method: HTTPMethod, pattern: String)]
+    /// Path prefixes whose rest is a secret (a bridge's hook URL): never written to a log.
+    private var secretPrefixes: [String] = []
+
+    /// The path as a log may show it: the rest of a secret path is `[secret]`.
+    public func loggable(_ path: String) -> String {
+        guard let prefix = secretPrefixes.first(where: { path.hasPrefix($0) }) else { return path }
+        return prefix + "[secret]"
+    }
 
     /// Whether the route `method` and `segments` lead to takes its body in pieces.
     public func streamsBody(_ method: HTTPMethod, _ segments: [String]) -> Bool {
@@ -144,6 +152,7 @@ public struct Router: Sendable {
 
         private let root = MutableNode()
         private var patterns: [(HTTPMethod, String)] = []
+        private var secretPrefixes: [String] = []
 
         public init() {}
 
@@ -204,8 +213,16 @@ public struct Router: Sendable {
             patterns.append((method, pattern))
         }
 
+        /// Paths under `prefix` carry a secret after it (`/v1/bridge/hooks/`): a request for one
+        /// that no route answers is logged without it.
+        public mutating func secretPaths(under prefix: String) {
+            secretPrefixes.append(prefix)
+        }
+
         public func build() -> Router {
-            Router(root: root.freeze(), patterns: patterns)
+            var router = Router(root: root.freeze(), patterns: patterns)
+            router.secretPrefixes = secretPrefixes
+            return router
         }
     }
 }

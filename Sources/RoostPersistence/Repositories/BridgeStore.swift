@@ -12,22 +12,95 @@ public struct Bridge: Sendable, Equatable {
     public let ratePerMinute: Int
     public let burst: Int
     public let createdAt: Date
+    /// Whether the bridge has a hook URL (its secret is shown once).
+    public let hasHook: Bool
+    public let place: BridgePlace?
+    public let armed: Bool
+    public let cooldownSeconds: Int?
+    public let profile: String
+}
+
+/// Where a bridge is: its alerts carry it when they name no place of their own.
+public struct BridgePlace: Sendable, Equatable {
+    public let address: String?
+    /// The location as JSON text (`{"lat", "lon", "accuracy_m"?}`), checked by the caller.
+    public let location: String?
+
+    public init(address: String?, location: String?) {
+        (self.address, self.location) = (address, location)
+    }
+}
+
+/// What a manager may change of a bridge (`PATCH`); nil leaves a field as it is.
+public struct BridgeChanges: Sendable {
+    public var name: String?
+    /// `.set(nil)` removes the place.
+    public var place: SettingChange<BridgePlace?> = .unchanged
+    public var armed: Bool?
+    /// `.set(nil)` turns the cooldown off.
+    public var cooldownSeconds: SettingChange<Int?> = .unchanged
+    public var profile: String?
+
+    public init() {}
 }
 
 /// Bridges, in a tenant transaction.
 public struct BridgeStore: Sendable {
     public init() {}
 
-    static let columns = "id, group_id, name, signing_secret, heartbeat_s, last_seen_at, rate_per_minute, burst, created_at"
+    static let columns = """
+        id, group_id, name, signing_secret, heartbeat_s, last_seen_at, rate_per_minute, burst, created_at,
+        hook_hash IS NOT NULL AS has_hook, place_address, place_location::text AS place_location, arm, cooldown_s, profile
+        """
 
     public func create(tenant: UUID, group: UUID, name: String, keyHash: [UInt8], signingSecret: String?, heartbeatSeconds: Int?,
-                       ratePerMinute: Int, burst: Int, createdBy: UUID, on connection: PostgresConnection) throws -> Bridge {
+                       ratePerMinute: Int, burst: Int, hookHash: [UInt8]? = nil, place: BridgePlace? = nil, armed: Bool = true,
+                       cooldownSeconds: Int? = nil, profile: String = "roost", createdBy: UUID, on connection: PostgresConnection) throws -> Bridge {
         try decode(connection.query("""
-            INSERT INTO bridges (tenant_id, group_id, name, key_hash, signing_secret, heartbeat_s, rate_per_minute, burst, tokens, created_by)
+            INSERT INTO bridges (tenant_id, group_id, name, key_hash, signing_secret, heartbeat_s, rate_per_minute, burst, tokens, created_by,
+                                 hook_hash, place_address, place_location, arm, cooldown_s, profile)
             VALUES (\(tenant), \(group), \(name), \(Data(keyHash)), \(signingSecret), \(heartbeatSeconds), \(ratePerMinute), \(burst),
-                    \(Double(burst)), \(createdBy))
+                    \(Double(burst)), \(createdBy), \(hookHash.map { Data($0) }), \(place?.address), \(place?.location)::jsonb,
+                    \(armed ? "armed" : "disarmed"), \(cooldownSeconds), \(profile))
             RETURNING \(unsafeRaw: Self.columns)
             """).rows[0])
+    }
+
+    /// Applies a manager's changes to a live bridge of the group; the bridge as it is now, or
+    /// nil when there is no such live bridge.
+    public func update(_ id: UUID, group: UUID, _ changes: BridgeChanges, on connection: PostgresConnection) throws -> Bridge? {
+        var place: BridgePlace?, setsPlace = false, cooldown: Int?, setsCooldown = false
+        if case .set(let value) = changes.place { (place, setsPlace) = (value, true) }
+        if case .set(let value) = changes.cooldownSeconds { (cooldown, setsCooldown) = (value, true) }
+        return try connection.query("""
+            UPDATE bridges SET
+                name = coalesce(\(changes.name), name),
+                place_address = CASE WHEN \(setsPlace) THEN \(place?.address) ELSE place_address END,
+                place_location = CASE WHEN \(setsPlace) THEN \(place?.location)::jsonb ELSE place_location END,
+                arm = coalesce(\(changes.armed.map { $0 ? "armed" : "disarmed" }), arm),
+                cooldown_s = CASE WHEN \(setsCooldown) THEN \(cooldown) ELSE cooldown_s END,
+                profile = coalesce(\(changes.profile), profile)
+            WHERE id = \(id) AND group_id = \(group) AND revoked_at IS NULL
+            RETURNING \(unsafeRaw: Self.columns)
+            """).first.map(decode)
+    }
+
+    /// The live bridge whose hook URL has this secret (its SHA-256), seen now.
+    public func authenticate(hookHash: [UInt8], on connection: PostgresConnection) throws -> Bridge? {
+        try connection.query("""
+            UPDATE bridges SET last_seen_at = now() WHERE hook_hash = \(Data(hookHash)) AND revoked_at IS NULL
+            RETURNING \(unsafeRaw: Self.columns)
+            """).first.map(decode)
+    }
+
+    /// The bridge's newest alert under `dedupKey`, open or closed, when it opened within the
+    /// last `seconds` (the cooldown): its seq.
+    public func recentAlert(bridge: UUID, dedupKey: String, within seconds: Int, on connection: PostgresConnection) throws -> Int64? {
+        try connection.query("""
+            SELECT seq FROM (SELECT seq, opened_at FROM alerts WHERE bridge_id = \(bridge) AND dedup_key = \(dedupKey)
+                             ORDER BY seq DESC LIMIT 1) newest
+            WHERE opened_at > now() - \(seconds) * interval '1 second'
+            """).first?.decode(Int64.self, "seq")
     }
 
     public func list(group: UUID, on connection: PostgresConnection) throws -> [Bridge] {
@@ -142,6 +215,13 @@ public struct BridgeStore: Sendable {
             id: try row.decode(UUID.self, "id"), groupID: try row.decode(UUID.self, "group_id"), name: try row.decode(String.self, "name"),
             signingSecret: try row.decode(String?.self, "signing_secret"), heartbeatSeconds: try row.decode(Int?.self, "heartbeat_s"),
             lastSeenAt: try row.decode(Date?.self, "last_seen_at"), ratePerMinute: try row.decode(Int.self, "rate_per_minute"),
-            burst: try row.decode(Int.self, "burst"), createdAt: try row.decode(Date.self, "created_at"))
+            burst: try row.decode(Int.self, "burst"), createdAt: try row.decode(Date.self, "created_at"),
+            hasHook: try row.decode(Bool.self, "has_hook"), place: try place(row), armed: try row.decode(String.self, "arm") == "armed",
+            cooldownSeconds: try row.decode(Int?.self, "cooldown_s"), profile: try row.decode(String.self, "profile"))
+    }
+
+    private func place(_ row: PostgresRow) throws -> BridgePlace? {
+        let address = try row.decode(String?.self, "place_address"), location = try row.decode(String?.self, "place_location")
+        return address == nil && location == nil ? nil : BridgePlace(address: address, location: location)
     }
 }

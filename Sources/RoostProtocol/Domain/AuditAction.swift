@@ -6,6 +6,7 @@ public struct AuditAction: Hashable, Sendable, CustomStringConvertible {
 
     public static let alertClosed = AuditAction("alert.closed")
     public static let alertReopened = AuditAction("alert.reopened")
+    public static let bridgeChanged = AuditAction("bridge.changed")
     public static let bridgeCreated = AuditAction("bridge.created")
     public static let bridgeRevoked = AuditAction("bridge.revoked")
     public static let escalationContactAdded = AuditAction("escalation_contact.added")

@@ -31,6 +31,7 @@ struct APIRoutes: Sendable {
             try BridgeNotices.announce(bridge, tenant: tenant, event: .bridgeOnline, on: connection)
         }
         BridgeRoutes(auth: auth, bridges: bridges).add(to: &builder)
+        ToolRoutes(bridges: bridges, intake: BridgeIntake(pool: auth.pool)).add(to: &builder)
         let accounts = accounts
         MediaRoutes(auth: auth, bridges: bridges, limits: limits, clientAddress: { accounts.credentials.throttleAddress($0) }).add(to: &builder)
         let pins = CheckinPins(auth: accounts.auth, credentials: accounts.credentials)

@@ -43,27 +43,49 @@ struct BridgeAlert: Sendable {
         self.severity = severity ?? AlertSeverity.amber.name
     }
 
-    /// Whether a new alert was raised (`false`: a repeat, or a resolve), and the alert's JSON.
-    func run(by bridge: Bridge, tenant: UUID, on connection: PostgresConnection) throws -> (created: Bool, json: String) {
+    /// What a bridge's event did.
+    enum Outcome: Sendable {
+        /// A new alert (201), its JSON.
+        case created(String)
+        /// The open alert again, or the last one within the bridge's cooldown: counted, not raised.
+        case repeated(String)
+        /// The open alert, closed.
+        case resolved(String)
+        /// A resolve with no open alert under its key.
+        case nothingOpen
+
+        var json: String? {
+            switch self {
+            case .created(let json), .repeated(let json), .resolved(let json): json
+            case .nothingOpen: nil
+            }
+        }
+    }
+
+    /// Applies the event to the bridge's group: a trigger raises, repeats or (within the
+    /// cooldown) counts; a resolve closes. A new alert carries the bridge's place when it names
+    /// none, and is only information, paging nobody, while the bridge is disarmed.
+    func run(by bridge: Bridge, tenant: UUID, on connection: PostgresConnection) throws -> Outcome {
         try GroupStore().lock(bridge.groupID, on: connection)
         let store = BridgeStore()
         let open = try store.openAlert(bridge: bridge.id, dedupKey: dedupKey, on: connection)
         switch (action, open) {
         case (.resolve, nil):
-            throw APIError(.notFound, code: .notFound, message: "no open alert under that dedup_key", field: "dedup_key")
+            return .nothingOpen
         case (.resolve, let seq?):
-            return (false, try AlertStatusChange.apply(closed: true, tenant: tenant, group: bridge.groupID, seq: seq, by: (.bridge, bridge.id),
-                                                       resolution: summary, on: connection))
+            return .resolved(try AlertStatusChange.apply(closed: true, tenant: tenant, group: bridge.groupID, seq: seq, by: (.bridge, bridge.id),
+                                                         resolution: summary, on: connection))
         case (.trigger, let seq?):
-            let count = try store.repeatAlert(group: bridge.groupID, seq: seq, on: connection)
-            try GroupEventLog().append(tenant: tenant, group: bridge.groupID, event: .alertRepeated, actorType: .bridge,
-                                       actorID: bridge.id, data: RawJSON("{\"seq\":\(seq),\"repeat_count\":\(count)}"), on: connection)
-            return (false, try MessageStore().message(group: bridge.groupID, seq: seq, on: connection)!)
+            return .repeated(try repeated(seq, by: bridge, tenant: tenant, on: connection))
         case (.trigger, nil):
-            var message = NewMessage(clientMessageID: nil, text: summary!, kind: .alert, severity: severity, template: nil,
-                                     location: location, replyTo: nil)
+            if let cooldown = bridge.cooldownSeconds, let last = try store.recentAlert(bridge: bridge.id, dedupKey: dedupKey, within: cooldown, on: connection) {
+                return .repeated(try repeated(last, by: bridge, tenant: tenant, on: connection))
+            }
+            let severity = bridge.armed ? severity : AlertSeverity.info.name
+            var message = NewMessage(clientMessageID: nil, text: Self.text(summary!, at: bridge.place?.address), kind: .alert, severity: severity,
+                                     template: nil, location: location ?? bridge.place?.location, replyTo: nil)
             message.attachments = try Attachments.resolve(attachments, uploaderType: "bridge", uploader: bridge.id, on: connection)
-            // A concurrent trigger under the same key fails this insert (uniqueViolation): the route retries, as a repeat.
+            // A concurrent trigger under the same key fails this insert (uniqueViolation): the caller retries, as a repeat.
             let posted = try MessageStore().post(tenant: tenant, group: bridge.groupID, authorType: .bridge, authorID: bridge.id,
                                                  authorName: bridge.name, message: message, dedupKey: dedupKey, bridge: bridge.id,
                                                  details: details, on: connection)
@@ -71,7 +93,23 @@ struct BridgeAlert: Sendable {
                 try OutboxStore().enqueueAlertPushes(group: bridge.groupID, seq: posted.seq, excluding: nil, alert: RawJSON(posted.json),
                                                      red: severity == AlertSeverity.red.name, on: connection)
             }
-            return (true, posted.json)
+            return .created(posted.json)
         }
+    }
+
+    /// Counts a repeat of the alert at `seq` (one `alert.repeated` event); its JSON.
+    private func repeated(_ seq: Int64, by bridge: Bridge, tenant: UUID, on connection: PostgresConnection) throws -> String {
+        let count = try BridgeStore().repeatAlert(group: bridge.groupID, seq: seq, on: connection)
+        try GroupEventLog().append(tenant: tenant, group: bridge.groupID, event: .alertRepeated, actorType: .bridge,
+                                   actorID: bridge.id, data: RawJSON("{\"seq\":\(seq),\"repeat_count\":\(count)}"), on: connection)
+        return try MessageStore().message(group: bridge.groupID, seq: seq, on: connection)!
+    }
+
+    /// The alert's text: the summary, then the bridge's address on a line of its own (so the
+    /// street reads whose house it is), unless the summary names it already.
+    static func text(_ summary: String, at address: String?) -> String {
+        guard let address, !summary.localizedCaseInsensitiveContains(address) else { return summary }
+        let line = "\n" + address
+        return String(summary.prefix(4000 - line.count)) + line
     }
 }

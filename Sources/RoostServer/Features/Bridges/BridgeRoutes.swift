@@ -14,6 +14,8 @@ struct BridgeRoutes: Sendable {
     /// Live bridges in one group (API.md "Bridges, extended"): each can raise alerts and mail
     /// the managers, so a group cannot hold a fleet of them.
     static let maxPerGroup = 20
+    /// Where a bridge's hook URL lives; the rest of the path is its secret.
+    static let hookPrefix = "/v1/bridge/hooks/"
     /// The shortest heartbeat: a watch that announces silence needs room for a late beat.
     static let minimumHeartbeatSeconds = 60
 
@@ -24,12 +26,77 @@ struct BridgeRoutes: Sendable {
         let heartbeatSeconds: Int?
         let ratePerMinute: Int?
         let burst: Int?
+        let place: PlaceBody?
+        let arm: String?
+        let cooldownSeconds: Int?
+        let profile: String?
+        let hook: Bool?
 
         enum CodingKeys: String, CodingKey, CaseIterable {
-            case name, signing, burst
+            case name, signing, burst, place, arm, profile, hook
             case heartbeatSeconds = "heartbeat_s"
             case ratePerMinute = "rate_per_minute"
+            case cooldownSeconds = "cooldown_s"
         }
+    }
+
+    struct PatchBody: Decodable, KnownFields {
+        static let fieldNames: Set<String> = names(CodingKeys.self)
+        let name: String?
+        /// Absent: unchanged; null: no place.
+        let place: SettingChange<PlaceBody?>
+        let arm: String?
+        /// Absent: unchanged; null: no cooldown.
+        let cooldownSeconds: SettingChange<Int?>
+        let profile: String?
+
+        enum CodingKeys: String, CodingKey, CaseIterable {
+            case name, place, arm, profile
+            case cooldownSeconds = "cooldown_s"
+        }
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            name = try container.decodeIfPresent(String.self, forKey: .name)
+            place = try container.decodeSetting(PlaceBody.self, forKey: .place)
+            arm = try container.decodeIfPresent(String.self, forKey: .arm)
+            cooldownSeconds = try container.decodeSetting(Int.self, forKey: .cooldownSeconds)
+            profile = try container.decodeIfPresent(String.self, forKey: .profile)
+        }
+    }
+
+    /// Where a bridge is: an address, a place on the map, or both.
+    struct PlaceBody: Decodable, KnownFields, Equatable {
+        static let fieldNames: Set<String> = ["address", "location"]
+        let address: String?
+        let location: Location?
+
+        func validated() throws(APIError) -> BridgePlace {
+            guard address != nil || location != nil else { throw APIError.invalid("a place needs an address, a location or both", "place") }
+            return BridgePlace(address: try address.map { value throws(APIError) in try BoundedText.name(value, field: "place.address", range: 1...200) },
+                               location: try location?.validatedJSON(field: "place.location"))
+        }
+    }
+
+    /// Profiles that say how a bridge's MQTT topics are read.
+    static let profiles: Set<String> = ["roost", "frigate", "home_assistant"]
+
+    static func armed(_ arm: String) throws(APIError) -> Bool {
+        switch arm {
+        case "armed": true
+        case "disarmed": false
+        default: throw APIError.invalid("arm must be armed or disarmed", "arm")
+        }
+    }
+
+    static func cooldown(_ seconds: Int?) throws(APIError) -> Int? {
+        if let seconds, !(60...86_400).contains(seconds) { throw APIError.invalid("cooldown_s must be 60 to 86400, or null for none", "cooldown_s") }
+        return seconds
+    }
+
+    static func profile(_ profile: String) throws(APIError) -> String {
+        guard profiles.contains(profile) else { throw APIError.invalid("profile must be roost, frigate or home_assistant", "profile") }
+        return profile
     }
 
     struct AlertBody: Decodable, KnownFields {
@@ -60,14 +127,30 @@ struct BridgeRoutes: Sendable {
         let ratePerMinute: Int
         let burst: Int
         let createdAt: Date
+        @Null var place: PlaceView?
+        let arm: String
+        @Null var cooldownSeconds: Int?
+        let profile: String
+        /// Whether the bridge has a hook URL (shown once, at creation).
+        let hook: Bool
 
         init(bridge: Bridge) {
             (id, name, groupID, heartbeatSeconds, lastSeenAt) = (bridge.id, bridge.name, bridge.groupID, bridge.heartbeatSeconds, bridge.lastSeenAt)
             (signing, ratePerMinute, burst, createdAt) = (bridge.signingSecret != nil, bridge.ratePerMinute, bridge.burst, bridge.createdAt)
+            place = bridge.place.map { place in
+                PlaceView(address: place.address, location: place.location.flatMap { try? JSONDecoder().decode(Location.self, from: Data($0.utf8)) })
+            }
+            (arm, cooldownSeconds, profile, hook) = (bridge.armed ? "armed" : "disarmed", bridge.cooldownSeconds, bridge.profile, bridge.hasHook)
+        }
+
+        struct PlaceView: Encodable {
+            @Null var address: String?
+            @Null var location: Location?
         }
 
         enum CodingKeys: String, CodingKey {
-            case id, name, signing, burst
+            case id, name, signing, burst, place, arm, profile, hook
+            case cooldownSeconds = "cooldown_s"
             case groupID = "group_id"
             case heartbeatSeconds = "heartbeat_s"
             case lastSeenAt = "last_seen_at"
@@ -80,6 +163,14 @@ struct BridgeRoutes: Sendable {
         let bridge: BridgeView
         let key: String
         let secret: String?
+        /// `/v1/bridge/hooks/{secret}`, when the bridge was made with `hook: true`: the path a
+        /// device posts to without any header (shown once; keep it as secret as the key).
+        let hookPath: String?
+
+        enum CodingKeys: String, CodingKey {
+            case bridge, key, secret
+            case hookPath = "hook_path"
+        }
     }
 
     func add(to builder: inout Router.Builder) {
@@ -95,23 +186,49 @@ struct BridgeRoutes: Sendable {
             let burst = body.burst ?? 20
             guard (1...1000).contains(burst) else { throw APIError.invalid("burst must be 1 to 1000", "burst") }
             let secret = body.signing == true ? "rbs_" + Secrets.base64URL(Secrets.randomBytes(32)) : nil
-            let (bridge, key) = try await caller.inGroup(group) { caller, connection in
+            let place = try body.place?.validated()
+            let armed = try Self.armed(body.arm ?? "armed"), cooldown = try Self.cooldown(body.cooldownSeconds)
+            let profile = try Self.profile(body.profile ?? "roost")
+            let (bridge, key, hook) = try await caller.inGroup(group) { caller, connection in
                 try caller.requireManager("only the owner and admins manage bridges")
                 guard try BridgeStore().list(group: group, on: connection).count < Self.maxPerGroup else {
                     throw APIError(.conflict, code: .conflict, message: "a group holds at most \(Self.maxPerGroup) bridges; revoke one first")
                 }
                 let (text, token) = TenantToken.generate(TenantToken.bridge, tenant: caller.user.tenantID)
+                let hook = body.hook == true ? TenantToken.generate(TenantToken.bridgeHook, tenant: caller.user.tenantID) : nil
                 let bridge = try BridgeStore().create(
                     tenant: caller.user.tenantID, group: group, name: name, keyHash: token.hash, signingSecret: secret,
-                    heartbeatSeconds: body.heartbeatSeconds, ratePerMinute: rate, burst: burst, createdBy: caller.user.id, on: connection)
+                    heartbeatSeconds: body.heartbeatSeconds, ratePerMinute: rate, burst: burst, hookHash: hook?.token.hash, place: place,
+                    armed: armed, cooldownSeconds: cooldown, profile: profile, createdBy: caller.user.id, on: connection)
                 if let heartbeat = body.heartbeatSeconds {
                     try BridgeStore().watch(tenant: caller.user.tenantID, bridge: bridge.id, heartbeatSeconds: heartbeat, on: connection)
                 }
                 try Audit.record(caller, group: group, .bridgeCreated, target: ("bridge", bridge.id.lowercasedText),
-                                 data: "{\"name\":\(JSONString.quote(name)),\"signing\":\(secret != nil)}", on: connection)
-                return (bridge, text)
+                                 data: "{\"name\":\(JSONString.quote(name)),\"signing\":\(secret != nil),\"hook\":\(hook != nil)}", on: connection)
+                return (bridge, text, hook?.text)
             }
-            return try APIJSON.response(.created, CreatedView(bridge: BridgeView(bridge: bridge), key: key, secret: secret))
+            return try APIJSON.response(.created, CreatedView(bridge: BridgeView(bridge: bridge), key: key, secret: secret,
+                                                              hookPath: hook.map { Self.hookPrefix + $0 }))
+        }
+        builder.add(.patch, "/v1/groups/{gid:uuid}/bridges/{bid:uuid}", bodyLimit: 8 * 1024, signedIn: auth) { context, caller in
+            let (group, id) = (context.parameters.uuid("gid")!, context.parameters.uuid("bid")!)
+            let body = try context.decodeJSON(PatchBody.self)
+            var changes = BridgeChanges()
+            changes.name = try body.name.map { value throws(APIError) in try BoundedText.name(value, field: "name", range: 1...100) }
+            if case .set(let place) = body.place { changes.place = .set(try place?.validated()) }
+            changes.armed = try body.arm.map { value throws(APIError) in try Self.armed(value) }
+            if case .set(let seconds) = body.cooldownSeconds { changes.cooldownSeconds = .set(try Self.cooldown(seconds)) }
+            changes.profile = try body.profile.map { value throws(APIError) in try Self.profile(value) }
+            let bridge = try await caller.inGroup(group) { [changes] caller, connection in
+                try caller.requireManager("only the owner and admins manage bridges")
+                guard let bridge = try BridgeStore().update(id, group: group, changes, on: connection) else {
+                    throw APIError(.notFound, code: .notFound, message: "no such bridge")
+                }
+                try Audit.record(caller, group: group, .bridgeChanged, target: ("bridge", id.lowercasedText),
+                                 data: "{\"name\":\(JSONString.quote(bridge.name)),\"arm\":\"\(bridge.armed ? "armed" : "disarmed")\"}", on: connection)
+                return bridge
+            }
+            return try APIJSON.response(.ok, BridgeView(bridge: bridge))
         }
         builder.add(.get, "/v1/groups/{gid:uuid}/bridges", signedIn: auth) { context, caller in
             let group = context.parameters.uuid("gid")!
@@ -133,6 +250,11 @@ struct BridgeRoutes: Sendable {
             return HTTPResponse(status: .noContent)
         }
         builder.add(.post, "/v1/bridge/alerts", bodyLimit: 64 * 1024) { context in try await alert(context) }
+        // The secret is in the path: the access log writes the route's pattern, and a path no route answers without its secret.
+        builder.secretPaths(under: Self.hookPrefix)
+        builder.add(.post, "/v1/bridge/hooks/{secret}", bodyLimit: 64 * 1024) { context in
+            try await alert(context, credential: .hook(context.parameters["secret"] ?? ""))
+        }
         builder.add(.post, "/v1/bridge/heartbeat", bodyLimit: 4 * 1024) { context in
             _ = try await bridges.admit(context)
             return HTTPResponse(status: .noContent)
@@ -141,27 +263,20 @@ struct BridgeRoutes: Sendable {
 
     // MARK: - Bridge requests
 
-    private func alert(_ context: RequestContext) async throws -> HTTPResponse {
+    /// Roost's own alert body, from the bridge named by the `Authorization` header or by
+    /// `credential` (a hook URL's secret).
+    private func alert(_ context: RequestContext, credential: BridgeAuthentication.Credential? = nil) async throws -> HTTPResponse {
         let body = try context.decodeJSON(AlertBody.self)
         let alert = try BridgeAlert(action: body.action, dedupKey: body.dedupKey, summary: body.summary, severity: body.severity,
                                     occurredAt: body.occurredAt, location: body.location, attachments: body.attachments ?? []) { () throws(APIError) in
             try Self.details(context.request.body)
         }
-        let (tenant, bridge) = try await bridges.admit(context)
-        // Twenty triggers at once race on the partial unique index; the losers' transactions
-        // roll back and retry as repeats.
-        for _ in 0..<5 {
-            do {
-                let (created, json) = try await auth.pool.withConnection { connection in
-                    try connection.withTenantTransaction(tenant) { try alert.run(by: bridge, tenant: tenant, on: $0) }
-                }
-                if created { DeliveryBell.shared.ring() }
-                return .json(created ? .created : .ok, Array(json.utf8))
-            } catch let error as DatabaseError where error.code == .uniqueViolation {
-                continue
-            }
+        let (tenant, bridge) = try await bridges.admit(context, credential: credential)
+        switch try await BridgeIntake(pool: auth.pool).apply(alert, by: bridge, tenant: tenant) {
+        case .created(let json): return .json(.created, Array(json.utf8))
+        case .repeated(let json), .resolved(let json): return .json(.ok, Array(json.utf8))
+        case .nothingOpen: throw APIError(.notFound, code: .notFound, message: "no open alert under that dedup_key", field: "dedup_key")
         }
-        throw APIError(.conflict, code: .conflict, message: "the alert changed under this request; send it again")
     }
 
     /// The `details` object of a bridge alert as JSON text (≤ 16 KiB), or nil.

@@ -16,21 +16,53 @@ struct BridgeAuthentication: Sendable {
     static let signatureWindow = 300
 
     static let unauthenticated = APIError(.unauthorized, code: .unauthenticated, message: "a valid bridge key is required",
-                                          headers: ["WWW-Authenticate": "Bearer"])
+                                          headers: ["WWW-Authenticate": "Bearer, Basic realm=\"roost bridge\""])
+
+    /// What names the bridge of a request: its key (from `Authorization: Bearer`, the password
+    /// of `Authorization: Basic`, or a body field such as PagerDuty's `routing_key`), or the
+    /// secret of its hook URL.
+    enum Credential: Sendable {
+        case key(String)
+        case hook(String)
+
+        var token: TenantToken? {
+            switch self {
+            case .key(let text): TenantToken(text, prefix: TenantToken.bridge)
+            case .hook(let text): TenantToken(text, prefix: TenantToken.bridgeHook)
+            }
+        }
+    }
+
+    /// The key a request carries in its `Authorization` header: Bearer, or the password of
+    /// Basic (for cameras and recorders that can only be given a user name and password).
+    static func headerKey(_ context: RequestContext) -> String? {
+        if let bearer = context.bearerToken { return bearer }
+        guard let value = context.request.headers["Authorization"], value.utf8.count <= 512 else { return nil }
+        let parts = value.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
+        guard parts.count == 2, parts[0].lowercased() == "basic",
+              let decoded = Data(base64Encoded: String(parts[1]).trimmingCharacters(in: .whitespaces)),
+              let text = String(data: decoded, encoding: .utf8), let colon = text.firstIndex(of: ":") else { return nil }
+        return String(text[text.index(after: colon)...])
+    }
 
     /// Authenticates a bridge request, spends a token of its rate limit and checks its
     /// signature (when the bridge signs, and `signedBody`: an upload's body streams past before
     /// it could be checked, so there the key alone admits, to a pending upload nobody sees
-    /// until a signed alert links it); the tenant and the bridge.
-    func admit(_ context: RequestContext, signedBody: Bool = true) async throws -> (UUID, Bridge) {
-        guard let text = context.bearerToken, let token = TenantToken(text, prefix: TenantToken.bridge) else { throw Self.unauthenticated }
+    /// until a signed alert links it); the tenant and the bridge. `credential`: what names the
+    /// bridge when it is not the `Authorization` header.
+    func admit(_ context: RequestContext, credential: Credential? = nil, signedBody: Bool = true) async throws -> (UUID, Bridge) {
+        guard let given = credential ?? Self.headerKey(context).map(Credential.key), let token = given.token else { throw Self.unauthenticated }
         let timestamp = context.request.headers["X-Roost-Timestamp"]
         let signature = context.request.headers["X-Roost-Signature"]
         let body = context.request.body
         let bridge = try await pool.withConnection { connection in
             try connection.withTenantTransaction(token.tenant) { connection -> Bridge in
                 let store = BridgeStore()
-                guard let bridge = try store.authenticate(keyHash: token.hash, on: connection) else { throw Self.unauthenticated }
+                let found = switch given {
+                case .key: try store.authenticate(keyHash: token.hash, on: connection)
+                case .hook: try store.authenticate(hookHash: token.hash, on: connection)
+                }
+                guard let bridge = found else { throw Self.unauthenticated }
                 if let wait = try store.consumeToken(bridge.id, on: connection) {
                     throw APIError(.tooManyRequests, code: .rateLimited, message: "this bridge is sending too fast",
                                    headers: ["Retry-After": String(wait)])

@@ -2,7 +2,7 @@ import Foundation
 import RoostProtocol
 
 /// A tenant-bound secret token: a prefix naming its kind (`rst_` session, `riv_` invitation,
-/// `rbk_` bridge key, `rec_` and `rem_` escalation and emergency contacts' links, `rcs_` a check-in's status page, `rcu_` an address change's undo link),
+/// `rbk_` bridge key, `rbh_` a bridge's hook URL, `rec_` and `rem_` escalation and emergency contacts' links, `rcs_` a check-in's status page, `rcu_` an address change's undo link),
 /// then base64url of the tenant's 16-byte id followed by 32 random bytes.
 ///
 /// The tenant travels in the token so a request can set `roost.tenant_id` before row-level
@@ -13,6 +13,8 @@ public struct TenantToken: Sendable, Equatable {
     public static let session = "rst_"
     public static let invitation = "riv_"
     public static let bridge = "rbk_"
+    /// The secret of a bridge's hook URL (`/v1/bridge/hooks/{secret}`).
+    public static let bridgeHook = "rbh_"
     /// An escalation contact's confirmation link.
     public static let escalationContact = "rec_"
     /// An emergency contact's confirmation link.
