@@ -106,6 +106,23 @@ public func connectToLoopback(port: UInt16, receiveTimeoutSeconds: Int = 10, rec
     return fd
 }
 
+/// A loopback TCP port nothing listens on now, for a server of another program that must be
+/// told its port (Alertmanager, mosquitto): bound to port 0, read, and closed. Another process
+/// could take it before the server does; the kernel hands ports out in turn, so that is rare.
+public func unusedLoopbackPort() -> UInt16? {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { return nil }
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    inet_pton(AF_INET, "127.0.0.1", &address.sin_addr)
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &address) { pointer in
+        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+    }
+    return bound ? UInt16(bigEndian: address.sin_port) : nil
+}
+
 /// Runs blocking work (sockets, waitpid) on a dispatch thread and awaits it, so a test never
 /// blocks the cooperative threads the server under test needs for its handlers.
 public func offload<Value: Sendable>(_ work: @escaping @Sendable () -> Value) async -> Value {
