@@ -182,16 +182,29 @@ public struct BridgeStore: Sendable {
         try connection.query("DELETE FROM bridge_watch WHERE bridge_id = \(bridge)")
     }
 
-    /// A request from a watched bridge moves its silence deadline; true when it was offline
-    /// (it has just come back).
-    public func heard(_ bridge: UUID, heartbeatSeconds: Int, on connection: PostgresConnection) throws -> Bool {
+    /// A request from a watched bridge moves its silence deadline (a bridge without a
+    /// heartbeat is watched only once an MQTT will said it went away: its deadline is never);
+    /// true when it was offline (it has just come back).
+    public func heard(_ bridge: UUID, heartbeatSeconds: Int?, on connection: PostgresConnection) throws -> Bool {
         try connection.query("""
-            UPDATE bridge_watch w SET silent_after = now() + \(2 * heartbeatSeconds) * interval '1 second', offline = false,
-                                      attempts = 0, last_error = NULL, parked_at = NULL
+            UPDATE bridge_watch w SET silent_after = CASE WHEN \(heartbeatSeconds)::int IS NULL THEN 'infinity'::timestamptz
+                                                          ELSE now() + \(heartbeatSeconds.map { 2 * $0 })::int * interval '1 second' END,
+                                      offline = false, attempts = 0, last_error = NULL, parked_at = NULL
             FROM (SELECT offline FROM bridge_watch WHERE bridge_id = \(bridge) FOR UPDATE) before
             WHERE w.bridge_id = \(bridge)
             RETURNING before.offline AS was_offline
             """).first?.decode(Bool.self, "was_offline") ?? false
+    }
+
+    /// Marks a bridge offline because its device said so (an MQTT will, or a keep-alive that
+    /// ran out), watching it from now on if it was not; true when it was online until now (the
+    /// managers are to be told), false when the watch had already announced it.
+    public func wentAway(tenant: UUID, bridge: UUID, on connection: PostgresConnection) throws -> Bool {
+        try connection.query("""
+            INSERT INTO bridge_watch (bridge_id, tenant_id, silent_after, offline) VALUES (\(bridge), \(tenant), 'infinity', true)
+            ON CONFLICT (bridge_id) DO UPDATE SET offline = true WHERE NOT bridge_watch.offline
+            RETURNING bridge_id
+            """).affectedRows == 1
     }
 
     /// Claims one watched bridge that has fallen silent (SKIP LOCKED: one node handles it) and

@@ -27,9 +27,7 @@ struct APIRoutes: Sendable {
         MessageRoutes(auth: auth, limits: limits).add(to: &builder)
         EscalationContactRoutes(auth: auth, lifetime: accounts.invitationLifetime, limits: limits).add(to: &builder)
         LiveLocationRoutes(auth: auth).add(to: &builder)
-        let bridges = BridgeAuthentication(pool: auth.pool) { bridge, tenant, connection in
-            try BridgeNotices.announce(bridge, tenant: tenant, event: .bridgeOnline, on: connection)
-        }
+        let bridges = BridgeAuthentication.announcingReturns(pool: auth.pool)
         BridgeRoutes(auth: auth, bridges: bridges).add(to: &builder)
         ToolRoutes(bridges: bridges, intake: BridgeIntake(pool: auth.pool)).add(to: &builder)
         let accounts = accounts

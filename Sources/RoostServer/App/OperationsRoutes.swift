@@ -28,7 +28,8 @@ enum OperationsRoutes {
             // The database away leaves the lanes' waits out of this scrape, nothing else.
             let waiting = (try? await pool.withConnection { try OutboxStore().oldestWaiting(on: $0) }) ?? [:]
             let text = (server()?.renderMetrics(pool: pool.statistics) ?? "") + jobs.render() + deliveries.render(waiting: waiting)
-                + OutsideBudget.renderMetrics() + renderFanout(hub) + build + ProcessMetrics.render()
+                + OutsideBudget.renderMetrics() + renderFanout(hub) + (MQTTBridges.running.withLock { $0 }?.renderMetrics() ?? "")
+                + build + ProcessMetrics.render()
             return HTTPResponse(status: .ok, headers: headers, body: Array(text.utf8))
         }
     }

@@ -54,6 +54,7 @@ public enum RoostCommands {
         } catch let error as SystemError {
             throw StartupError("cannot listen on \(configuration.listen): \(error)")
         }
+        let mqtt = try startMQTT(configuration, pool: pool, on: server, log: log)
         let deliveries = DeliveryMetrics()
         let metricsServer = try startMetrics(configuration, pool: pool, jobs: jobs, deliveries: deliveries, hub: hub, log: log,
                                              requiredSchema: requiredSchema) { serverBox.server }
@@ -74,12 +75,29 @@ public enum RoostCommands {
         let signal = await ShutdownSignal.wait()
         log.info("shutting down", ["signal": String(signal), "open_connections": String(server.openConnections)])
         listener.stop()
+        mqtt?.stop()
         hub.stopAuditing()
         await metricsServer?.shutdown()
         await server.shutdown()
         await outbox.stop()
         await checkins.stop()
         log.info("stopped")
+    }
+
+    /// The MQTT listener for bridges, when `--mqtt-listen` names an address.
+    static func startMQTT(_ configuration: ServerConfiguration, pool: ConnectionPool, on server: HTTPServer, log: Log) throws -> MQTTBridges? {
+        guard configuration.mqttListen != "off" else { return nil }
+        guard let address = try ListenAddress.parseList(configuration.mqttListen).first else { return nil }
+        let mqtt = MQTTBridges(pool: pool, bridges: .announcingReturns(pool: pool), log: log)
+        do {
+            try mqtt.start(address, on: server)
+        } catch let error as SystemError where error.errno == EADDRINUSE {
+            throw StartupError("cannot listen on \(configuration.mqttListen) for MQTT: another process listens there")
+        } catch let error as SystemError {
+            throw StartupError("cannot listen on \(configuration.mqttListen) for MQTT: \(error)")
+        }
+        MQTTBridges.running.withLock { $0 = mqtt }
+        return mqtt
     }
 
     /// Every route `roost serve` answers: the API of API.md (described by openapi.yaml, which

@@ -13,6 +13,8 @@ public struct ServerConfiguration: Sendable {
     public var listen = "127.0.0.1:8080"
     /// Where `/metrics` is served (never on `listen`); `off` for nowhere.
     public var metricsListen = "127.0.0.1:9090"
+    /// Where bridges connect over MQTT; "off" (the default): nowhere.
+    public var mqttListen = "off"
     public var adminToken: String?
     public var delivery = "log"
     public var deliveryWebhookURL: String?

@@ -21,6 +21,8 @@ struct ServerSetting: Sendable {
              "where the HTTP and WebSocket server listens") { $0.listen = $1 },
         text("--metrics-listen", "ROOST_METRICS_LISTEN", "HOST:PORT|off", "127.0.0.1:9090",
              "where /metrics is served, apart from the public listener (off: nowhere)") { $0.metricsListen = $1 },
+        text("--mqtt-listen", "ROOST_MQTT_LISTEN", "HOST:PORT|off", "off",
+             "where bridges connect over MQTT 3.1.1/5 (key as password; put TLS in front); off: no MQTT listener") { $0.mqttListen = $1 },
         ServerSetting(flag: "--admin-token", environment: "ROOST_ADMIN_TOKEN", placeholder: "TOKEN", defaultDescription: "unset: operator API off",
                       help: "bearer token for /v1/admin, at least 32 characters (python3 -c 'import secrets; print(secrets.token_hex(32))')",
                       isSwitch: false) { configuration, value, source in

@@ -76,3 +76,12 @@ enum BridgeNotices {
         try connection.query("SELECT revoked_at IS NOT NULL AS revoked FROM bridges WHERE id = \(id)").first?.decode(Bool.self, "revoked") ?? true
     }
 }
+
+extension BridgeAuthentication {
+    /// Admission that tells the managers when a silent bridge is heard again (`bridge.online`).
+    static func announcingReturns(pool: ConnectionPool) -> BridgeAuthentication {
+        BridgeAuthentication(pool: pool) { bridge, tenant, connection in
+            try BridgeNotices.announce(bridge, tenant: tenant, event: .bridgeOnline, on: connection)
+        }
+    }
+}

@@ -74,14 +74,41 @@ struct BridgeAuthentication: Sendable {
                         throw APIError(.conflict, code: .conflict, message: "this signed request was seen already (a replay)")
                     }
                 }
-                // Any admitted request counts as a heartbeat; one after silence brings the bridge back.
-                if let heartbeat = bridge.heartbeatSeconds, try store.heard(bridge.id, heartbeatSeconds: heartbeat, on: connection) {
-                    try cameBack(bridge, token.tenant, connection)
-                }
+                try heard(bridge, tenant: token.tenant, on: connection)
                 return bridge
             }
         }
         return (token.tenant, bridge)
+    }
+
+    /// Any admitted request, MQTT packet or link test counts as a heartbeat; one after silence
+    /// (missed beats, or an MQTT will) brings the bridge back.
+    func heard(_ bridge: Bridge, tenant: UUID, on connection: PostgresConnection) throws {
+        if try BridgeStore().heard(bridge.id, heartbeatSeconds: bridge.heartbeatSeconds, on: connection) {
+            try cameBack(bridge, tenant, connection)
+        }
+    }
+
+    /// A device's connection (MQTT's CONNECT) authenticated by its key alone: no request body
+    /// to sign, so a bridge made with a signing secret is refused here (it signs over HTTP);
+    /// the tenant and the bridge, or nil.
+    func admitDevice(key: String) async throws -> (UUID, Bridge)? {
+        guard let token = TenantToken(key, prefix: TenantToken.bridge) else { return nil }
+        return try await pool.withConnection { connection in
+            try connection.withTenantTransaction(token.tenant) { connection -> (UUID, Bridge)? in
+                guard let bridge = try BridgeStore().authenticate(keyHash: token.hash, on: connection), bridge.signingSecret == nil else { return nil }
+                try heard(bridge, tenant: token.tenant, on: connection)
+                return (token.tenant, bridge)
+            }
+        }
+    }
+
+    /// Takes one token of the bridge's rate limit for an event that came without a request
+    /// (an MQTT publication); the seconds to wait when there is none.
+    func spend(_ bridge: Bridge, tenant: UUID) async throws -> Int? {
+        try await pool.withConnection { connection in
+            try connection.withTenantTransaction(tenant) { try BridgeStore().consumeToken(bridge.id, on: $0) }
+        }
     }
 
     /// Checks `X-Roost-Signature: sha256=<hex HMAC-SHA256 of "timestamp.body">` in constant time
