@@ -139,4 +139,20 @@ struct BridgeToolsTests {
         let after = try await stage.alerts()
         #expect(closed && after.count == 2, "\(after) \(manager.output)")
     }
+
+    /// `--mqtt-listen` starts the MQTT listener beside HTTP, logs its port, and answers there.
+    @Test func serveWithMQTTListenAnswersCONNECTOnItsOwnPort() async throws {
+        let serve = try await ServeProcess(["--mqtt-listen", "127.0.0.1:0"])
+        let line = try #require(await serve.process.waitForLine(containing: "\"msg\":\"mqtt listening\""))
+        let entry = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+        let port = try #require((entry["port"] as? Int).flatMap { UInt16(exactly: $0) })
+        let client = try TestClient(port: port)
+        // CONNECT (3.1.1) with a password that is no bridge key: "bad user name or password", then closed.
+        let name: [UInt8] = [0, 4] + Array("MQTT".utf8), id: [UInt8] = [0, 1, 0x78], user: [UInt8] = [0, 1, 0x75], key: [UInt8] = [0, 3] + Array("rbk".utf8)
+        let body = name + [0x04, 0xC2, 0x00, 0x3C] + id + user + key
+        client.send([0x10, UInt8(body.count)] + body)
+        #expect(await offload { client.readSome() } == [0x20, 2, 0, 4])
+        serve.process.signal(SIGTERM)
+        #expect(await serve.process.wait() == 0)
+    }
 }
