@@ -21,10 +21,10 @@ struct BridgeExamplesTests {
         let group: String
     }
 
-    static func stage() async throws -> Stage {
+    static func stage(_ arguments: [String] = []) async throws -> Stage {
         let slug = "ex-\(UUID().uuidString.prefix(8).lowercased())"
         _ = try TenantStore().create(slug: slug, name: "Examples", registration: .open, on: TestDatabase.migratedConnection())
-        let serve = try await ServeProcess()
+        let serve = try await ServeProcess(arguments)
         let api = try APIClient(port: serve.port)
         let (_, registered) = try await api.call("POST", "/v1/auth/register", [
             "tenant": slug, "email": "ha@example.org", "password": "a long enough password", "display_name": "Owner",
@@ -38,8 +38,10 @@ struct BridgeExamplesTests {
     static func adapter(_ script: String, _ stage: Stage, key: String, secret: String?, extra: [String: String] = [:]) async throws
         -> (RunningProcess, UInt16)
     {
+        // A queue of its own under the temporary folder, and short retries.
+        let queue = NSTemporaryDirectory() + "roost-adapter-queue-\(UUID().uuidString)"
         var environment = ["PATH": "/usr/bin:/bin", "ROOST_URL": "http://127.0.0.1:\(stage.serve.port)", "ROOST_BRIDGE_KEY": key,
-                           "ADAPTER_LISTEN": "127.0.0.1:0"]
+                           "ADAPTER_LISTEN": "127.0.0.1:0", "ROOST_QUEUE_DIR": queue, "ROOST_RETRY_MAX_S": "1"]
         if let secret { environment["ROOST_BRIDGE_SECRET"] = secret }
         environment.merge(extra) { $1 }
         let process = try RunningProcess("/usr/bin/python3", [examples.appendingPathComponent(script).path], environment: environment)
@@ -109,5 +111,44 @@ struct BridgeExamplesTests {
         _ = await adapter.wait()
         stage.serve.process.signal(SIGTERM)
         #expect(await stage.serve.process.wait() == 0)
+    }
+
+    /// Roost is stopped, the panel triggers: Home Assistant hears a failure (503, queued), and
+    /// the alarm arrives once Roost is back on its address. The adapter's heartbeats keep a
+    /// bridge made with `heartbeat_s` seen while nothing happens.
+    @Test func anAlarmRaisedWhileRoostIsStoppedArrivesWhenItIsBack() async throws {
+        let port = try #require(unusedLoopbackPort())
+        let stage = try await Self.stage(["--listen", "127.0.0.1:\(port)"])
+        let (_, created) = try await stage.api.call("POST", "/v1/groups/\(stage.group)/bridges", ["name": "Home Assistant", "heartbeat_s": 60],
+                                                    token: stage.owner)
+        let queue = NSTemporaryDirectory() + "roost-outage-queue-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: queue) }
+        let (adapter, adapterPort) = try await Self.adapter("home-assistant/roost_ha_bridge.py", stage, key: try #require(created["key"] as? String),
+                                                            secret: nil, extra: ["ROOST_QUEUE_DIR": queue])
+        let beat = try await Poll.until(within: .seconds(60), every: .milliseconds(50)) {
+            let listed = try await stage.api.call("GET", "/v1/groups/\(stage.group)/bridges", token: stage.owner).1["items"] as? [[String: Any]]
+            return listed?.first?["last_seen_at"] is String
+        }
+        #expect(beat, "the adapter's first heartbeat reached Roost")
+        stage.serve.process.signal(SIGTERM)
+        #expect(await stage.serve.process.wait() == 0)
+
+        let triggered: [String: Any] = ["entity_id": "alarm_control_panel.home", "state": "triggered", "friendly_name": "Home \"North\""]
+        #expect(try await Self.webhook(adapterPort, triggered) == 503)
+        let queued = try FileManager.default.contentsOfDirectory(atPath: queue).filter { $0.hasSuffix(".json") }
+        #expect(queued.count == 1, "the alarm waits on disk")
+
+        let again = try await ServeProcess(["--listen", "127.0.0.1:\(port)"])
+        let api = try APIClient(port: again.port)
+        let arrived = try await Poll.until(within: .seconds(60), every: .milliseconds(100)) {
+            (try await api.call("GET", "/v1/groups/\(stage.group)/alerts", token: stage.owner).1["items"] as? [[String: Any]])?.count == 1
+        }
+        let alerts = try #require(try await api.call("GET", "/v1/groups/\(stage.group)/alerts", token: stage.owner).1["items"] as? [[String: Any]])
+        #expect(arrived && alerts.first?["text"] as? String == "Home \"North\": alarm triggered", "\(adapter.output)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: queue).filter { $0.hasSuffix(".json") }.isEmpty)
+        adapter.signal(SIGTERM)
+        _ = await adapter.wait()
+        again.process.signal(SIGTERM)
+        #expect(await again.process.wait() == 0)
     }
 }

@@ -8,15 +8,20 @@ relayed here by any MQTT-to-HTTP forwarder) or a generic camera webhook
 label (`dedup_key` "<camera>:<label>"); its end resolves it. Labels outside CAMERA_LABELS
 (default: person) are ignored.
 
+Events are kept on disk until Roost has them (roost_bridge.Delivery); the caller hears 200
+delivered, 503 queued for later, 502 refused. Frigate's reviews need no adapter: Roost reads
+them over MQTT (docs/BRIDGES.md "Frigate over MQTT").
+
 Environment: ROOST_URL, ROOST_BRIDGE_KEY, ROOST_BRIDGE_SECRET (optional), ADAPTER_LISTEN
-(default 127.0.0.1:8766), CAMERA_LABELS (comma-separated).
+(default 127.0.0.1:8766), CAMERA_LABELS (comma-separated), ROOST_QUEUE_DIR, ROOST_HEARTBEAT_S,
+ROOST_RETRY_MAX_S.
 """
 
 import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from roost_bridge import RoostBridge
+from roost_bridge import RoostBridge, delivery_from_environment, outcome
 from webhook_server import serve
 
 
@@ -32,7 +37,7 @@ def normalise(body):
     return None
 
 
-def handler(bridge, labels):
+def handler(delivery, labels):
     def handle(body):
         event = normalise(body)
         if event is None:
@@ -44,17 +49,13 @@ def handler(bridge, labels):
             return 200, {"ignored": label if label not in labels else phase}
         key = f"{camera}:{label}"
         if phase == "start":
-            status, answer = bridge.trigger(key, f"{label.capitalize()} seen by {camera}", severity="amber",
-                                            details={"camera": camera, "label": label, **extra})
-        else:
-            status, answer = bridge.resolve(key, f"{camera}: {label} gone")
-            if status == 404:
-                return 200, {"roost": 404}
-        return (200 if status < 300 else 502), {"roost": status, "seq": (answer or {}).get("seq")}
+            return outcome(*delivery.trigger(key, f"{label.capitalize()} seen by {camera}", severity="amber",
+                                             details={"camera": camera, "label": label, **extra}))
+        return outcome(*delivery.resolve(key, f"{camera}: {label} gone"))
     return handle
 
 
 if __name__ == "__main__":
     bridge = RoostBridge(os.environ["ROOST_URL"], os.environ["ROOST_BRIDGE_KEY"], os.environ.get("ROOST_BRIDGE_SECRET"))
     labels = {label.strip() for label in os.environ.get("CAMERA_LABELS", "person").split(",") if label.strip()}
-    serve(os.environ.get("ADAPTER_LISTEN", "127.0.0.1:8766"), handler(bridge, labels))
+    serve(os.environ.get("ADAPTER_LISTEN", "127.0.0.1:8766"), handler(delivery_from_environment(bridge, "camera"), labels))

@@ -16,11 +16,11 @@ import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from roost_bridge import RoostBridge
+from roost_bridge import RoostBridge, delivery_from_environment, outcome
 from webhook_server import serve
 
 
-def handler(bridge):
+def handler(delivery):
     def handle(body):
         entity = body.get("entity_id")
         state = body.get("state")
@@ -29,17 +29,13 @@ def handler(bridge):
         name = body.get("friendly_name") or entity
         if state == "triggered":
             details = {key: body[key] for key in ("entity_id", "state", "changed_by", "zone", "friendly_name") if key in body}
-            status, answer = bridge.trigger(entity, f"{name}: alarm triggered", severity="red", details=details)
-        elif state == "disarmed":
-            status, answer = bridge.resolve(entity, f"{name} disarmed")
-            if status == 404:  # nothing was open: fine
-                return 200, {"roost": 404}
-        else:
-            return 200, {"ignored": state}
-        return (200 if status < 300 else 502), {"roost": status, "seq": (answer or {}).get("seq")}
+            return outcome(*delivery.trigger(entity, f"{name}: alarm triggered", severity="red", details=details))
+        if state == "disarmed":
+            return outcome(*delivery.resolve(entity, f"{name} disarmed"))
+        return 200, {"ignored": state}
     return handle
 
 
 if __name__ == "__main__":
     bridge = RoostBridge(os.environ["ROOST_URL"], os.environ["ROOST_BRIDGE_KEY"], os.environ.get("ROOST_BRIDGE_SECRET"))
-    serve(os.environ.get("ADAPTER_LISTEN", "127.0.0.1:8765"), handler(bridge))
+    serve(os.environ.get("ADAPTER_LISTEN", "127.0.0.1:8765"), handler(delivery_from_environment(bridge, "home-assistant")))
