@@ -27,6 +27,19 @@ struct DockerFilesTests {
         #expect(text.contains("ROOST_MIGRATIONS_DIR=/usr/share/roost/sql"))
     }
 
+    @Test func theBridgesImageCopiesTheAdaptersAndKeepsTheirQueueOnAVolume() throws {
+        let text = try String(contentsOf: Self.root.appendingPathComponent("docker/bridges.Dockerfile"), encoding: .utf8)
+        let lines = text.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.hasPrefix("#") }
+        for line in lines where line.hasPrefix("COPY ") {
+            let source = String(line.split(separator: " ")[1])
+            #expect(FileManager.default.fileExists(atPath: Self.root.appendingPathComponent(source).path), "\(line)")
+        }
+        #expect(lines.contains { $0.hasPrefix("USER ") && !$0.hasSuffix(" root") })
+        #expect(lines.contains("VOLUME /var/lib/roost-bridge") && text.contains("ROOST_QUEUE_DIR=/var/lib/roost-bridge"))
+        let unit = try String(contentsOf: Self.root.appendingPathComponent("examples/systemd/roost-bridge@.service"), encoding: .utf8)
+        #expect(unit.contains("StateDirectory=roost-bridge/%i") && unit.contains("Restart=always") && unit.contains("DynamicUser=yes"))
+    }
+
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/python3"), "needs /usr/bin/python3 (with PyYAML)"))
     func theComposeFileParsesAndWiresTheServices() async throws {
         let script = """
@@ -56,12 +69,22 @@ struct DockerFilesTests {
                 "scrape_targets": yaml.safe_load(open(os.path.join(base, "prometheus.yml")))["scrape_configs"][0]["static_configs"][0]["targets"],
                 "caddy_address": services["caddy"]["networks"]["roost"]["ipv4_address"],
                 "subnet": compose["networks"]["roost"]["ipam"]["config"][0]["subnet"],
+                "mqtt_listen": roost["environment"].get("ROOST_MQTT_LISTEN", ""),
+                "mqtt_published": any("1883" in p for p in roost.get("ports", [])),
+                "mqtt_tls": services["mqtt-tls"]["profiles"] + services["mqtt-tls"]["ports"],
+                "nginx_passes_to": [line.split()[1].rstrip(";") for line in open(os.path.join(base, "nginx-mqtt.conf")) if line.strip().startswith("proxy_pass")],
+                "bridges_dockerfile_exists": os.path.exists(os.path.join(base, services["bridges"]["build"]["context"], services["bridges"]["build"]["dockerfile"])),
+                "bridges_queue": services["bridges"]["volumes"],
             }))
             """
         let outcome = try await Subprocess.run("/usr/bin/python3", ["-c", script, Self.root.appendingPathComponent("docker/compose.yaml").path])
         #expect(outcome.status == 0, "\(outcome.output)")
         let parsed = try #require(try JSONSerialization.jsonObject(with: Data(outcome.output.utf8)) as? [String: Any])
-        #expect(parsed["services"] as? [String] == ["caddy", "postgres", "prometheus", "roost"])
+        #expect(parsed["services"] as? [String] == ["bridges", "caddy", "mqtt-tls", "postgres", "prometheus", "roost"])
+        // MQTT inside the network only, TLS in front on 8883 (the mqtt profile); the adapters keep their queue on a volume.
+        #expect(parsed["mqtt_listen"] as? String == "0.0.0.0:1883" && parsed["mqtt_published"] as? Bool == false)
+        #expect(parsed["mqtt_tls"] as? [String] == ["mqtt", "8883:8883"] && parsed["nginx_passes_to"] as? [String] == ["roost:1883"])
+        #expect(parsed["bridges_dockerfile_exists"] as? Bool == true && parsed["bridges_queue"] as? [String] == ["bridge_queue:/var/lib/roost-bridge"])
         // Metrics stay inside the network, where the monitoring profile scrapes them; health is readiness.
         #expect(parsed["metrics_listen"] as? String == "0.0.0.0:9090" && parsed["metrics_published"] as? Bool == false)
         #expect(parsed["scrape_targets"] as? [String] == ["roost:9090"] && parsed["prometheus_profiles"] as? [String] == ["monitoring"])
@@ -72,7 +95,7 @@ struct DockerFilesTests {
         #expect(parsed["dockerfile_exists"] as? Bool == true)
         #expect(parsed["caddy_profiles"] as? [String] == ["tls"])
         #expect(parsed["mounted_files_exist"] as? Bool == true)
-        #expect(parsed["volumes"] as? [String] == ["caddy_data", "pgdata"])
+        #expect(parsed["volumes"] as? [String] == ["bridge_queue", "caddy_data", "pgdata"])
         // The server serves as a role that owns nothing; the owner migrates; the init script makes both.
         #expect(parsed["roost_role"] as? String == "roost_app" && parsed["migration_role"] as? String == "roost")
         // Behind the shipped proxy every client is told apart: Roost trusts exactly Caddy's fixed address.
