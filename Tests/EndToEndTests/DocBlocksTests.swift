@@ -18,6 +18,7 @@ struct DocBlocksTests {
         "walkthrough": "WalkthroughTests",
         "health": "DocBlocksTests", "first-steps": "DocBlocksTests", "checkins": "DocBlocksTests",
         "bridge-create": "DocBlocksTests", "bridge-alerts": "DocBlocksTests", "bridge-signed": "DocBlocksTests",
+        "bridge-device-keys": "DocBlocksTests", "bridge-pagerduty": "DocBlocksTests",
     ]
 
     @Test func everyShellBlockIsRunByATestOrSaysWhyNot() throws {
@@ -105,6 +106,15 @@ struct DocBlocksTests {
             #expect(alerts.status == 0 && alerts.output.contains("Back door opened while armed") && !alerts.output.contains(#""error""#), "\(alerts.output)")
             let signed = try await Self.run(DocBlocks.named("bridge-signed"), port: port, ["ROOST": base, "KEY": key, "SECRET": secret])
             #expect(signed.status == 0 && signed.output.contains(#""dedup_key":"zone-3""#) && !signed.output.contains(#""error""#), "\(signed.output)")
+            // A bridge with a hook URL for the devices' block; the PagerDuty block with the plain key.
+            let (_, hooked) = try await api.call("POST", "/v1/groups/\(elm)/bridges", ["name": "Driveway NVR", "hook": true], token: ben.token)
+            let devices = try await Self.run(DocBlocks.named("bridge-device-keys"), port: port, [
+                "ROOST": base, "KEY": try #require(hooked["key"] as? String), "HOOK_PATH": try #require(hooked["hook_path"] as? String),
+            ])
+            #expect(devices.status == 0 && devices.output.contains("Motion on the driveway") && devices.output.contains(#""closed""#)
+                    && !devices.output.contains(#""error""#), "\(devices.output)")
+            let paged = try await Self.run(DocBlocks.named("bridge-pagerduty"), port: port, ["ROOST": base, "KEY": plain])
+            #expect(paged.status == 0 && paged.output.components(separatedBy: #""status":"success""#).count == 3, "\(paged.output)")
 
             server.process.signal(SIGTERM)
             #expect(await server.process.wait() == 0)
