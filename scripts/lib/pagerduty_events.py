@@ -18,7 +18,6 @@ import tempfile
 import threading
 
 import pagerduty
-
 from smtp_server import make_certificates
 
 
