@@ -151,4 +151,37 @@ struct BridgeExamplesTests {
         again.process.signal(SIGTERM)
         #expect(await again.process.wait() == 0)
     }
+
+    /// With FRIGATE_URL, a detection's snapshot (served at Frigate's own path by Python's
+    /// http.server, a photo drawn by Pillow) is uploaded and attached to its alert.
+    @Test(.enabled(if: ProcessInfo.processInfo.environment["ROOST_TEST_PYTHON"] != nil, "needs ROOST_TEST_PYTHON (Pillow)"))
+    func aFrigateDetectionsSnapshotIsAttachedToItsAlert() async throws {
+        let stage = try await Self.stage()
+        let folder = NSTemporaryDirectory() + "roost-frigate-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let events = folder + "/frigate/api/events/1700000000.1-abc"
+        try FileManager.default.createDirectory(atPath: events, withIntermediateDirectories: true)
+        let made = try await Subprocess.run(try #require(ProcessInfo.processInfo.environment["ROOST_TEST_PYTHON"]),
+                                            [Self.examples.deletingLastPathComponent().appendingPathComponent("scripts/lib/media_samples.py").path, "make", folder])
+        let samples = try #require(try JSONSerialization.jsonObject(with: Data(made.output.utf8)) as? [String: [String: Any]], "\(made.output)")
+        let jpeg = try #require(samples.values.first { $0["content_type"] as? String == "image/jpeg" }?["path"] as? String)
+        try FileManager.default.copyItem(atPath: jpeg, toPath: events + "/snapshot.jpg")
+        let port = try #require(unusedLoopbackPort())
+        let frigate = try RunningProcess("/usr/bin/python3", ["-u", "-m", "http.server", String(port), "--bind", "127.0.0.1", "--directory", folder + "/frigate"],
+                                         environment: ["PATH": "/usr/bin:/bin"])
+        defer { frigate.signal(SIGTERM) }
+        #expect(await frigate.waitForLine(containing: "Serving HTTP") != nil, "\(frigate.output)")
+        let (_, created) = try await stage.api.call("POST", "/v1/groups/\(stage.group)/bridges", ["name": "Frigate"], token: stage.owner)
+        let (adapter, adapterPort) = try await Self.adapter("camera-webhook/roost_camera_bridge.py", stage, key: try #require(created["key"] as? String),
+                                                            secret: nil, extra: ["FRIGATE_URL": "http://127.0.0.1:\(port)"])
+        let after: [String: Any] = ["id": "1700000000.1-abc", "camera": "driveway", "label": "person"]
+        #expect(try await Self.webhook(adapterPort, ["type": "new", "before": after, "after": after]) == 200)
+        let alert = try #require(try await Self.alerts(stage).first)
+        let attachments = try #require(alert["attachments"] as? [[String: Any]], "\(alert)")
+        #expect(attachments.count == 1 && attachments.first?["content_type"] as? String == "image/jpeg", "\(alert) \(adapter.output)")
+        adapter.signal(SIGTERM)
+        _ = await adapter.wait()
+        stage.serve.process.signal(SIGTERM)
+        #expect(await stage.serve.process.wait() == 0)
+    }
 }

@@ -12,13 +12,20 @@ Events are kept on disk until Roost has them (roost_bridge.Delivery); the caller
 delivered, 503 queued for later, 502 refused. Frigate's reviews need no adapter: Roost reads
 them over MQTT (docs/BRIDGES.md "Frigate over MQTT").
 
+With FRIGATE_URL set (e.g. http://frigate:5000), a Frigate detection's snapshot
+(`/api/events/<id>/snapshot.jpg`) is uploaded to Roost and attached to its alert; without a
+snapshot (Frigate slow or away, Roost unreachable) the alert goes without one rather than late.
+
 Environment: ROOST_URL, ROOST_BRIDGE_KEY, ROOST_BRIDGE_SECRET (optional), ADAPTER_LISTEN
-(default 127.0.0.1:8766), CAMERA_LABELS (comma-separated), ROOST_QUEUE_DIR, ROOST_HEARTBEAT_S,
-ROOST_RETRY_MAX_S.
+(default 127.0.0.1:8766), CAMERA_LABELS (comma-separated), FRIGATE_URL (optional),
+ROOST_QUEUE_DIR, ROOST_HEARTBEAT_S, ROOST_RETRY_MAX_S.
 """
 
 import os
 import sys
+import urllib.error
+import urllib.parse
+import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from roost_bridge import RoostBridge, delivery_from_environment, outcome
@@ -37,7 +44,21 @@ def normalise(body):
     return None
 
 
-def handler(delivery, labels):
+def snapshot(bridge, frigate_url, event_id):
+    """Frigate's snapshot of a detection, uploaded to Roost: [media id], or [] when either is away."""
+    if not frigate_url or not isinstance(event_id, str) or not event_id:
+        return []
+    url = f"{frigate_url.rstrip('/')}/api/events/{urllib.parse.quote(event_id, safe='')}/snapshot.jpg"
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            data = response.read(10 * 1024 * 1024)
+    except (urllib.error.URLError, OSError):
+        return []
+    status, answer = bridge.upload(data, "image/jpeg")
+    return [answer["id"]] if status == 201 and isinstance(answer, dict) else []
+
+
+def handler(delivery, labels, frigate_url=None):
     def handle(body):
         event = normalise(body)
         if event is None:
@@ -49,8 +70,9 @@ def handler(delivery, labels):
             return 200, {"ignored": label if label not in labels else phase}
         key = f"{camera}:{label}"
         if phase == "start":
+            attachments = snapshot(delivery.bridge, frigate_url, extra.get("id"))
             return outcome(*delivery.trigger(key, f"{label.capitalize()} seen by {camera}", severity="amber",
-                                             details={"camera": camera, "label": label, **extra}))
+                                             details={"camera": camera, "label": label, **extra}, attachments=attachments))
         return outcome(*delivery.resolve(key, f"{camera}: {label} gone"))
     return handle
 
@@ -58,4 +80,5 @@ def handler(delivery, labels):
 if __name__ == "__main__":
     bridge = RoostBridge(os.environ["ROOST_URL"], os.environ["ROOST_BRIDGE_KEY"], os.environ.get("ROOST_BRIDGE_SECRET"))
     labels = {label.strip() for label in os.environ.get("CAMERA_LABELS", "person").split(",") if label.strip()}
-    serve(os.environ.get("ADAPTER_LISTEN", "127.0.0.1:8766"), handler(delivery_from_environment(bridge, "camera"), labels))
+    serve(os.environ.get("ADAPTER_LISTEN", "127.0.0.1:8766"),
+          handler(delivery_from_environment(bridge, "camera"), labels, os.environ.get("FRIGATE_URL")))
