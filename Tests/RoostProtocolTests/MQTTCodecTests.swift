@@ -1,4 +1,5 @@
 import RoostProtocol
+import RoostTestSupport
 import Testing
 
 /// MQTTReader and MQTTWriter against packets written out byte by byte from the 3.1.1 and 5.0
@@ -6,17 +7,8 @@ import Testing
 /// remaining lengths and properties). Real clients (paho-mqtt, mosquitto) are in the end-to-end
 /// tests.
 struct MQTTCodecTests {
-    static func string(_ text: String) -> [UInt8] { [UInt8(text.utf8.count >> 8), UInt8(text.utf8.count & 0xFF)] + Array(text.utf8) }
-    static func packet(_ first: UInt8, _ body: [UInt8]) -> [UInt8] {
-        var length: [UInt8] = [], n = body.count
-        repeat {
-            var byte = UInt8(n % 128)
-            n /= 128
-            if n > 0 { byte |= 0x80 }
-            length.append(byte)
-        } while n > 0
-        return [first] + length + body
-    }
+    static func string(_ text: String) -> [UInt8] { MQTTTestPackets.string(text) }
+    static func packet(_ first: UInt8, _ body: [UInt8]) -> [UInt8] { MQTTTestPackets.packet(first, body) }
 
     /// 3.1.1: clean session, a will at QoS 1, user name and password, keep-alive 60.
     static let connect311 = packet(0x10, string("MQTT") + [0x04, 0b1100_1110, 0x00, 0x3C] + string("frigate")

@@ -85,12 +85,18 @@ struct MQTTBridgeTests {
         await stage.stop()
     }
 
-    @Test func aWillMessageAnnouncesTheBridgeOfflineAndItsNextConnectionOnline() async throws {
-        let stage = try await Self.stage()
+    /// The owner's stream, resumed: where `bridge.offline` and `bridge.online` arrive.
+    static func ownerStream(_ stage: Stage) async throws -> WebSocketTestClient {
         let stream = try await WebSocketTestClient.connect(port: stage.api.test.port, path: "/v1/stream", token: stage.owner)
         #expect(await stream.receiveJSON()?["type"] as? String == "ready")
         stream.sendText(#"{"type":"resume","cursors":{}}"#)
         #expect(await stream.receiveJSON()?["type"] as? String == "resumed")
+        return stream
+    }
+
+    @Test func aWillMessageAnnouncesTheBridgeOfflineAndItsNextConnectionOnline() async throws {
+        let stage = try await Self.stage()
+        let stream = try await Self.ownerStream(stage)
         #expect(try await Self.paho("will", String(stage.port), stage.key) == (0, "dropped"))
         let offline = try #require(await stream.receiveJSON())
         #expect(offline["event"] as? String == "bridge.offline" && (offline["data"] as? [String: Any])?["bridge_id"] as? String == stage.bridge)
@@ -105,10 +111,7 @@ struct MQTTBridgeTests {
 
     @Test func aKeepAliveThatRunsOutEndsTheConnectionAndAnnouncesTheBridgeOffline() async throws {
         let stage = try await Self.stage()
-        let stream = try await WebSocketTestClient.connect(port: stage.api.test.port, path: "/v1/stream", token: stage.owner)
-        #expect(await stream.receiveJSON()?["type"] as? String == "ready")
-        stream.sendText(#"{"type":"resume","cursors":{}}"#)
-        #expect(await stream.receiveJSON()?["type"] as? String == "resumed")
+        let stream = try await Self.ownerStream(stage)
         // A keep-alive of one second and no will: silence for one and a half ends it.
         let client = try TestClient(port: stage.port)
         client.send(Raw.connect(key: stage.key, keepAlive: 1))
@@ -217,24 +220,5 @@ struct MQTTBridgeTests {
     }
 }
 
-/// MQTT packets written out by hand, for what a good client library never sends.
-enum Raw {
-    static func string(_ text: String) -> [UInt8] { [UInt8(text.utf8.count >> 8), UInt8(text.utf8.count & 0xFF)] + Array(text.utf8) }
-
-    static func packet(_ first: UInt8, _ body: [UInt8]) -> [UInt8] {
-        var length: [UInt8] = [], n = body.count
-        repeat {
-            var byte = UInt8(n % 128)
-            n /= 128
-            if n > 0 { byte |= 0x80 }
-            length.append(byte)
-        } while n > 0
-        return [first] + length + body
-    }
-
-    /// CONNECT with user name and password (the key), clean; `level` 4 (3.1.1) or 5.
-    static func connect(key: String, keepAlive: UInt16 = 60, level: UInt8 = 4) -> [UInt8] {
-        packet(0x10, string("MQTT") + [level, 0b1100_0010, UInt8(keepAlive >> 8), UInt8(keepAlive & 0xFF)] + (level == 5 ? [0] : [])
-               + string("raw-test") + string("bridge") + string(key))
-    }
-}
+/// The tests' MQTT packets (RoostTestSupport).
+typealias Raw = MQTTTestPackets

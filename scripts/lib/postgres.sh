@@ -71,13 +71,14 @@ roost_cluster_init() {
 # roost_cluster_start DIR PORT: serves on the Unix socket DIR/run/.s.PGSQL.PORT, and on TCP only
 # at the addresses in ROOST_PG_LISTEN (none by default). ROOST_PG_OPTIONS adds server options
 # (`-c name=value ...`), e.g. `-c commit_delay=1000` to make every WAL flush take a millisecond
-# more, as on a disk slower than this machine's.
+# more, as on a disk slower than this machine's. ROOST_PG_MAX_CONNECTIONS (default 300) bounds
+# the connections.
 roost_cluster_start() {
     local dir port=$2 bindir
     dir=$(cd "$1" && pwd)
     bindir=$(roost_pg_bindir)
     roost_as_owner "$bindir/pg_ctl" -D "$dir/data" -l "$dir/postgres.log" -w -t 60 \
-        -o "-c listen_addresses='${ROOST_PG_LISTEN:-}' -c unix_socket_directories='$dir/run' -p $port -c max_connections=300 -c fsync=${ROOST_PG_FSYNC:-on} ${ROOST_PG_OPTIONS:-}" \
+        -o "-c listen_addresses='${ROOST_PG_LISTEN:-}' -c unix_socket_directories='$dir/run' -p $port -c max_connections=${ROOST_PG_MAX_CONNECTIONS:-300} -c fsync=${ROOST_PG_FSYNC:-on} ${ROOST_PG_OPTIONS:-}" \
         start >/dev/null || roost_die "PostgreSQL did not start; see $dir/postgres.log"
 }
 
