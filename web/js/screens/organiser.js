@@ -108,24 +108,38 @@ async function bridges(room) {
     fields: [
       field({ label: "Name", name: "name", required: true, maxlength: 100, hint: "The alarm panel or camera system, such as “Number 12's alarm”." }),
       field({ label: "Sign its requests with a secret (replay protection)", name: "signing", type: "checkbox", checked: true }),
-      field({ label: "Heartbeat every (seconds)", name: "heartbeat_s", type: "number", min: 10, max: 86400, optional: true, hint: "Tell the group's managers when it goes quiet." }),
+      field({ label: "Heartbeat every (seconds)", name: "heartbeat_s", type: "number", min: 60, max: 86400, optional: true, hint: "Tell the group's managers when it goes quiet." }),
+      field({ label: "Address", name: "address", maxlength: 200, optional: true, hint: "Its alerts say whose house it is, such as “12 Elm Street”." }),
+      field({ label: "At most one alert per condition every (minutes)", name: "cooldown_m", type: "number", min: 1, max: 1440, optional: true,
+        hint: "A siren that fires again sooner counts as a repeat." }),
+      field({ label: "Give it a secret URL (for cameras that cannot sign or set headers)", name: "hook", type: "checkbox" }),
     ],
     submit: "Add bridge",
     action: async (values, element) => {
-      const body = { name: values.name ?? "", signing: values.signing };
+      const body = { name: values.name ?? "", signing: values.signing && !values.hook, hook: values.hook };
       if (values.heartbeat_s) body.heartbeat_s = Number(values.heartbeat_s);
+      if (values.address) body.place = { address: values.address };
+      if (values.cooldown_m) body.cooldown_s = Number(values.cooldown_m) * 60;
       const created = await api("POST", path`/v1/groups/${groupID}/bridges`, body);
       element.reset();
       await bridges(room);
       sections.bridges.insertBefore(shownOnce, sections.bridges.children[1]);
       fill(shownOnce, h("div", { class: "notice stack", role: "status" },
         h("p", {}, h("strong", {}, "Copy these now: they are shown only once.")),
-        secret("Key", created.key), created.secret ? secret("Signing secret", created.secret) : null));
+        secret("Key", created.key), created.secret ? secret("Signing secret", created.secret) : null,
+        created.hook_path ? secret("Secret URL", `${window.location.origin}${created.hook_path}`) : null));
     },
   });
   fill(sections.bridges, h("h2", { id: "bridges-heading" }, "Bridges (alarm panels, cameras)"),
     answer.items.length ? h("ul", { class: "answers" }, answer.items.map((bridge) => h("li", { class: "row spread" },
-      h("span", {}, bridge.name, bridge.last_seen_at ? [" · last heard ", time(bridge.last_seen_at)] : " · never heard from"),
+      h("span", {}, bridge.name, bridge.place?.address ? ` · ${bridge.place.address}` : "",
+        bridge.arm === "disarmed" ? " · disarmed: records, pages nobody" : "",
+        bridge.last_seen_at ? [" · last heard ", time(bridge.last_seen_at)] : " · never heard from"),
+      h("button", { type: "button", class: "secondary", onclick: async () => {
+        const arm = bridge.arm === "disarmed" ? "armed" : "disarmed";
+        await api("PATCH", path`/v1/groups/${groupID}/bridges/${bridge.id}`, { arm }).catch((error) => toast(error.sentence));
+        bridges(room);
+      } }, bridge.arm === "disarmed" ? `Arm ${bridge.name}` : `Disarm ${bridge.name}`),
       h("button", { type: "button", class: "secondary destructive", onclick: async () => {
         if (!window.confirm(`Revoke ${bridge.name}? Its key stops working at once.`)) return;
         await api("DELETE", path`/v1/groups/${groupID}/bridges/${bridge.id}`).catch((error) => toast(error.sentence));
