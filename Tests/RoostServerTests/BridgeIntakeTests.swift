@@ -65,6 +65,38 @@ struct BridgeIntakeTests {
         await api.stop()
     }
 
+    @Test func aBridgeOnAScheduleIsArmedInsideItsDailyWindowAndDisarmedOutside() async throws {
+        let setup = try await bridges.setup()
+        let api = setup.api
+        // Windows around this minute in Copenhagen's local time: one holding it, one an hour later.
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "Europe/Copenhagen")!
+        let parts = calendar.dateComponents([.hour, .minute], from: Date())
+        let now = (parts.hour ?? 0) * 60 + (parts.minute ?? 0)
+        func clock(_ minute: Int) -> String { String(format: "%02d:%02d", ((minute % 1440) + 1440) % 1440 / 60, ((minute % 1440) + 1440) % 60) }
+        let holding: [String: Any] = ["from": clock(now - 60), "until": clock(now + 60), "time_zone": "Europe/Copenhagen"]
+        let (key, _, id) = try await bridges.bridge(setup, ["arm": "schedule", "schedule": holding])
+        let (_, inside) = try await api.call("POST", "/v1/bridge/alerts", BridgeTests.trigger("night"), token: key)
+        #expect((inside["alert"] as? [String: Any])?["severity"] as? String == "red", "\(inside)")
+        let later: [String: Any] = ["from": clock(now + 60), "until": clock(now + 120), "time_zone": "Europe/Copenhagen"]
+        let (patched, view) = try await api.call("PATCH", "/v1/groups/\(setup.group)/bridges/\(id)", ["arm": "schedule", "schedule": later],
+                                                 token: setup.owner)
+        #expect(patched == 200 && view["arm"] as? String == "schedule" && (view["schedule"] as? [String: Any])?["from"] as? String == clock(now + 60))
+        let (_, outside) = try await api.call("POST", "/v1/bridge/alerts", BridgeTests.trigger("day"), token: key)
+        #expect((outside["alert"] as? [String: Any])?["severity"] as? String == "info", "\(outside)")
+        // Armed by hand again: the schedule goes.
+        let (_, armed) = try await api.call("PATCH", "/v1/groups/\(setup.group)/bridges/\(id)", ["arm": "armed"], token: setup.owner)
+        #expect(armed["arm"] as? String == "armed" && armed["schedule"] is NSNull)
+        for (body, field) in [(["arm": "schedule"], "schedule"), (["schedule": holding], "schedule"),
+                              (["arm": "schedule", "schedule": ["from": "22:00", "until": "22:00", "time_zone": "UTC"]], "schedule"),
+                              (["arm": "schedule", "schedule": ["from": "22:00", "until": "06:00", "time_zone": "Mars/Olympus"]], "schedule.time_zone"),
+                              (["arm": "disarmed", "schedule": holding], "schedule")] as [([String: Any], String)] {
+            let (status, error) = try await api.call("PATCH", "/v1/groups/\(setup.group)/bridges/\(id)", body, token: setup.owner)
+            #expect(status == 400 && (error["error"] as? [String: Any])?["field"] as? String == field, "\(body): \(error)")
+        }
+        await api.stop()
+    }
+
     @Test func aDeviceWithoutHeadersPostsByBasicOrByItsHookURL() async throws {
         let setup = try await bridges.setup()
         let api = setup.api

@@ -15,7 +15,10 @@ public struct Bridge: Sendable, Equatable {
     /// Whether the bridge has a hook URL (its secret is shown once).
     public let hasHook: Bool
     public let place: BridgePlace?
-    public let armed: Bool
+    /// `armed`, `disarmed` or `schedule` (then `armSchedule` says when).
+    public let arm: String
+    /// `{"from", "until", "time_zone"}` as JSON text, for `arm` `schedule`.
+    public let armSchedule: String?
     public let cooldownSeconds: Int?
     public let profile: String
 }
@@ -36,7 +39,8 @@ public struct BridgeChanges: Sendable {
     public var name: String?
     /// `.set(nil)` removes the place.
     public var place: SettingChange<BridgePlace?> = .unchanged
-    public var armed: Bool?
+    /// With `armSchedule` (JSON text) when it is `schedule`, nil otherwise.
+    public var arm: (state: String, schedule: String?)?
     /// `.set(nil)` turns the cooldown off.
     public var cooldownSeconds: SettingChange<Int?> = .unchanged
     public var profile: String?
@@ -50,18 +54,19 @@ public struct BridgeStore: Sendable {
 
     static let columns = """
         id, group_id, name, signing_secret, heartbeat_s, last_seen_at, rate_per_minute, burst, created_at,
-        hook_hash IS NOT NULL AS has_hook, place_address, place_location::text AS place_location, arm, cooldown_s, profile
+        hook_hash IS NOT NULL AS has_hook, place_address, place_location::text AS place_location, arm, arm_schedule::text AS arm_schedule,
+        cooldown_s, profile
         """
 
     public func create(tenant: UUID, group: UUID, name: String, keyHash: [UInt8], signingSecret: String?, heartbeatSeconds: Int?,
-                       ratePerMinute: Int, burst: Int, hookHash: [UInt8]? = nil, place: BridgePlace? = nil, armed: Bool = true,
+                       ratePerMinute: Int, burst: Int, hookHash: [UInt8]? = nil, place: BridgePlace? = nil, arm: (state: String, schedule: String?) = ("armed", nil),
                        cooldownSeconds: Int? = nil, profile: String = "roost", createdBy: UUID, on connection: PostgresConnection) throws -> Bridge {
         try decode(connection.query("""
             INSERT INTO bridges (tenant_id, group_id, name, key_hash, signing_secret, heartbeat_s, rate_per_minute, burst, tokens, created_by,
-                                 hook_hash, place_address, place_location, arm, cooldown_s, profile)
+                                 hook_hash, place_address, place_location, arm, arm_schedule, cooldown_s, profile)
             VALUES (\(tenant), \(group), \(name), \(Data(keyHash)), \(signingSecret), \(heartbeatSeconds), \(ratePerMinute), \(burst),
                     \(Double(burst)), \(createdBy), \(hookHash.map { Data($0) }), \(place?.address), \(place?.location)::jsonb,
-                    \(armed ? "armed" : "disarmed"), \(cooldownSeconds), \(profile))
+                    \(arm.state), \(arm.schedule)::jsonb, \(cooldownSeconds), \(profile))
             RETURNING \(unsafeRaw: Self.columns)
             """).rows[0])
     }
@@ -77,7 +82,8 @@ public struct BridgeStore: Sendable {
                 name = coalesce(\(changes.name), name),
                 place_address = CASE WHEN \(setsPlace) THEN \(place?.address) ELSE place_address END,
                 place_location = CASE WHEN \(setsPlace) THEN \(place?.location)::jsonb ELSE place_location END,
-                arm = coalesce(\(changes.armed.map { $0 ? "armed" : "disarmed" }), arm),
+                arm = coalesce(\(changes.arm?.state), arm),
+                arm_schedule = CASE WHEN \(changes.arm != nil) THEN \(changes.arm?.schedule)::jsonb ELSE arm_schedule END,
                 cooldown_s = CASE WHEN \(setsCooldown) THEN \(cooldown) ELSE cooldown_s END,
                 profile = coalesce(\(changes.profile), profile)
             WHERE id = \(id) AND group_id = \(group) AND revoked_at IS NULL
@@ -229,7 +235,8 @@ public struct BridgeStore: Sendable {
             signingSecret: try row.decode(String?.self, "signing_secret"), heartbeatSeconds: try row.decode(Int?.self, "heartbeat_s"),
             lastSeenAt: try row.decode(Date?.self, "last_seen_at"), ratePerMinute: try row.decode(Int.self, "rate_per_minute"),
             burst: try row.decode(Int.self, "burst"), createdAt: try row.decode(Date.self, "created_at"),
-            hasHook: try row.decode(Bool.self, "has_hook"), place: try place(row), armed: try row.decode(String.self, "arm") == "armed",
+            hasHook: try row.decode(Bool.self, "has_hook"), place: try place(row), arm: try row.decode(String.self, "arm"),
+            armSchedule: try row.decode(String?.self, "arm_schedule"),
             cooldownSeconds: try row.decode(Int?.self, "cooldown_s"), profile: try row.decode(String.self, "profile"))
     }
 

@@ -64,7 +64,8 @@ struct BridgeAlert: Sendable {
 
     /// Applies the event to the bridge's group: a trigger raises, repeats or (within the
     /// cooldown) counts; a resolve closes. A new alert carries the bridge's place when it names
-    /// none, and is only information, paging nobody, while the bridge is disarmed.
+    /// none, and is only information, paging nobody, while the bridge is disarmed (by hand or by
+    /// its schedule).
     func run(by bridge: Bridge, tenant: UUID, on connection: PostgresConnection) throws -> Outcome {
         try GroupStore().lock(bridge.groupID, on: connection)
         let store = BridgeStore()
@@ -81,7 +82,7 @@ struct BridgeAlert: Sendable {
             if let cooldown = bridge.cooldownSeconds, let last = try store.recentAlert(bridge: bridge.id, dedupKey: dedupKey, within: cooldown, on: connection) {
                 return .repeated(try repeated(last, by: bridge, tenant: tenant, on: connection))
             }
-            let severity = bridge.armed ? severity : AlertSeverity.info.name
+            let severity = BridgeArm(bridge).isArmed(at: Date()) ? severity : AlertSeverity.info.name
             var message = NewMessage(clientMessageID: nil, text: Self.text(summary!, at: bridge.place?.address), kind: .alert, severity: severity,
                                      template: nil, location: location ?? bridge.place?.location, replyTo: nil)
             message.attachments = try Attachments.resolve(attachments, uploaderType: "bridge", uploader: bridge.id, on: connection)

@@ -28,12 +28,13 @@ struct BridgeRoutes: Sendable {
         let burst: Int?
         let place: PlaceBody?
         let arm: String?
+        let schedule: BridgeArm.Schedule?
         let cooldownSeconds: Int?
         let profile: String?
         let hook: Bool?
 
         enum CodingKeys: String, CodingKey, CaseIterable {
-            case name, signing, burst, place, arm, profile, hook
+            case name, signing, burst, place, arm, schedule, profile, hook
             case heartbeatSeconds = "heartbeat_s"
             case ratePerMinute = "rate_per_minute"
             case cooldownSeconds = "cooldown_s"
@@ -46,12 +47,13 @@ struct BridgeRoutes: Sendable {
         /// Absent: unchanged; null: no place.
         let place: SettingChange<PlaceBody?>
         let arm: String?
+        let schedule: BridgeArm.Schedule?
         /// Absent: unchanged; null: no cooldown.
         let cooldownSeconds: SettingChange<Int?>
         let profile: String?
 
         enum CodingKeys: String, CodingKey, CaseIterable {
-            case name, place, arm, profile
+            case name, place, arm, schedule, profile
             case cooldownSeconds = "cooldown_s"
         }
 
@@ -60,6 +62,7 @@ struct BridgeRoutes: Sendable {
             name = try container.decodeIfPresent(String.self, forKey: .name)
             place = try container.decodeSetting(PlaceBody.self, forKey: .place)
             arm = try container.decodeIfPresent(String.self, forKey: .arm)
+            schedule = try container.decodeIfPresent(BridgeArm.Schedule.self, forKey: .schedule)
             cooldownSeconds = try container.decodeSetting(Int.self, forKey: .cooldownSeconds)
             profile = try container.decodeIfPresent(String.self, forKey: .profile)
         }
@@ -80,14 +83,6 @@ struct BridgeRoutes: Sendable {
 
     /// Profiles that say how a bridge's MQTT topics are read.
     static let profiles: Set<String> = ["roost", "frigate", "home_assistant"]
-
-    static func armed(_ arm: String) throws(APIError) -> Bool {
-        switch arm {
-        case "armed": true
-        case "disarmed": false
-        default: throw APIError.invalid("arm must be armed or disarmed", "arm")
-        }
-    }
 
     static func cooldown(_ seconds: Int?) throws(APIError) -> Int? {
         if let seconds, !(60...86_400).contains(seconds) { throw APIError.invalid("cooldown_s must be 60 to 86400, or null for none", "cooldown_s") }
@@ -129,6 +124,7 @@ struct BridgeRoutes: Sendable {
         let createdAt: Date
         @Null var place: PlaceView?
         let arm: String
+        @Null var schedule: BridgeArm.Schedule?
         @Null var cooldownSeconds: Int?
         let profile: String
         /// Whether the bridge has a hook URL (shown once, at creation).
@@ -140,7 +136,9 @@ struct BridgeRoutes: Sendable {
             place = bridge.place.map { place in
                 PlaceView(address: place.address, location: place.location.flatMap { try? JSONDecoder().decode(Location.self, from: Data($0.utf8)) })
             }
-            (arm, cooldownSeconds, profile, hook) = (bridge.armed ? "armed" : "disarmed", bridge.cooldownSeconds, bridge.profile, bridge.hasHook)
+            let arm = BridgeArm(bridge)
+            (self.arm, schedule) = (arm.state, arm.schedule)
+            (cooldownSeconds, profile, hook) = (bridge.cooldownSeconds, bridge.profile, bridge.hasHook)
         }
 
         struct PlaceView: Encodable {
@@ -149,7 +147,7 @@ struct BridgeRoutes: Sendable {
         }
 
         enum CodingKeys: String, CodingKey {
-            case id, name, signing, burst, place, arm, profile, hook
+            case id, name, signing, burst, place, arm, schedule, profile, hook
             case cooldownSeconds = "cooldown_s"
             case groupID = "group_id"
             case heartbeatSeconds = "heartbeat_s"
@@ -187,7 +185,7 @@ struct BridgeRoutes: Sendable {
             guard (1...1000).contains(burst) else { throw APIError.invalid("burst must be 1 to 1000", "burst") }
             let secret = body.signing == true ? "rbs_" + Secrets.base64URL(Secrets.randomBytes(32)) : nil
             let place = try body.place?.validated()
-            let armed = try Self.armed(body.arm ?? "armed"), cooldown = try Self.cooldown(body.cooldownSeconds)
+            let arm = try BridgeArm(body.arm ?? "armed", schedule: body.schedule), cooldown = try Self.cooldown(body.cooldownSeconds)
             let profile = try Self.profile(body.profile ?? "roost")
             let (bridge, key, hook) = try await caller.inGroup(group) { caller, connection in
                 try caller.requireManager("only the owner and admins manage bridges")
@@ -199,7 +197,7 @@ struct BridgeRoutes: Sendable {
                 let bridge = try BridgeStore().create(
                     tenant: caller.user.tenantID, group: group, name: name, keyHash: token.hash, signingSecret: secret,
                     heartbeatSeconds: body.heartbeatSeconds, ratePerMinute: rate, burst: burst, hookHash: hook?.token.hash, place: place,
-                    armed: armed, cooldownSeconds: cooldown, profile: profile, createdBy: caller.user.id, on: connection)
+                    arm: arm.stored, cooldownSeconds: cooldown, profile: profile, createdBy: caller.user.id, on: connection)
                 if let heartbeat = body.heartbeatSeconds {
                     try BridgeStore().watch(tenant: caller.user.tenantID, bridge: bridge.id, heartbeatSeconds: heartbeat, on: connection)
                 }
@@ -216,7 +214,11 @@ struct BridgeRoutes: Sendable {
             var changes = BridgeChanges()
             changes.name = try body.name.map { value throws(APIError) in try BoundedText.name(value, field: "name", range: 1...100) }
             if case .set(let place) = body.place { changes.place = .set(try place?.validated()) }
-            changes.armed = try body.arm.map { value throws(APIError) in try Self.armed(value) }
+            if let state = body.arm {
+                changes.arm = try BridgeArm(state, schedule: body.schedule).stored
+            } else if body.schedule != nil {
+                throw APIError.invalid("a schedule goes with arm: schedule", "schedule")
+            }
             if case .set(let seconds) = body.cooldownSeconds { changes.cooldownSeconds = .set(try Self.cooldown(seconds)) }
             changes.profile = try body.profile.map { value throws(APIError) in try Self.profile(value) }
             let bridge = try await caller.inGroup(group) { [changes] caller, connection in
@@ -225,7 +227,7 @@ struct BridgeRoutes: Sendable {
                     throw APIError(.notFound, code: .notFound, message: "no such bridge")
                 }
                 try Audit.record(caller, group: group, .bridgeChanged, target: ("bridge", id.lowercasedText),
-                                 data: "{\"name\":\(JSONString.quote(bridge.name)),\"arm\":\"\(bridge.armed ? "armed" : "disarmed")\"}", on: connection)
+                                 data: "{\"name\":\(JSONString.quote(bridge.name)),\"arm\":\(JSONString.quote(bridge.arm))}", on: connection)
                 return bridge
             }
             return try APIJSON.response(.ok, BridgeView(bridge: bridge))

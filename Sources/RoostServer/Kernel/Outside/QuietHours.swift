@@ -25,12 +25,16 @@ struct QuietHours {
         return hour * 60 + minute
     }
 
+    /// Whether `minute` of the day lies in the daily window from `start` until `end` (minutes
+    /// of the day; `start` after `end` spans midnight).
+    static func inside(_ minute: Int, from start: Int, until end: Int) -> Bool {
+        start < end ? (start..<end).contains(minute) : (minute >= start || minute < end)
+    }
+
     /// When the quiet hours that `now` falls in end; nil when `now` is not in them.
     func end(after now: Date) -> Date? {
         let parts = calendar.dateComponents([.hour, .minute], from: now)
-        let minute = (parts.hour ?? 0) * 60 + (parts.minute ?? 0)
-        let inside = startMinute < endMinute ? (startMinute..<endMinute).contains(minute) : (minute >= startMinute || minute < endMinute)
-        guard inside else { return nil }
+        guard Self.inside((parts.hour ?? 0) * 60 + (parts.minute ?? 0), from: startMinute, until: endMinute) else { return nil }
         return calendar.nextDate(after: now, matching: DateComponents(hour: endMinute / 60, minute: endMinute % 60, second: 0),
                                  matchingPolicy: .nextTime)
     }
