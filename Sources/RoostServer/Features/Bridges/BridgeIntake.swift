@@ -12,13 +12,32 @@ struct BridgeIntake: Sendable {
     /// Applies one event. Twenty triggers at once race on the partial unique index of open
     /// alerts; the losers' transactions roll back and retry, as repeats.
     func apply(_ alert: BridgeAlert, by bridge: Bridge, tenant: UUID) async throws -> BridgeAlert.Outcome {
+        guard let outcome = try await apply(alert, by: bridge, tenant: tenant, spending: false).outcome else {
+            preconditionFailure("an event that spends nothing always runs")
+        }
+        return outcome
+    }
+
+    /// Applies one event that came without a request (an MQTT publication), taking a token of
+    /// the bridge's rate limit in the same transaction: the outcome, or the seconds to wait
+    /// when the bridge is past its rate (nothing written).
+    func applySpending(_ alert: BridgeAlert, by bridge: Bridge, tenant: UUID) async throws -> (outcome: BridgeAlert.Outcome?, wait: Int?) {
+        try await apply(alert, by: bridge, tenant: tenant, spending: true)
+    }
+
+    private func apply(_ alert: BridgeAlert, by bridge: Bridge, tenant: UUID, spending: Bool) async throws
+        -> (outcome: BridgeAlert.Outcome?, wait: Int?)
+    {
         for _ in 0..<5 {
             do {
-                let outcome = try await pool.withConnection { connection in
-                    try connection.withTenantTransaction(tenant) { try alert.run(by: bridge, tenant: tenant, on: $0) }
+                let result = try await pool.withConnection { connection in
+                    try connection.withTenantTransaction(tenant) { connection -> (outcome: BridgeAlert.Outcome?, wait: Int?) in
+                        if spending, let wait = try BridgeStore().consumeToken(bridge.id, on: connection) { return (nil, wait) }
+                        return (try alert.run(by: bridge, tenant: tenant, on: connection), nil)
+                    }
                 }
-                if case .created = outcome { DeliveryBell.shared.ring() }
-                return outcome
+                if case .created? = result.outcome { DeliveryBell.shared.ring() }
+                return result
             } catch let error as DatabaseError where error.code == .uniqueViolation {
                 continue
             }

@@ -104,8 +104,7 @@ final class MQTTBridges: Sendable {
             return (.invalid, nil)
         case .event(let alert):
             do {
-                if let wait = try await bridges.spend(bridge, tenant: tenant) { return (.rateLimited, wait * 1000) }
-                _ = try await intake.apply(alert, by: bridge, tenant: tenant)
+                if let wait = try await intake.applySpending(alert, by: bridge, tenant: tenant).wait { return (.rateLimited, wait * 1000) }
                 return (.applied, nil)
             } catch {
                 log.warning("mqtt publication not applied yet; retrying", ["bridge_id": bridge.id.lowercasedText, "error": "\(error)"])

@@ -103,14 +103,6 @@ struct BridgeAuthentication: Sendable {
         }
     }
 
-    /// Takes one token of the bridge's rate limit for an event that came without a request
-    /// (an MQTT publication); the seconds to wait when there is none.
-    func spend(_ bridge: Bridge, tenant: UUID) async throws -> Int? {
-        try await pool.withConnection { connection in
-            try connection.withTenantTransaction(tenant) { try BridgeStore().consumeToken(bridge.id, on: $0) }
-        }
-    }
-
     /// Checks `X-Roost-Signature: sha256=<hex HMAC-SHA256 of "timestamp.body">` in constant time
     /// and the timestamp's distance from now; the signature's bytes.
     static func verify(secret: String, timestamp: String?, signature: String?, body: [UInt8]) throws(APIError) -> [UInt8] {
