@@ -95,12 +95,17 @@ final class MQTTBridges: Sendable {
     /// Applies a publication of an admitted bridge: nil when it is done (applied, ignored or
     /// invalid: each answered), else the milliseconds after which to try it again (the rate
     /// limit, or the database away), so no alarm is lost while its PUBACK waits.
-    func apply(_ publish: MQTT.Publish, by bridge: Bridge, tenant: UUID) async -> (outcome: Outcome, retryAfterMilliseconds: Int?) {
+    /// `logRefusal`: whether an unreadable publication is logged (a connection logs its first
+    /// only, so a device sending nonsense cannot flood the log; all are counted).
+    func apply(_ publish: MQTT.Publish, by bridge: Bridge, tenant: UUID, logRefusal: Bool) async -> (outcome: Outcome, retryAfterMilliseconds: Int?) {
         switch BridgeTopics.read(topic: publish.topic, payload: publish.payload, profile: bridge.profile) {
         case .ignored:
             return (.ignored, nil)
         case .invalid(let why):
-            log.info("mqtt publication refused", ["bridge_id": bridge.id.lowercasedText, "topic": String(publish.topic.prefix(200)), "reason": why])
+            if logRefusal {
+                log.info("mqtt publication refused (the first of this connection)",
+                         ["bridge_id": bridge.id.lowercasedText, "topic": String(publish.topic.prefix(200)), "reason": String(why.prefix(300))])
+            }
             return (.invalid, nil)
         case .event(let alert):
             do {

@@ -30,6 +30,7 @@ final class MQTTSession: TCPSession, @unchecked Sendable {
     /// A DISCONNECT said goodbye: no will, no offline notice.
     private var saidGoodbye = false
     private var keepAliveExpired = false
+    private var refusedOne = false
 
     init(channel: TCPChannel, service: MQTTBridges) {
         self.channel = channel
@@ -167,15 +168,16 @@ final class MQTTSession: TCPSession, @unchecked Sendable {
     private func work() {
         guard state == .connected, !working, let publish = queue.first, let (tenant, bridge) = bridge else { return }
         working = true
-        let service = self.service
+        let service = self.service, logRefusal = !refusedOne
         Task { [self] in
-            let (outcome, retry) = await service.apply(publish, by: bridge, tenant: tenant)
+            let (outcome, retry) = await service.apply(publish, by: bridge, tenant: tenant, logRefusal: logRefusal)
             channel.onLoop { [self] in done(publish, outcome, retryAfter: retry) }
         }
     }
 
     private func done(_ publish: MQTT.Publish, _ outcome: MQTTBridges.Outcome, retryAfter: Int?) {
         service.count(outcome)
+        if outcome == .invalid { refusedOne = true }
         guard state == .connected else { return }
         if let retryAfter {
             _ = channel.after(milliseconds: retryAfter) { [weak self] in
