@@ -10,8 +10,6 @@ public struct DC09Event: Equatable, Sendable {
     public let zone: String?
     public let area: String?
 
-    public var isContactID: Bool { qualifier != nil }
-
     public init(code: String, qualifier: Character?, zone: String?, area: String?) {
         (self.code, self.qualifier, self.zone, self.area) = (code, qualifier, zone, area)
     }

@@ -6,13 +6,11 @@ public enum MQTTWriter {
         public var maxPacketSize: Int
         /// How many QoS 1 publications may await their PUBACK at once.
         public var receiveMaximum: Int
-        /// Set when the server overrides the client's keep-alive (5.0 only).
-        public var serverKeepAlive: UInt16?
+        /// The identifier the server gives a client that sent an empty one (5.0).
         public var assignedClientID: String?
 
-        public init(maxPacketSize: Int, receiveMaximum: Int, serverKeepAlive: UInt16? = nil, assignedClientID: String? = nil) {
-            (self.maxPacketSize, self.receiveMaximum, self.serverKeepAlive, self.assignedClientID) =
-                (maxPacketSize, receiveMaximum, serverKeepAlive, assignedClientID)
+        public init(maxPacketSize: Int, receiveMaximum: Int, assignedClientID: String? = nil) {
+            (self.maxPacketSize, self.receiveMaximum, self.assignedClientID) = (maxPacketSize, receiveMaximum, assignedClientID)
         }
     }
 
@@ -29,7 +27,6 @@ public enum MQTTWriter {
                 properties += [0x28, 0, 0x29, 0, 0x2A, 0]  // no wildcard, identifier or shared subscriptions
                 properties += [0x21] + uint16(UInt16(clamping: limits.receiveMaximum))
                 properties += [0x27] + uint32(UInt32(clamping: limits.maxPacketSize))
-                if let keepAlive = limits.serverKeepAlive { properties += [0x13] + uint16(keepAlive) }
                 if let id = limits.assignedClientID { properties += [0x12] + string(id) }
             }
             if let reason { properties += [0x1F] + string(reason) }

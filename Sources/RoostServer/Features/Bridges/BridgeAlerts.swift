@@ -53,13 +53,6 @@ struct BridgeAlert: Sendable {
         case resolved(String)
         /// A resolve with no open alert under its key.
         case nothingOpen
-
-        var json: String? {
-            switch self {
-            case .created(let json), .repeated(let json), .resolved(let json): json
-            case .nothingOpen: nil
-            }
-        }
     }
 
     /// Applies the event to the bridge's group: a trigger raises, repeats or (within the
