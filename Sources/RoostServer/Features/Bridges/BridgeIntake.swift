@@ -9,35 +9,39 @@ import RoostProtocol
 struct BridgeIntake: Sendable {
     let pool: ConnectionPool
 
-    /// Applies one event. Twenty triggers at once race on the partial unique index of open
-    /// alerts; the losers' transactions roll back and retry, as repeats.
+    /// Applies one event.
     func apply(_ alert: BridgeAlert, by bridge: Bridge, tenant: UUID) async throws -> BridgeAlert.Outcome {
-        guard let outcome = try await apply(alert, by: bridge, tenant: tenant, spending: false).outcome else {
-            preconditionFailure("an event that spends nothing always runs")
-        }
+        let outcome = try await retrying(tenant) { try alert.run(by: bridge, tenant: tenant, on: $0) }
+        Self.ringIfNew(outcome)
         return outcome
     }
 
     /// Applies one event that came without a request (an MQTT publication), taking a token of
     /// the bridge's rate limit in the same transaction: the outcome, or the seconds to wait
     /// when the bridge is past its rate (nothing written).
-    func applySpending(_ alert: BridgeAlert, by bridge: Bridge, tenant: UUID) async throws -> (outcome: BridgeAlert.Outcome?, wait: Int?) {
-        try await apply(alert, by: bridge, tenant: tenant, spending: true)
+    func applySpending(_ alert: BridgeAlert, by bridge: Bridge, tenant: UUID) async throws -> Result<BridgeAlert.Outcome, RateLimited> {
+        let result: Result<BridgeAlert.Outcome, RateLimited> = try await retrying(tenant) { connection in
+            if let wait = try BridgeStore().consumeToken(bridge.id, on: connection) { return .failure(RateLimited(seconds: wait)) }
+            return .success(try alert.run(by: bridge, tenant: tenant, on: connection))
+        }
+        if case .success(let outcome) = result { Self.ringIfNew(outcome) }
+        return result
     }
 
-    private func apply(_ alert: BridgeAlert, by bridge: Bridge, tenant: UUID, spending: Bool) async throws
-        -> (outcome: BridgeAlert.Outcome?, wait: Int?)
-    {
+    struct RateLimited: Error { let seconds: Int }
+
+    /// A new alert's pushes wait in the outbox: the delivery engine is woken once its
+    /// transaction committed.
+    private static func ringIfNew(_ outcome: BridgeAlert.Outcome) {
+        if case .created = outcome { DeliveryBell.shared.ring() }
+    }
+
+    /// Runs `body` in a transaction of the tenant. Twenty triggers at once race on the partial
+    /// unique index of open alerts; the losers' transactions roll back and run again, as repeats.
+    private func retrying<Value: Sendable>(_ tenant: UUID, _ body: @escaping @Sendable (PostgresConnection) throws -> Value) async throws -> Value {
         for _ in 0..<5 {
             do {
-                let result = try await pool.withConnection { connection in
-                    try connection.withTenantTransaction(tenant) { connection -> (outcome: BridgeAlert.Outcome?, wait: Int?) in
-                        if spending, let wait = try BridgeStore().consumeToken(bridge.id, on: connection) { return (nil, wait) }
-                        return (try alert.run(by: bridge, tenant: tenant, on: connection), nil)
-                    }
-                }
-                if case .created? = result.outcome { DeliveryBell.shared.ring() }
-                return result
+                return try await pool.withConnection { try $0.withTenantTransaction(tenant, body) }
             } catch let error as DatabaseError where error.code == .uniqueViolation {
                 continue
             }

@@ -109,8 +109,10 @@ final class MQTTBridges: Sendable {
             return (.invalid, nil)
         case .event(let alert):
             do {
-                if let wait = try await intake.applySpending(alert, by: bridge, tenant: tenant).wait { return (.rateLimited, wait * 1000) }
-                return (.applied, nil)
+                switch try await intake.applySpending(alert, by: bridge, tenant: tenant) {
+                case .success: return (.applied, nil)
+                case .failure(let limited): return (.rateLimited, limited.seconds * 1000)
+                }
             } catch {
                 log.warning("mqtt publication not applied yet; retrying", ["bridge_id": bridge.id.lowercasedText, "error": "\(error)"])
                 return (.retried, 1000)
