@@ -21,6 +21,9 @@ public struct Bridge: Sendable, Equatable {
     public let armSchedule: String?
     public let cooldownSeconds: Int?
     public let profile: String
+    /// Whether the heartbeat watch has a row for it: it has a heartbeat, or an MQTT will said it
+    /// went away. A request from a bridge that is neither need not touch the watch.
+    public let watched: Bool
 }
 
 /// Where a bridge is: its alerts carry it when they name no place of their own.
@@ -55,7 +58,7 @@ public struct BridgeStore: Sendable {
     static let columns = """
         id, group_id, name, signing_secret, heartbeat_s, last_seen_at, rate_per_minute, burst, created_at,
         hook_hash IS NOT NULL AS has_hook, place_address, place_location::text AS place_location, arm, arm_schedule::text AS arm_schedule,
-        cooldown_s, profile
+        cooldown_s, profile, EXISTS (SELECT 1 FROM bridge_watch w WHERE w.bridge_id = bridges.id) AS watched
         """
 
     public func create(tenant: UUID, group: UUID, name: String, keyHash: [UInt8], signingSecret: String?, heartbeatSeconds: Int?,
@@ -237,7 +240,8 @@ public struct BridgeStore: Sendable {
             burst: try row.decode(Int.self, "burst"), createdAt: try row.decode(Date.self, "created_at"),
             hasHook: try row.decode(Bool.self, "has_hook"), place: try place(row), arm: try row.decode(String.self, "arm"),
             armSchedule: try row.decode(String?.self, "arm_schedule"),
-            cooldownSeconds: try row.decode(Int?.self, "cooldown_s"), profile: try row.decode(String.self, "profile"))
+            cooldownSeconds: try row.decode(Int?.self, "cooldown_s"), profile: try row.decode(String.self, "profile"),
+            watched: try row.decode(Bool.self, "watched"))
     }
 
     private func place(_ row: PostgresRow) throws -> BridgePlace? {

@@ -82,8 +82,10 @@ struct BridgeAuthentication: Sendable {
     }
 
     /// Any admitted request, MQTT packet or link test counts as a heartbeat; one after silence
-    /// (missed beats, or an MQTT will) brings the bridge back.
+    /// (missed beats, or an MQTT will) brings the bridge back. A bridge the watch does not know
+    /// costs nothing here.
     func heard(_ bridge: Bridge, tenant: UUID, on connection: PostgresConnection) throws {
+        guard bridge.watched else { return }
         if try BridgeStore().heard(bridge.id, heartbeatSeconds: bridge.heartbeatSeconds, on: connection) {
             try cameBack(bridge, tenant, connection)
         }
