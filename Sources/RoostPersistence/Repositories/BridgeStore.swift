@@ -94,14 +94,6 @@ public struct BridgeStore: Sendable {
             """).first.map(decode)
     }
 
-    /// The live bridge whose hook URL has this secret (its SHA-256), seen now.
-    public func authenticate(hookHash: [UInt8], on connection: PostgresConnection) throws -> Bridge? {
-        try connection.query("""
-            UPDATE bridges SET last_seen_at = now() WHERE hook_hash = \(Data(hookHash)) AND revoked_at IS NULL
-            RETURNING \(unsafeRaw: Self.columns)
-            """).first.map(decode)
-    }
-
     /// The bridge's newest alert under `dedupKey`, open or closed, when it opened within the
     /// last `seconds` (the cooldown): its seq.
     public func recentAlert(bridge: UUID, dedupKey: String, within seconds: Int, on connection: PostgresConnection) throws -> Int64? {
@@ -129,8 +121,17 @@ public struct BridgeStore: Sendable {
 
     /// The live bridge a key names, seen now (the heartbeat's clock counts any request).
     public func authenticate(keyHash: [UInt8], on connection: PostgresConnection) throws -> Bridge? {
+        try authenticate(where: "key_hash = \(Data(keyHash))", on: connection)
+    }
+
+    /// The live bridge whose hook URL has this secret (its SHA-256), seen now.
+    public func authenticate(hookHash: [UInt8], on connection: PostgresConnection) throws -> Bridge? {
+        try authenticate(where: "hook_hash = \(Data(hookHash))", on: connection)
+    }
+
+    private func authenticate(where match: SQLQuery, on connection: PostgresConnection) throws -> Bridge? {
         try connection.query("""
-            UPDATE bridges SET last_seen_at = now() WHERE key_hash = \(Data(keyHash)) AND revoked_at IS NULL
+            UPDATE bridges SET last_seen_at = now() WHERE \(fragment: match) AND revoked_at IS NULL
             RETURNING \(unsafeRaw: Self.columns)
             """).first.map(decode)
     }

@@ -58,12 +58,9 @@ struct BridgeArm: Sendable, Equatable {
         switch state {
         case "armed": return true
         case "schedule":
-            guard let schedule, let from = QuietHours.minute(schedule.from), let until = QuietHours.minute(schedule.until),
-                  let zone = TimeZone(identifier: schedule.timeZone) else { return true }
-            var calendar = Calendar(identifier: .gregorian)
-            calendar.timeZone = zone
-            let parts = calendar.dateComponents([.hour, .minute], from: now)
-            return QuietHours.inside((parts.hour ?? 0) * 60 + (parts.minute ?? 0), from: from, until: until)
+            // A stored schedule was checked when it was set; one that cannot be read arms.
+            guard let schedule, let window = QuietHours(start: schedule.from, end: schedule.until, timeZone: schedule.timeZone) else { return true }
+            return window.contains(now)
         default: return false
         }
     }
