@@ -459,6 +459,7 @@ def main():
         check("/v1/bridge/hooks/rbh_" in ann.find("main [data-secret='Secret URL']").text, "the secret URL shown once")
         ann.press("Disarm Number 12's alarm")
         ann.wait(lambda driver: "12 Elm Street · disarmed" in ann.main_text(), 5, "the bridge disarmed, its address shown")
+        ann.screenshot(shots, "organiser-bridges")
         ann.open(f"/#/g/{south}/manage?s=audit")
         ann.heading("members and settings")
         ann.wait(lambda driver: "Added the bridge Number 12's alarm" in ann.main_text() and "Saved the templates" in ann.main_text()
