@@ -37,6 +37,9 @@ final class ServeProcess {
         if app == nil { environment["ROOST_ALLOW_TABLE_OWNER"] = "true" }
         // Every test registers its people from loopback: the per-address throttles are for other tests.
         environment.merge(Self.generousLimits) { current, _ in current }
+        // /readyz's one-second answer is a load balancer's budget; a test on a busy machine asks
+        // whether the node is ready, not how fast PostgreSQL answers.
+        environment.merge(["ROOST_READINESS_TIMEOUT_MS": "60000"]) { current, _ in current }
         let arguments = ["serve", "--listen", "127.0.0.1:0", "--threads", "2"] + (databaseURL == nil ? ["--no-outbox-worker"] : [])
             + (extraArguments.contains("--metrics-listen") ? [] : ["--metrics-listen", "off"])
             + (accessLog ? [] : ["--no-access-log"]) + extraArguments

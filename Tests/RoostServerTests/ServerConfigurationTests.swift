@@ -9,17 +9,20 @@ struct ServerConfigurationTests {
         #expect(configuration.listen == "127.0.0.1:8080")
         #expect(configuration.delivery == "log")
         #expect(configuration.checkinMinSeconds == 60)
+        #expect(configuration.readinessTimeoutMilliseconds == 1000)
         #expect(configuration.migrate)
         #expect(!configuration.allowSuperuser)
     }
 
     @Test func aFlagOverridesItsEnvironmentVariable() throws {
         let configuration = try ServerConfiguration.load(
-            environment: ["ROOST_LISTEN": "0.0.0.0:9000", "DATABASE_URL": "postgres://env/db", "ROOST_DB_POOL_SIZE": "4"],
+            environment: ["ROOST_LISTEN": "0.0.0.0:9000", "DATABASE_URL": "postgres://env/db", "ROOST_DB_POOL_SIZE": "4",
+                          "ROOST_READINESS_TIMEOUT_MS": "2500"],
             arguments: ["--listen", "127.0.0.1:7000", "--db-pool-size=6", "--no-migrate", "--allow-superuser"])
         #expect(configuration.listen == "127.0.0.1:7000")
         #expect(configuration.databaseURL == "postgres://env/db")
         #expect(configuration.databasePoolSize == 6)
+        #expect(configuration.readinessTimeoutMilliseconds == 2500)
         #expect(!configuration.migrate)
         #expect(configuration.allowSuperuser)
     }

@@ -7,7 +7,9 @@ import Synchronization
 /// connection of its own: a probe never takes a pooled connection from requests (a load
 /// balancer polling a saturated node would otherwise queue behind them and call a busy node
 /// dead). One probe runs at a time on its own thread; callers that come meanwhile share its
-/// answer, and each waits at most a second.
+/// answer, and each waits at most `timeout` (`ROOST_READINESS_TIMEOUT_MS`, a second by default).
+/// `warm()` opens the probe's connection at start, so the first probe after a start or a deploy
+/// costs a query, not a new backend's start.
 final class ReadinessProbe: Sendable {
     private struct State {
         /// Touched only by the probe thread while `inFlight` (hence the box's unchecked sendability).
@@ -28,13 +30,24 @@ final class ReadinessProbe: Sendable {
     private let requiredSchema: Int?
     private let state = Mutex(State())
     private let timers = DispatchQueue(label: "roost.readiness.timeouts")
+    private let timeoutMilliseconds: Int
 
-    init(configuration: ConnectionConfiguration, requiredSchema: Int? = nil) {
+    init(configuration: ConnectionConfiguration, requiredSchema: Int? = nil, timeoutMilliseconds: Int = 1000) {
         self.configuration = configuration
         self.requiredSchema = requiredSchema
+        self.timeoutMilliseconds = timeoutMilliseconds
     }
 
-    /// Nil when PostgreSQL answered within a second with a schema at least `requiredSchema`;
+    /// Runs one probe in the background with no one waiting: its connection is then open.
+    func warm() {
+        let start = state.withLock { state -> Bool in
+            defer { state.inFlight = true }
+            return !state.inFlight
+        }
+        if start { Thread.detachNewThread { [self] in probe() } }
+    }
+
+    /// Nil when PostgreSQL answered within the timeout with a schema at least `requiredSchema`;
     /// else why this node is not ready, as a sentence.
     func ready() async -> String? {
         await withCheckedContinuation { continuation in
@@ -44,8 +57,9 @@ final class ReadinessProbe: Sendable {
                 defer { state.inFlight = true }
                 return (state.nextID, !state.inFlight)
             }
-            timers.asyncAfter(deadline: .now() + 1) { [self] in
-                state.withLock { $0.waiting.removeValue(forKey: id) }?.resume(returning: "PostgreSQL did not answer within 1 s")
+            timers.asyncAfter(deadline: .now() + .milliseconds(timeoutMilliseconds)) { [self] in
+                let limit = timeoutMilliseconds % 1000 == 0 ? "\(timeoutMilliseconds / 1000) s" : "\(timeoutMilliseconds) ms"
+                state.withLock { $0.waiting.removeValue(forKey: id) }?.resume(returning: "PostgreSQL did not answer within \(limit)")
             }
             if start { Thread.detachNewThread { [self] in probe() } }
         }

@@ -108,8 +108,10 @@ public enum RoostCommands {
         web: WebApp? = nil, log: Log? = nil, requiredSchema: Int? = nil
     ) throws -> Router {
         var builder = Router.Builder()
-        OperationsRoutes.add(to: &builder, probe: ReadinessProbe(configuration: pool.configuration,
-                                                                 requiredSchema: requiredSchema))
+        let probe = ReadinessProbe(configuration: pool.configuration, requiredSchema: requiredSchema,
+                                   timeoutMilliseconds: configuration.readinessTimeoutMilliseconds)
+        probe.warm()
+        OperationsRoutes.add(to: &builder, probe: probe)
         TenantRoutes.add(to: &builder, pool: pool, adminToken: configuration.adminToken)
         TenantAdminRoutes.add(to: &builder, pool: pool, adminToken: configuration.adminToken,
                               invitationLifetime: configuration.invitationLifetimeSeconds, limits: configuration.abuse)

@@ -57,6 +57,8 @@ public struct ServerConfiguration: Sendable {
     public var databasePoolSize = 10
     public var databaseAcquireTimeoutMilliseconds = 5000
     public var databaseConnectTimeoutSeconds = 5
+    /// How long `/readyz` waits for PostgreSQL's answer before calling the node not ready.
+    public var readinessTimeoutMilliseconds = 1000
     public var migrationsDirectory: String?
     public var migrate = true
     public var allowSuperuser = false

@@ -137,6 +137,8 @@ struct ServerSetting: Sendable {
                 "uploads at once from one account, one bridge or one client address, per node; beyond, 429") {
             $0.abuse.uploadsPerUploader = $1
         },
+        integer("--readiness-timeout-ms", "ROOST_READINESS_TIMEOUT_MS", 100...60_000, 1000,
+                "how long /readyz waits for PostgreSQL's answer; longer, 503") { $0.readinessTimeoutMilliseconds = $1 },
         integer("--shutdown-grace-ms", "ROOST_SHUTDOWN_GRACE_MS", 0...600_000, 10_000,
                 "how long in-flight requests may finish after SIGTERM") { $0.network.shutdownGraceMilliseconds = $1 },
         integer("--ws-max-message-bytes", "ROOST_WS_MAX_MESSAGE_BYTES", 125...16_777_216, 65_536,
