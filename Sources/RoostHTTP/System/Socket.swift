@@ -38,6 +38,25 @@ enum Socket {
         return fd
     }
 
+    /// A non-blocking UDP socket bound to an IP `address` (no SO_REUSEPORT: a second process on
+    /// the port is refused by bind).
+    static func bindUDP(_ address: ListenAddress) throws -> Int32 {
+        let family: Int32
+        switch address {
+        case .inet: family = AF_INET
+        case .inet6: family = AF_INET6
+        case .unix: throw SystemError(call: "bind \(address)", errno: EAFNOSUPPORT)
+        }
+        let fd = try mustSucceed("socket", { Glibc.socket(family, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) })
+        do {
+            try bindTCP(fd, address, sharingPort: false)
+        } catch {
+            close(fd)
+            throw error
+        }
+        return fd
+    }
+
     /// Throws EADDRINUSE when another socket already holds a TCP `address`, even one that shares
     /// its port with SO_REUSEPORT: a socket that does not ask to share (this probe) cannot bind
     /// beside it. Called before a server binds its own sharing sockets, so a second process on the
@@ -55,7 +74,7 @@ enum Socket {
         try bindTCP(fd, address, sharingPort: false)
     }
 
-    /// Binds `fd` to a TCP `address`: SO_REUSEADDR always (it only passes over connections of an
+    /// Binds `fd` to an IP `address` (a TCP socket's or a UDP one's): SO_REUSEADDR always (it only passes over connections of an
     /// earlier run left in TIME_WAIT), SO_REUSEPORT when `sharingPort`, an IPv6 socket IPv6 only.
     private static func bindTCP(_ fd: Int32, _ address: ListenAddress, sharingPort: Bool) throws(SystemError) {
         var on: Int32 = 1
@@ -133,7 +152,7 @@ enum Socket {
         String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
-    private static func peerDescription(_ storage: sockaddr_storage) -> String {
+    static func peerDescription(_ storage: sockaddr_storage) -> String {
         var storage = storage
         var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
         switch Int32(storage.ss_family) {

@@ -24,6 +24,25 @@ public struct Bridge: Sendable, Equatable {
     /// Whether the heartbeat watch has a row for it: it has a heartbeat, or an MQTT will said it
     /// went away. A request from a bridge that is neither need not touch the watch.
     public let watched: Bool
+    /// The identity an alarm panel reports under over SIA DC-09, when the bridge has one.
+    public var dc09: DC09Identity? = nil
+}
+
+/// A bridge's DC-09 identity as its managers see it (the key itself is shown once).
+public struct DC09Identity: Sendable, Equatable {
+    /// The receiver number (hex, "" when the panel sends none), the line prefix (hex) and the
+    /// account, as the panel puts them in each frame (hex digits in upper case).
+    public let receiver: String
+    public let line: String
+    public let account: String
+    /// 128, 192 or 256; 0 when the panel sends plain frames.
+    public let keyBits: Int
+    /// SIA's hold-up code HA is read as duress.
+    public let holdUpIsDuress: Bool
+
+    public init(receiver: String, line: String, account: String, keyBits: Int, holdUpIsDuress: Bool) {
+        (self.receiver, self.line, self.account, self.keyBits, self.holdUpIsDuress) = (receiver, line, account, keyBits, holdUpIsDuress)
+    }
 }
 
 /// Where a bridge is: its alerts carry it when they name no place of their own.
@@ -58,7 +77,8 @@ public struct BridgeStore: Sendable {
     static let columns = """
         id, group_id, name, signing_secret, heartbeat_s, last_seen_at, rate_per_minute, burst, created_at,
         hook_hash IS NOT NULL AS has_hook, place_address, place_location::text AS place_location, arm, arm_schedule::text AS arm_schedule,
-        cooldown_s, profile, EXISTS (SELECT 1 FROM bridge_watch w WHERE w.bridge_id = bridges.id) AS watched
+        cooldown_s, profile, EXISTS (SELECT 1 FROM bridge_watch w WHERE w.bridge_id = bridges.id) AS watched,
+        dc09_receiver, dc09_line, dc09_account, coalesce(length(dc09_key) * 8, 0) AS dc09_key_bits, dc09_hold_up_duress
         """
 
     public func create(tenant: UUID, group: UUID, name: String, keyHash: [UInt8], signingSecret: String?, heartbeatSeconds: Int?,
@@ -116,6 +136,7 @@ public struct BridgeStore: Sendable {
             UPDATE bridges SET revoked_at = now() WHERE id = \(id) AND group_id = \(group) AND revoked_at IS NULL
             """).affectedRows == 1 else { return false }
         try unwatch(id, on: connection)
+        try DC09Store().release(bridge: id, on: connection)
         return true
     }
 
@@ -234,7 +255,7 @@ public struct BridgeStore: Sendable {
     }
 
     private func decode(_ row: PostgresRow) throws -> Bridge {
-        Bridge(
+        var bridge = Bridge(
             id: try row.decode(UUID.self, "id"), groupID: try row.decode(UUID.self, "group_id"), name: try row.decode(String.self, "name"),
             signingSecret: try row.decode(String?.self, "signing_secret"), heartbeatSeconds: try row.decode(Int?.self, "heartbeat_s"),
             lastSeenAt: try row.decode(Date?.self, "last_seen_at"), ratePerMinute: try row.decode(Int.self, "rate_per_minute"),
@@ -243,6 +264,12 @@ public struct BridgeStore: Sendable {
             armSchedule: try row.decode(String?.self, "arm_schedule"),
             cooldownSeconds: try row.decode(Int?.self, "cooldown_s"), profile: try row.decode(String.self, "profile"),
             watched: try row.decode(Bool.self, "watched"))
+        if let account = try row.decode(String?.self, "dc09_account") {
+            bridge.dc09 = DC09Identity(receiver: try row.decode(String.self, "dc09_receiver"), line: try row.decode(String.self, "dc09_line"),
+                                       account: account, keyBits: try row.decode(Int.self, "dc09_key_bits"),
+                                       holdUpIsDuress: try row.decode(Bool.self, "dc09_hold_up_duress"))
+        }
+        return bridge
     }
 
     private func place(_ row: PostgresRow) throws -> BridgePlace? {

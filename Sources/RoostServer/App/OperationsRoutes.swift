@@ -29,6 +29,7 @@ enum OperationsRoutes {
             let waiting = (try? await pool.withConnection { try OutboxStore().oldestWaiting(on: $0) }) ?? [:]
             let text = (server()?.renderMetrics(pool: pool.statistics) ?? "") + jobs.render() + deliveries.render(waiting: waiting)
                 + OutsideBudget.renderMetrics() + renderFanout(hub) + (MQTTBridges.running.withLock { $0 }?.renderMetrics() ?? "")
+                + (DC09Receiver.running.withLock { $0 }?.renderMetrics() ?? "")
                 + build + ProcessMetrics.render()
             return HTTPResponse(status: .ok, headers: headers, body: Array(text.utf8))
         }

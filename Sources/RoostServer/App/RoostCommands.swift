@@ -55,6 +55,7 @@ public enum RoostCommands {
             throw StartupError("cannot listen on \(configuration.listen): \(error)")
         }
         let mqtt = try startMQTT(configuration, pool: pool, on: server, log: log)
+        let dc09 = try startDC09(configuration, pool: pool, on: server, log: log)
         let deliveries = DeliveryMetrics()
         let metricsServer = try startMetrics(configuration, pool: pool, jobs: jobs, deliveries: deliveries, hub: hub, log: log,
                                              requiredSchema: requiredSchema) { serverBox.server }
@@ -76,6 +77,7 @@ public enum RoostCommands {
         log.info("shutting down", ["signal": String(signal), "open_connections": String(server.openConnections)])
         listener.stop()
         mqtt?.stop()
+        dc09?.stop()
         hub.stopAuditing()
         await metricsServer?.shutdown()
         await server.shutdown()
@@ -98,6 +100,27 @@ public enum RoostCommands {
         }
         MQTTBridges.running.withLock { $0 = mqtt }
         return mqtt
+    }
+
+    /// The DC-09 receiver for alarm panels, when `--dc09-listen` names an address.
+    static func startDC09(_ configuration: ServerConfiguration, pool: ConnectionPool, on server: HTTPServer, log: Log) throws -> DC09Receiver? {
+        guard configuration.dc09Listen != "off" else { return nil }
+        guard let address = try ListenAddress.parseList(configuration.dc09Listen).first else { return nil }
+        if case .unix = address { throw StartupError("--dc09-listen must be HOST:PORT: panels report over TCP and UDP") }
+        var limits = DC09Receiver.Limits()
+        limits.behindSeconds = TimeInterval(configuration.dc09BehindSeconds)
+        limits.aheadSeconds = TimeInterval(configuration.dc09AheadSeconds)
+        limits.idleMilliseconds = configuration.dc09IdleSeconds * 1000
+        let receiver = DC09Receiver(pool: pool, bridges: .announcingReturns(pool: pool), limits: limits, log: log)
+        do {
+            try receiver.start(address, on: server)
+        } catch let error as SystemError where error.errno == EADDRINUSE {
+            throw StartupError("cannot listen on \(configuration.dc09Listen) for DC-09: another process listens there")
+        } catch let error as SystemError {
+            throw StartupError("cannot listen on \(configuration.dc09Listen) for DC-09: \(error)")
+        }
+        DC09Receiver.running.withLock { $0 = receiver }
+        return receiver
     }
 
     /// Every route `roost serve` answers: the API of API.md (described by openapi.yaml, which

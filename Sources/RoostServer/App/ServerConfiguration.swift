@@ -15,6 +15,13 @@ public struct ServerConfiguration: Sendable {
     public var metricsListen = "127.0.0.1:9090"
     /// Where bridges connect over MQTT; "off" (the default): nowhere.
     public var mqttListen = "off"
+    /// Where alarm panels report over SIA DC-09, TCP and UDP on one port; "off" (the default): nowhere.
+    public var dc09Listen = "off"
+    /// How far a DC-09 frame's timestamp may be behind and ahead of the receiver's clock, and
+    /// how long a panel's quiet TCP connection is kept.
+    public var dc09BehindSeconds = 40
+    public var dc09AheadSeconds = 20
+    public var dc09IdleSeconds = 300
     public var adminToken: String?
     public var delivery = "log"
     public var deliveryWebhookURL: String?

@@ -32,9 +32,10 @@ struct BridgeRoutes: Sendable {
         let cooldownSeconds: Int?
         let profile: String?
         let hook: Bool?
+        let dc09: DC09Body?
 
         enum CodingKeys: String, CodingKey, CaseIterable {
-            case name, signing, burst, place, arm, schedule, profile, hook
+            case name, signing, burst, place, arm, schedule, profile, hook, dc09
             case heartbeatSeconds = "heartbeat_s"
             case ratePerMinute = "rate_per_minute"
             case cooldownSeconds = "cooldown_s"
@@ -78,6 +79,65 @@ struct BridgeRoutes: Sendable {
             guard address != nil || location != nil else { throw APIError.invalid("a place needs an address, a location or both", "place") }
             return BridgePlace(address: try address.map { value throws(APIError) in try BoundedText.name(value, field: "place.address", range: 1...200) },
                                location: try location?.validatedJSON(field: "place.location"))
+        }
+    }
+
+    /// The identity an alarm panel reports under over SIA DC-09 (docs/BRIDGES.md).
+    struct DC09Body: Decodable, KnownFields {
+        static let fieldNames: Set<String> = names(CodingKeys.self)
+        let receiver: String?
+        let line: String
+        let account: String
+        let keyBits: Int?
+        let holdUpIsDuress: Bool?
+
+        enum CodingKeys: String, CodingKey, CaseIterable {
+            case receiver, line, account
+            case keyBits = "key_bits"
+            case holdUpIsDuress = "hold_up_is_duress"
+        }
+
+        /// The identity, hex digits in upper case, and a new key of `key_bits` (nil for 0: plain frames).
+        func validated() throws(APIError) -> (DC09Identity, key: [UInt8]?) {
+            func hex(_ value: String, _ field: String, _ lengths: ClosedRange<Int>) throws(APIError) -> String {
+                guard lengths.contains(value.utf8.count), value.utf8.allSatisfy({ DC09Body.isHex($0) }) else {
+                    throw APIError.invalid("dc09.\(field) must be \(lengths.lowerBound) to \(lengths.upperBound) hex digits, as the panel sends it", "dc09.\(field)")
+                }
+                return value.uppercased()
+            }
+            let receiver = try hex(receiver ?? "", "receiver", 0...6), line = try hex(line, "line", 1...6)
+            guard (3...16).contains(account.utf8.count), account.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || (($0 | 0x20) >= 0x61 && ($0 | 0x20) <= 0x7A) }) else {
+                throw APIError.invalid("dc09.account must be 3 to 16 letters and digits, as the panel sends it", "dc09.account")
+            }
+            let bits = keyBits ?? 128
+            guard [0, 128, 192, 256].contains(bits) else {
+                throw APIError.invalid("dc09.key_bits must be 128, 192 or 256 (AES), or 0 for a panel that cannot encrypt", "dc09.key_bits")
+            }
+            let identity = DC09Identity(receiver: receiver, line: line, account: account.uppercased(), keyBits: bits, holdUpIsDuress: holdUpIsDuress ?? false)
+            return (identity, bits == 0 ? nil : Secrets.randomBytes(bits / 8))
+        }
+
+        static func isHex(_ byte: UInt8) -> Bool { (byte >= 0x30 && byte <= 0x39) || ((byte | 0x20) >= 0x61 && (byte | 0x20) <= 0x66) }
+    }
+
+    /// A bridge's DC-09 identity; `key` (hex) only in the answer that made it.
+    struct DC09View: Encodable {
+        let receiver: String
+        let line: String
+        let account: String
+        let keyBits: Int
+        let holdUpIsDuress: Bool
+        let key: String?
+
+        init(_ identity: DC09Identity, key: [UInt8]? = nil) {
+            (receiver, line, account, keyBits, holdUpIsDuress) = (identity.receiver, identity.line, identity.account, identity.keyBits, identity.holdUpIsDuress)
+            self.key = key.map { $0.map { String(format: "%02X", $0) }.joined() }
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case receiver, line, account, key
+            case keyBits = "key_bits"
+            case holdUpIsDuress = "hold_up_is_duress"
         }
     }
 
@@ -129,6 +189,7 @@ struct BridgeRoutes: Sendable {
         let profile: String
         /// Whether the bridge has a hook URL (shown once, at creation).
         let hook: Bool
+        @Null var dc09: DC09View?
 
         init(bridge: Bridge) {
             (id, name, groupID, heartbeatSeconds, lastSeenAt) = (bridge.id, bridge.name, bridge.groupID, bridge.heartbeatSeconds, bridge.lastSeenAt)
@@ -139,6 +200,7 @@ struct BridgeRoutes: Sendable {
             let arm = BridgeArm(bridge)
             (self.arm, schedule) = (arm.state, arm.schedule)
             (cooldownSeconds, profile, hook) = (bridge.cooldownSeconds, bridge.profile, bridge.hasHook)
+            dc09 = bridge.dc09.map { DC09View($0) }
         }
 
         struct PlaceView: Encodable {
@@ -147,7 +209,7 @@ struct BridgeRoutes: Sendable {
         }
 
         enum CodingKeys: String, CodingKey {
-            case id, name, signing, burst, place, arm, schedule, profile, hook
+            case id, name, signing, burst, place, arm, schedule, profile, hook, dc09
             case cooldownSeconds = "cooldown_s"
             case groupID = "group_id"
             case heartbeatSeconds = "heartbeat_s"
@@ -164,9 +226,11 @@ struct BridgeRoutes: Sendable {
         /// `/v1/bridge/hooks/{secret}`, when the bridge was made with `hook: true`: the path a
         /// device posts to without any header (shown once; keep it as secret as the key).
         let hookPath: String?
+        /// The DC-09 identity with its key (hex), when the bridge was made with one (shown once).
+        let dc09: DC09View?
 
         enum CodingKeys: String, CodingKey {
-            case bridge, key, secret
+            case bridge, key, secret, dc09
             case hookPath = "hook_path"
         }
     }
@@ -187,6 +251,7 @@ struct BridgeRoutes: Sendable {
             let place = try body.place?.validated()
             let arm = try BridgeArm(body.arm ?? "armed", schedule: body.schedule), cooldown = try Self.cooldown(body.cooldownSeconds)
             let profile = try Self.profile(body.profile ?? "roost")
+            let dc09 = try body.dc09?.validated()
             let (bridge, key, hook) = try await caller.inGroup(group) { caller, connection in
                 try caller.requireManager("only the owner and admins manage bridges")
                 guard try BridgeStore().list(group: group, on: connection).count < Self.maxPerGroup else {
@@ -194,19 +259,30 @@ struct BridgeRoutes: Sendable {
                 }
                 let (text, token) = TenantToken.generate(TenantToken.bridge, tenant: caller.user.tenantID)
                 let hook = body.hook == true ? TenantToken.generate(TenantToken.bridgeHook, tenant: caller.user.tenantID) : nil
-                let bridge = try BridgeStore().create(
+                var bridge = try BridgeStore().create(
                     tenant: caller.user.tenantID, group: group, name: name, keyHash: token.hash, signingSecret: secret,
                     heartbeatSeconds: body.heartbeatSeconds, ratePerMinute: rate, burst: burst, hookHash: hook?.token.hash, place: place,
                     arm: arm.stored, cooldownSeconds: cooldown, profile: profile, createdBy: caller.user.id, on: connection)
+                if let (identity, key) = dc09 {
+                    do {
+                        try DC09Store().assign(identity, key: key, tenant: caller.user.tenantID, bridge: bridge.id, on: connection)
+                    } catch is DC09Store.Taken {
+                        throw APIError(.conflict, code: .conflict, message: "another bridge on this Roost (perhaps of another tenant) reports under "
+                                       + "this receiver, line and account; give the panel another account number", field: "dc09.account")
+                    }
+                    bridge.dc09 = identity
+                }
                 if let heartbeat = body.heartbeatSeconds {
                     try BridgeStore().watch(tenant: caller.user.tenantID, bridge: bridge.id, heartbeatSeconds: heartbeat, on: connection)
                 }
                 try Audit.record(caller, group: group, .bridgeCreated, target: ("bridge", bridge.id.lowercasedText),
-                                 data: "{\"name\":\(JSONString.quote(name)),\"signing\":\(secret != nil),\"hook\":\(hook != nil)}", on: connection)
+                                 data: "{\"name\":\(JSONString.quote(name)),\"signing\":\(secret != nil),\"hook\":\(hook != nil),"
+                                     + "\"dc09\":\(dc09.map { JSONString.quote($0.0.account) } ?? "null")}", on: connection)
                 return (bridge, text, hook?.text)
             }
             return try APIJSON.response(.created, CreatedView(bridge: BridgeView(bridge: bridge), key: key, secret: secret,
-                                                              hookPath: hook.map { Self.hookPrefix + $0 }))
+                                                              hookPath: hook.map { Self.hookPrefix + $0 },
+                                                              dc09: dc09.map { DC09View($0.0, key: $0.key) }))
         }
         builder.add(.patch, "/v1/groups/{gid:uuid}/bridges/{bid:uuid}", bodyLimit: 8 * 1024, signedIn: auth) { context, caller in
             let (group, id) = (context.parameters.uuid("gid")!, context.parameters.uuid("bid")!)

@@ -38,13 +38,17 @@ enum DC09Effects {
         (400...499, "Opened or closed", .information), (601...602, "Test report", .heartbeat),
     ]
 
-    static func effect(of event: DC09Event, account: String) -> Effect {
+    /// `holdUpIsDuress`: the bridge reads SIA's hold-up code `HA` (and its restore) as duress.
+    static func effect(of event: DC09Event, account: String, holdUpIsDuress: Bool = false) -> Effect {
         let zone = event.zone.map { $0.isEmpty ? "" : ", zone \($0)" } ?? ""
         let area = event.area.map { " (area \($0))" } ?? ""
         if let qualifier = event.qualifier {
             guard let code = Int(event.code), let entry = contactID.first(where: { $0.codes.contains(code) }) else { return .unknown }
             let key = "\(account):\(event.zone ?? "0"):\(event.code)"
             return effect(entry.kind, name: entry.name + zone + area, key: key, restore: qualifier == "3", status: qualifier == "6")
+        }
+        if holdUpIsDuress, event.code == "HA" || event.code == "HR" {
+            return effect(.duress, name: "Duress" + zone + area, key: "\(account):\(event.zone ?? "0"):DA", restore: event.code == "HR", status: false)
         }
         if let entry = sia.first(where: { $0.alarm == event.code }) {
             return effect(entry.kind, name: entry.name + zone + area, key: "\(account):\(event.zone ?? "0"):\(entry.alarm)", restore: false, status: false)
