@@ -283,6 +283,37 @@ struct DC09ReceiverTests {
         await stage.stop()
     }
 
+    /// A plain frame, LF to CR, as the codec reads it.
+    static func plainFrame(_ body: String) -> [UInt8] {
+        let bytes = Array(body.utf8)
+        return [0x0A] + Array(String(format: "%04X%04X", DC09.crc16(bytes), bytes.count).utf8) + bytes + [0x0D]
+    }
+
+    @Test func anAddressThatKeepsBeingRefusedGetsNoAnswerUntilItsBucketRefills() async throws {
+        let clock = ManualClock()
+        let rate = AddressRate(perMinute: 60, burst: 3, clock: { clock.now() })
+        for _ in 0..<3 {
+            #expect(rate.allows("203.0.113.9"))
+            rate.charge("203.0.113.9")
+        }
+        #expect(!rate.allows("203.0.113.9") && rate.allows("203.0.113.10"), "one address's refusals cost only its own bucket")
+        clock.advance(milliseconds: 1000)
+        #expect(rate.allows("203.0.113.9"), "a token a second comes back")
+
+        // The receiver: three unknown accounts answered DUH, the fourth frame not at all.
+        let stage = try await Self.stage()
+        var limits = DC09Receiver.Limits()
+        limits.addressBurst = 3
+        let receiver = DC09Receiver(pool: stage.api.pool, bridges: .announcingReturns(pool: stage.api.pool), limits: limits, log: Log(level: .error))
+        for index in 0..<3 {
+            let reply = await receiver.answer(Self.plainFrame("\"NULL\"000\(index)L1#\(Self.account())[]"), from: "198.51.100.7", transport: .tcp)
+            #expect(reply.map { String(decoding: $0, as: UTF8.self).contains("\"DUH\"") } == true)
+        }
+        #expect(await receiver.answer(Self.plainFrame("\"NULL\"0004L1#\(Self.account())[]"), from: "198.51.100.7", transport: .tcp) == nil)
+        #expect(receiver.renderMetrics().contains(#"{transport="tcp",outcome="unanswered"} 1"#))
+        await stage.stop()
+    }
+
     @Test func theBridgeRoutesCheckTheIdentity() async throws {
         let stage = try await Self.stage()
         for (dc09, field) in [(["line": "G1", "account": "1234"], "dc09.line"), (["line": "1", "account": "12"], "dc09.account"),

@@ -3,9 +3,11 @@ QoS 1 (paho-mqtt, each PUBLISH answered only after its alert is committed) and t
 PagerDuty's /v2/enqueue (HTTP/1.1 keep-alive), each with CLIENTS clients at once, each client a
 bridge of its own (a bridge's rate limit allows a burst of 1000, so EVENTS / CLIENTS <= 1000).
 
-    bench_bridges.py HTTP_PORT MQTT_PORT OPERATOR_TOKEN EVENTS CLIENTS
+    bench_bridges.py HTTP_PORT MQTT_PORT OPERATOR_TOKEN EVENTS CLIENTS [DC09_PANELS_FILE]
 
-Prints one JSON line per transport: {"transport", "events", "seconds", "per_second"}.
+Prints one JSON line per transport: {"transport", "events", "seconds", "per_second"}. With
+DC09_PANELS_FILE, also makes 2 x CLIENTS bridges with DC-09 identities (AES-128) and writes them
+there as JSON ([{"account", "line", "key"}...]) for scripts/lib/dc09_panel.py's bench to drive.
 """
 import http.client
 import json
@@ -25,14 +27,22 @@ def call(port, method, path, body=None, token=None):
         return json.load(response)
 
 
-def bridges(port, operator, count):
+def bridges(port, operator, count, dc09=0):
+    """COUNT bridge keys of a new tenant's group, and DC09 panels' identities with their keys."""
     slug = "bench-" + secrets.token_hex(4)
     call(port, "POST", "/v1/admin/tenants", {"slug": slug, "name": "Bench", "registration": "open"}, operator)
     owner = call(port, "POST", "/v1/auth/register",
                  {"tenant": slug, "email": "bench@example.org", "password": "a long enough password", "display_name": "Bench"})["token"]
     group = call(port, "POST", "/v1/groups", {"name": "Bench street"}, owner)["id"]
-    return [call(port, "POST", f"/v1/groups/{group}/bridges", {"name": f"Bench {index}", "rate_per_minute": 6000, "burst": 1000},
+    keys = [call(port, "POST", f"/v1/groups/{group}/bridges", {"name": f"Bench {index}", "rate_per_minute": 6000, "burst": 1000},
                  owner)["key"] for index in range(count)]
+    panels = []
+    for index in range(dc09):
+        identity = {"line": "1", "account": secrets.token_hex(4).upper()}
+        made = call(port, "POST", f"/v1/groups/{group}/bridges",
+                    {"name": f"Bench panel {index}", "rate_per_minute": 6000, "burst": 1000, "dc09": identity}, owner)
+        panels.append({"account": identity["account"], "line": "1", "key": made["dc09"]["key"]})
+    return keys, panels
 
 
 def mqtt_client(port, key, count, label, done):
@@ -85,7 +95,11 @@ def main(argv):
     http_port, mqtt_port, operator, events, clients = int(argv[1]), int(argv[2]), argv[3], int(argv[4]), int(argv[5])
     if events // clients > 1000:
         raise SystemExit("at most 1000 events a client (a bridge's burst)")
-    keys = bridges(http_port, operator, 2 * clients)
+    panels_file = argv[6] if len(argv) > 6 else None
+    keys, panels = bridges(http_port, operator, 2 * clients, 2 * clients if panels_file else 0)
+    if panels_file:
+        with open(panels_file, "w") as out:
+            json.dump(panels, out)
     run("mqtt-qos1", mqtt_client, mqtt_port, keys[:clients], events)
     run("pagerduty-v2-enqueue", pagerduty_client, http_port, keys[clients:], events)
     return 0

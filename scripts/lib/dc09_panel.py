@@ -19,8 +19,9 @@ the extension blocks it builds; they are built here in its format.)
         numbered from 0001 as a panel numbers its messages, and prints {"sent": true} once it
         reports the queue empty (every message acknowledged), or exits 1.
     dc09_panel.py bench HOST PORT tcp|udp SPEC_JSON COUNT
-        sends COUNT frames one after another (sequence numbers counting up, each awaiting its
-        answer), on one TCP connection or one UDP socket; prints {"acks", "seconds"}.
+        sends COUNT frames one after another (sequence numbers counting up, the zone too, so each
+        is a new alarm; each awaiting its answer), on one TCP connection or one UDP socket;
+        prints {"acks", "seconds"}.
 """
 import datetime
 import json
@@ -55,8 +56,8 @@ class Panel(dc09_msg):
         # dc09_msg.dc09crypt's padding and timestamp, with printable padding that is never [ ] or |.
         pad = (len(data) + 21) % 16
         crypt = "".join(chr(0x41 + (i % 26)) for i in range(17 - pad))
-        now = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=self.offset)
-        crypt += data + "_{:%H:%M:%S,%m-%d-%Y}".format(now)
+        now = datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=self.offset)
+        crypt += data + f"_{now:%H:%M:%S,%m-%d-%Y}"
         return aes(self.key, crypt.encode(), True)
 
     def dc09decrypt(self, data):
@@ -85,7 +86,7 @@ def extensions(params):
 def spoil(block):
     """The same frame with a wrong CRC."""
     crc = int(block[1:5], 16) ^ 0x5A5A
-    return block[0] + "{0:04X}".format(crc) + block[5:]
+    return block[0] + f"{crc:04X}" + block[5:]
 
 
 def exchange(connection, kind, host, port, data):
@@ -129,7 +130,7 @@ def send(host, port, kind, spec):
     connection = connect(kind, host, port)
     try:
         answer = exchange(connection, kind, host, port, block.encode())
-    except socket.timeout:
+    except TimeoutError:
         answer = b""
     finally:
         connection.close()
@@ -158,8 +159,13 @@ def bench(host, port, kind, spec, count):
     started = time.monotonic()
     for index in range(count):
         spec["seq"] = index % 9999 + 1
-        panel, block = frame(spec)
-        answer = exchange(connection, kind, host, port, block.encode())
+        if "event" in spec:
+            spec["event"] = dict(spec["event"], zone=str(index % 1000))
+        _, block = frame(spec)
+        try:
+            answer = exchange(connection, kind, host, port, block.encode())
+        except TimeoutError:
+            continue
         if answer[9:16].startswith((b'"ACK"', b'"*ACK"')):
             acks += 1
     seconds = time.monotonic() - started

@@ -18,10 +18,13 @@ final class DC09Receiver: Sendable {
         /// How far a frame's timestamp may be behind and ahead of the receiver's clock.
         var behindSeconds: TimeInterval = 40
         var aheadSeconds: TimeInterval = 20
-        /// Frames a minute from one address (a burst of `addressBurst`): bad keys and unknown
-        /// accounts cost a lookup each, so a stranger's flood is cut here first.
-        var perAddressPerMinute = 600
-        var addressBurst = 120
+        /// Refused frames (NAK, DUH, unknown accounts) a minute from one address, after a burst
+        /// of `addressBurst`: past them the address gets no answer at all until its bucket
+        /// refills, so a stranger guessing accounts or keys costs a lookup a second at most.
+        /// Frames that are taken cost nothing here (panels behind one address, a security
+        /// company's relay, are limited by their own bridges' rates).
+        var refusalsPerAddressPerMinute = 60
+        var addressBurst = 30
         /// A TCP connection that sends nothing this long is closed (panels reconnect).
         var idleMilliseconds = 300_000
         var maxConnections = 2000
@@ -59,7 +62,7 @@ final class DC09Receiver: Sendable {
     init(pool: ConnectionPool, bridges: BridgeAuthentication, limits: Limits = Limits(), log: Log,
          now: @escaping @Sendable () -> Date = { Date() }) {
         (self.pool, self.bridges, self.limits, self.log, self.now) = (pool, bridges, limits, log, now)
-        addresses = AddressRate(perMinute: limits.perAddressPerMinute, burst: limits.addressBurst)
+        addresses = AddressRate(perMinute: limits.refusalsPerAddressPerMinute, burst: limits.addressBurst)
     }
 
     /// Listens on `address` for TCP and UDP on `http`'s first loop; the port bound (with port
@@ -107,7 +110,20 @@ final class DC09Receiver: Sendable {
     /// What to answer `frame` (LF to CR) from `address`: ACK once its events are committed, NAK,
     /// DUH, or nil for no answer (the panel sends it again).
     func answer(_ frame: [UInt8], from address: String, transport: Transport) async -> [UInt8]? {
-        guard addresses.take(address) else { return count(.unanswered, transport, reply: nil) }
+        guard addresses.allows(address) else { return count(.unanswered, transport, reply: nil) }
+        let reply = await answerAllowed(frame, from: address, transport: transport)
+        if reply.refused { addresses.charge(address) }
+        return count(reply.outcome, transport, reply: reply.bytes)
+    }
+
+    private struct Reply {
+        let outcome: Outcome
+        let bytes: [UInt8]?
+        var refused: Bool { outcome == .nak || outcome == .duh || outcome == .unknownAccount }
+    }
+
+    private func answerAllowed(_ frame: [UInt8], from address: String, transport: Transport) async -> Reply {
+        func count(_ outcome: Outcome, _ transport: Transport, reply: [UInt8]?) -> Reply { Reply(outcome: outcome, bytes: reply) }
         let now = self.now()
         let window = (behind: limits.behindSeconds, ahead: limits.aheadSeconds)
         // First without a key: a plain frame is read whole, an encrypted one as far as its identity.
@@ -332,7 +348,8 @@ struct DC09Extras {
     }
 }
 
-/// A token bucket per address, in memory on this node: `perMinute` refill up to `burst`.
+/// A token bucket per address, in memory on this node: `perMinute` refill up to `burst`; what
+/// costs a token is the caller's choice (`charge`).
 /// Forgets the addresses it holds when they pass 10,000 (a full bucket is no loss).
 final class AddressRate: Sendable {
     private struct Bucket { var tokens: Double; var at: UInt64 }
@@ -345,21 +362,28 @@ final class AddressRate: Sendable {
         (self.perMinute, self.burst, self.clock) = (Double(perMinute), Double(burst), clock)
     }
 
-    /// Takes a token for `address`; false when its bucket is empty.
-    func take(_ address: String) -> Bool {
+    /// Whether `address` has a token left.
+    func allows(_ address: String) -> Bool {
         let now = clock()
         return buckets.withLock { buckets in
+            guard let bucket = buckets[address] else { return true }
+            return refilled(bucket, now).tokens >= 1
+        }
+    }
+
+    /// Takes a token from `address` (its bucket may go below empty: a burst of refusals at
+    /// once is paid for in full).
+    func charge(_ address: String) {
+        let now = clock()
+        buckets.withLock { buckets in
             if buckets.count >= 10_000 && buckets[address] == nil { buckets.removeAll(keepingCapacity: true) }
-            var bucket = buckets[address] ?? Bucket(tokens: burst, at: now)
-            bucket.tokens = min(burst, bucket.tokens + Double(now &- bucket.at) / 60e9 * perMinute)
-            bucket.at = now
-            guard bucket.tokens >= 1 else {
-                buckets[address] = bucket
-                return false
-            }
+            var bucket = refilled(buckets[address] ?? Bucket(tokens: burst, at: now), now)
             bucket.tokens -= 1
             buckets[address] = bucket
-            return true
         }
+    }
+
+    private func refilled(_ bucket: Bucket, _ now: UInt64) -> Bucket {
+        Bucket(tokens: min(burst, bucket.tokens + Double(now &- bucket.at) / 60e9 * perMinute), at: now)
     }
 }
