@@ -344,12 +344,12 @@ public struct FanoutState<Sink> {
                 subscribers[id].flatMap { $0.tenant == tenant ? $0.sink : nil }
             }
             return sinks.isEmpty ? [] : [.send(WebSocketFrameEncoder.text(frame), to: sinks)]
-        case .groupNotice(let tenant, let group, let hidden, let frame):
+        case .groupNotice(let tenant, let group, let hidden, let audience, let frame):
             // Whoever follows the group here now (ready sent, not removed); a notice has no seq,
             // so a subscriber still before its `ready` simply does not get it.
             guard let found = groups[group], found.tenant == tenant else { return [] }
             let sinks = found.subscribers.sorted { $0.value < $1.value }.compactMap { id in
-                subscribers[id].flatMap { $0.cursor?.follows(group) == true && $0.user != hidden ? $0.sink : nil }
+                subscribers[id].flatMap { $0.cursor?.follows(group) == true && Self.sees($0.user, hiddenFrom: hidden, audience: audience) ? $0.sink : nil }
             }
             return sinks.isEmpty ? [] : [.send(WebSocketFrameEncoder.text(frame), to: sinks)]
         }
@@ -390,7 +390,7 @@ public struct FanoutState<Sink> {
         // The next event in line, with its frame at hand and no reader busy: no read needed.
         if let frame = event.frame, !found.reading, found.delivered.map({ $0 == event.seq - 1 }) ?? true, found.wanted < event.seq {
             return deliver(group: event.group, seq: event.seq, kind: event.kind ?? GroupEventKind(""), frame: WebSocketFrameEncoder.text(frame),
-                           subject: event.subject, hiddenFrom: event.hiddenFrom)
+                           subject: event.subject, hiddenFrom: event.hiddenFrom, audience: event.audience)
         }
         groups[event.group]!.wanted = max(found.wanted, event.seq)
         return startReading(event.group).map { [$0] } ?? []
@@ -511,7 +511,7 @@ public struct FanoutState<Sink> {
             if let delivered = groups[group]!.delivered, event.seq <= delivered { continue }
             actions += deliver(group: group, seq: event.seq, kind: event.event, frame: StreamFrames.event(event),
                                subject: event.event.changesMembership ? event.subject : nil,
-                               hiddenFrom: event.hiddenFrom)
+                               hiddenFrom: event.hiddenFrom, audience: event.audience)
         }
         if let read = nextRead(group, attempt: 1) { actions.append(read) }
         return actions
@@ -529,9 +529,10 @@ public struct FanoutState<Sink> {
 
     /// Hands one event (callers keep each group's in seq order) to the group's subscribers, and
     /// applies what a membership event means for this node's streams; `subject` is the member
-    /// it is about, `hiddenFrom` the one user whose streams it passes by (a duress alert's walker).
-    private mutating func deliver(group: UUID, seq: Int64, kind: GroupEventKind, frame: [UInt8], subject: UUID?, hiddenFrom: UUID? = nil)
-        -> [FanoutAction<Sink>]
+    /// it is about, `hiddenFrom` the one user whose streams it passes by (a duress alert's walker)
+    /// or `Audience.managersOnly`, and then `audience` the only users whose streams get it.
+    private mutating func deliver(group: UUID, seq: Int64, kind: GroupEventKind, frame: [UInt8], subject: UUID?, hiddenFrom: UUID? = nil,
+                                  audience: [UUID]? = nil) -> [FanoutAction<Sink>]
     {
         guard groups[group] != nil else { return [] }
         if let subject, kind == .memberJoined, let pending = groups[group]!.joiners[subject], pending <= seq { groups[group]!.joiners[subject] = nil }
@@ -565,7 +566,8 @@ public struct FanoutState<Sink> {
             // An event hidden from one user (a duress alert and what follows it) passes that
             // user's streams by; their cursors skip the seq like one that was never theirs.
             for id in receivers {
-                guard let index = subscribers.index(forKey: id), hiddenFrom == nil || subscribers.values[index].user != hiddenFrom else { continue }
+                guard let index = subscribers.index(forKey: id),
+                      hiddenFrom == nil || Self.sees(subscribers.values[index].user, hiddenFrom: hiddenFrom, audience: audience) else { continue }
                 if let sink = subscribers.values[index].live(group, seq, frame) { sinks.append(sink) }
             }
         }
@@ -574,6 +576,15 @@ public struct FanoutState<Sink> {
             actions += endMembership(of: Set(leaving), in: group, at: seq, reason: kind == .memberLeft ? "left" : "removed", forget: false)
         }
         return actions
+    }
+
+    /// Whether `user`'s streams get an event or notice hidden from `hiddenFrom`: from one user,
+    /// everyone else's do; from all but the managers (`Audience.managersOnly`), only those in
+    /// `audience` (none when it is missing: such an event is never sent to the wrong streams).
+    static func sees(_ user: UUID, hiddenFrom: UUID?, audience: [UUID]?) -> Bool {
+        guard let hiddenFrom else { return true }
+        guard hiddenFrom == Audience.managersOnly else { return user != hiddenFrom }
+        return audience?.contains(user) == true
     }
 
     /// The subscribers are no longer in `group`: nothing more of it reaches them, and each gets

@@ -229,6 +229,26 @@ struct FanoutStateTests {
         #expect(node.frames[2]?.last?["event"] as? String != "location.updated" && node.frames[3]?.last?["event"] as? String != "location.updated")
     }
 
+    /// An event for the group's managers only (an alarm panel's duress alert) reaches the
+    /// streams of the users its notice or log read names, and no one's when none is named.
+    @Test func anEventForTheManagersReachesOnlyTheStreamsOfItsAudience() {
+        var node = Node()
+        _ = connect(&node, sink: 1, user: ann, groups: [(oak, 1)])
+        _ = connect(&node, sink: 2, user: bob, groups: [(oak, 1)])
+        let managers = event(oak, 2)
+        node.apply(node.state.received(.event(.init(tenant: tenant, group: oak, seq: 2, hiddenFrom: Audience.managersOnly, audience: [ann],
+                                                    frame: managers.frameJSON))))
+        node.apply(node.state.received(notice(event(oak, 3))))
+        node.apply(node.state.received(.event(.init(tenant: tenant, group: oak, seq: 5))))
+        node.apply(node.state.logRead(oak, after: 3, [StreamEvent(group: oak, seq: 4, event: .messageCreated, at: "2026-11-23T00:00:00.000Z",
+                                                                  data: "{}", hiddenFrom: Audience.managersOnly), event(oak, 5)]))
+        #expect(node.events(1) == [2, 3, 5], "a read without its audience reaches nobody")
+        #expect(node.events(2) == [3, 5])
+        node.apply(node.state.received(.groupNotice(tenant: tenant, group: oak, hiddenFrom: Audience.managersOnly, audience: [ann],
+                                                    frame: #"{"type":"notice","event":"location.updated"}"#)))
+        #expect(node.frames[1]?.last?["event"] as? String == "location.updated" && node.frames[2]?.last?["event"] as? String != "location.updated")
+    }
+
     @Test func aRemovedMemberGetsTheNoticeNotTheEventAndNothingAfterUntilRejoining() {
         var node = Node()
         _ = connect(&node, sink: 1, user: ann, groups: [(oak, 1)])

@@ -1,5 +1,6 @@
 import Foundation
 import RoostPersistence
+import RoostProtocol
 import RoostTestSupport
 import Testing
 
@@ -113,6 +114,48 @@ struct RowLevelSecurityTests {
             return try connection.query("UPDATE alerts SET status = 'closed' WHERE group_id = \(group) AND seq = \(seq)").affectedRows
         }
         #expect(changed == 0)
+    }
+
+    /// A message for the group's managers only (an alarm panel's duress alert): reads for its
+    /// owner and admins find it and its event, reads for a member or a stranger do not, and a
+    /// job's (no viewer) do; a member made admin sees it from then on.
+    @Test func whatIsForTheManagersIsInvisibleToReadsForAnyoneElse() throws {
+        let (tenant, owner) = (tenantB.id, userB)
+        let member = try connection.withTenantTransaction(tenant) { connection in
+            try connection.query("""
+                INSERT INTO users (tenant_id, email, display_name, password_hash) VALUES (\(tenant), \("member-\(UUID().uuidString.lowercased())@example.org"), 'member', 'x')
+                RETURNING id
+                """).rows[0].decode(UUID.self, "id")
+        }
+        let group = try connection.withTenantTransaction(tenant) { connection in
+            let group = try GroupStore().create(tenant: tenant, owner: owner, name: "Managers lane", description: "", on: connection).id
+            try connection.query("INSERT INTO memberships (tenant_id, group_id, user_id, role) VALUES (\(tenant), \(group), \(member), 'member')")
+            return group
+        }
+        let seq = try connection.withTenantTransaction(tenant) { connection in
+            var message = NewMessage(clientMessageID: nil, systemKey: "managers-test", text: "Duress", kind: .alert, severity: "red", template: nil,
+                                     location: nil, replyTo: nil)
+            message.hiddenFrom = Audience.managersOnly
+            return try MessageStore().post(tenant: tenant, group: group, authorType: .system, authorID: nil, authorName: "panel",
+                                           message: message, on: connection).seq
+        }
+        func seen(as viewer: UUID?) throws -> [Int] {
+            try connection.withTenantTransaction(tenant) { connection in
+                try connection.setViewer(viewer)
+                return try ["messages", "alerts", "group_events"].map { table in
+                    try connection.query("SELECT count(*) AS n FROM \(unsafeRaw: table) WHERE group_id = \(group) AND seq = \(seq)").rows[0]
+                        .decode(Int.self, "n")
+                }
+            }
+        }
+        #expect(try seen(as: owner) == [1, 1, 1])
+        #expect(try seen(as: member) == [0, 0, 0])
+        #expect(try seen(as: UUID()) == [0, 0, 0])
+        #expect(try seen(as: nil) == [1, 1, 1])
+        try connection.withTenantTransaction(tenant) { connection in
+            try connection.query("UPDATE memberships SET role = 'admin' WHERE group_id = \(group) AND user_id = \(member)")
+        }
+        #expect(try seen(as: member) == [1, 1, 1])
     }
 
     /// The fanout's audit reads many tenants' counters in one statement: each tenant's own

@@ -24,6 +24,12 @@ struct NodeNoticeTests {
         #expect(NodeNotice.event(.init(tenant: tenant, group: group, seq: 7, hiddenFrom: user)).payload == "\(t)/\(g)/7//\(u)")
         #expect(NodeNotice.event(.init(tenant: tenant, group: group, seq: 7, subject: group, hiddenFrom: user)).payload == "\(t)/\(g)/7/\(g)/\(u)")
         #expect(NodeNotice.groupNotice(tenant: tenant, group: group, hiddenFrom: user, frame: "{}").payload == "m/\(t)/\(g)/\(u)\n{}")
+        // For the managers only: a sixth part, the managers' ids (maybe none).
+        let m = Audience.managersOnly.uuidString.lowercased()
+        #expect(NodeNotice.event(.init(tenant: tenant, group: group, seq: 7, hiddenFrom: Audience.managersOnly, audience: [user, group])).payload
+                == "\(t)/\(g)/7//\(m)/\(u),\(g)")
+        #expect(NodeNotice.groupNotice(tenant: tenant, group: group, hiddenFrom: Audience.managersOnly, audience: [], frame: "{}").payload
+                == "m/\(t)/\(g)/\(m)/\n{}")
     }
 
     @Test func everyNoticeSurvivesARoundTrip() {
@@ -40,6 +46,9 @@ struct NodeNoticeTests {
             .event(.init(tenant: tenant, group: group, seq: 13, hiddenFrom: user, frame: "{}")),
             .event(.init(tenant: tenant, group: group, seq: 14, subject: tenant, hiddenFrom: user)),
             .groupNotice(tenant: tenant, group: group, hiddenFrom: user, frame: "{}"),
+            .event(.init(tenant: tenant, group: group, seq: 15, hiddenFrom: Audience.managersOnly, audience: [user, tenant], frame: "{}")),
+            .event(.init(tenant: tenant, group: group, seq: 16, subject: user, hiddenFrom: Audience.managersOnly, audience: [])),
+            .groupNotice(tenant: tenant, group: group, hiddenFrom: Audience.managersOnly, audience: [user], frame: "{}"),
         ]
         for notice in notices { #expect(NodeNotice(payload: notice.payload) == notice) }
         guard case .event(let decoded)? = NodeNotice(payload: notices[2].payload) else { return }
@@ -57,7 +66,10 @@ struct NodeNoticeTests {
                       "u/\(UUID())/\(UUID())/extra", "n/\(UUID())/\(UUID())", "\(UUID())/\(UUID())/0", "\(UUID())/\(UUID())/-1",
                       "\(UUID())/\(UUID())/+5", "\(UUID())/\(UUID())/99999999999999999999", "\(UUID())/\(UUID())/1/not-a-user",
                       "\(UUID())/\(UUID())/1/\(UUID())/more", "g/\(UUID())/\(UUID())\n{}", "\(UUID())/\(UUID())/1//",
-                      "\(UUID())/\(UUID())/1//not-a-user", "\(UUID())/\(UUID())/1/\(UUID())/\(UUID())/x", "m/\(UUID())/\(UUID())/x\n{}"])
+                      "\(UUID())/\(UUID())/1//not-a-user", "\(UUID())/\(UUID())/1/\(UUID())/\(UUID())/x", "m/\(UUID())/\(UUID())/x\n{}",
+                      // An audience goes with the managers' id only, and holds ids only.
+                      "\(UUID())/\(UUID())/1//\(UUID())/\(UUID())", "\(UUID())/\(UUID())/1//\(Audience.managersOnly.uuidString.lowercased())/x",
+                      "m/\(UUID())/\(UUID())/\(UUID())/x\n{}"])
     func anythingElseIsNotANotice(payload: String) {
         #expect(NodeNotice(payload: payload) == nil)
     }

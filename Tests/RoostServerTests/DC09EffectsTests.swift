@@ -22,6 +22,9 @@ struct DC09EffectsTests {
         #expect(effect("130", "3") == .resolve(dedupKey: "1234:003:130", summary: "Burglary, zone 003 (area 1) restored"))
         #expect(effect("130", "6") == .information(summary: "Burglary, zone 003 (area 1): still so (status report)"))
         #expect(effect("121", "1") == .duress(dedupKey: "1234:003:121", summary: "Duress, zone 003 (area 1)"))
+        // Nothing of a duress goes to the chat: its restore closes it, a status report repeats it.
+        #expect(effect("121", "3") == .resolve(dedupKey: "1234:003:121", summary: "Duress, zone 003 (area 1) restored"))
+        #expect(effect("121", "6") == .duress(dedupKey: "1234:003:121", summary: "Duress, zone 003 (area 1)"))
         #expect(effect("110", "1") == .trigger(dedupKey: "1234:003:110", summary: "Fire, zone 003 (area 1)", severity: .red))
         #expect(effect("383", "1") == .trigger(dedupKey: "1234:003:383", summary: "System trouble, zone 003 (area 1)", severity: .amber))
         #expect(effect("401", "3") == .information(summary: "Opened or closed, zone 003 (area 1)"))

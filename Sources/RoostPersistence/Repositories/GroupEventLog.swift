@@ -138,7 +138,7 @@ public struct GroupEventLog: Sendable {
                 RETURNING seq, created_at)
             \(fragment: projections),
             framed AS (
-                SELECT seq, created_at, data, \(header.beforeSeq) || seq || \(header.afterSeq) AS header,
+                SELECT seq, created_at, data, \(header.beforeSeq) || seq || \(header.afterSeq)\(fragment: Self.audienceSuffix(group: group, hiddenFrom: hiddenFrom)) AS header,
                        \(frame.beforeSeq) || seq || \(frame.beforeAt) || at || \(frame.beforeData) || data || '}' AS frame
                 FROM filled)
             SELECT seq, created_at, data, \(fragment: afterCommit ? Self.keep(notice) : Self.send(notice)) AS notified
@@ -151,6 +151,21 @@ public struct GroupEventLog: Sendable {
         }
         return (AppendedEvent(tenant: tenant, group: group, seq: try row.decode(Int64.self, "seq"), at: try row.decode(Date.self, "created_at")),
                 try row.decode(String.self, "data"))
+    }
+
+    /// For an event for the managers only, the notice header's last part: `/` and the group's
+    /// owner and admins now, comma-separated (`NodeNotice`); nothing for any other event.
+    private static func audienceSuffix(group: UUID, hiddenFrom: UUID?) -> SQLQuery {
+        guard hiddenFrom == Audience.managersOnly else { return "" }
+        return " || '/' || \(fragment: managersText(group: group))"
+    }
+
+    /// The group's owner and admins as comma-separated ids ('' for none), in SQL.
+    private static func managersText(group: UUID) -> SQLQuery {
+        """
+        coalesce((SELECT string_agg(m.user_id::text, ',' ORDER BY m.user_id) FROM memberships m
+                  WHERE m.group_id = \(group) AND m.role IN ('owner', 'admin')), '')
+        """
     }
 
     /// The notice sent in the transaction, or, for `afterCommit`, kept in a session setting that
@@ -182,8 +197,16 @@ public struct GroupEventLog: Sendable {
     /// stream that is not connected then never sees it).
     public static func notifyGroup(tenant: UUID, group: UUID, event: NoticeKind, data: String, hiddenFrom: UUID? = nil,
                                    on connection: PostgresConnection) throws {
-        try notify(.groupNotice(tenant: tenant, group: group, hiddenFrom: hiddenFrom, frame: StreamFrameJSON.notice(event, data: data)),
-                   on: connection)
+        var audience: [UUID]?
+        if hiddenFrom == Audience.managersOnly {
+            audience = users(try connection.query("SELECT \(fragment: managersText(group: group)) AS ids").rows[0].decode(String.self, "ids"))
+        }
+        try notify(.groupNotice(tenant: tenant, group: group, hiddenFrom: hiddenFrom, audience: audience,
+                                frame: StreamFrameJSON.notice(event, data: data)), on: connection)
+    }
+
+    private static func users(_ text: String?) -> [UUID]? {
+        text.map { $0.split(separator: ",").compactMap { UUID(uuidString: String($0)) } }
     }
 
     /// Sends a notice on the channel; PostgreSQL delivers it when (and only if) the transaction commits.
@@ -198,7 +221,8 @@ public struct GroupEventLog: Sendable {
         throws -> [StreamEvent]
     {
         try connection.query("""
-            SELECT seq, event, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS at, data::text AS data, subject, hidden_from
+            SELECT seq, event, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS at, data::text AS data, subject, hidden_from,
+                   CASE WHEN hidden_from = roost_managers_only() THEN \(fragment: Self.managersText(group: group)) END AS audience
             FROM group_events
             WHERE group_id = \(group) AND seq > \(seq) AND (\(last)::bigint IS NULL OR seq <= \(last)) ORDER BY seq LIMIT \(limit)
             """).rows.map { try Self.streamEvent($0, group: group, seq: try $0.decode(Int64.self, "seq")) }
@@ -207,7 +231,8 @@ public struct GroupEventLog: Sendable {
     private static func streamEvent(_ row: PostgresRow, group: UUID, seq: Int64) throws -> StreamEvent {
         StreamEvent(group: group, seq: seq, event: GroupEventKind(try row.decode(String.self, "event")),
                     at: try row.decode(String.self, "at"), data: try row.decode(String.self, "data"),
-                    subject: try row.decode(UUID?.self, "subject"), hiddenFrom: try row.decode(UUID?.self, "hidden_from"))
+                    subject: try row.decode(UUID?.self, "subject"), hiddenFrom: try row.decode(UUID?.self, "hidden_from"),
+                    audience: users(try row.decode(String?.self, "audience")))
     }
 
     /// A resume's page: `limit` events after `seq`, oldest first, as `streamEvents` reads them;
@@ -216,9 +241,9 @@ public struct GroupEventLog: Sendable {
     /// committing meanwhile is seen whole or not at all, never as a page with a hole.
     public func resumeEvents(group: UUID, after seq: Int64, limit: Int, on connection: PostgresConnection) throws -> ResumePage {
         let rows = try connection.query("""
-            SELECT g.purged_through, e.seq, e.event, e.at, e.data, e.subject, e.hidden_from FROM groups g LEFT JOIN LATERAL (
+            SELECT g.purged_through, e.seq, e.event, e.at, e.data, e.subject, e.hidden_from, e.audience FROM groups g LEFT JOIN LATERAL (
                 SELECT seq, event, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS at, data::text AS data, subject,
-                       hidden_from
+                       hidden_from, CASE WHEN hidden_from = roost_managers_only() THEN \(fragment: Self.managersText(group: group)) END AS audience
                 FROM group_events WHERE group_id = g.id AND seq > \(seq) AND g.purged_through <= \(seq) ORDER BY seq LIMIT \(limit)
             ) e ON true
             WHERE g.id = \(group) ORDER BY e.seq

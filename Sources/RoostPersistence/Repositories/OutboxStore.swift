@@ -452,32 +452,36 @@ extension OutboxStore {
     /// which the delivery engine expands a batch of members at a time (`expandFanout`), so the
     /// alert commits, and reaches connected streams, as fast for ten thousand members as for
     /// ten. `committing`: nothing follows in the caller's transaction, so it commits with the
-    /// last statement here. Returns how many deliveries were queued here.
+    /// last statement here. `managersOnly`: only the group's owner and admins are reached (an
+    /// alert for them only, `Audience.managersOnly`). Returns how many deliveries were queued here.
     @discardableResult
     public func enqueueAlertPushes(group: UUID, seq: Int64, excluding author: UUID?, alert: RawJSON, red: Bool, inlineDevices: Int = 200,
-                                   committing: Bool = false, on connection: PostgresConnection) throws -> Int {
+                                   managersOnly: Bool = false, committing: Bool = false, on connection: PostgresConnection) throws -> Int {
+        let roles: SQLQuery = managersOnly ? "AND m.role IN ('owner', 'admin')" : ""
         // The devices to push, counted no further than past the bound: queued here up to it, one
-        // fanout job past it.
+        // fanout job past it (never for the managers only: they are few, and a fanout reaches everyone).
         let members: SQLQuery = """
             SELECT m.tenant_id, m.group_id, m.user_id FROM memberships m
-            WHERE m.group_id = \(group) AND m.user_id IS DISTINCT FROM \(author) AND (SELECT devices FROM probe) <= \(inlineDevices)
+            WHERE m.group_id = \(group) AND m.user_id IS DISTINCT FROM \(author) \(fragment: roles)
+              AND (\(managersOnly) OR (SELECT devices FROM probe) <= \(inlineDevices))
             """
         let queued = try connection.query("""
             WITH probe AS (
                 SELECT count(*) AS devices FROM (
                     SELECT 1 FROM memberships m JOIN devices d ON d.tenant_id = m.tenant_id AND d.user_id = m.user_id
-                    WHERE m.group_id = \(group) AND m.user_id IS DISTINCT FROM \(author) LIMIT \(inlineDevices + 1)) counted),
+                    WHERE m.group_id = \(group) AND m.user_id IS DISTINCT FROM \(author) \(fragment: roles) LIMIT \(inlineDevices + 1)) counted),
             \(fragment: Self.alertPushes(members: members, seq: seq, alert: alert, red: red)),
             fanout AS (
                 INSERT INTO fanouts (tenant_id, group_id, seq, author_id, red, alert)
                 SELECT g.tenant_id, g.id, \(seq), \(author), \(red), \(alert)::jsonb FROM groups g
-                WHERE g.id = \(group) AND (SELECT devices FROM probe) > \(inlineDevices)
+                WHERE g.id = \(group) AND NOT \(managersOnly) AND (SELECT devices FROM probe) > \(inlineDevices)
                 RETURNING tenant_id, id),
             fanout_job AS (
                 INSERT INTO fanout_jobs (fanout_id, tenant_id) SELECT id, tenant_id FROM fanout)
             SELECT count(*) AS queued FROM queued
             """, committing: committing && !red).rows[0].decode(Int.self, "queued")
-        return queued + (red ? try enqueueDevicelessFallback(group: group, excluding: author, alert: alert, committing: committing, on: connection) : 0)
+        return queued + (red ? try enqueueDevicelessFallback(group: group, excluding: author, roles: roles, alert: alert, committing: committing,
+                                                             on: connection) : 0)
     }
 
     /// The statement's `WITH` items that queue an alert's pushes to the devices of `members`
@@ -555,7 +559,7 @@ extension OutboxStore {
     /// A red alert by email (else SMS) to every member but the author with no device at all and
     /// a verified address their fallback allows, as `fallbackTail` decides; how many were queued.
     /// Its own statement, run for red alerts only, so an amber alert's stays as small to plan.
-    private func enqueueDevicelessFallback(group: UUID, excluding author: UUID?, alert: RawJSON, committing: Bool,
+    private func enqueueDevicelessFallback(group: UUID, excluding author: UUID?, roles: SQLQuery, alert: RawJSON, committing: Bool,
                                            on connection: PostgresConnection) throws -> Int {
         try connection.query("""
             WITH eligible AS (
@@ -567,7 +571,8 @@ extension OutboxStore {
                 LEFT JOIN user_preferences p ON p.tenant_id = m.tenant_id AND p.user_id = m.user_id
                 CROSS JOIN LATERAL (SELECT CASE WHEN u.email_verified AND coalesce(p.fallback_email, true) THEN u.email END AS email,
                                            CASE WHEN u.phone_verified AND coalesce(p.fallback_sms, true) THEN u.phone END AS phone) f
-                WHERE m.group_id = \(group) AND m.user_id IS DISTINCT FROM \(author) AND u.deleted_at IS NULL AND coalesce(f.email, f.phone) IS NOT NULL
+                WHERE m.group_id = \(group) AND m.user_id IS DISTINCT FROM \(author) \(fragment: roles) AND u.deleted_at IS NULL
+                  AND coalesce(f.email, f.phone) IS NOT NULL
                   AND NOT EXISTS (SELECT 1 FROM devices d WHERE d.tenant_id = m.tenant_id AND d.user_id = m.user_id)),
             \(unsafeRaw: Self.fallbackTail)
             """, committing: committing).rows[0].decode(Int.self, "queued")

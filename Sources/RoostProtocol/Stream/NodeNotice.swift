@@ -7,27 +7,33 @@ import Foundation
 ///
 /// Payloads (ids lower-case):
 ///
-///     <tenant>/<group>/<seq>[/<user>[/<hidden>]][\n<frame>]
+///     <tenant>/<group>/<seq>[/<user>[/<hidden>[/<audience>]]][\n<frame>]
 ///                                                 an event was appended; <user> is the member a
 ///                                                 membership event is about (empty when there
 ///                                                 is none but <hidden> follows); <hidden> is the
 ///                                                 one user the event is hidden from (a duress
-///                                                 alert's walker); the frame follows when the
-///                                                 payload stays under `maxBytes`
+///                                                 alert's walker), or `Audience.managersOnly`,
+///                                                 and then <audience> lists (comma-separated,
+///                                                 maybe none) the only users whose streams get
+///                                                 it: the group's managers when it was written;
+///                                                 the frame follows when the payload stays under
+///                                                 `maxBytes`
 ///     g/<tenant>/<group>                          a group was deleted
 ///     s/<tenant>/<token hash hex>                 a session ended (sign-out)
 ///     u/<tenant>/<user>                           an account ended: every session of it
 ///     n/<tenant>/<user>\n<frame>                  a notice frame for one user's streams
-///     m/<tenant>/<group>[/<hidden>]\n<frame>      a notice frame for the streams following a
+///     m/<tenant>/<group>[/<hidden>[/<audience>]]\n<frame>
+///                                                 a notice frame for the streams following a
 ///                                                 group (no seq: not logged, not replayed),
-///                                                 but not <hidden>'s
+///                                                 but not <hidden>'s, and only <audience>'s
+///                                                 when it is given
 public enum NodeNotice: Equatable, Sendable {
     case event(Event)
     case groupDeleted(tenant: UUID, group: UUID)
     case sessionEnded(tenant: UUID, tokenHash: String)
     case accountEnded(tenant: UUID, user: UUID)
     case userNotice(tenant: UUID, user: UUID, frame: String)
-    case groupNotice(tenant: UUID, group: UUID, hiddenFrom: UUID? = nil, frame: String)
+    case groupNotice(tenant: UUID, group: UUID, hiddenFrom: UUID? = nil, audience: [UUID]? = nil, frame: String)
 
     public struct Event: Equatable, Sendable {
         public let tenant: UUID
@@ -37,15 +43,19 @@ public enum NodeNotice: Equatable, Sendable {
         public let subject: UUID?
         /// The one user whose streams must not get the event (`group_events.hidden_from`).
         public let hiddenFrom: UUID?
+        /// The only users whose streams get the event, when it is for the group's managers only.
+        public let audience: [UUID]?
         /// The event's stream frame (`StreamEvent.frameJSON`), when it fitted in the notice.
         public let frame: String?
 
-        public init(tenant: UUID, group: UUID, seq: Int64, subject: UUID? = nil, hiddenFrom: UUID? = nil, frame: String? = nil) {
+        public init(tenant: UUID, group: UUID, seq: Int64, subject: UUID? = nil, hiddenFrom: UUID? = nil, audience: [UUID]? = nil,
+                    frame: String? = nil) {
             self.tenant = tenant
             self.group = group
             self.seq = seq
             self.subject = subject
             self.hiddenFrom = hiddenFrom
+            self.audience = audience
             self.frame = frame
         }
 
@@ -65,20 +75,30 @@ public enum NodeNotice: Equatable, Sendable {
         switch self {
         case .event(let event):
             let parts = Self.eventHeaderParts(tenant: event.tenant, group: event.group, subject: event.subject, hiddenFrom: event.hiddenFrom)
-            let header = parts.beforeSeq + String(event.seq) + parts.afterSeq
+            let header = parts.beforeSeq + String(event.seq) + parts.afterSeq + (event.audience.map(Self.audienceText) ?? "")
             guard let frame = event.frame, header.utf8.count + 1 + frame.utf8.count < Self.maxBytes else { return header }
             return header + "\n" + frame
         case .groupDeleted(let tenant, let group): return "g/\(Self.id(tenant))/\(Self.id(group))"
         case .sessionEnded(let tenant, let tokenHash): return "s/\(Self.id(tenant))/\(tokenHash)"
         case .accountEnded(let tenant, let user): return "u/\(Self.id(tenant))/\(Self.id(user))"
         case .userNotice(let tenant, let user, let frame): return "n/\(Self.id(tenant))/\(Self.id(user))\n" + frame
-        case .groupNotice(let tenant, let group, let hidden, let frame):
-            return "m/\(Self.id(tenant))/\(Self.id(group))" + (hidden.map { "/" + Self.id($0) } ?? "") + "\n" + frame
+        case .groupNotice(let tenant, let group, let hidden, let audience, let frame):
+            // An audience goes with `Audience.managersOnly` in <hidden>, never alone.
+            return "m/\(Self.id(tenant))/\(Self.id(group))" + (hidden.map { "/" + Self.id($0) + (audience.map(Self.audienceText) ?? "") } ?? "")
+                + "\n" + frame
         }
     }
 
+    /// The <audience> part after <hidden>: `/` and the ids, comma-separated. An event header's
+    /// `afterSeq` for `Audience.managersOnly` ends before it: the statement that writes the event
+    /// appends the managers it finds (`eventHeaderParts`).
+    public static func audienceText(_ users: [UUID]) -> String {
+        "/" + users.map(id).joined(separator: ",")
+    }
+
     /// An event notice's header around its seq, for a statement that learns the seq itself:
-    /// `beforeSeq + seq + afterSeq`.
+    /// `beforeSeq + seq + afterSeq`, and for `hiddenFrom` `Audience.managersOnly` then `/` and
+    /// the managers' ids, comma-separated.
     public static func eventHeaderParts(tenant: UUID, group: UUID, subject: UUID?, hiddenFrom: UUID? = nil) -> (beforeSeq: String, afterSeq: String) {
         let after = switch (subject, hiddenFrom) {
         case (nil, nil): ""
@@ -98,7 +118,7 @@ public enum NodeNotice: Equatable, Sendable {
         let newline = payload.firstIndex(of: "\n")
         let header = newline.map { payload[..<$0] } ?? payload[...]
         let body = newline.map { String(payload[payload.index(after: $0)...]) }
-        let parts = header.split(separator: "/", maxSplits: 4, omittingEmptySubsequences: false)
+        let parts = header.split(separator: "/", maxSplits: 5, omittingEmptySubsequences: false)
         switch parts.first {
         case "g":
             guard parts.count == 3, body == nil, let tenant = UUID(text: parts[1]),
@@ -117,30 +137,50 @@ public enum NodeNotice: Equatable, Sendable {
                   let user = UUID(text: parts[2]) else { return nil }
             self = .userNotice(tenant: tenant, user: user, frame: body)
         case "m":
-            guard parts.count == 3 || parts.count == 4, let body, let tenant = UUID(text: parts[1]),
+            guard (3...5).contains(parts.count), let body, let tenant = UUID(text: parts[1]),
                   let group = UUID(text: parts[2]) else { return nil }
             var hidden: UUID?
-            if parts.count == 4 {
+            if parts.count >= 4 {
                 guard let user = UUID(text: parts[3]) else { return nil }
                 hidden = user
             }
-            self = .groupNotice(tenant: tenant, group: group, hiddenFrom: hidden, frame: body)
+            var audience: [UUID]?
+            if parts.count == 5 {
+                guard let users = Self.users(parts[4]) else { return nil }
+                audience = users
+            }
+            self = .groupNotice(tenant: tenant, group: group, hiddenFrom: hidden, audience: audience, frame: body)
         default:
-            guard (3...5).contains(parts.count), let tenant = UUID(text: parts[0]),
+            guard (3...6).contains(parts.count), let tenant = UUID(text: parts[0]),
                   let group = UUID(text: parts[1]), parts[2].utf8.allSatisfy(ASCII.isDigit),
                   let seq = Int64(parts[2]), seq > 0 else { return nil }
             var subject: UUID?
             var hidden: UUID?
-            if parts.count >= 4 && !(parts.count == 5 && parts[3].isEmpty) {
+            var audience: [UUID]?
+            if parts.count >= 4 && !(parts.count >= 5 && parts[3].isEmpty) {
                 guard let user = UUID(text: parts[3]) else { return nil }
                 subject = user
             }
-            if parts.count == 5 {
+            if parts.count >= 5 {
                 guard let user = UUID(text: parts[4]) else { return nil }
                 hidden = user
             }
-            self = .event(Event(tenant: tenant, group: group, seq: seq, subject: subject, hiddenFrom: hidden, frame: body))
+            if parts.count == 6 {
+                guard hidden == Audience.managersOnly, let users = Self.users(parts[5]) else { return nil }
+                audience = users
+            }
+            self = .event(Event(tenant: tenant, group: group, seq: seq, subject: subject, hiddenFrom: hidden, audience: audience, frame: body))
         }
+    }
+
+    /// Comma-separated ids (none: empty text).
+    private static func users(_ text: Substring) -> [UUID]? {
+        var users: [UUID] = []
+        for part in text.split(separator: ",") {
+            guard let user = UUID(text: part) else { return nil }
+            users.append(user)
+        }
+        return users
     }
 
     private static func isHexDigit(_ byte: UInt8) -> Bool {

@@ -14,10 +14,15 @@ public struct StreamEvent: Sendable, Equatable {
     /// The member a membership event is about (whose joining or leaving changes who may see
     /// what follows), as the log stores it beside the data; nil for other events.
     public let subject: UUID?
-    /// The one user whose streams do not get this event (a duress alert's walker), or nil.
+    /// The one user whose streams do not get this event (a duress alert's walker), or
+    /// `Audience.managersOnly`; nil for most.
     public let hiddenFrom: UUID?
+    /// With `Audience.managersOnly`: the group's managers as the log was read, the only users
+    /// whose streams get it.
+    public let audience: [UUID]?
 
-    public init(group: UUID, seq: Int64, event: GroupEventKind, at: String, data: String, subject: UUID? = nil, hiddenFrom: UUID? = nil) {
+    public init(group: UUID, seq: Int64, event: GroupEventKind, at: String, data: String, subject: UUID? = nil, hiddenFrom: UUID? = nil,
+                audience: [UUID]? = nil) {
         self.group = group
         self.seq = seq
         self.event = event
@@ -25,6 +30,7 @@ public struct StreamEvent: Sendable, Equatable {
         self.data = data
         self.subject = subject
         self.hiddenFrom = hiddenFrom
+        self.audience = audience
     }
 
     /// `{"type":"event","group_id","seq","event","at","data"}`.

@@ -19,6 +19,9 @@ struct BridgeAlert: Sendable {
     let details: String?
     /// The bridge's own uploads (a camera's snapshot), linked into a new alert.
     let attachments: [UUID]
+    /// A new alert for the group's owner and admins only (`Audience.managersOnly`), red whether
+    /// the bridge is armed or not: an alarm panel's duress code, which must not reach the house.
+    var managersOnly = false
 
     /// Validates the request whatever its action; 400 naming the field at fault.
     init(action: String, dedupKey: String, summary: String?, severity: String?, occurredAt: String?, location: Location?,
@@ -75,9 +78,10 @@ struct BridgeAlert: Sendable {
             if let cooldown = bridge.cooldownSeconds, let last = try store.recentAlert(bridge: bridge.id, dedupKey: dedupKey, within: cooldown, on: connection) {
                 return .repeated(try repeated(last, by: bridge, tenant: tenant, on: connection))
             }
-            let severity = BridgeArm(bridge).isArmed(at: Date()) ? severity : AlertSeverity.info.name
+            let severity = managersOnly ? AlertSeverity.red.name : BridgeArm(bridge).isArmed(at: Date()) ? severity : AlertSeverity.info.name
             var message = NewMessage(clientMessageID: nil, text: Self.text(summary!, at: bridge.place?.address), kind: .alert, severity: severity,
                                      template: nil, location: location ?? bridge.place?.location, replyTo: nil)
+            message.hiddenFrom = managersOnly ? Audience.managersOnly : nil
             message.attachments = try Attachments.resolve(attachments, uploaderType: "bridge", uploader: bridge.id, on: connection)
             // A concurrent trigger under the same key fails this insert (uniqueViolation): the caller retries, as a repeat.
             let posted = try MessageStore().post(tenant: tenant, group: bridge.groupID, authorType: .bridge, authorID: bridge.id,
@@ -85,7 +89,7 @@ struct BridgeAlert: Sendable {
                                                  details: details, on: connection)
             if AlertSeverity(severity).raisesAlert {
                 try OutboxStore().enqueueAlertPushes(group: bridge.groupID, seq: posted.seq, excluding: nil, alert: RawJSON(posted.json),
-                                                     red: severity == AlertSeverity.red.name, on: connection)
+                                                     red: severity == AlertSeverity.red.name, managersOnly: managersOnly, on: connection)
             }
             return .created(posted.json)
         }
@@ -95,7 +99,8 @@ struct BridgeAlert: Sendable {
     private func repeated(_ seq: Int64, by bridge: Bridge, tenant: UUID, on connection: PostgresConnection) throws -> String {
         let count = try BridgeStore().repeatAlert(group: bridge.groupID, seq: seq, on: connection)
         try GroupEventLog().append(tenant: tenant, group: bridge.groupID, event: .alertRepeated, actorType: .bridge,
-                                   actorID: bridge.id, data: RawJSON("{\"seq\":\(seq),\"repeat_count\":\(count)}"), on: connection)
+                                   actorID: bridge.id, data: RawJSON("{\"seq\":\(seq),\"repeat_count\":\(count)}"),
+                                   hiddenFrom: try MessageStore().hiddenFrom(group: bridge.groupID, seq: seq, on: connection), on: connection)
         return try MessageStore().message(group: bridge.groupID, seq: seq, on: connection)!
     }
 

@@ -63,8 +63,10 @@ enum DC09Effects {
         switch kind {
         case .heartbeat: return .heartbeat
         case .information: return .information(summary: name)
+        // Nothing of a duress reaches the group's chat: its restore closes the managers' alert,
+        // a status report repeats it.
+        case .duress: return restore ? .resolve(dedupKey: key, summary: name + " restored") : .duress(dedupKey: key, summary: name)
         case _ where status: return .information(summary: name + ": still so (status report)")
-        case .duress: return restore ? .information(summary: name + " restored") : .duress(dedupKey: key, summary: name)
         case .alarm(let severity): return restore ? .resolve(dedupKey: key, summary: name + " restored") : .trigger(dedupKey: key, summary: name, severity: severity)
         }
     }

@@ -59,10 +59,11 @@ final class DC09Receiver: Sendable {
     private let counts = Mutex<[String: Int]>([:])
     private let servers = Mutex<(tcp: TCPServer?, udp: UDPServer?)>((nil, nil))
 
+    /// `addressClock`: monotonic nanoseconds the addresses' buckets refill by (a test's stands still).
     init(pool: ConnectionPool, bridges: BridgeAuthentication, limits: Limits = Limits(), log: Log,
-         now: @escaping @Sendable () -> Date = { Date() }) {
+         now: @escaping @Sendable () -> Date = { Date() }, addressClock: @escaping @Sendable () -> UInt64 = { DispatchTime.now().uptimeNanoseconds }) {
         (self.pool, self.bridges, self.limits, self.log, self.now) = (pool, bridges, limits, log, now)
-        addresses = AddressRate(perMinute: limits.refusalsPerAddressPerMinute, burst: limits.addressBurst)
+        addresses = AddressRate(perMinute: limits.refusalsPerAddressPerMinute, burst: limits.addressBurst, clock: addressClock)
     }
 
     /// Listens on `address` for TCP and UDP on `http`'s first loop; the port bound (with port
@@ -213,11 +214,6 @@ final class DC09Receiver: Sendable {
         let effects = events.map { DC09Effects.effect(of: $0, account: account, holdUpIsDuress: bridge.dc09?.holdUpIsDuress ?? false) }
         let known = effects.filter { $0 != .unknown }
         if !events.isEmpty && known.isEmpty { return .refused("no event code Roost knows (\(events.map(\.code).joined(separator: ",")))") }
-        if effects.contains(where: { if case .duress = $0 { true } else { false } }) {
-            // Until a managers-only alert exists (issue #59), a duress code is refused so the
-            // panel reports it on its other path, rather than raised where everyone sees it.
-            return .refused("a duress code: Roost does not yet raise the silent managers-only alert it needs")
-        }
         let extras = DC09Extras(frame.extensions)
         let window = limits.duplicateWindowSeconds
         let bridges = self.bridges
@@ -283,7 +279,14 @@ final class DC09Receiver: Sendable {
             _ = try MessageStore().post(tenant: tenant, group: bridge.groupID, authorType: .bridge, authorID: bridge.id, authorName: bridge.name,
                                         message: message, bridge: bridge.id, on: connection)
             return false
-        case .duress, .heartbeat, .unknown:
+        case .duress(let key, let summary):
+            // Silent: the owner and admins only, red whatever the bridge's arming.
+            var alert = try BridgeAlert(action: "trigger", dedupKey: key, summary: summary, severity: AlertSeverity.red.name, occurredAt: nil,
+                                        location: extras.location) { () throws(APIError) in extras.details(frame) }
+            alert.managersOnly = true
+            if case .created = try alert.run(by: bridge, tenant: tenant, on: connection) { return true }
+            return false
+        case .heartbeat, .unknown:
             return false
         }
     }

@@ -15,7 +15,7 @@ struct MessageRoutes: Sendable {
     init(auth: Authentication, limits: AbuseLimits) {
         self.auth = auth
         self.limits = limits
-        pace = PostPace(perMinute: limits.postsPerAccountPerMinute)
+        pace = PostPace(perMinute: limits.postsPerAccountPerMinute, now: limits.postPaceClock)
     }
 
     struct PostBody: Decodable, KnownFields {

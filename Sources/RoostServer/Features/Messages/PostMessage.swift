@@ -143,7 +143,8 @@ struct PostMessage: GroupUseCase {
         if raisesAlert {
             try OutboxStore().enqueueAlertPushes(group: group, seq: posted.seq, excluding: caller.user.id, alert: RawJSON(posted.json),
                                                  red: message.severity == AlertSeverity.red.name, committing: repliedTo == nil, on: connection)
-        } else if chatPushes,
+        } else if chatPushes, message.hiddenFrom == nil,
+                  // A reply to a hidden alert is pushed to nobody: a push cannot be hidden from one member, or kept to the managers.
                   // Chat is not rate-limited, pushes to phones are: a chatty author's later lines wait in the app.
                   try AlertPushes.allowed(RateLimit(RateLimitKey(.chatPush, caller.user.tenantID.uuidString, group.uuidString, caller.user.id.uuidString),
                                                     limit: Self.chatPushesPerAuthorPerHour, window: Throttle.hour), on: connection) {

@@ -1,3 +1,5 @@
+import Foundation
+
 /// Limits on what one person or address can make Roost do (issue: hostile users; docs/SECURITY.md
 /// lists each with its setting). Everything that reaches a person outside the app is among them.
 public struct AbuseLimits: Sendable {
@@ -15,6 +17,8 @@ public struct AbuseLimits: Sendable {
     public var groupsPerUserPerDay = 10
     /// Messages one account posts in a minute, on one node (a token bucket, in memory).
     public var postsPerAccountPerMinute = 60
+    /// The clock that bucket refills by, in seconds (a test's stands still).
+    public var postPaceClock: @Sendable () -> Double = { ProcessInfo.processInfo.systemUptime }
     /// Amber and red alerts one member raises in an hour (bridges have their own token bucket).
     public var alertsPerUserPerHour = 10
     /// Verification codes sent to one user in a day.
