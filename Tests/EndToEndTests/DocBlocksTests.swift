@@ -18,7 +18,7 @@ struct DocBlocksTests {
         "walkthrough": "WalkthroughTests",
         "health": "DocBlocksTests", "first-steps": "DocBlocksTests", "checkins": "DocBlocksTests",
         "bridge-create": "DocBlocksTests", "bridge-alerts": "DocBlocksTests", "bridge-signed": "DocBlocksTests",
-        "bridge-device-keys": "DocBlocksTests", "bridge-pagerduty": "DocBlocksTests",
+        "bridge-device-keys": "DocBlocksTests", "bridge-pagerduty": "DocBlocksTests", "bridge-dc09": "DocBlocksTests",
     ]
 
     @Test func everyShellBlockIsRunByATestOrSaysWhyNot() throws {
@@ -115,6 +115,10 @@ struct DocBlocksTests {
                     && !devices.output.contains(#""error""#), "\(devices.output)")
             let paged = try await Self.run(DocBlocks.named("bridge-pagerduty"), port: port, ["ROOST": base, "KEY": plain])
             #expect(paged.status == 0 && paged.output.components(separatedBy: #""status":"success""#).count == 3, "\(paged.output)")
+            // BRIDGES §12: an alarm panel's identity, its key shown once.
+            let panel = Self.json(try await Self.run(DocBlocks.named("bridge-dc09"), port: port, ["ROOST": base, "GROUP": elm, "OWNER_TOKEN": ben.token]).output)
+            let identity = try #require(panel["dc09"] as? [String: Any], "\(panel)")
+            #expect(identity["account"] as? String == "1234" && (identity["key"] as? String)?.count == 32 && identity["key_bits"] as? Int == 128)
 
             server.process.signal(SIGTERM)
             #expect(await server.process.wait() == 0)
