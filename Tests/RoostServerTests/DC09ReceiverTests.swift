@@ -49,7 +49,7 @@ struct DC09ReceiverTests {
         }
     }
 
-    static func stage(_ api: APIFixture? = nil) async throws -> Stage {
+    static func stage(_ api: APIFixture? = nil, idleMilliseconds: Int? = nil) async throws -> Stage {
         let api = try api ?? APIFixture(stream: true)
         let owner = try await api.person(email: "panel-owner-\(UUID().uuidString.prefix(6).lowercased())@example.org")
         let group = try #require(try await api.call("POST", "/v1/groups", ["name": "Elm Street"], token: owner.token).1["id"] as? String)
@@ -57,6 +57,7 @@ struct DC09ReceiverTests {
         // delay (the codec's tests hold the standard's window).
         var limits = DC09Receiver.Limits()
         (limits.behindSeconds, limits.aheadSeconds) = (600, 600)
+        if let idleMilliseconds { limits.idleMilliseconds = idleMilliseconds }
         let receiver = DC09Receiver(pool: api.pool, bridges: .announcingReturns(pool: api.pool), limits: limits, log: Log(level: .error))
         let port = try #require(try receiver.start(.inet(host: "127.0.0.1", port: 0), on: api.test.server))
         return Stage(api: api, owner: owner, group: group, receiver: receiver, port: port)
@@ -384,6 +385,32 @@ struct DC09ReceiverTests {
         }
         #expect(await receiver.answer(Self.plainFrame("\"NULL\"0004L1#\(Self.account())[]"), from: "198.51.100.7", transport: .tcp) == nil)
         #expect(receiver.renderMetrics().contains(#"{transport="tcp",outcome="unanswered"} 1"#))
+        await stage.stop()
+    }
+
+    @Test func framesSplitAndJoinedOnTCPAreAnsweredInOrderAndAQuietConnectionIsClosed() async throws {
+        let stage = try await Self.stage(idleMilliseconds: 300)
+        let account = Self.account()
+        _ = try await stage.panel(["line": "1", "account": account, "key_bits": 0])
+        let client = try TestClient(port: stage.port)
+        func answers(_ count: Int) async -> [String] {
+            await offload {
+                var bytes: [UInt8] = []
+                while bytes.filter({ $0 == 0x0D }).count < count, let more = client.readSome(), !more.isEmpty { bytes += more }
+                // By bytes: "\r\n" (one answer's end, the next one's start) is a single Character.
+                return bytes.split(separator: 0x0D).map { String(decoding: $0.dropFirst(9), as: UTF8.self) }
+            }
+        }
+        // Line noise, then two frames in one write: two answers, in order.
+        client.send(Array("+++AT\r".utf8) + Self.plainFrame("\"NULL\"0001L1#\(account)[]") + Self.plainFrame("\"NULL\"0002L1#\(account)[]"))
+        let joined = await answers(2)
+        #expect(joined == ["\"ACK\"0001L1#\(account)[]", "\"ACK\"0002L1#\(account)[]"], "\(joined)")
+        // One frame a byte at a time.
+        for byte in Self.plainFrame("\"NULL\"0003L1#\(account)[]") { client.send([byte]) }
+        let split = await answers(1)
+        #expect(split == ["\"ACK\"0003L1#\(account)[]"], "\(split)")
+        // Then quiet: closed by the receiver after its idle limit.
+        #expect(await client.waitForClose())
         await stage.stop()
     }
 
