@@ -82,6 +82,18 @@ struct RowLevelSecurityTests {
         }
     }
 
+    /// How many rows of the message at `seq` (its message, alert and event) a transaction reading
+    /// for `viewer` finds.
+    func rows(of seq: Int64, in group: UUID, tenant: UUID, readFor viewer: UUID?) throws -> [Int] {
+        try connection.withTenantTransaction(tenant) { connection in
+            try connection.setViewer(viewer)
+            return try ["messages", "alerts", "group_events"].map { table in
+                try connection.query("SELECT count(*) AS n FROM \(unsafeRaw: table) WHERE group_id = \(group) AND seq = \(seq)").rows[0]
+                    .decode(Int.self, "n")
+            }
+        }
+    }
+
     /// A message hidden from one user (a duress alert's walker): a transaction reading for that
     /// user (`setViewer`, which the session lookup does) finds neither it nor its event, nor can
     /// it change them; anyone else's, and a job's (no viewer), see both.
@@ -97,15 +109,7 @@ struct RowLevelSecurityTests {
             return try MessageStore().post(tenant: tenant, group: group, authorType: .user, authorID: walker, authorName: "walker",
                                            message: message, on: connection).seq
         }
-        func seen(as viewer: UUID?) throws -> [Int] {
-            try connection.withTenantTransaction(tenant) { connection in
-                try connection.setViewer(viewer)
-                return try ["messages", "alerts", "group_events"].map { table in
-                    try connection.query("SELECT count(*) AS n FROM \(unsafeRaw: table) WHERE group_id = \(group) AND seq = \(seq)").rows[0]
-                        .decode(Int.self, "n")
-                }
-            }
-        }
+        func seen(as viewer: UUID?) throws -> [Int] { try rows(of: seq, in: group, tenant: tenant, readFor: viewer) }
         #expect(try seen(as: walker) == [0, 0, 0])
         #expect(try seen(as: other) == [1, 1, 1])
         #expect(try seen(as: nil) == [1, 1, 1])
@@ -139,15 +143,7 @@ struct RowLevelSecurityTests {
             return try MessageStore().post(tenant: tenant, group: group, authorType: .system, authorID: nil, authorName: "panel",
                                            message: message, on: connection).seq
         }
-        func seen(as viewer: UUID?) throws -> [Int] {
-            try connection.withTenantTransaction(tenant) { connection in
-                try connection.setViewer(viewer)
-                return try ["messages", "alerts", "group_events"].map { table in
-                    try connection.query("SELECT count(*) AS n FROM \(unsafeRaw: table) WHERE group_id = \(group) AND seq = \(seq)").rows[0]
-                        .decode(Int.self, "n")
-                }
-            }
-        }
+        func seen(as viewer: UUID?) throws -> [Int] { try rows(of: seq, in: group, tenant: tenant, readFor: viewer) }
         #expect(try seen(as: owner) == [1, 1, 1])
         #expect(try seen(as: member) == [0, 0, 0])
         #expect(try seen(as: UUID()) == [0, 0, 0])
