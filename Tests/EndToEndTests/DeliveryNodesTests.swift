@@ -30,7 +30,7 @@ struct DeliveryNodesTests {
             defer { try? FileManager.default.removeItem(at: serviceDirectory) }
             let service = try RunningProcess(ProcessInfo.processInfo.environment["ROOST_TEST_PYTHON"]!,
                                              [root.appendingPathComponent("scripts/lib/push_service.py").path, "serve", serviceDirectory.path],
-                                             environment: ["PUSH_SERVICE_DELAY_MS": "10"])
+                                             environment: ["PUSH_SERVICE_DELAY_MS": "10", "PUSH_SERVICE_HOLD_AFTER": "100"])
             defer { service.signal(SIGTERM) }
             let ready = try #require(await service.waitForLine(containing: "\"subscriptions\""), "\(service.output)")
             let announced = try #require(try JSONSerialization.jsonObject(with: Data(ready.utf8)) as? [String: Any])
@@ -74,12 +74,14 @@ struct DeliveryNodesTests {
                 service.output.split(separator: "\n").dropFirst().compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
                     .filter { $0["name"] != nil }
             }
-            // Part of the fanout is out: kill the node sending it, with no chance to tidy up.
+            // Part of the fanout is out (the service answers 100 pushes, then holds the rest however
+            // fast the machine): kill the node sending it, with no chance to tidy up.
             #expect(try await Poll.until(every: .milliseconds(10)) { pushes().count >= 100 })
             first.process.signal(SIGKILL)
             #expect(await first.process.wait() == 128 + SIGKILL)
             let sentByTheFirst = pushes().count
             #expect(sentByTheFirst < Self.devices, "the first node was killed before it finished (\(sentByTheFirst))")
+            FileManager.default.createFile(atPath: serviceDirectory.appendingPathComponent("release").path, contents: Data())
 
             // Another node finishes it once the dead node's leases (10 s) run out.
             let second = try await ServeProcess(databaseURL: url, environment: environment)

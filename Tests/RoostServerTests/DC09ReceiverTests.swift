@@ -389,7 +389,7 @@ struct DC09ReceiverTests {
     }
 
     @Test func framesSplitAndJoinedOnTCPAreAnsweredInOrderAndAQuietConnectionIsClosed() async throws {
-        let stage = try await Self.stage(idleMilliseconds: 300)
+        let stage = try await Self.stage()
         let account = Self.account()
         _ = try await stage.panel(["line": "1", "account": account, "key_bits": 0])
         let client = try TestClient(port: stage.port)
@@ -409,9 +409,11 @@ struct DC09ReceiverTests {
         for byte in Self.plainFrame("\"NULL\"0003L1#\(account)[]") { client.send([byte]) }
         let split = await answers(1)
         #expect(split == ["\"ACK\"0003L1#\(account)[]"], "\(split)")
-        // Then quiet: closed by the receiver after its idle limit.
-        #expect(await client.waitForClose())
         await stage.stop()
+        // A connection that stays quiet is closed by the receiver after its idle limit.
+        let quiet = try await Self.stage(idleMilliseconds: 200)
+        #expect(await (try TestClient(port: quiet.port)).waitForClose())
+        await quiet.stop()
     }
 
     @Test func theBridgeRoutesCheckTheIdentity() async throws {

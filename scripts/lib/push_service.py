@@ -19,7 +19,9 @@ after "~" (".../push/ok~17" is another device with the keys of "ok"), so a test 
 thousands of devices. Names starting "busy" answer 429 with Retry-After: 60, names starting
 "hang" answer only after 30 s; PUSH_SERVICE_DELAY_MS delays every answer (a service across
 the internet); PUSH_SERVICE_CHECK=0 skips the decryption and the VAPID check (the benchmark's
-service must not be slower than what it measures). Each push's line has "t", the time it was
+service must not be slower than what it measures). PUSH_SERVICE_HOLD_AFTER=N (HTTP/1.1) answers
+the first N pushes and holds every later one unanswered until a file DIR/release exists (a test
+kills a sender mid-fanout whatever the machine's speed). Each push's line has "t", the time it was
 accepted (seconds since the epoch).
 """
 import base64
@@ -90,6 +92,19 @@ def serve(directory, http2=False):
     port = 0
     delay = int(os.environ.get("PUSH_SERVICE_DELAY_MS", "0")) / 1000
     check = os.environ.get("PUSH_SERVICE_CHECK", "1") != "0"
+    hold_after = int(os.environ.get("PUSH_SERVICE_HOLD_AFTER", "0"))
+    taken = [0]
+
+    def hold():
+        """With PUSH_SERVICE_HOLD_AFTER, a push past the first N waits until DIR/release exists."""
+        if not hold_after:
+            return
+        with lock:
+            taken[0] += 1
+            if taken[0] <= hold_after:
+                return
+        while not os.path.exists(os.path.join(directory, "release")):
+            time.sleep(0.02)
 
     def connected(protocol):
         with lock:
@@ -138,6 +153,7 @@ def serve(directory, http2=False):
         def do_POST(self):
             name = self.path.rsplit("/", 1)[-1]
             body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            hold()
             time.sleep(wait_for(name))
             status, extra = answer(name, {key.lower(): value for key, value in self.headers.items()}, body)
             self.send_response(status)
