@@ -112,7 +112,7 @@ final class DC09Receiver: Sendable {
     /// DUH, or nil for no answer (the panel sends it again).
     func answer(_ frame: [UInt8], from address: String, transport: Transport) async -> [UInt8]? {
         guard addresses.allows(address) else { return count(.unanswered, transport, reply: nil) }
-        let reply = await answerAllowed(frame, from: address, transport: transport)
+        let reply = await answerAllowed(frame, from: address)
         if reply.refused { addresses.charge(address) }
         return count(reply.outcome, transport, reply: reply.bytes)
     }
@@ -123,8 +123,7 @@ final class DC09Receiver: Sendable {
         var refused: Bool { outcome == .nak || outcome == .duh || outcome == .unknownAccount }
     }
 
-    private func answerAllowed(_ frame: [UInt8], from address: String, transport: Transport) async -> Reply {
-        func count(_ outcome: Outcome, _ transport: Transport, reply: [UInt8]?) -> Reply { Reply(outcome: outcome, bytes: reply) }
+    private func answerAllowed(_ frame: [UInt8], from address: String) async -> Reply {
         let now = self.now()
         let window = (behind: limits.behindSeconds, ahead: limits.aheadSeconds)
         // First without a key: a plain frame is read whole, an encrypted one as far as its identity.
@@ -136,7 +135,7 @@ final class DC09Receiver: Sendable {
         } catch {
             switch error {
             case .undecryptable(let named): header = named
-            case .corrupt, .stale, .unsupported: return count(.nak, transport, reply: DC09Reply.nak(now: now))
+            case .corrupt, .stale, .unsupported: return Reply(outcome: .nak, bytes: DC09Reply.nak(now: now))
             }
         }
         let identity = (receiver: (header.receiver ?? "").uppercased(), line: header.line.uppercased(), account: header.account.uppercased())
@@ -153,18 +152,18 @@ final class DC09Receiver: Sendable {
             }
         } catch {
             log.warning("dc09: could not look up an account; no answer, the panel sends again", ["error": "\(error)"])
-            return count(.unanswered, transport, reply: nil)
+            return Reply(outcome: .unanswered, bytes: nil)
         }
         guard let (tenant, bridge, key) = found else {
             log.info("dc09: a frame for an unknown account (DUH)", ["peer": address, "receiver": identity.receiver, "line": identity.line,
                                                                    "account": identity.account])
-            return count(.unknownAccount, transport, reply: DC09Reply.duh(header))
+            return Reply(outcome: .unknownAccount, bytes: DC09Reply.duh(header))
         }
         // An account with a key takes encrypted frames only: anyone may write a plain one.
         guard header.encrypted == (key != nil) else {
             log.info("dc09: refused a frame (DUH)", ["bridge_id": bridge.id.lowercasedText, "peer": address,
                                                       "reason": key == nil ? "encrypted, and the account has no key" : "plain, and the account has a key"])
-            return count(.duh, transport, reply: DC09Reply.duh(header))
+            return Reply(outcome: .duh, bytes: DC09Reply.duh(header))
         }
         let read: DC09.Frame
         if let plain {
@@ -176,24 +175,24 @@ final class DC09Receiver: Sendable {
                 switch error {
                 case .undecryptable:
                     log.info("dc09: a frame the account's key does not open (DUH)", ["bridge_id": bridge.id.lowercasedText, "peer": address])
-                    return count(.duh, transport, reply: DC09Reply.duh(header))
+                    return Reply(outcome: .duh, bytes: DC09Reply.duh(header))
                 case .stale(let sent):
                     log.info("dc09: a frame outside the time window (NAK with the receiver's time)",
                              ["bridge_id": bridge.id.lowercasedText, "sent": DC09.timestamp(sent)])
-                    return count(.nak, transport, reply: DC09Reply.nak(now: now))
+                    return Reply(outcome: .nak, bytes: DC09Reply.nak(now: now))
                 case .corrupt, .unsupported:
-                    return count(.nak, transport, reply: DC09Reply.nak(now: now))
+                    return Reply(outcome: .nak, bytes: DC09Reply.nak(now: now))
                 }
             }
         }
         let ack = { DC09Reply.ack(read.header, key: key, now: now) }
         switch await take(read, bridge: bridge, tenant: tenant, from: address) {
-        case .taken: return count(.ack, transport, reply: ack())
-        case .resent: return count(.duplicate, transport, reply: ack())
+        case .taken: return Reply(outcome: .ack, bytes: ack())
+        case .resent: return Reply(outcome: .duplicate, bytes: ack())
         case .refused(let why):
             log.info("dc09: refused a message (DUH)", ["bridge_id": bridge.id.lowercasedText, "reason": why])
-            return count(.duh, transport, reply: DC09Reply.duh(read.header))
-        case .later: return count(.unanswered, transport, reply: nil)
+            return Reply(outcome: .duh, bytes: DC09Reply.duh(read.header))
+        case .later: return Reply(outcome: .unanswered, bytes: nil)
         }
     }
 
