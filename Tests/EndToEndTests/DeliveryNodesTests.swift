@@ -81,7 +81,7 @@ struct DeliveryNodesTests {
             #expect(await first.process.wait() == 128 + SIGKILL)
             let sentByTheFirst = pushes().count
             #expect(sentByTheFirst < Self.devices, "the first node was killed before it finished (\(sentByTheFirst))")
-            FileManager.default.createFile(atPath: serviceDirectory.appendingPathComponent("release").path, contents: Data())
+            #expect(FileManager.default.createFile(atPath: serviceDirectory.appendingPathComponent("release").path, contents: Data()))
 
             // Another node finishes it once the dead node's leases (10 s) run out.
             let second = try await ServeProcess(databaseURL: url, environment: environment)

@@ -318,3 +318,21 @@ extension GroupStore {
         try connection.query("SELECT 1 FROM group_seqs WHERE group_id = \(group) FOR UPDATE")
     }
 }
+
+// MARK: - Areas
+
+extension GroupStore {
+    /// The group's own area and its tenant's default, as stored JSON text.
+    public func area(of group: UUID, on connection: PostgresConnection) throws -> (own: String?, tenantDefault: String?)? {
+        try connection.query("""
+            SELECT g.area::text AS own, t.default_area::text AS tenant_default FROM groups g JOIN tenants t ON t.id = g.tenant_id
+            WHERE g.id = \(group)
+            """).first.map { (try $0.decode(String?.self, "own"), try $0.decode(String?.self, "tenant_default")) }
+    }
+
+    /// Sets the group's own area (JSON text checked by the caller), or removes it (nil: the
+    /// tenant's default applies again).
+    public func setArea(of group: UUID, to area: String?, on connection: PostgresConnection) throws {
+        try connection.query("UPDATE groups SET area = \(area.map(RawJSON.init))::jsonb WHERE id = \(group)")
+    }
+}

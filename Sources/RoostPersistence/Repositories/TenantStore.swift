@@ -108,3 +108,17 @@ extension TenantStore {
             """).first.map(decode)
     }
 }
+
+extension TenantStore {
+    /// The default area of the tenant's groups, as stored JSON text; `.none` when no tenant has the slug.
+    public func defaultArea(slug: String, on connection: PostgresConnection) throws -> String?? {
+        guard let row = try connection.query("SELECT default_area::text AS area FROM tenants WHERE slug = \(slug)").first else { return .none }
+        return .some(try row.decode(String?.self, "area"))
+    }
+
+    /// Sets (JSON text checked by the caller) or removes the default area of the tenant's
+    /// groups; false when no tenant has the slug.
+    public func setDefaultArea(slug: String, to area: String?, on connection: PostgresConnection) throws -> Bool {
+        try connection.query("UPDATE tenants SET default_area = \(area.map(RawJSON.init))::jsonb WHERE slug = \(slug)").affectedRows == 1
+    }
+}

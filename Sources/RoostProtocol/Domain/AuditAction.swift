@@ -11,6 +11,7 @@ public struct AuditAction: Hashable, Sendable, CustomStringConvertible {
     public static let bridgeRevoked = AuditAction("bridge.revoked")
     public static let escalationContactAdded = AuditAction("escalation_contact.added")
     public static let escalationContactRemoved = AuditAction("escalation_contact.removed")
+    public static let groupAreaChanged = AuditAction("group.area_changed")
     public static let groupDeleted = AuditAction("group.deleted")
     public static let groupUpdated = AuditAction("group.updated")
     public static let invitationRevoked = AuditAction("invitation.revoked")

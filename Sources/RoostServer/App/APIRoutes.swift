@@ -20,6 +20,7 @@ struct APIRoutes: Sendable {
         AccountExportRoutes(auth: auth).add(to: &builder)
         ContactRoutes(auth: auth, limits: limits).add(to: &builder)
         GroupRoutes(auth: auth, limits: limits).add(to: &builder)
+        AreaRoutes(auth: auth).add(to: &builder)
         MembershipRoutes(auth: auth).add(to: &builder)
         AuditRoutes(auth: auth).add(to: &builder)
         ModerationRoutes(auth: auth).add(to: &builder)

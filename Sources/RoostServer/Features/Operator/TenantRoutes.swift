@@ -123,6 +123,33 @@ enum TenantRoutes {
             return try APIJSON.response(.ok, TenantView(tenant))
         }
 
+        // The default area of the tenant's groups (those that set none of their own).
+        builder.add(.get, "/v1/admin/tenants/{slug}/area") { context in
+            try authorize(context)
+            let slug = context.parameters["slug"] ?? ""
+            guard TenantSlug(slug) != nil, case .some(let area) = try await pool.withConnection({ try TenantStore().defaultArea(slug: slug, on: $0) }) else {
+                throw APIError(.notFound, code: .notFound, message: "no such tenant")
+            }
+            return .json(.ok, Array("{\"default_area\":\(area ?? "null")}".utf8))
+        }
+        builder.add(.put, "/v1/admin/tenants/{slug}/area", bodyLimit: 32 * 1024) { context in
+            try authorize(context)
+            let slug = context.parameters["slug"] ?? ""
+            let area = try context.decodeJSON(AreaRoutes.Body.self).validated()
+            guard TenantSlug(slug) != nil, try await pool.withConnection({ try TenantStore().setDefaultArea(slug: slug, to: area.jsonText, on: $0) }) else {
+                throw APIError(.notFound, code: .notFound, message: "no such tenant")
+            }
+            return .json(.ok, Array("{\"default_area\":\(area.jsonText)}".utf8))
+        }
+        builder.add(.delete, "/v1/admin/tenants/{slug}/area") { context in
+            try authorize(context)
+            let slug = context.parameters["slug"] ?? ""
+            guard TenantSlug(slug) != nil, try await pool.withConnection({ try TenantStore().setDefaultArea(slug: slug, to: nil, on: $0) }) else {
+                throw APIError(.notFound, code: .notFound, message: "no such tenant")
+            }
+            return HTTPResponse(status: .noContent)
+        }
+
         builder.add(.get, "/v1/admin/tenants") { context in
             try authorize(context)
             let limit = try context.limit()
