@@ -135,7 +135,7 @@ enum TenantRoutes {
         builder.add(.put, "/v1/admin/tenants/{slug}/area", bodyLimit: 32 * 1024) { context in
             try authorize(context)
             let slug = context.parameters["slug"] ?? ""
-            let area = try context.decodeJSON(AreaRoutes.Body.self).validated()
+            let area = try context.decodeJSON(AreaBody.self).validated()
             guard TenantSlug(slug) != nil, try await pool.withConnection({ try TenantStore().setDefaultArea(slug: slug, to: area.jsonText, on: $0) }) else {
                 throw APIError(.notFound, code: .notFound, message: "no such tenant")
             }
