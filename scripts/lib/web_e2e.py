@@ -460,6 +460,21 @@ def main():
         ann.press("Disarm Number 12's alarm")
         ann.wait(lambda driver: "12 Elm Street · disarmed" in ann.main_text(), 5, "the bridge disarmed, its address shown")
         ann.screenshot(shots, "organiser-bridges")
+        # The group's area: a circle round where the organiser stands, then on the member list too.
+        ann.open(f"/#/g/{south}/manage?s=area")
+        ann.heading("members and settings")
+        check("No area yet." in ann.main_text(), "no area at first")
+        ann.fill("radius_m", "300")
+        ann.press("Centre on my location")
+        ann.wait(lambda driver: "The group's own area." in ann.main_text(), 10, "the area saved and drawn")
+        circle = server.api("GET", f"/v1/groups/{south}/area", token=ann_token)["area"]["circle"]
+        check(abs(circle["lat"] - HOME["latitude"]) < 1e-6 and abs(circle["lon"] - HOME["longitude"]) < 1e-6 and circle["radius_m"] == 300,
+              f"the circle is round the browser's place, 300 m: {circle}")
+        audited.append(("area", ann.axe("area")))
+        ann.screenshot(shots, "organiser-area")
+        ann.open(f"/#/g/{south}/manage?s=members")
+        ann.wait(lambda driver: "Where the group watches" in ann.main_text(), 5, "the area under the member list")
+        say("the group's area: a 300 m circle round the organiser's place, drawn in the area section and under the member list")
         ann.open(f"/#/g/{south}/manage?s=audit")
         ann.heading("members and settings")
         ann.wait(lambda driver: "Added the bridge Number 12's alarm" in ann.main_text() and "Saved the templates" in ann.main_text()

@@ -127,14 +127,15 @@ function placeLink(place) {
 
 /**
  * A map of `layers`: {markers: [{lat, lon, label, kind: "place"|"person"|"walker"}], circle:
- * {lat, lon, radius_m}, trail: [{lat, lon}]}, named `label` for screen readers. Returns
+ * {lat, lon, radius_m}, trail: [{lat, lon}], area: [{lat, lon}] (a polygon, a group's streets)},
+ * named `label` for screen readers. Returns
  * {element, update(layers)}; update redraws with new layers, keeping the reader's pan and zoom
  * once they have moved the map.
  */
 export function createMap({ label, layers, height = 220 }) {
   const settings = tileSettings();
   let current = layers;
-  const first = () => current.markers?.[0] ?? current.trail?.[current.trail.length - 1] ?? current.circle;
+  const first = () => current.markers?.[0] ?? current.trail?.[current.trail.length - 1] ?? current.circle ?? current.area?.[0];
   const caption = element("p", { class: "map-caption small" });
   const writeCaption = () => {
     const place = first();
@@ -167,7 +168,14 @@ export function createMap({ label, layers, height = 220 }) {
   let errors = 0;
 
   const size = () => ({ width: view.clientWidth || 320, height: view.clientHeight || height });
-  const everyPlace = () => [...(current.markers ?? []), ...(current.trail ?? []), ...(current.circle ? [current.circle] : [])];
+  // A circle is fitted by its edges (a kilometre's circle is shown whole), not only its centre.
+  const circleEdges = (circle) => {
+    const dLat = circle.radius_m / 111195;
+    const dLon = dLat / Math.max(0.01, Math.cos((circle.lat * Math.PI) / 180));
+    return [{ lat: circle.lat + dLat, lon: circle.lon - dLon }, { lat: circle.lat - dLat, lon: circle.lon + dLon }];
+  };
+  const everyPlace = () => [...(current.markers ?? []), ...(current.trail ?? []), ...(current.area ?? []),
+    ...(current.circle ? [current.circle, ...(current.circle.radius_m ? circleEdges(current.circle) : [])] : [])];
 
   function refit() {
     const { width, height: tall } = size();
@@ -204,6 +212,9 @@ export function createMap({ label, layers, height = 220 }) {
     const at = (place) => toView(place, center, zoom, width, tall);
     overlay.setAttribute("viewBox", `0 0 ${width} ${tall}`);
     const shapes = [];
+    if (current.area?.length > 2) {
+      shapes.push(svg("polygon", { class: "area", points: current.area.map((place) => { const p = at(place); return `${p.x},${p.y}`; }).join(" ") }));
+    }
     if (current.circle?.radius_m) {
       const middle = at(current.circle);
       shapes.push(svg("circle", { class: "accuracy", cx: middle.x, cy: middle.y, r: Math.max(4, current.circle.radius_m / metresPerPixel(current.circle.lat, zoom)) }));

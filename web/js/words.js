@@ -72,6 +72,7 @@ export function auditText(entry) {
     case "escalation_contact.added": return `Added the escalation contact ${name ?? ""}`.trim();
     case "escalation_contact.removed": return `Removed the escalation contact ${name ?? ""}`.trim();
     case "group.updated": return "Changed the group's settings";
+    case "group.area_changed": return data.kind ? `Set the group's area (a ${data.kind})` : "Removed the group's own area";
     case "group.deleted": return "Deleted the group";
     case "message.redacted": return `Removed message ${entry.target?.id ?? ""}`.trim();
     case "report.closed": return `Closed a report of message ${data.seq ?? ""}${data.action === "removed" ? ", removing it" : ""}`.replace(" ,", ",");

@@ -1,15 +1,31 @@
 // The organiser's room for a group, one section at a time: members and roles, invitations by
-// email or phone, bridges (key and secret shown once), templates, escalation settings and
-// contacts, the audit log. A plain member sees the member list and can leave.
+// email or phone, bridges (key and secret shown once), templates, the group's area, escalation
+// settings and contacts, the audit log. A plain member sees the member list, where the group
+// watches, and can leave.
 
 import { api, byAddress, path, session } from "../api.js";
-import { errorBox, field, fill, form, h, mount, showError, time, toast } from "../ui.js";
+import { createMap } from "../map.js";
+import { currentPosition, errorBox, field, fill, form, h, mount, showError, time, toast } from "../ui.js";
 import { auditText } from "../words.js";
 
 /** The room's sections, one on the screen at a time (`?s=`), each loading only its own data. */
 const SECTIONS = [["members", "Members"], ["invitations", "Invitations"], ["bridges", "Bridges"], ["templates", "Templates"],
-  ["escalation", "Escalation"], ["audit", "Audit log"]];
-const LOADERS = { members, invitations, bridges, templates, escalation, audit };
+  ["area", "Area"], ["escalation", "Escalation"], ["audit", "Audit log"]];
+const LOADERS = { members, invitations, bridges, templates, area, escalation, audit };
+
+/** The map layers of an area as the API gives it ({polygon: [[lon, lat], ...]} or {circle}). */
+function areaLayers(shape) {
+  if (shape?.polygon) return { area: shape.polygon.map(([lon, lat]) => ({ lat, lon })) };
+  if (shape?.circle) return { circle: shape.circle };
+  return {};
+}
+
+/** Where the group watches, as a map with a line saying whose area it is; null with none. */
+function areaMap(answer) {
+  if (!answer.area) return null;
+  const whose = answer.source === "tenant" ? "The community's default area (the group has none of its own)." : "The group's own area.";
+  return h("div", {}, createMap({ label: "Where the group watches", layers: areaLayers(answer.area), height: 200 }).element, h("p", { class: "small muted" }, whose));
+}
 
 export async function show({ main, params: [groupID], query, navigate }) {
   const me = session.user;
@@ -30,7 +46,8 @@ const ROLE_TEXT = { owner: "Owner", admin: "Admin", member: "Member", coordinato
 
 async function members(room) {
   const { groupID, group, manager, me, sections, navigate } = room;
-  const answer = await api("GET", path`/v1/groups/${groupID}/members?limit=200`);
+  const [answer, watched] = await Promise.all([api("GET", path`/v1/groups/${groupID}/members?limit=200`),
+    api("GET", path`/v1/groups/${groupID}/area`).catch(() => ({ area: null }))]);
   const box = errorBox();
   const act = (call) => async () => {
     showError(box, null);
@@ -64,7 +81,8 @@ async function members(room) {
       } catch (error) {
         showError(box, error);
       }
-    } }, "Leave the group")) : null);
+    } }, "Leave the group")) : null,
+    watched.area ? h("h3", {}, "Where the group watches") : null, areaMap(watched));
 }
 
 async function invitations(room) {
@@ -211,6 +229,38 @@ function renumber(rows) {
     set.querySelectorAll("[data-name]").forEach((control) => (control.name = `templates.${index}.${control.dataset.name}`));
     set.querySelector("button.destructive").textContent = `Delete template ${index + 1}`;
   });
+}
+
+async function area(room) {
+  const { groupID, sections } = room;
+  const answer = await api("GET", path`/v1/groups/${groupID}/area`);
+  const box = errorBox();
+  const set = form({
+    label: "Set the area round where you are",
+    fields: [field({ label: "Radius in metres", name: "radius_m", type: "number", min: 50, max: 100000, value: answer.area?.circle?.radius_m ?? 500,
+      hint: "50 to 100,000. Official warnings that reach this circle will reach the group." })],
+    submit: "Centre on my location",
+    action: async (values) => {
+      const place = await currentPosition();
+      if (!place) throw new Error("Your browser did not give a location: allow it, or set the area through the API.");
+      await api("PUT", path`/v1/groups/${groupID}/area`, { circle: { lat: place.lat, lon: place.lon, radius_m: Number(values.radius_m) } });
+      toast("Area saved.");
+      await area(room);
+    },
+  });
+  const remove = answer.source === "group" ? h("button", { type: "button", class: "secondary destructive", onclick: async () => {
+    showError(box, null);
+    try {
+      await api("DELETE", path`/v1/groups/${groupID}/area`);
+      toast("The group's own area removed.");
+      await area(room);
+    } catch (error) {
+      showError(box, error);
+    }
+  } }, "Remove the group's own area") : null;
+  fill(sections.area, h("h2", { id: "area-heading" }, "Where the group watches"),
+    h("p", { class: "small" }, "A polygon of the streets can be drawn through the API (PUT /v1/groups/{id}/area)."),
+    areaMap(answer) ?? h("p", { class: "muted" }, "No area yet."), box, remove, set);
 }
 
 async function escalation(room) {
