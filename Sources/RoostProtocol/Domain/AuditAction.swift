@@ -25,5 +25,13 @@ public struct AuditAction: Hashable, Sendable, CustomStringConvertible {
     public static let reportClosed = AuditAction("report.closed")
     public static let templatesReplaced = AuditAction("templates.replaced")
 
+    /// Every action Roost records (openapi.yaml's enum of the audit's `action` lists the same).
+    public static let all: [AuditAction] = [
+        .alertClosed, .alertReopened, .bridgeChanged, .bridgeCreated, .bridgeRevoked, .escalationContactAdded,
+        .escalationContactRemoved, .groupAreaChanged, .groupDeleted, .groupUpdated, .invitationRevoked,
+        .invitationSent, .memberBlocked, .memberMuted, .memberUnmuted, .memberRemoved, .memberRoleChanged,
+        .messageRedacted, .reportClosed, .templatesReplaced,
+    ]
+
     public var description: String { name }
 }
