@@ -88,8 +88,9 @@ struct DC09ReceiverTests {
         return result
     }
 
-    static func ownerStream(_ stage: Stage) async throws -> WebSocketTestClient {
-        let stream = try await WebSocketTestClient.connect(port: stage.api.test.port, path: "/v1/stream", token: stage.owner.token)
+    /// Joins the stream of `token` and resumes from now.
+    static func stream(_ stage: Stage, _ token: String) async throws -> WebSocketTestClient {
+        let stream = try await WebSocketTestClient.connect(port: stage.api.test.port, path: "/v1/stream", token: token)
         #expect(await stream.receiveJSON()?["type"] as? String == "ready")
         stream.sendText(#"{"type":"resume","cursors":{}}"#)
         #expect(await stream.receiveJSON()?["type"] as? String == "resumed")
@@ -110,10 +111,7 @@ struct DC09ReceiverTests {
         try await stage.api.addMember(member.id, to: stage.group, role: "member")
         let account = Self.account()
         _ = try await stage.panel(["line": "1", "account": account, "key_bits": 0])
-        let stream = try await WebSocketTestClient.connect(port: stage.api.test.port, path: "/v1/stream", token: member.token)
-        #expect(await stream.receiveJSON()?["type"] as? String == "ready")
-        stream.sendText(#"{"type":"resume","cursors":{}}"#)
-        #expect(await stream.receiveJSON()?["type"] as? String == "resumed")
+        let stream = try await Self.stream(stage, member.token)
 
         // dc09-spt's dialler: it keeps a message queued until Roost acknowledges it, and numbers
         // its messages from 0001 (one run sends both: a second run would number its first 0001
@@ -212,15 +210,6 @@ struct DC09ReceiverTests {
         // And the panel with the right key is still heard.
         #expect(try await answer(["seq": 2])["answer"] as? String == "ACK")
         await stage.stop()
-    }
-
-    /// Joins the stream of `token` and resumes from now.
-    static func stream(_ stage: Stage, _ token: String) async throws -> WebSocketTestClient {
-        let stream = try await WebSocketTestClient.connect(port: stage.api.test.port, path: "/v1/stream", token: token)
-        #expect(await stream.receiveJSON()?["type"] as? String == "ready")
-        stream.sendText(#"{"type":"resume","cursors":{}}"#)
-        #expect(await stream.receiveJSON()?["type"] as? String == "resumed")
-        return stream
     }
 
     @Test func aDuressCodeIsASilentRedAlertThatOnlyTheOwnerAndAdminsSeeAndArePushed() async throws {
@@ -323,7 +312,7 @@ struct DC09ReceiverTests {
         let account = Self.account()
         let (bridge, identity) = try await stage.panel(["line": "1", "account": account], heartbeat: 90)
         let key = try #require(identity["key"] as? String)
-        let stream = try await Self.ownerStream(stage)
+        let stream = try await Self.stream(stage, stage.owner.token)
         let link: [String: Any] = ["account": account, "line": "1", "key": key, "seq": 1, "type": "NULL"]
         #expect(try await Self.send(stage, "udp", link)["answer"] as? String == "ACK")
         // Two link tests missed (the clock moved by hand): the watch announces it.
