@@ -37,9 +37,10 @@ final class ServeProcess {
         if app == nil { environment["ROOST_ALLOW_TABLE_OWNER"] = "true" }
         // Every test registers its people from loopback: the per-address throttles are for other tests.
         environment.merge(Self.generousLimits) { current, _ in current }
-        // /readyz's one-second answer is a load balancer's budget; a test on a busy machine asks
-        // whether the node is ready, not how fast PostgreSQL answers.
-        environment.merge(["ROOST_READINESS_TIMEOUT_MS": "60000"]) { current, _ in current }
+        // /readyz's one-second answer is a load balancer's budget, and a request's 5 s wait for a
+        // pooled connection a user's; a test on a busy machine asks whether the node is ready and
+        // answers, not how fast PostgreSQL does.
+        environment.merge(["ROOST_READINESS_TIMEOUT_MS": "60000", "ROOST_DB_ACQUIRE_TIMEOUT_MS": "60000"]) { current, _ in current }
         let arguments = ["serve", "--listen", "127.0.0.1:0", "--threads", "2"] + (databaseURL == nil ? ["--no-outbox-worker"] : [])
             + (extraArguments.contains("--metrics-listen") ? [] : ["--metrics-listen", "off"])
             + (accessLog ? [] : ["--no-access-log"]) + extraArguments

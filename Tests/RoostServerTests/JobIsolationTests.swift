@@ -61,7 +61,7 @@ struct JobIsolationTests {
                                             message: NewMessage(clientMessageID: "checkin:\(own.uuidString.lowercased())", text: "hi", kind: .chat,
                                                                 severity: nil, template: nil, location: nil, replyTo: nil), on: connection)
             }
-            let pool = ConnectionPool(configuration: TestDatabase.configuration(database: database), options: .init(maxConnections: 2))
+            let pool = ConnectionPool(configuration: TestDatabase.configuration(database: database), options: .init(maxConnections: 2, clock: ManualPoolClock()))
             let metrics = JobMetrics()
             let raised = try await DeadlineScheduler(pool: pool, log: Log(level: .error), metrics: metrics).runOnce()
             pool.close()
@@ -97,20 +97,22 @@ struct JobIsolationTests {
                 }
             }
 
-            let pool = ConnectionPool(configuration: TestDatabase.configuration(database: database), options: .init(maxConnections: 3))
+            let pool = ConnectionPool(configuration: TestDatabase.configuration(database: database), options: .init(maxConnections: 3, clock: ManualPoolClock()))
             let metrics = JobMetrics()
             // A failed job waits minutes before its retry unless the test moves it (below), so on a
-            // machine however slow it is still being retried when the others have fired.
+            // machine however slow it is still being retried when the others have fired. The pools'
+            // clocks stand still: on a busy machine a job kept 5 s waiting for one of three
+            // connections would fail, and come back minutes later, though nothing was wrong.
             let scheduler = DeadlineScheduler(pool: pool, log: Log(level: .error), metrics: metrics, maxAttempts: 4, intervalMilliseconds: 20,
                                               baseBackoffSeconds: 300)
             func parked() throws -> [ParkedJob] { try JobStore().parked(limit: 10, on: connection) }
             scheduler.start()
             // The status is polled through a pool of the test's own, so the test never holds a
             // thread the scheduler needs (libpq calls block).
-            let setup = ConnectionPool(configuration: TestDatabase.configuration(database: database), options: .init(maxConnections: 1))
+            let setup = ConnectionPool(configuration: TestDatabase.configuration(database: database), options: .init(maxConnections: 1, clock: ManualPoolClock()))
             // Every other deadline fires; lateness is the time from its deadline to its alert's event.
             #expect(others.count == 100)
-            let fired = try await Poll.until {
+            let fired = try await Poll.until(within: .seconds(300)) {
                 var active = 0
                 for place in places {
                     active += try await setup.withConnection { connection in
@@ -158,7 +160,7 @@ struct JobIsolationTests {
             try connection.run(script: "DROP TRIGGER refuse_alerts ON messages")
             #expect(try JobStore().retry(.checkinDeadline, id: poisoned, on: connection))
             #expect(try !JobStore().retry(.checkinDeadline, id: poisoned, on: connection))
-            let again = ConnectionPool(configuration: TestDatabase.configuration(database: database), options: .init(maxConnections: 1))
+            let again = ConnectionPool(configuration: TestDatabase.configuration(database: database), options: .init(maxConnections: 1, clock: ManualPoolClock()))
             #expect(try await DeadlineScheduler(pool: again, log: Log(level: .error)).runOnce() == 1)
             again.close()
             #expect(try Self.status(poisoned, broken, on: connection) == "missed")
