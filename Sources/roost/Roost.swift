@@ -18,6 +18,9 @@ struct Roost {
           tenant update SLUG [--name NAME] [--registration open|invite_only] [--sms-prefixes +45,+46|all]
                                      [--retention-days DAYS|none] [--locale en|da]
           tenant list
+          feed add URL --tenant SLUG[,SLUG...]|--all [--name NAME] [--poll-s SECONDS] [--sender SENDER]
+          feed list | feed remove ID | feed poll ID
+                                     the CAP feeds of official warnings Roost polls for the tenants' groups
           outbox list --failed       deliveries that ran out of attempts (id, tenant, channel, template, attempts, last error)
           outbox retry ID            queue a failed delivery again with a fresh set of attempts
           jobs list --failed         parked background jobs (check-in deadlines, bridge watches) and failed deliveries
@@ -56,6 +59,21 @@ struct Roost {
           retry ID         queue a failed delivery again with a fresh set of attempts
         """ + databaseNote
 
+    static let feedUsage = """
+        Usage: roost feed add URL --tenant SLUG[,SLUG...]|--all [--name NAME] [--poll-s SECONDS] [--sender SENDER]
+               roost feed list
+               roost feed remove ID
+               roost feed poll ID
+
+          add URL          poll an Atom or RSS feed of CAP warnings (or one CAP document) for these tenants'
+                           groups that take official warnings; --poll-s at least ROOST_FEED_MIN_POLL_S (120),
+                           300 by default; --sender keeps only that sender's alerts; --name is the author
+                           members see (default: the URL's host)
+          list             the feeds, one a line: id, poll interval, tenants, URL, last poll's outcome (tab-separated)
+          remove ID        stop polling a feed (its alerts stay in their groups)
+          poll ID          poll a feed at the next round, whatever its interval
+        """ + databaseNote
+
     static let jobsUsage = """
         Usage: roost jobs list --failed
                roost jobs retry KIND ID
@@ -63,7 +81,7 @@ struct Roost {
           list --failed    jobs that failed too often and wait for an operator, one a line: kind, id, tenant,
                            attempts, last error (tab-separated); kinds: checkin_deadline, bridge_watch,
                            alert_escalation, live_location, checkin_request_expiry, password_reset, retention,
-                           media_expiry, outbox
+                           media_expiry, cap_expiry, outbox
           retry KIND ID    run a parked job again with a fresh set of attempts (outbox: as roost outbox retry)
         """ + databaseNote
 
@@ -89,6 +107,9 @@ struct Roost {
             case "outbox":
                 if arguments.contains("--help") || arguments.contains("-h") { exitHelp(outboxUsage) }
                 try await outbox(arguments)
+            case "feed":
+                if arguments.contains("--help") || arguments.contains("-h") { exitHelp(feedUsage) }
+                try await feed(arguments)
             case "jobs":
                 if arguments.contains("--help") || arguments.contains("-h") { exitHelp(jobsUsage) }
                 try await jobs(arguments)
@@ -225,6 +246,42 @@ struct Roost {
             print("\(id.lowercased()): \(done)")
         default:
             exitUsage("roost: unknown outbox action '\(action)'; run roost help")
+        }
+    }
+
+    private static func feed(_ arguments: [String]) async throws {
+        var arguments = arguments
+        guard let action = arguments.first else { exitUsage("roost: feed needs add, list, remove or poll; run roost feed --help") }
+        arguments.removeFirst()
+        switch action {
+        case "add":
+            guard let url = arguments.first, !url.hasPrefix("-") else { exitUsage("roost: feed add needs a URL") }
+            arguments.removeFirst()
+            let all = arguments.firstIndex(of: "--all").map { arguments.remove(at: $0) } != nil
+            let tenants = try take("--tenant", from: &arguments)?.split(separator: ",").map(String.init)
+            guard all != (tenants != nil) else { exitUsage("roost: feed add needs --tenant SLUG[,SLUG...] or --all, one of them") }
+            let name = try take("--name", from: &arguments)
+            let poll = try take("--poll-s", from: &arguments)
+            guard poll.map({ Int($0) != nil }) ?? true else { exitUsage("roost: --poll-s must be a number of seconds") }
+            let sender = try take("--sender", from: &arguments)
+            let feed = try await RoostCommands.addFeed(load(arguments), url: url, name: name, tenants: tenants, pollSeconds: poll.flatMap { Int($0) },
+                                                       sender: sender)
+            print("added feed \(feed.id.lowercasedText) (\(feed.name)), polled every \(feed.pollSeconds) s for \(feed.tenants)")
+        case "list":
+            let feeds = try await RoostCommands.listFeeds(load(arguments))
+            for feed in feeds {
+                print("\(feed.id.lowercasedText)\t\(feed.pollSeconds)\t\(feed.tenants)\t\(feed.url)\t\(feed.lastStatus ?? "not polled yet")")
+            }
+            if feeds.isEmpty { FileHandle.standardError.write(Data("roost: no feeds\n".utf8)) }
+        case "remove", "poll":
+            guard let id = arguments.first, !id.hasPrefix("-") else { exitUsage("roost: feed \(action) needs a feed ID (roost feed list)") }
+            arguments.removeFirst()
+            let found = action == "remove" ? try await RoostCommands.removeFeed(load(arguments), id: id)
+                : try await RoostCommands.pollFeed(load(arguments), id: id)
+            guard found else { fail("no feed \(id)") }
+            print(action == "remove" ? "removed feed \(id.lowercased())" : "feed \(id.lowercased()) is polled at the next round")
+        default:
+            exitUsage("roost: unknown feed action '\(action)'; run roost feed --help")
         }
     }
 

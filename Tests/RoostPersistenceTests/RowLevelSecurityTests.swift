@@ -222,6 +222,7 @@ struct RowLevelSecurityTests {
                              "retention_jobs": ["attempts", "due_at", "group_id", "last_error", "parked_at", "tenant_id"],
                              "media_expiries": ["attempts", "due_at", "last_error", "media_id", "parked_at", "tenant_id"],
                              "fanout_jobs": ["after_user", "created_at", "fanout_id", "tenant_id"],
+                             "cap_expiries": ["attempts", "due_at", "group_id", "last_error", "message_id", "parked_at", "seq", "tenant_id"],
                              // And the index a DC-09 frame's identity is looked up in before its tenant is known.
                              "dc09_identities": ["account", "bridge_id", "line", "receiver", "tenant_id"]]
             if let expected = jobTables[table] {

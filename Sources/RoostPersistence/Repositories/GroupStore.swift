@@ -16,6 +16,22 @@ public struct WatchGroup: Sendable, Equatable {
     public let retentionDays: Int?
     /// The first seq retention has kept: a cursor below `oldestSeq - 1` has missed events.
     public let oldestSeq: Int64
+    /// Whether official warnings (CAP feeds) reach the group, and from which severity.
+    public let feeds: FeedSetting
+    /// Drill mode: a feed's Test and Exercise messages reach the group too.
+    public let drill: Bool
+}
+
+/// A group's taking of official warnings (`PATCH /v1/groups/{gid}` `feeds`).
+public struct FeedSetting: Sendable, Equatable {
+    public let enabled: Bool
+    /// info, amber or red: warnings below it are left out.
+    public let minSeverity: String
+
+    public init(enabled: Bool, minSeverity: String) {
+        self.enabled = enabled
+        self.minSeverity = minSeverity
+    }
 }
 
 /// A group setting a change may leave alone, set, or (where it may be null) clear.
@@ -78,14 +94,16 @@ public struct GroupStore: Sendable {
     public func group(id: UUID, on connection: PostgresConnection) throws -> WatchGroup? {
         try connection.query("""
             SELECT g.id, g.name, g.description, s.last_seq, g.created_at, g.escalate_after_s, g.nearby_m, g.retention_days,
-                   g.purged_through + 1 AS oldest_seq
+                   g.purged_through + 1 AS oldest_seq, g.feeds_enabled, g.feeds_min_severity, g.drill
             FROM groups g JOIN group_seqs s ON s.tenant_id = g.tenant_id AND s.group_id = g.id WHERE g.id = \(id)
             """).first.map {
             WatchGroup(id: try $0.decode(UUID.self, "id"), name: try $0.decode(String.self, "name"),
                        description: try $0.decode(String.self, "description"), lastSeq: try $0.decode(Int64.self, "last_seq"),
                        createdAt: try $0.decode(Date.self, "created_at"), escalateAfterSeconds: try $0.decode(Int?.self, "escalate_after_s"),
                        nearbyMeters: try $0.decode(Int.self, "nearby_m"), retentionDays: try $0.decode(Int?.self, "retention_days"),
-                       oldestSeq: try $0.decode(Int64.self, "oldest_seq"))
+                       oldestSeq: try $0.decode(Int64.self, "oldest_seq"),
+                       feeds: FeedSetting(enabled: try $0.decode(Bool.self, "feeds_enabled"), minSeverity: try $0.decode(String.self, "feeds_min_severity")),
+                       drill: try $0.decode(Bool.self, "drill"))
         }
     }
 
@@ -257,7 +275,8 @@ extension GroupStore {
 
     /// Changes a group's name, description and settings; nil (or `.unchanged`) leaves a field as it is.
     public func update(group: UUID, name: String?, description: String?, escalateAfterSeconds: SettingChange<Int?> = .unchanged,
-                       nearbyMeters: Int? = nil, retentionDays: SettingChange<Int?> = .unchanged, on connection: PostgresConnection) throws {
+                       nearbyMeters: Int? = nil, retentionDays: SettingChange<Int?> = .unchanged, feedsEnabled: Bool? = nil, feedsMinSeverity: String? = nil, drill: Bool? = nil,
+                       on connection: PostgresConnection) throws {
         var escalation: Int?
         var setsEscalation = false
         if case .set(let value) = escalateAfterSeconds { (escalation, setsEscalation) = (value, true) }
@@ -268,7 +287,10 @@ extension GroupStore {
             UPDATE groups SET name = coalesce(\(name), name), description = coalesce(\(description), description),
                               escalate_after_s = CASE WHEN \(setsEscalation) THEN \(escalation)::integer ELSE escalate_after_s END,
                               nearby_m = coalesce(\(nearbyMeters)::integer, nearby_m),
-                              retention_days = CASE WHEN \(setsRetention) THEN \(retention)::integer ELSE retention_days END, updated_at = now()
+                              retention_days = CASE WHEN \(setsRetention) THEN \(retention)::integer ELSE retention_days END,
+                              feeds_enabled = coalesce(\(feedsEnabled)::boolean, feeds_enabled),
+                              feeds_min_severity = coalesce(\(feedsMinSeverity)::text, feeds_min_severity),
+                              drill = coalesce(\(drill)::boolean, drill), updated_at = now()
             WHERE id = \(group)
             """)
     }

@@ -35,9 +35,11 @@ public struct JobKind: Hashable, Sendable, CustomStringConvertible {
     public static let retention = JobKind(name: "retention", table: "retention_jobs", idColumn: "group_id", dueColumn: "due_at", onFailure: "")
     /// An upload nobody linked, or one that never completed (sql/0021).
     public static let mediaExpiry = JobKind(name: "media_expiry", table: "media_expiries", idColumn: "media_id", dueColumn: "due_at", onFailure: "")
+    /// An official warning's alert, closed when the warning expires (sql/0039).
+    public static let capExpiry = JobKind(name: "cap_expiry", table: "cap_expiries", idColumn: "message_id", dueColumn: "due_at", onFailure: "")
     /// Every scheduled kind but the outbox, whose rows keep their own attempts and status.
     public static let scheduled: [JobKind] = [.checkinDeadline, .bridgeWatch, .alertEscalation, .liveLocation, .checkinRequestExpiry,
-                                              .passwordReset, .retention, .mediaExpiry]
+                                              .passwordReset, .retention, .mediaExpiry, .capExpiry]
     /// The outbox's deliveries (`OutboxStore`), named alike in metrics and `roost jobs`.
     public static let outbox = JobKind(name: "outbox", table: "outbox_jobs", idColumn: "outbox_id", dueColumn: "next_attempt_at",
                                        onFailure: "")

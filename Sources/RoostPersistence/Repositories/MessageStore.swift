@@ -54,7 +54,7 @@ public struct MessageStore: Sendable {
         jsonb_build_object(
             'id', m.id, 'group_id', m.group_id, 'seq', m.seq, 'kind', m.kind,
             'author', jsonb_build_object('type', m.author_type, 'id', m.author_id,
-                                         'display_name', coalesce(u.display_name, b.name, m.author_type)),
+                                         'display_name', coalesce(u.display_name, b.name, f.name, m.author_type)),
             'text', m.text, 'template', m.template, 'location', m.location, 'reply_to', m.reply_to,
             'created_at', to_char(m.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
             'client_msg_id', m.client_msg_id,
@@ -68,6 +68,7 @@ public struct MessageStore: Sendable {
                                   ELSE jsonb_build_object('type', a.closed_by_type, 'id', a.closed_by, 'display_name', CASE a.closed_by_type
                                       WHEN 'user' THEN (SELECT cu.display_name FROM users cu WHERE cu.tenant_id = a.tenant_id AND cu.id = a.closed_by)
                                       WHEN 'bridge' THEN (SELECT cb.name FROM bridges cb WHERE cb.tenant_id = a.tenant_id AND cb.id = a.closed_by)
+                                      WHEN 'feed' THEN (SELECT cf.name FROM cap_feeds cf WHERE cf.id = a.closed_by)
                                   END) END,
                 'resolution', a.resolution, 'dedup_key', a.dedup_key, 'repeat_count', a.repeat_count, 'details', a.details,
                 'escalation_level', a.escalation_level,
@@ -86,6 +87,7 @@ public struct MessageStore: Sendable {
     static let messageJoins = """
         LEFT JOIN users u ON u.tenant_id = m.tenant_id AND u.id = m.author_id AND m.author_type = 'user'
         LEFT JOIN bridges b ON b.tenant_id = m.tenant_id AND b.id = m.author_id AND m.author_type = 'bridge'
+        LEFT JOIN cap_feeds f ON f.id = m.author_id AND m.author_type = 'feed'
         LEFT JOIN alerts a ON a.tenant_id = m.tenant_id AND a.group_id = m.group_id AND a.seq = m.seq
         """
 
@@ -314,6 +316,12 @@ public struct MessageStore: Sendable {
     }
 
     /// Whom an alert (and every event about it) is hidden from, if anyone.
+    /// Who wrote the message at `seq`: a user, a bridge, the system or a feed.
+    public func authorType(group: UUID, seq: Int64, on connection: PostgresConnection) throws -> ActorType? {
+        try connection.query("SELECT author_type FROM messages WHERE group_id = \(group) AND seq = \(seq)").first
+            .map { ActorType(try $0.decode(String.self, "author_type")) }
+    }
+
     public func hiddenFrom(group: UUID, seq: Int64, on connection: PostgresConnection) throws -> UUID? {
         try connection.query("SELECT hidden_from FROM alerts WHERE group_id = \(group) AND seq = \(seq)").first?.decode(UUID?.self, "hidden_from")
     }

@@ -211,9 +211,19 @@ public enum CAPTime {
         let days = CivilCalendar.days(year: year, month: month, day: day)
         return Date(timeIntervalSince1970: TimeInterval(days * 86_400 + hour * 3600 + minute * 60 + second - offset))
     }
+
+    /// A time as CAP 1.2 writes it, in UTC: `2026-11-28T09:05:00-00:00` (CAP forbids `Z`).
+    public static func text(_ date: Date) -> String {
+        let seconds = Int64(date.timeIntervalSince1970.rounded(.down))
+        let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
+        let (year, month, day) = CivilCalendar.date(days: days)
+        let inDay = seconds - days * 86_400
+        func two(_ value: Int64) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        return "\(year)-\(two(month))-\(two(day))T\(two(inDay / 3600)):\(two(inDay / 60 % 60)):\(two(inDay % 60))-00:00"
+    }
 }
 
-private extension String {
+extension String {
     var trimmed: String { trimmingCharacters(in: .whitespacesAndNewlines) }
     var nonEmpty: String? { isEmpty ? nil : self }
 }

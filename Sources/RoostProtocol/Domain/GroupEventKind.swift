@@ -13,6 +13,9 @@ public struct GroupEventKind: Hashable, Sendable, CustomStringConvertible {
     public static let alertRepeated = GroupEventKind("alert.repeated")
     /// An open red alert nobody is coming to went up a level (API.md "Incidents").
     public static let alertEscalated = GroupEventKind("alert.escalated")
+    /// An official warning's alert changed in place (its publisher's `Update`: text, severity,
+    /// details), API.md "Group areas and CAP".
+    public static let alertUpdated = GroupEventKind("alert.updated")
     public static let memberJoined = GroupEventKind("member.joined")
     public static let memberLeft = GroupEventKind("member.left")
     public static let memberRemoved = GroupEventKind("member.removed")

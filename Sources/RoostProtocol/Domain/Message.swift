@@ -31,6 +31,8 @@ public struct ActorType: Hashable, Sendable, CustomStringConvertible {
     public static let user = ActorType("user")
     public static let bridge = ActorType("bridge")
     public static let system = ActorType("system")
+    /// An official warnings feed the operator configured (a CAP publisher's).
+    public static let feed = ActorType("feed")
     /// Whoever holds the operator token (audit entries only).
     public static let `operator` = ActorType("operator")
 

@@ -63,9 +63,10 @@ public struct HTTPResponseFraming: Sendable {
                 }
             }
             if let text = headers["content-length"] {
-                guard !text.isEmpty, text.utf8.allSatisfy({ (48...57).contains($0) }), let length = Int(text), length <= limit else {
+                guard !text.isEmpty, text.utf8.allSatisfy({ (48...57).contains($0) }), let length = Int(text) else {
                     return .malformed("bad Content-Length \(text)")
                 }
+                guard length <= limit else { return .malformed("a body of \(length) bytes, over \(limit)") }
                 if bytes.count >= bodyStart + length {
                     return .complete(Response(status: status, headers: headers), consumed: bodyStart + length, keepAlive: keepAlive)
                 }
@@ -75,6 +76,34 @@ public struct HTTPResponseFraming: Sendable {
             if bytes.count > limit { return .malformed("response over \(limit) bytes") }
             return closed ? .complete(Response(status: status, headers: headers), consumed: bytes.count, keepAlive: false) : .needMore
         }
+    }
+
+    /// The body of the response `step` found complete in `bytes[..<consumed]`, de-chunked: for
+    /// the rare client that reads it (a feed poll). Interim responses are passed over as `step`
+    /// does; nil for bytes `step` did not call complete.
+    public static func body(_ bytes: [UInt8], consumed: Int) -> [UInt8]? {
+        var start = 0
+        while let end = headerEnd(bytes, from: start), let (status, headers) = head(bytes[start..<end]) {
+            let bodyStart = end + 4
+            if (100...199).contains(status) {
+                start = bodyStart
+                continue
+            }
+            guard consumed >= bodyStart, consumed <= bytes.count else { return nil }
+            guard headers["transfer-encoding"] != nil else { return Array(bytes[bodyStart..<consumed]) }
+            var body: [UInt8] = []
+            var index = bodyStart
+            while let lineEnd = lineEnd(bytes, from: index) {
+                let sizeText = String(decoding: bytes[index..<lineEnd], as: UTF8.self).split(separator: ";", maxSplits: 1).first ?? ""
+                guard let size = Int(sizeText.trimmingCharacters(in: .whitespaces), radix: 16), size >= 0,
+                      lineEnd + 2 + size <= consumed else { return nil }
+                if size == 0 { return body }
+                body += bytes[(lineEnd + 2)..<(lineEnd + 2 + size)]
+                index = lineEnd + 2 + size + 2
+            }
+            return nil
+        }
+        return nil
     }
 
     private static func headerEnd(_ bytes: [UInt8], from start: Int) -> Int? {

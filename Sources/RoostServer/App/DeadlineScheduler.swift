@@ -9,7 +9,7 @@ import Synchronization
 /// coming to (`AlertEscalations`), live locations' coalesced points and idle ends
 /// (`LiveLocationJobs`), check-in requests nobody answered (`CheckinRequestExpiries`), password
 /// reset requests (`PasswordResetJobs`), history past its group's retention (`RetentionJobs`),
-/// uploads nobody linked (`MediaExpiries`), and sessions past their age. Every kind claims its due jobs with
+/// uploads nobody linked (`MediaExpiries`), official warnings that expired (`FeedExpiries`), and sessions past their age. Every kind claims its due jobs with
 /// `FOR UPDATE SKIP LOCKED`, so nodes never take the same one, and a deadline that passed while
 /// every node was down fires on the first round of the first node up.
 ///
@@ -29,6 +29,7 @@ final class DeadlineScheduler: Sendable {
     private let resets: PasswordResetJobs
     private let retention: RetentionJobs
     private let media: MediaExpiries
+    private let warnings: FeedExpiries
     private let intervalMilliseconds: Int
     private let running = Mutex<Task<Void, Never>?>(nil)
     static let perRound = 100
@@ -50,6 +51,7 @@ final class DeadlineScheduler: Sendable {
         resets = PasswordResetJobs(pool: pool, runner: runner)
         retention = RetentionJobs(pool: pool, runner: runner)
         media = MediaExpiries(pool: pool, runner: runner)
+        warnings = FeedExpiries(pool: pool, runner: runner)
         self.intervalMilliseconds = intervalMilliseconds
     }
 
@@ -78,6 +80,7 @@ final class DeadlineScheduler: Sendable {
                         }
                     }
                     await attempt("media: an expiry round failed; retrying") { try await media.runOnce() }
+                    await attempt("feeds: an expiry round failed; retrying") { try await warnings.runOnce() }
                     if ContinuousClock.now >= nextSessionSweep {
                         nextSessionSweep = ContinuousClock.now + .seconds(30)
                         await attempt("sessions: an expiry round failed; retrying") { try await Self.endExpiredSessions(pool: pool) }

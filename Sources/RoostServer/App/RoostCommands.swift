@@ -69,6 +69,8 @@ public enum RoostCommands {
         if configuration.outboxWorker { outbox.start() }
         let checkins = DeadlineScheduler(pool: pool, log: log, metrics: jobs)
         checkins.start()
+        let feeds = try feedPoller(configuration, pool: pool, log: log)
+        feeds.start()
         log.info("listening", [
             "addresses": addresses.map(\.description).joined(separator: ","),
             "ports": server.boundPorts.map(String.init).joined(separator: ","), "threads": String(threads),
@@ -83,7 +85,16 @@ public enum RoostCommands {
         await server.shutdown()
         await outbox.stop()
         await checkins.stop()
+        await feeds.stop()
         log.info("stopped")
+    }
+
+    /// The poller of the operator's CAP feeds (every node runs one; each feed is polled by one
+    /// node at a time), through the outbound policy and the TLS trust every delivery uses.
+    static func feedPoller(_ configuration: ServerConfiguration, pool: ConnectionPool, log: Log) throws -> FeedPoller {
+        var network = OutboundNetwork()
+        network.policy = try outboundPolicy(configuration)
+        return FeedPoller(pool: pool, network: network, tls: try TLSClientContext(extraCAFile: configuration.tlsCAFile), log: log)
     }
 
     /// The MQTT listener for bridges, when `--mqtt-listen` names an address.
@@ -138,6 +149,8 @@ public enum RoostCommands {
         TenantRoutes.add(to: &builder, pool: pool, adminToken: configuration.adminToken)
         TenantAdminRoutes.add(to: &builder, pool: pool, adminToken: configuration.adminToken,
                               invitationLifetime: configuration.invitationLifetimeSeconds, limits: configuration.abuse)
+        FeedAdminRoutes.add(to: &builder, pool: pool, adminToken: configuration.adminToken, policy: try outboundPolicy(configuration),
+                            minPollSeconds: configuration.feedMinPollSeconds)
         let accounts = AccountRoutes(pool: pool, sessionLifetime: configuration.sessionLifetimeSeconds,
                                      sessionMaxAge: configuration.sessionMaxAgeSeconds, hashingThreads: hashingThreads,
                                      invitationLifetime: configuration.invitationLifetimeSeconds, limits: configuration.abuse,
@@ -517,3 +530,81 @@ final class ServerBox: Sendable {
 }
 
 import Synchronization
+
+extension RoostCommands {
+    /// A feed as `roost feed list` prints it: id, poll interval, tenants, URL, last status.
+    public struct FeedLine: Sendable {
+        public let id: UUID
+        public let url: String
+        public let name: String
+        public let tenants: String
+        public let pollSeconds: Int
+        public let lastStatus: String?
+    }
+
+    /// `roost feed add`: a CAP feed for some tenants (`tenants` slugs) or all (nil).
+    public static func addFeed(_ configuration: ServerConfiguration, url: String, name: String?, tenants: [String]?, pollSeconds: Int?,
+                               sender: String?) async throws -> FeedLine {
+        let feed: (url: String, name: String, poll: Int, sender: String?)
+        do {
+            feed = try FeedAdminRoutes.validated(url: url, name: name, pollSeconds: pollSeconds, sender: sender,
+                                                 policy: try outboundPolicy(configuration), minPollSeconds: configuration.feedMinPollSeconds)
+        } catch let error as APIError {
+            throw ConfigurationError(error.message.replacingOccurrences(of: "poll_s", with: "--poll-s"))
+        }
+        let (pool, _) = try await DatabaseStartup.open(configuration, log: Log(level: .warning), migrate: configuration.migrate)
+        defer { pool.close() }
+        do {
+            return try await pool.withConnection { connection in
+                let slugs = try FeedAdminRoutes.slugs(on: connection)
+                let ids = Dictionary(slugs.map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
+                let chosen = try tenants.map { names in
+                    try names.map { slug in
+                        guard let id = ids[slug] else { throw StartupError("no tenant has the slug '\(slug)' (roost tenant list)") }
+                        return id
+                    }
+                }
+                let row = try FeedStore().add(url: feed.url, name: feed.name, tenants: chosen, pollSeconds: feed.poll, sender: feed.sender, on: connection)
+                return line(row, slugs: slugs)
+            }
+        } catch is FeedStore.Taken {
+            throw StartupError("a feed with the URL \(url) is configured already (roost feed list)")
+        } catch let error as DatabaseError {
+            throw StartupError(error)
+        }
+    }
+
+    public static func listFeeds(_ configuration: ServerConfiguration) async throws -> [FeedLine] {
+        try await withFeeds(configuration) { connection in
+            let slugs = try FeedAdminRoutes.slugs(on: connection)
+            return try FeedStore().feeds(on: connection).map { line($0, slugs: slugs) }
+        }
+    }
+
+    /// `roost feed remove ID` and `roost feed poll ID`: whether the feed existed.
+    public static func removeFeed(_ configuration: ServerConfiguration, id: String) async throws -> Bool {
+        guard let id = UUID(uuidString: id) else { throw ConfigurationError("a feed's ID is a UUID (roost feed list)") }
+        return try await withFeeds(configuration) { try FeedStore().remove(id, on: $0) }
+    }
+
+    public static func pollFeed(_ configuration: ServerConfiguration, id: String) async throws -> Bool {
+        guard let id = UUID(uuidString: id) else { throw ConfigurationError("a feed's ID is a UUID (roost feed list)") }
+        return try await withFeeds(configuration) { try FeedStore().pollSoon(id, on: $0) }
+    }
+
+    private static func withFeeds<Value: Sendable>(_ configuration: ServerConfiguration,
+                                                   _ body: @escaping @Sendable (PostgresConnection) throws -> Value) async throws -> Value {
+        let (pool, _) = try await DatabaseStartup.open(configuration, log: Log(level: .warning), migrate: configuration.migrate)
+        defer { pool.close() }
+        do {
+            return try await pool.withConnection(body)
+        } catch let error as DatabaseError {
+            throw StartupError(error)
+        }
+    }
+
+    private static func line(_ row: CAPFeedRow, slugs: [UUID: String]) -> FeedLine {
+        FeedLine(id: row.id, url: row.url, name: row.name, tenants: row.tenants.map { $0.compactMap { slugs[$0] }.joined(separator: ",") } ?? "all",
+                 pollSeconds: row.pollSeconds, lastStatus: row.lastStatus)
+    }
+}

@@ -22,6 +22,8 @@ public struct ServerConfiguration: Sendable {
     public var dc09BehindSeconds = 40
     public var dc09AheadSeconds = 20
     public var dc09IdleSeconds = 300
+    /// The shortest interval a CAP feed may be polled at (`roost feed add --poll-s`, the operator API).
+    public var feedMinPollSeconds = 120
     public var adminToken: String?
     public var delivery = "log"
     public var deliveryWebhookURL: String?

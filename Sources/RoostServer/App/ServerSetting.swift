@@ -96,6 +96,8 @@ struct ServerSetting: Sendable {
                 "how long a node holds the deliveries it claimed before another node may send them") { $0.deliveryLeaseSeconds = $1 },
         choice("--log-level", "ROOST_LOG_LEVEL", LogLevel.allCases.map(\.rawValue), "info",
                "least severe log level written") { $0.logLevel = LogLevel(rawValue: $1)! },
+        integer("--feed-min-poll-s", "ROOST_FEED_MIN_POLL_S", 10...86_400, 120,
+                "the shortest interval an official warnings feed may be polled at") { $0.feedMinPollSeconds = $1 },
         integer("--checkin-min-s", "ROOST_CHECKIN_MIN_S", 1...86_400, 60,
                 "shortest check-in deadline, seconds") { $0.checkinMinSeconds = $1 },
         integer("--db-pool-size", "ROOST_DB_POOL_SIZE", 1...500, 10,

@@ -27,7 +27,8 @@ struct CreateGroup: UserUseCase {
 /// The owner or an admin renames the group, changes its description, or its incident settings:
 /// how long a red alert waits before it escalates (60–3600 s, or null for never) and how near
 /// a home must be for the critical push (50–50,000 m); the owner alone, how many days the group
-/// keeps its history (at most the tenant's; null: the tenant's).
+/// keeps its history (at most the tenant's; null: the tenant's); whether official warnings reach
+/// the group and from which severity, and drill mode (a feed's Test and Exercise messages too).
 struct UpdateGroup: GroupUseCase {
     let group: UUID
     let name: String?
@@ -35,6 +36,9 @@ struct UpdateGroup: GroupUseCase {
     let escalateAfterSeconds: SettingChange<Int?>
     let nearbyMeters: Int?
     let retentionDays: SettingChange<Int?>
+    var feedsEnabled: Bool?
+    var feedsMinSeverity: String?
+    var drill: Bool?
 
     static let escalationRange = 60...3600
     static let nearbyRange = 50...50_000
@@ -58,6 +62,14 @@ struct UpdateGroup: GroupUseCase {
         self.retentionDays = retentionDays
     }
 
+    /// The official warnings setting (`feeds: {enabled, min_severity?}`) and drill mode.
+    mutating func takeFeeds(enabled: Bool?, minSeverity: String?, drill: Bool?) throws(APIError) {
+        if let minSeverity, !AlertSeverity(minSeverity).isKnown {
+            throw APIError.invalid("feeds.min_severity must be info, amber or red", "feeds.min_severity")
+        }
+        (feedsEnabled, feedsMinSeverity, self.drill) = (enabled, minSeverity, drill)
+    }
+
     /// The group after the change, with the caller's role.
     func run(by caller: GroupCaller, on connection: PostgresConnection) throws -> (WatchGroup, Role) {
         try caller.requireManager("only the owner and admins can change the group")
@@ -66,11 +78,14 @@ struct UpdateGroup: GroupUseCase {
             try Retention.requireWithinTenant(days, tenant: caller.user.tenantID, on: connection)
         }
         try GroupStore().update(group: group, name: name, description: description, escalateAfterSeconds: escalateAfterSeconds,
-                                nearbyMeters: nearbyMeters, retentionDays: retentionDays, on: connection)
+                                nearbyMeters: nearbyMeters, retentionDays: retentionDays, feedsEnabled: feedsEnabled, feedsMinSeverity: feedsMinSeverity, drill: drill, on: connection)
         var data = "{\"description\":\(description.map(JSONString.quote) ?? "null"),\"name\":\(name.map(JSONString.quote) ?? "null")"
         // The settings appear only when they change (null is a value of escalate_after_s: never).
         if case .set(let seconds) = escalateAfterSeconds { data += ",\"escalate_after_s\":\(seconds.map(String.init) ?? "null")" }
         if let nearbyMeters { data += ",\"nearby_m\":\(nearbyMeters)" }
+        if let feedsEnabled { data += ",\"feeds_enabled\":\(feedsEnabled)" }
+        if let feedsMinSeverity { data += ",\"feeds_min_severity\":\(JSONString.quote(feedsMinSeverity))" }
+        if let drill { data += ",\"drill\":\(drill)" }
         if case .set(let days) = retentionDays {
             data += ",\"retention_days\":\(days.map(String.init) ?? "null")"
             if days != nil { try RetentionStore().schedule(tenant: caller.user.tenantID, group: group, on: connection) }

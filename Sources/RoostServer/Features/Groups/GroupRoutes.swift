@@ -23,13 +23,23 @@ struct GroupRoutes: Sendable {
         let nearbyMeters: Int?
         /// Absent: unchanged; null: the tenant's retention.
         let retentionDays: SettingChange<Int?>
+        let feeds: FeedsBody?
+        let drill: Bool?
         static let fieldNames: Set<String> = names(CodingKeys.self)
 
         enum CodingKeys: String, CodingKey, CaseIterable {
-            case name, description
+            case name, description, feeds, drill
             case escalateAfterSeconds = "escalate_after_s"
             case nearbyMeters = "nearby_m"
             case retentionDays = "retention_days"
+        }
+
+        /// `{"enabled": bool, "min_severity"?: "info" | "amber" | "red"}`.
+        struct FeedsBody: Decodable, KnownFields {
+            let enabled: Bool
+            let minSeverity: String?
+            static let fieldNames: Set<String> = ["enabled", "min_severity"]
+            enum CodingKeys: String, CodingKey { case enabled, minSeverity = "min_severity" }
         }
 
         init(from decoder: any Decoder) throws {
@@ -39,6 +49,8 @@ struct GroupRoutes: Sendable {
             escalateAfterSeconds = try container.decodeSetting(Int.self, forKey: .escalateAfterSeconds)
             nearbyMeters = try container.decodeIfPresent(Int.self, forKey: .nearbyMeters)
             retentionDays = try container.decodeSetting(Int.self, forKey: .retentionDays)
+            feeds = try container.decodeIfPresent(FeedsBody.self, forKey: .feeds)
+            drill = try container.decodeIfPresent(Bool.self, forKey: .drill)
         }
     }
 
@@ -119,9 +131,11 @@ struct GroupRoutes: Sendable {
         }
         builder.add(.patch, "/v1/groups/{gid:uuid}", bodyLimit: 16 * 1024, signedIn: auth) { context, caller in
             let body = try context.decodeJSON(PatchBody.self)
-            let (group, role) = try await caller.run(UpdateGroup(group: context.parameters.uuid("gid")!, name: body.name, description: body.description,
-                                                                 escalateAfterSeconds: body.escalateAfterSeconds, nearbyMeters: body.nearbyMeters,
-                                                                 retentionDays: body.retentionDays))
+            var update = try UpdateGroup(group: context.parameters.uuid("gid")!, name: body.name, description: body.description,
+                                         escalateAfterSeconds: body.escalateAfterSeconds, nearbyMeters: body.nearbyMeters,
+                                         retentionDays: body.retentionDays)
+            try update.takeFeeds(enabled: body.feeds?.enabled, minSeverity: body.feeds?.minSeverity, drill: body.drill)
+            let (group, role) = try await caller.run(update)
             return try APIJSON.response(.ok, GroupView(group, role: role))
         }
         builder.add(.delete, "/v1/groups/{gid:uuid}", signedIn: auth) { context, caller in
@@ -145,9 +159,17 @@ struct GroupView: Encodable {
     /// null: the tenant's.
     @Null var retentionDays: Int?
     let oldestSeq: Int64
+    let feeds: Feeds
+    let drill: Bool
+
+    struct Feeds: Encodable {
+        let enabled: Bool
+        let minSeverity: String
+        enum CodingKeys: String, CodingKey { case enabled, minSeverity = "min_severity" }
+    }
 
     enum CodingKeys: String, CodingKey {
-        case id, name, description, role
+        case id, name, description, role, feeds, drill
         case lastSeq = "last_seq"
         case createdAt = "created_at"
         case escalateAfterSeconds = "escalate_after_s"
@@ -167,5 +189,7 @@ struct GroupView: Encodable {
         nearbyMeters = group.nearbyMeters
         retentionDays = group.retentionDays
         oldestSeq = group.oldestSeq
+        feeds = Feeds(enabled: group.feeds.enabled, minSeverity: group.feeds.minSeverity)
+        drill = group.drill
     }
 }

@@ -113,7 +113,9 @@ struct AlertEscalations: Sendable {
             try OutboxStore().enqueueRecipientPushes(group: group, seq: seq, template: .alert, data: RawJSON(data), unansweredOnly: true,
                                                      distanceTo: RawJSON(alert), on: connection)
         }
-        if reaches.contacts {
+        // An official warning reaches the members it was pushed to, never the group's outside
+        // contacts: a flood warning is no emergency in a neighbour's house.
+        if reaches.contacts, try MessageStore().authorType(group: group, seq: seq, on: connection) != .feed {
             for contact in try OutsideContactStore.escalation.confirmed(owner: group, on: connection) {
                 let (hour, day) = (RateLimitKey(.escalationContact, tenant.uuidString, contact.id.uuidString, "hour"),
                                    RateLimitKey(.escalationContact, tenant.uuidString, contact.id.uuidString, "day"))

@@ -6,7 +6,8 @@ import RoostProtocol
 import Glibc
 #endif
 
-/// The client side of TLS for the delivery worker (libssl): certificates and host names are
+/// The client side of TLS for every outbound connection (the delivery worker's, the warning
+/// feeds' polls), with libssl: certificates and host names are
 /// always verified, against the system trust store plus, optionally, one more CA file
 /// (`ROOST_TLS_CA_FILE`). TLS 1.2 at least. One context serves every connection.
 final class TLSClientContext: @unchecked Sendable {
@@ -58,8 +59,8 @@ final class TLSSession: @unchecked Sendable {
 /// One outbound connection, plain or TLS (from the start, or after SMTP's STARTTLS), where
 /// every step (resolve aside, connect, handshake, each read and write) ends by one deadline:
 /// the socket never blocks, and waiting is `poll(2)` with what is left of the time. A server
-/// that stalls costs its delivery that much time and no more. Runs on the delivery worker's
-/// own threads, never on an event loop.
+/// that stalls costs its delivery (or poll) that much time and no more. Runs on the delivery
+/// worker's or the feed poller's own threads, never on an event loop.
 final class OutboundStream {
     let host: String
     let port: Int
