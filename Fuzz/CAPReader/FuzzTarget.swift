@@ -1,7 +1,8 @@
-// libFuzzer target for the XML reader and the CAP alert read from it (issue #60): warnings come
-// from feeds Roost does not control. Compiled together with RoostProtocol's sources by
-// scripts/fuzz. Checks that no input traps or runs away (the limits hold), that reading is
-// deterministic, and that every polygon read is a ring of at most CAP's limit of points.
+// libFuzzer target for the XML reader and what is read from it (issue #60): a CAP alert, and a
+// feed (Atom, RSS, or a lone alert) listing them; warnings come from feeds Roost does not
+// control. Compiled together with RoostProtocol's sources by scripts/fuzz. Checks that no input
+// traps or runs away (the limits hold), that reading is deterministic, that every polygon read
+// is a ring of at most CAP's limit of points, and that a feed's links are absolute http(s) URLs.
 import Foundation
 
 @_cdecl("LLVMFuzzerTestOneInput")
@@ -13,6 +14,14 @@ public func fuzzCAPReader(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let again = Result { () throws(XMLReader.Refusal) in try XMLReader.parse(bytes, limits: limits) }
     precondition(once == again, "reading the same bytes twice differed")
     guard case .success(let root) = once else { return 0 }
+    if let feed = try? CAPFeed.read(root) {
+        precondition(feed.entries.count <= CAPFeed.maxEntries, "a feed past its limit was read")
+        for entry in feed.entries {
+            if case .link(let url) = entry.content {
+                precondition(url.lowercased().hasPrefix("http://") || url.lowercased().hasPrefix("https://"), "a link that is not http(s)")
+            }
+        }
+    }
     if let alert = try? CAPAlert.read(root) {
         for info in alert.infos {
             for area in info.areas {

@@ -2,7 +2,8 @@
 // response ends on a kept connection. Compiled together with RoostProtocol's sources by
 // scripts/fuzz. Checks that no input traps; that a complete response consumed no more than it
 // was given and has a status of 200 to 599; that it stays complete, with the same answer,
-// when more bytes follow (the next response's); and that no prefix of it was complete.
+// when more bytes follow (the next response's); that no prefix of it was complete; and that
+// its body (as a feed poll reads it) is there and no longer than what was consumed.
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzHTTPResponseFraming(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
@@ -15,6 +16,8 @@ public func fuzzHTTPResponseFraming(_ data: UnsafePointer<UInt8>, _ size: Int) -
     guard case .complete(let response, let consumed, _) = step else { return 0 }
     precondition(consumed <= bytes.count, "consumed more than was read")
     precondition((200...599).contains(response.status), "a final status out of range")
+    let body = HTTPResponseFraming.body(bytes, consumed: consumed)
+    precondition(body != nil && body!.count <= consumed, "a complete response's body could not be read")
     if !closed {
         let whole = Array(bytes[0..<consumed])
         precondition(framing.step(whole, closed: false) == step || consumed == bytes.count, "the bytes after a response changed it")

@@ -49,6 +49,7 @@ struct APIFixture {
             if let adminToken {
                 TenantRoutes.add(to: &builder, pool: pool, adminToken: adminToken)
                 TenantAdminRoutes.add(to: &builder, pool: pool, adminToken: adminToken)
+                FeedAdminRoutes.add(to: &builder, pool: pool, adminToken: adminToken, policy: OutboundPolicy(), minPollSeconds: 10)
             }
         })
         self.hub = hub

@@ -24,6 +24,10 @@ public struct FeedGroup: Sendable, Equatable {
     public let areaJSON: String
     public let minSeverity: String
     public let drill: Bool
+
+    public init(id: UUID, areaJSON: String, minSeverity: String, drill: Bool) {
+        (self.id, self.areaJSON, self.minSeverity, self.drill) = (id, areaJSON, minSeverity, drill)
+    }
 }
 
 /// Official warnings (issue #60): the operator's feeds, the poll's lease and memory, the groups

@@ -89,6 +89,7 @@ public struct HTTPResponseFraming: Sendable {
                 start = bodyStart
                 continue
             }
+            if status == 204 || status == 304 { return [] }
             guard consumed >= bodyStart, consumed <= bytes.count else { return nil }
             guard headers["transfer-encoding"] != nil else { return Array(bytes[bodyStart..<consumed]) }
             var body: [UInt8] = []

@@ -10,7 +10,7 @@ import RoostProtocol
 struct OutboundFetch: Sendable {
     let network: OutboundNetwork
     let tls: TLSClientContext?
-    /// The most bytes an answer may have, head and body.
+    /// The most bytes an answer's body may have; past it the fetch fails for good (`isRefusal`).
     var maxBytes = 2 << 20
     var maxRedirects = 3
 
@@ -63,9 +63,10 @@ struct OutboundFetch: Sendable {
         while true {
             let piece = try stream.read(limit: 65_536)
             received += piece
-            guard received.count <= maxBytes + 16_384 else { throw OutboundFailure("\(url.origin) sent more than \(maxBytes) bytes") }
+            guard received.count <= maxBytes + 16_384 else { throw OutboundFailure(final: "\(url.origin) sent more than \(maxBytes) bytes") }
             switch framing.step(received, closed: piece.isEmpty) {
             case .needMore: continue
+            case .malformed(let problem) where problem.contains("over \(maxBytes)"): throw OutboundFailure(final: "\(url.origin): \(problem)")
             case .malformed(let problem): throw OutboundFailure("\(url.origin): \(problem)")
             case .complete(let response, let consumed, _):
                 guard let body = HTTPResponseFraming.body(received, consumed: consumed) else {

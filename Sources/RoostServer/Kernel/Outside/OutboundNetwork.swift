@@ -90,8 +90,8 @@ extension OutboundNetwork {
 }
 
 /// What went wrong talking to a server outside: the text lands in the outbox row's
-/// `last_error` (and `roost outbox list --failed`). A refusal by the outbound policy is final:
-/// no retry changes it.
+/// `last_error` (and `roost outbox list --failed`). A refusal by the outbound policy is final,
+/// as is an answer over its size bound: no retry changes it (`isRefusal`).
 public struct OutboundFailure: Error, CustomStringConvertible {
     public let description: String
     public let isRefusal: Bool
@@ -103,6 +103,12 @@ public struct OutboundFailure: Error, CustomStringConvertible {
 
     init(_ refusal: OutboundRefusal) {
         description = "refused by the outbound policy: \(refusal)"
+        isRefusal = true
+    }
+
+    /// A failure no retry changes that the policy did not make (an answer over its size bound).
+    init(final description: String) {
+        self.description = description
         isRefusal = true
     }
 }
