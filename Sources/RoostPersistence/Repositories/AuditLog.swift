@@ -51,7 +51,8 @@ public struct AuditLog: Sendable {
     public func entries(group: UUID?, before: NewestFirst?, since: Date? = nil, limit: Int, on connection: PostgresConnection) throws -> [AuditEntry] {
         try connection.query("""
             SELECT l.id, l.group_id, l.at, l.actor_type, l.actor_id, l.action, l.target_type, l.target_id, l.data::text AS data,
-                   CASE l.actor_type WHEN 'user' THEN u.display_name WHEN 'bridge' THEN coalesce(b.name, 'removed bridge') END AS actor_name,
+                   CASE l.actor_type WHEN 'user' THEN u.display_name WHEN 'bridge' THEN coalesce(b.name, 'removed bridge')
+                                     WHEN 'feed' THEN coalesce((SELECT f.name FROM cap_feeds f WHERE f.id = l.actor_id), 'removed feed') END AS actor_name,
                    coalesce(tu.display_name, tb.name, tc.name) AS target_name
             FROM audit_log l
             LEFT JOIN users u ON l.actor_type = 'user' AND u.tenant_id = l.tenant_id AND u.id = l.actor_id

@@ -280,6 +280,7 @@ public struct MessageStore: Sendable {
             JOIN messages m ON m.tenant_id = a.tenant_id AND m.group_id = a.group_id AND m.seq = a.seq
             LEFT JOIN users u ON u.tenant_id = m.tenant_id AND u.id = m.author_id AND m.author_type = 'user'
             LEFT JOIN bridges b ON b.tenant_id = m.tenant_id AND b.id = m.author_id AND m.author_type = 'bridge'
+            LEFT JOIN cap_feeds f ON f.id = m.author_id AND m.author_type = 'feed'
             WHERE mb.user_id = \(user)
               AND (\(after?.seq)::int8 IS NULL
                    OR (a.opened_at, m.group_id, m.seq)

@@ -56,7 +56,8 @@ public struct ModerationStore: Sendable {
         r.id, r.group_id, r.seq, r.reason, r.status, r.action, r.created_at, r.closed_at, r.reporter_id, ru.display_name AS reporter_name,
         coalesce(m.text, '') AS message_text, coalesce(m.redacted_at IS NOT NULL, true) AS message_redacted,
         coalesce(m.author_type, 'user') AS author_type, m.author_id,
-        CASE m.author_type WHEN 'user' THEN au.display_name WHEN 'bridge' THEN b.name END AS author_name, m.hidden_from
+        CASE m.author_type WHEN 'user' THEN au.display_name WHEN 'bridge' THEN b.name
+                           WHEN 'feed' THEN (SELECT f.name FROM cap_feeds f WHERE f.id = m.author_id) END AS author_name, m.hidden_from
         FROM message_reports r
         LEFT JOIN users ru ON ru.tenant_id = r.tenant_id AND ru.id = r.reporter_id
         LEFT JOIN messages m ON m.tenant_id = r.tenant_id AND m.group_id = r.group_id AND m.seq = r.seq
