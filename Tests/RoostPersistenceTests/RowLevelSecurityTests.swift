@@ -224,7 +224,9 @@ struct RowLevelSecurityTests {
                              "fanout_jobs": ["after_user", "created_at", "fanout_id", "tenant_id"],
                              "cap_expiries": ["attempts", "due_at", "group_id", "last_error", "message_id", "parked_at", "seq", "tenant_id"],
                              // And the index a DC-09 frame's identity is looked up in before its tenant is known.
-                             "dc09_identities": ["account", "bridge_id", "line", "receiver", "tenant_id"]]
+                             "dc09_identities": ["account", "bridge_id", "line", "receiver", "tenant_id"],
+                             // And the index a group's CAP feed token is found in: its hash and ids.
+                             "cap_tokens": ["created_at", "group_id", "tenant_id", "token_hash"]]
             if let expected = jobTables[table] {
                 let columns = try connection.query("""
                     SELECT array_agg(attname::text ORDER BY attname) AS names FROM pg_attribute

@@ -12,6 +12,8 @@ public struct AuditAction: Hashable, Sendable, CustomStringConvertible {
     public static let escalationContactAdded = AuditAction("escalation_contact.added")
     public static let escalationContactRemoved = AuditAction("escalation_contact.removed")
     public static let groupAreaChanged = AuditAction("group.area_changed")
+    /// The owner made, replaced or removed the token that reads the group's alerts as CAP.
+    public static let groupCAPTokenChanged = AuditAction("group.cap_token_changed")
     public static let groupDeleted = AuditAction("group.deleted")
     public static let groupUpdated = AuditAction("group.updated")
     public static let invitationRevoked = AuditAction("invitation.revoked")
@@ -28,7 +30,7 @@ public struct AuditAction: Hashable, Sendable, CustomStringConvertible {
     /// Every action Roost records (openapi.yaml's enum of the audit's `action` lists the same).
     public static let all: [AuditAction] = [
         .alertClosed, .alertReopened, .bridgeChanged, .bridgeCreated, .bridgeRevoked, .escalationContactAdded,
-        .escalationContactRemoved, .groupAreaChanged, .groupDeleted, .groupUpdated, .invitationRevoked,
+        .escalationContactRemoved, .groupAreaChanged, .groupCAPTokenChanged, .groupDeleted, .groupUpdated, .invitationRevoked,
         .invitationSent, .memberBlocked, .memberMuted, .memberUnmuted, .memberRemoved, .memberRoleChanged,
         .messageRedacted, .reportClosed, .templatesReplaced,
     ]

@@ -9,6 +9,8 @@ struct APIRoutes: Sendable {
     let checkinMinimumSeconds: Int
     /// The stream's hub; nil leaves `GET /v1/stream` out (tests of the REST API alone).
     let hub: StreamHub?
+    /// `ROOST_PUBLIC_URL`, for the links and sender of a group's CAP feed.
+    var publicURL: String? = nil
 
     func add(to builder: inout Router.Builder) {
         let (auth, limits) = (accounts.auth, accounts.limits)
@@ -21,6 +23,7 @@ struct APIRoutes: Sendable {
         ContactRoutes(auth: auth, limits: limits).add(to: &builder)
         GroupRoutes(auth: auth, limits: limits).add(to: &builder)
         AreaRoutes(auth: auth).add(to: &builder)
+        CAPOutRoutes(auth: auth, publicURL: publicURL).add(to: &builder)
         MembershipRoutes(auth: auth).add(to: &builder)
         AuditRoutes(auth: auth).add(to: &builder)
         ModerationRoutes(auth: auth).add(to: &builder)

@@ -156,7 +156,7 @@ public enum RoostCommands {
                                      invitationLifetime: configuration.invitationLifetimeSeconds, limits: configuration.abuse,
                                      proxies: try TrustedProxies(parsing: configuration.trustedProxies), push: try push ?? pushSettings(configuration),
                                      log: log)
-        APIRoutes(accounts: accounts, checkinMinimumSeconds: configuration.checkinMinSeconds, hub: hub).add(to: &builder)
+        APIRoutes(accounts: accounts, checkinMinimumSeconds: configuration.checkinMinSeconds, hub: hub, publicURL: configuration.publicURL).add(to: &builder)
         web?.add(to: &builder)
         if configuration.conformanceEcho {
             builder.addWebSocket("/v1/conformance/echo") { _ in EchoSession() }
