@@ -45,6 +45,18 @@ test("an alert a check-in raised reads as what it is, never as raised by the wal
   assert.match(alertWords({ template: "duress", text: "x", author: { display_name: "Bob" } }).byline, /cannot see this alert/);
 });
 
+test("an official warning says who issued it, for where, until when, and links its source", () => {
+  const at = (iso) => iso.slice(11, 16);
+  const warning = alertWords({
+    text: "Flood warning\n\nWater is rising.\n\nMove cars.", author: { type: "feed", display_name: "Met feed" },
+    alert: { details: { cap: { sender_name: "Met Office", area: "Riverside", expires: "2026-11-28T22:00:00Z", url: "https://met.example/1" } } },
+  }, [], at);
+  assert.deepEqual(warning, { headline: "Flood warning", byline: "Official warning from Met Office for Riverside, until 22:00. Roost took it from Met feed.",
+    note: "Water is rising.\n\nMove cars.", source: "https://met.example/1" });
+  const bare = alertWords({ text: "", author: { type: "feed", display_name: "Met feed" }, alert: { details: { cap: { event: "Storm", url: "javascript:x" } } } });
+  assert.deepEqual(bare, { headline: "Storm", byline: "Official warning from Met feed. Roost took it from Met feed.", note: null, source: null });
+});
+
 test("a template alert shows the template's words; one's own words come first", () => {
   const templates = [{ key: "break_in", text: "Someone is breaking in" }];
   const plain = alertWords({ template: "break_in", text: "", author: { display_name: "Ann" } }, templates);

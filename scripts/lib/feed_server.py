@@ -33,7 +33,7 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, *args):  # the JSON lines are the log
         pass
 
-    def do_GET(self):  # noqa: N802 (http.server's name)
+    def do_GET(self):
         path = self.path.split("?", 1)[0]
         line = {"path": path, "if_none_match": self.headers.get("If-None-Match"),
                 "if_modified_since": self.headers.get("If-Modified-Since")}

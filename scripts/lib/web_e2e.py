@@ -23,6 +23,7 @@ import re
 import secrets
 import shutil
 import struct
+import subprocess
 import sys
 import tempfile
 import threading
@@ -334,6 +335,61 @@ def hold(browser, element, seconds=1.6):
     ActionChains(browser.driver).click_and_hold(element).pause(seconds).release().perform()
 
 
+def official_warning(ann, server, group, slug, token, shots, audited):
+    """Official warnings turned on in the organiser's Warnings section, the group's CAP feed address
+    made; then the operator's feed (scripts/lib/feed_server.py serving an Atom feed that carries a
+    CAP warning over the group's area) polled, and the warning shown as what it is."""
+    ann.open(f"/#/g/{group}/manage?s=warnings")
+    ann.heading("members and settings")
+    ann.find("main input[name=enabled]").click()
+    ann.press("Save warning settings")
+    ann.wait(lambda driver: server.api("GET", f"/v1/groups/{group}", token=token)["feeds"]["enabled"], 5, "warnings turned on")
+    ann.press("Make a feed address")
+    ann.wait(lambda driver: ann.all("main [data-secret='Feed address']")
+             and "/cap.atom?token=cap_" in ann.find("main [data-secret='Feed address']").text, 5, "the CAP feed address shown once")
+    audited.append(("warnings", ann.axe("warnings")))
+    ann.screenshot(shots, "organiser-warnings")
+    folder = tempfile.mkdtemp(prefix="roost-web-feed-")
+    sent = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S-00:00")
+    expires = (datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(hours=6)).strftime("%Y-%m-%dT%H:%M:%S-00:00")
+    alert = (f'<alert xmlns="urn:oasis:names:tc:emergency:cap:1.2"><identifier>web-flood</identifier><sender>warnings@met.example</sender>'
+             f"<sent>{sent}</sent><status>Actual</status><msgType>Alert</msgType><scope>Public</scope><info><category>Met</category>"
+             "<event>Flood</event><urgency>Expected</urgency><severity>Severe</severity><certainty>Likely</certainty>"
+             f"<expires>{expires}</expires><senderName>Met Office</senderName><headline>Flood warning: the river is rising</headline>"
+             "<description>Water may reach the streets by the river tonight.</description><instruction>Move cars to higher ground.</instruction>"
+             "<web>https://met.example/warnings/web-flood</web><area><areaDesc>Riverside</areaDesc>"
+             f"<circle>{HOME['latitude']},{HOME['longitude']} 2</circle></area></info></alert>")
+    with open(os.path.join(folder, "feed.atom"), "w", encoding="utf-8") as feed:
+        feed.write('<feed xmlns="http://www.w3.org/2005/Atom"><id>urn:met</id><title>Warnings</title><updated>2026-11-28T09:00:00Z</updated>'
+                   f'<entry><id>urn:web-flood</id><updated>{sent}</updated><title>Flood</title><content type="text/xml">{alert}</content></entry></feed>')
+    publisher = subprocess.Popen([sys.executable, os.path.join(os.path.dirname(__file__), "feed_server.py"), "serve", folder],
+                                 stdout=subprocess.PIPE, text=True)
+    try:
+        port = json.loads(publisher.stdout.readline())["port"]
+        server.api("POST", "/v1/admin/feeds", {"url": f"http://127.0.0.1:{port}/feed.atom", "name": "Met Office feed", "tenants": [slug]},
+                   token=server.admin, expect=201)
+
+        def warning():
+            items = server.api("GET", f"/v1/groups/{group}/alerts", token=token)["items"]
+            return next((item for item in items if item["author"]["type"] == "feed"), None)
+        ann.wait(lambda driver: warning(), 15, "the feed polled and the warning raised in the group")
+        seq = warning()["seq"]
+        ann.open(f"/#/g/{group}/alert/{seq}")
+        ann.heading("Red alert in the group")
+        text = ann.main_text()
+        check("Flood warning: the river is rising" in text and "Official warning from Met Office for Riverside, until" in text
+              and "Move cars to higher ground." in text, f"the warning reads as what it is: {text[:400]}")
+        source = ann.find("main a[href='https://met.example/warnings/web-flood']")
+        check(source.text == "Read the warning at its source" and source.get_attribute("rel") == "noopener noreferrer", "the link to its source")
+        audited.append(("warning", ann.axe("warning")))
+        ann.screenshot(shots, "alert-warning")
+        say("official warnings: turned on in the organiser's section, a CAP feed address made, a red flood warning from the operator's feed shown with its source")
+    finally:
+        publisher.terminate()
+        publisher.wait()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("binary")
@@ -475,6 +531,7 @@ def main():
         ann.open(f"/#/g/{south}/manage?s=members")
         ann.wait(lambda driver: "Where the group watches" in ann.main_text(), 5, "the area under the member list")
         say("the group's area: a 300 m circle round the organiser's place, drawn in the area section and under the member list")
+        official_warning(ann, server, south, slug, ann_token, shots, audited)
         ann.open(f"/#/g/{south}/manage?s=audit")
         ann.heading("members and settings")
         ann.wait(lambda driver: "Added the bridge Number 12's alarm" in ann.main_text() and "Saved the templates" in ann.main_text()

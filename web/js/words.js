@@ -32,6 +32,7 @@ export function alertWords(message, templates = [], at = (iso) => iso) {
   const who = message.author?.display_name ?? "A member";
   const details = message.alert?.details ?? {};
   const text = message.text ?? "";
+  if (message.author?.type === "feed") return warningWords(text, details.cap ?? {}, who, at);
   const template = templates.find((candidate) => candidate.key === message.template);
   switch (message.template) {
     case "missed_checkin":
@@ -54,6 +55,19 @@ export function alertWords(message, templates = [], at = (iso) => iso) {
   }
 }
 
+/** An official warning (a CAP feed's): its headline, who issued it and until when, the rest of
+ * its text, and the link to it at its source. */
+function warningWords(text, cap, feed, at) {
+  const [headline, ...rest] = text.split("\n\n");
+  return {
+    headline: headline || cap.event || "Official warning",
+    byline: [`Official warning from ${cap.sender_name ?? feed}`, cap.area ? ` for ${cap.area}` : "",
+      cap.expires ? `, until ${at(cap.expires)}` : "", `. Roost took it from ${feed}.`].join(""),
+    note: rest.join("\n\n") || null,
+    source: /^https?:\/\//.test(cap.url ?? "") ? cap.url : null,
+  };
+}
+
 /** An audit entry as a sentence about who was affected ("made Ben an admin"); who did it is its own column. */
 export function auditText(entry) {
   const name = entry.target?.name;
@@ -68,6 +82,7 @@ export function auditText(entry) {
     case "bridge.changed": return `Changed the bridge ${name ?? ""}${data.arm === "disarmed" ? " (disarmed)" : ""}`.trim();
     case "alert.closed": return `Closed alert ${entry.target?.id ?? ""}${data.resolution ? `: “${data.resolution}”` : ""}`;
     case "alert.reopened": return `Reopened alert ${entry.target?.id ?? ""}`;
+    case "group.cap_token_changed": return data.token ? "Made a new CAP feed address" : "Ended the CAP feed";
     case "templates.replaced": return `Saved the templates${Array.isArray(data.keys) && data.keys.length ? ` (${data.keys.join(", ")})` : ""}`;
     case "escalation_contact.added": return `Added the escalation contact ${name ?? ""}`.trim();
     case "escalation_contact.removed": return `Removed the escalation contact ${name ?? ""}`.trim();

@@ -94,7 +94,9 @@ public enum RoostCommands {
     static func feedPoller(_ configuration: ServerConfiguration, pool: ConnectionPool, log: Log) throws -> FeedPoller {
         var network = OutboundNetwork()
         network.policy = try outboundPolicy(configuration)
-        return FeedPoller(pool: pool, network: network, tls: try TLSClientContext(extraCAFile: configuration.tlsCAFile), log: log)
+        var options = FeedPoller.Options()
+        if let publicURL = configuration.publicURL { options.userAgent = "roost (+\(publicURL))" }
+        return FeedPoller(pool: pool, network: network, tls: try TLSClientContext(extraCAFile: configuration.tlsCAFile), options: options, log: log)
     }
 
     /// The MQTT listener for bridges, when `--mqtt-listen` names an address.

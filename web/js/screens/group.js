@@ -237,6 +237,7 @@ class GroupChat {
       case "alert.reopened":
       case "alert.repeated":
       case "alert.escalated":
+      case "alert.updated":
         if (data.seq) this.reload(data.seq);
         this.refreshAlerts();
         break;

@@ -1,6 +1,6 @@
 // The organiser's room for a group, one section at a time: members and roles, invitations by
 // email or phone, bridges (key and secret shown once), templates, the group's area, escalation
-// settings and contacts, the audit log. A plain member sees the member list, where the group
+// settings and contacts, official warnings and the group's CAP feed, the audit log. A plain member sees the member list, where the group
 // watches, and can leave.
 
 import { api, byAddress, path, session } from "../api.js";
@@ -10,8 +10,8 @@ import { auditText } from "../words.js";
 
 /** The room's sections, one on the screen at a time (`?s=`), each loading only its own data. */
 const SECTIONS = [["members", "Members"], ["invitations", "Invitations"], ["bridges", "Bridges"], ["templates", "Templates"],
-  ["area", "Area"], ["escalation", "Escalation"], ["audit", "Audit log"]];
-const LOADERS = { members, invitations, bridges, templates, area, escalation, audit };
+  ["area", "Area"], ["warnings", "Warnings"], ["escalation", "Escalation"], ["audit", "Audit log"]];
+const LOADERS = { members, invitations, bridges, templates, area, warnings, escalation, audit };
 
 /** The map layers of an area as the API gives it ({polygon: [[lon, lat], ...]} or {circle}). */
 function areaLayers(shape) {
@@ -261,6 +261,58 @@ async function area(room) {
   fill(sections.area, h("h2", { id: "area-heading" }, "Where the group watches"),
     h("p", { class: "small" }, "A polygon of the streets can be drawn through the API (PUT /v1/groups/{id}/area)."),
     areaMap(answer) ?? h("p", { class: "muted" }, "No area yet."), box, remove, set);
+}
+
+const SEVERITY_OPTIONS = [["info", "Every warning, information too"], ["amber", "Amber and red"], ["red", "Red only"]];
+
+async function warnings(room) {
+  const { groupID, group, sections } = room;
+  const settings = form({
+    label: "Official warnings",
+    fields: [
+      field({ label: "Official warnings reach the group", name: "enabled", type: "checkbox", checked: group.feeds.enabled }),
+      field({ label: "Which warnings", name: "min_severity", options: SEVERITY_OPTIONS, value: group.feeds.min_severity,
+        hint: "Extreme and severe warnings are red, moderate ones amber, the rest information." }),
+      field({ label: "Drill mode: test and exercise messages reach the group too", name: "drill", type: "checkbox", checked: group.drill }),
+    ],
+    submit: "Save warning settings",
+    action: async (values) => {
+      room.group = await api("PATCH", path`/v1/groups/${groupID}`, {
+        feeds: { enabled: !!values.enabled, min_severity: values.min_severity ?? "amber" }, drill: !!values.drill });
+      toast("Warning settings saved.");
+      await warnings(room);
+    },
+  });
+  fill(sections.warnings, h("h2", { id: "warnings-heading" }, "Official warnings"),
+    h("p", { class: "small" }, "Warnings from the feeds your community's operator set up (weather, flood, civil protection) whose area meets the group's."),
+    settings, h("h3", {}, "The group's alerts for other systems"), capFeed(room));
+}
+
+/** The owner's CAP feed address: made (shown once), made anew (the old one stops), or ended. */
+function capFeed(room) {
+  const { groupID, group } = room;
+  if (group.role !== "owner") return h("p", { class: "muted" }, "The owner can give other systems (a council's dashboard) a CAP feed of the group's alerts.");
+  const shown = h("div");
+  const box = errorBox();
+  const act = (call) => async () => {
+    showError(box, null);
+    try {
+      await call();
+    } catch (error) {
+      showError(box, error);
+    }
+  };
+  return h("div", {}, h("p", { class: "small" }, "An Atom feed of CAP 1.2 documents: every change of the group's alerts, places rounded to 200 m, nothing hidden from anyone."),
+    box, shown, h("div", { class: "row" },
+      h("button", { type: "button", class: "secondary", onclick: act(async () => {
+        const made = await api("POST", path`/v1/groups/${groupID}/cap-token`);
+        fill(shown, secret("Feed address", made.atom_url), h("p", { class: "small" }, "Shown once. Any earlier address has stopped working."));
+      }) }, "Make a feed address"),
+      h("button", { type: "button", class: "secondary destructive", onclick: act(async () => {
+        await api("DELETE", path`/v1/groups/${groupID}/cap-token`);
+        fill(shown);
+        toast("The CAP feed has ended.");
+      }) }, "End the feed")));
 }
 
 async function escalation(room) {

@@ -20,6 +20,8 @@ final class FeedPoller: Sendable {
         var leaseSeconds = 300
         /// The whole of one fetch (the feed, or one document it links).
         var fetchSeconds = 30
+        /// The `User-Agent` of every poll (`roost (+ROOST_PUBLIC_URL)` in service).
+        var userAgent = "roost"
         /// Linked documents fetched in one poll; the rest wait for the next.
         var documentsPerPoll = 50
         var maxFeedBytes = 4 << 20
@@ -37,7 +39,9 @@ final class FeedPoller: Sendable {
     init(pool: ConnectionPool, network: OutboundNetwork, tls: TLSClientContext?, options: Options = Options(), log: Log,
          now: @escaping @Sendable () -> Date = Date.init) {
         self.pool = pool
-        fetch = OutboundFetch(network: network, tls: tls)
+        var fetch = OutboundFetch(network: network, tls: tls)
+        fetch.userAgent = options.userAgent
+        self.fetch = fetch
         self.options = options
         self.log = log
         failures = FailureLog(log: log)
@@ -99,6 +103,7 @@ final class FeedPoller: Sendable {
         if let lastModified = feed.lastModified { headers.append(("If-Modified-Since", lastModified)) }
         var feedFetch = fetch
         feedFetch.maxBytes = options.maxFeedBytes
+        feedFetch.accept = "application/atom+xml, application/rss+xml, application/cap+xml;q=0.9, application/xml;q=0.8, */*;q=0.1"
         let answer: OutboundFetch.Answer
         do {
             answer = try await feedFetch.getDetached(feed.url, from: .operator, headers: headers, deadline: .now + .seconds(options.fetchSeconds))
@@ -214,6 +219,7 @@ final class FeedPoller: Sendable {
     private func document(_ url: String) async -> Result<CAPAlert, DocumentFailure> {
         var documentFetch = fetch
         documentFetch.maxBytes = options.maxDocumentBytes
+        documentFetch.accept = "application/cap+xml, application/xml;q=0.9, */*;q=0.1"
         let answer: OutboundFetch.Answer
         do {
             answer = try await documentFetch.getDetached(url, from: .subscriber, deadline: .now + .seconds(options.fetchSeconds))

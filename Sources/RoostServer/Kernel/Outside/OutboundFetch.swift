@@ -13,6 +13,10 @@ struct OutboundFetch: Sendable {
     /// The most bytes an answer's body may have; past it the fetch fails for good (`isRefusal`).
     var maxBytes = 2 << 20
     var maxRedirects = 3
+    /// Who asks: publishers ask clients to say (`roost (+https://watch.example.org)`).
+    var userAgent = "roost"
+    /// What the answer should be, most wanted first.
+    var accept = "application/xml, */*;q=0.1"
 
     struct Answer: Sendable {
         let status: Int
@@ -53,8 +57,8 @@ struct OutboundFetch: Sendable {
             guard let tls else { throw OutboundFailure("TLS is not available to reach \(url.origin)") }
             try stream.startTLS(tls)
         }
-        var request = "GET \(url.target) HTTP/1.1\r\nHost: \(url.authority)\r\nUser-Agent: roost\r\n"
-            + "Accept: application/atom+xml, application/rss+xml, application/cap+xml, application/xml;q=0.9, */*;q=0.5\r\nConnection: close\r\n"
+        var request = "GET \(url.target) HTTP/1.1\r\nHost: \(url.authority)\r\nUser-Agent: \(userAgent)\r\nAccept: \(accept)\r\n"
+            + "Connection: close\r\n"
         for (name, value) in headers where !value.contains(where: { $0 == "\r" || $0 == "\n" }) { request += "\(name): \(value)\r\n" }
         try stream.write(Array((request + "\r\n").utf8))
         var framing = HTTPResponseFraming()
