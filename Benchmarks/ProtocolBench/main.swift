@@ -1,7 +1,7 @@
 // roost-protocol-bench: throughput of RoostProtocol's codecs on one core. Release build only:
 //   swift run -c release roost-protocol-bench
 // Prints each figure beside its goal (issue "RoostProtocol"); it is a measurement, not a test.
-// An argument picks sections: `http`, `decode`, `encode`, `uuid`, `json` (default: all).
+// An argument picks sections: `http`, `decode`, `encode`, `uuid`, `json`, `webpush`, `cap` (default: all).
 
 import Foundation
 import RoostProtocol
@@ -178,5 +178,41 @@ if wanted("webpush") {
         if bytes == 0 { print("(nothing encrypted)") }
     } catch {
         print("webpush: \(error)")
+    }
+}
+
+// MARK: CAP warnings (issue #60)
+
+// A warning publisher's document as real ones are (a 40-point polygon, description and
+// instruction), read from bytes to a CAPAlert: what a feed poll costs per document, beside the
+// poll's wait (docs/OPERATIONS.md: the interval decides the latency, not the reading). Then
+// whether a group's area meets it, per group.
+if wanted("cap") {
+    let ring = (0..<40).map { index -> String in
+        let angle = Double(index) / 40 * 2 * .pi
+        return String(format: "%.4f,%.4f", 55.68 + 0.05 * sin(angle), 12.57 + 0.08 * cos(angle))
+    }
+    let document = Array("""
+        <?xml version="1.0" encoding="UTF-8"?>
+        <alert xmlns="urn:oasis:names:tc:emergency:cap:1.2"><identifier>2.49.0.1.578.0.20261128.1</identifier>
+        <sender>noreply@met.example</sender><sent>2026-11-28T09:00:00+01:00</sent><status>Actual</status><msgType>Alert</msgType>
+        <scope>Public</scope><info><language>en-GB</language><category>Met</category><event>Storm surge</event><urgency>Expected</urgency>
+        <severity>Severe</severity><certainty>Likely</certainty><expires>2026-11-29T09:00:00+01:00</expires><senderName>Met Office</senderName>
+        <headline>Storm surge along the harbour tonight</headline><description>Water levels 1.5 m above normal are expected from 22:00 \
+        along the harbour front and the canals; waves may wash over quays.</description><instruction>Keep away from quays. Move cars \
+        parked by the water to higher ground.</instruction><web>https://met.example/warnings/1</web><area><areaDesc>Harbour and canals</areaDesc>
+        <polygon>\(ring.joined(separator: " ")) \(ring[0])</polygon></area></info></alert>
+        """.utf8)
+    var read = 0
+    let (documents, seconds) = measure(batch: 500) {
+        if let alert = try? CAPAlert.read(document) { read &+= alert.infos.count }
+    }
+    report("CAP documents (\(document.count) bytes, 40-point polygon) read", Double(documents) / seconds, "doc/s", goal: nil)
+    if let shape = (try? CAPAlert.read(document))?.infos.first?.areas.first?.shapes.first {
+        let street = GeoArea.circle(center: Location(lat: 55.676, lon: 12.568), radiusMeters: 500)
+        var met = 0
+        let (checks, checkSeconds) = measure(batch: 10_000) { if shape.intersects(street) { met &+= 1 } }
+        report("groups' areas checked against a warning's", Double(checks) / checkSeconds, "check/s", goal: nil)
+        if met == 0 || read == 0 { print("(nothing met)") }
     }
 }
