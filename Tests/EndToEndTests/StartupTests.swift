@@ -68,6 +68,7 @@ struct StartupTests {
     @Test func everySubcommandHasHelpAndBadUsageIsOneLineWithStatus2() async throws {
         for (arguments, expected) in [(["tenant", "--help"], "--registration open|invite_only"), (["tenant", "create", "-h"], "roost tenant create SLUG"),
                                       (["outbox", "--help"], "roost outbox retry ID"), (["migrate", "--help"], "Usage: roost migrate"),
+                                      (["feed", "--help"], "roost feed add URL --tenant"),
                                       (["--help"], "outbox list --failed")] {
             let outcome = try await roost(arguments)
             #expect(outcome.status == 0 && outcome.output.contains(expected), "roost \(arguments.joined(separator: " ")): \(outcome.output)")
@@ -79,7 +80,8 @@ struct StartupTests {
             }
         }
         for arguments in [["tenant", "frobnicate"], ["outbox"], ["outbox", "list"], ["outbox", "list", "--failed", "--bogus"], ["frobnicate"],
-                          ["tenant", "create", "ok-slug", "--name"]] {
+                          ["tenant", "create", "ok-slug", "--name"], ["feed"], ["feed", "add"], ["feed", "add", "https://w.example/f"],
+                          ["feed", "add", "https://w.example/f", "--all", "--tenant", "x"], ["feed", "add", "https://w.example/f", "--all", "--poll-s", "soon"]] {
             let outcome = try await roost(arguments)
             #expect(outcome.status == 2 && lines(outcome.output).count == 1, "roost \(arguments.joined(separator: " ")): \(outcome.status) \(outcome.output)")
         }
@@ -100,6 +102,31 @@ struct StartupTests {
         let listed = try await roost(["tenant", "list"], environment: environment)
         #expect(listed.output.contains("\(slug)\t"))
         #expect(listed.output.contains("invite_only\tBirch Close"))
+    }
+
+    /// `roost feed`: add (checked as the operator API checks), list, poll, remove. The URL leads
+    /// nowhere (port 9 of loopback), so a server of another test that polls it meanwhile writes nothing.
+    @Test(.enabled(if: TestDatabase.isConfigured, "needs TEST_DATABASE_URL (scripts/test sets it)"))
+    func feedCommandsAddListPollAndRemove() async throws {
+        let environment = ["DATABASE_URL": TestDatabase.url!]
+        let slug = "feed-\(UUID().uuidString.prefix(8).lowercased())"
+        #expect(try await roost(["tenant", "create", slug, "--name", "Fen Row"], environment: environment).status == 0)
+        let url = "http://127.0.0.1:9/\(slug).atom"
+        let short = try await roost(["feed", "add", url, "--tenant", slug, "--poll-s", "30"], environment: environment)
+        #expect(short.status == 2 && short.output.contains("--poll-s is 120 to 86400"), "\(short.output)")
+        let unknown = try await roost(["feed", "add", url, "--tenant", "no-such-\(slug)"], environment: environment)
+        #expect(unknown.status == 1 && unknown.output.contains("no tenant has the slug"), "\(unknown.output)")
+        let added = try await roost(["feed", "add", url, "--tenant", slug, "--name", "Fen warnings", "--poll-s", "600"], environment: environment)
+        #expect(added.status == 0 && added.output.contains("(Fen warnings), polled every 600 s for \(slug)"), "\(added.output)")
+        let id = try #require(added.output.split(separator: " ").dropFirst(2).first.map(String.init))
+        #expect(try await roost(["feed", "add", url, "--all"], environment: environment).output.contains("is configured already"))
+        let listed = try await roost(["feed", "list"], environment: environment)
+        #expect(listed.output.contains("\(id)\t600\t\(slug)\t\(url)\t"), "\(listed.output)")
+        #expect(try await roost(["feed", "poll", id], environment: environment).output.contains("is polled at the next round"))
+        #expect(try await roost(["feed", "remove", id], environment: environment).output.contains("removed feed \(id)"))
+        let gone = try await roost(["feed", "remove", id], environment: environment)
+        #expect(gone.status == 1 && gone.output.contains("no feed"))
+        #expect(try await roost(["feed", "poll", "not-a-uuid"], environment: environment).status == 2)
     }
 
     @Test(.enabled(if: TestDatabase.isConfigured, "needs TEST_DATABASE_URL (scripts/test sets it)"))

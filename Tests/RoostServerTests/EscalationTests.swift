@@ -167,6 +167,46 @@ struct EscalationTests {
         await street.api.stop()
     }
 
+    /// An official warning (a feed's red alert) escalates as the group's red alerts do, to its
+    /// members, and never to the group's outside contacts: a flood warning is no emergency in
+    /// one neighbour's house.
+    @Test func anOfficialWarningEscalatesToMembersButNeverToOutsideContacts() async throws {
+        let street = try await Street()
+        let contacts = "/v1/groups/\(street.group)/escalation-contacts"
+        #expect(try await street.api.call("POST", contacts, ["name": "Aunt May", "email": "may@example.org"], token: street.owner.token).0 == 201)
+        let token = try #require(try await messages(street).first?.data["token"] as? String)
+        #expect(try await street.api.call("POST", "/v1/escalation-contacts/confirm", ["token": token]).0 == 200)
+        #expect(try await street.api.call("PATCH", "/v1/groups/\(street.group)", ["escalate_after_s": 60], token: street.owner.token).0 == 200)
+        let group = try #require(UUID(uuidString: street.group))
+        let feed = try await street.api.pool.withConnection { connection in
+            try FeedStore().add(url: "https://warnings.example/\(UUID().uuidString)", name: "Civil protection", tenants: nil, pollSeconds: 300,
+                                sender: nil, on: connection)
+        }
+        let warning = try CAPAlert.read(Array("""
+            <alert xmlns="urn:oasis:names:tc:emergency:cap:1.2"><identifier>surge-\(UUID().uuidString)</identifier><sender>civil</sender>
+            <sent>2026-11-28T04:00:00-00:00</sent><status>Actual</status><msgType>Alert</msgType><scope>Public</scope>
+            <info><event>Storm surge</event><urgency>Immediate</urgency><severity>Extreme</severity><certainty>Likely</certainty>
+            <headline>Storm surge</headline><area><areaDesc>Coast</areaDesc><circle>55.676,12.568 5</circle></area></info></alert>
+            """.utf8))
+        let tenant = try await tenant(street)
+        try await street.api.inTenant { _, connection in
+            var tally = FeedWarnings.Tally()
+            let area = #"{"circle":{"lat":55.676,"lon":12.568,"radius_m":500}}"#
+            try FeedWarnings(feed: feed, now: Date()).apply(warning, tenant: tenant, groups: [FeedGroup(id: group, areaJSON: area, minSeverity: "amber", drill: false)],
+                                                           tally: &tally, on: connection)
+            #expect(tally.raised == 1)
+        }
+        let seq = try #require(try await street.api.call("GET", "/v1/groups/\(street.group)/alerts", token: street.ben.token).1["items"]
+            .flatMap { ($0 as? [[String: Any]])?.first?["seq"] as? Int })
+        let start = try #require(try await since(street, seq), "a red warning escalates as the group's red alerts do")
+        #expect(try await run(street, at: start + 125) == [2])
+        #expect(try await messages(street).filter { $0.template == "alert_escalated" }.isEmpty, "nothing to Aunt May")
+        #expect(try await run(street, at: start + 185) == [3])
+        #expect(try await messages(street).filter { $0.template == "alert_escalated" }.isEmpty)
+        try await street.api.pool.withConnection { _ = try FeedStore().remove(feed.id, on: $0) }
+        await street.api.stop()
+    }
+
     @Test func eachLevelFiresOnceWithSchedulersRacingAndAfterARestartAndAnAnswerStopsIt() async throws {
         let street = try await Street()
         let group = "/v1/groups/\(street.group)"

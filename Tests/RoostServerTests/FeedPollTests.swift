@@ -4,6 +4,7 @@ import RoostPersistence
 import RoostProtocol
 @testable import RoostServer
 import RoostTestSupport
+import Synchronization
 import Testing
 
 /// Official warnings end to end (issue #60): a publisher's web server (scripts/lib/feed_server.py,
@@ -49,12 +50,12 @@ struct FeedPollTests {
             try await api.call("GET", "/v1/groups/\(group)", token: owner.token).1["last_seq"] as? Int ?? -1
         }
 
-        func poller(now: Date = Date()) -> FeedPoller {
+        func poller(now: Date = Date(), log: Log = Log(level: .error)) -> FeedPoller {
             var network = OutboundNetwork()
             network.policy = OutboundPolicy(allowedNetworks: [IPNetwork("127.0.0.0/8")!])
             var options = FeedPoller.Options()
             options.fetchSeconds = 60
-            return FeedPoller(pool: api.pool, network: network, tls: nil, options: options, log: Log(level: .error), now: { now })
+            return FeedPoller(pool: api.pool, network: network, tls: nil, options: options, log: log, now: { now })
         }
 
         func pollNow() async throws {
@@ -247,7 +248,12 @@ struct FeedPollTests {
                                                 // A publisher pointing Roost at an internal address: the policy refuses it.
                                                 ("urn:inside", "1", "http://10.11.12.13/metadata")]))
         let before = (try await stage.lastSeq(stage.town), try await stage.lastSeq(stage.drill))
-        #expect(try await stage.poller().runOnce() == 1)
+        let logged = Mutex<[String]>([])
+        #expect(try await stage.poller(log: Log(level: .warning) { line in logged.withLock { $0.append(line) } }).runOnce() == 1)
+        let refusals = logged.withLock { $0 }.filter { $0.contains("refused") }
+        #expect(refusals.count == 6, "a log line for each: \(refusals)")
+        #expect(refusals.contains { $0.contains("a document type declaration") } && refusals.contains { $0.contains("refused by the outbound policy") }
+                && refusals.contains { $0.contains("over 1048576") }, "\(refusals)")
         let status = try await stage.lastStatus()
         #expect(status == "ok: 6 entries, 0 read, 6 refused; 0 raised, 0 updated, 0 closed", "\(status)")
         #expect(try await (stage.lastSeq(stage.town), stage.lastSeq(stage.drill)) == before)

@@ -54,17 +54,13 @@ public struct FeedStore: Sendable {
     public struct Taken: Error {}
 
     public func add(url: String, name: String, tenants: [UUID]?, pollSeconds: Int, sender: String?, on connection: PostgresConnection) throws -> CAPFeedRow {
-        do {
-            return try connection.withSavepoint { connection in
-                try Self.row(connection.query("""
-                    INSERT INTO cap_feeds (id, url, name, all_tenants, tenant_ids, poll_s, sender)
-                    VALUES (\(UUID()), \(url), \(name), \(tenants == nil), \(tenants ?? [])::uuid[], \(pollSeconds), \(sender))
-                    RETURNING \(unsafeRaw: Self.columns)
-                    """).rows[0])
-            }
-        } catch let error as DatabaseError where error.code == .uniqueViolation {
-            throw Taken()
-        }
+        guard let row = try connection.query("""
+            INSERT INTO cap_feeds (id, url, name, all_tenants, tenant_ids, poll_s, sender)
+            VALUES (\(UUID()), \(url), \(name), \(tenants == nil), \(tenants ?? [])::uuid[], \(pollSeconds), \(sender))
+            ON CONFLICT (url) DO NOTHING
+            RETURNING \(unsafeRaw: Self.columns)
+            """).first else { throw Taken() }
+        return try Self.row(row)
     }
 
     public func feeds(on connection: PostgresConnection) throws -> [CAPFeedRow] {
