@@ -31,7 +31,7 @@ final class DeadlineScheduler: Sendable {
     private let media: MediaExpiries
     private let warnings: FeedExpiries
     private let intervalMilliseconds: Int
-    private let running = Mutex<Task<Void, Never>?>(nil)
+    private let running = BackgroundTask()
     static let perRound = 100
 
     /// `baseBackoffSeconds`: how long a failed job waits before its first retry (doubling after).
@@ -56,40 +56,37 @@ final class DeadlineScheduler: Sendable {
     }
 
     func start() {
-        running.withLock { task in
-            guard task == nil else { return }
-            task = Task { [self] in
-                var nextSessionSweep = ContinuousClock.now
-                while !Task.isCancelled {
-                    await attempt("check-ins: a round failed; retrying") { try await runOnce() }
-                    await attempt("bridges: a watch round failed; retrying") { try await BridgeNotices.sweep(pool: pool, runner: runner) }
-                    await attempt("alerts: an escalation round failed; retrying") {
-                        for alert in try await escalations.runOnce() {
-                            DeliveryBell.shared.ring()
-                            log.info("alerts: escalated", ["group_id": alert.group.lowercasedText, "seq": String(alert.seq),
-                                                           "level": String(alert.level)])
-                        }
+        running.start { [self] in
+            var nextSessionSweep = ContinuousClock.now
+            while !Task.isCancelled {
+                await attempt("check-ins: a round failed; retrying") { try await runOnce() }
+                await attempt("bridges: a watch round failed; retrying") { try await BridgeNotices.sweep(pool: pool, runner: runner) }
+                await attempt("alerts: an escalation round failed; retrying") {
+                    for alert in try await escalations.runOnce() {
+                        DeliveryBell.shared.ring()
+                        log.info("alerts: escalated", ["group_id": alert.group.lowercasedText, "seq": String(alert.seq),
+                                                       "level": String(alert.level)])
                     }
-                    await attempt("live locations: a round failed; retrying") { try await liveLocations.runOnce() }
-                    await attempt("check-in requests: an expiry round failed; retrying") { _ = try await requests.runOnce() }
-                    await attempt("password resets: a round failed; retrying") { try await resets.runOnce() }
-                    await attempt("retention: a purge round failed; retrying") {
-                        for purge in try await retention.runOnce() where purge.deleted > 0 {
-                            log.info("retention: purged", ["group_id": purge.group.lowercasedText, "events": String(purge.deleted),
-                                                           "oldest_seq": String(purge.oldestSeq)])
-                        }
-                    }
-                    await attempt("media: an expiry round failed; retrying") { try await media.runOnce() }
-                    await attempt("feeds: an expiry round failed; retrying") { try await warnings.runOnce() }
-                    if ContinuousClock.now >= nextSessionSweep {
-                        nextSessionSweep = ContinuousClock.now + .seconds(30)
-                        await attempt("sessions: an expiry round failed; retrying") { try await Self.endExpiredSessions(pool: pool) }
-                        await attempt("throttles: a sweep failed; retrying") {
-                            _ = try await pool.withConnection { try RateLimitStore().sweep(on: $0) }
-                        }
-                    }
-                    try? await Task.sleep(for: .milliseconds(intervalMilliseconds))
                 }
+                await attempt("live locations: a round failed; retrying") { try await liveLocations.runOnce() }
+                await attempt("check-in requests: an expiry round failed; retrying") { _ = try await requests.runOnce() }
+                await attempt("password resets: a round failed; retrying") { try await resets.runOnce() }
+                await attempt("retention: a purge round failed; retrying") {
+                    for purge in try await retention.runOnce() where purge.deleted > 0 {
+                        log.info("retention: purged", ["group_id": purge.group.lowercasedText, "events": String(purge.deleted),
+                                                       "oldest_seq": String(purge.oldestSeq)])
+                    }
+                }
+                await attempt("media: an expiry round failed; retrying") { try await media.runOnce() }
+                await attempt("feeds: an expiry round failed; retrying") { try await warnings.runOnce() }
+                if ContinuousClock.now >= nextSessionSweep {
+                    nextSessionSweep = ContinuousClock.now + .seconds(30)
+                    await attempt("sessions: an expiry round failed; retrying") { try await Self.endExpiredSessions(pool: pool) }
+                    await attempt("throttles: a sweep failed; retrying") {
+                        _ = try await pool.withConnection { try RateLimitStore().sweep(on: $0) }
+                    }
+                }
+                try? await Task.sleep(for: .milliseconds(intervalMilliseconds))
             }
         }
     }
@@ -106,12 +103,7 @@ final class DeadlineScheduler: Sendable {
     }
 
     func stop() async {
-        let task = running.withLock { task -> Task<Void, Never>? in
-            defer { task = nil }
-            return task
-        }
-        task?.cancel()
-        await task?.value
+        await running.stop()
     }
 
     /// One check-in round (`CheckinDeadlines`) at `now`: how many check-ins it found missed.

@@ -129,7 +129,7 @@ public final class OutboxWorker: Sendable {
     private let origins: OriginQueues
     private let tokens = VAPIDTokens()
     private let rendered = RenderedNotifications()
-    private let running = Mutex<Task<Void, Never>?>(nil)
+    private let running = BackgroundTask()
     /// Claimed deliveries not yet written back.
     private let claimed = Atomic<Int>(0)
     /// Log deliveries run here, at most `concurrency` at once.
@@ -161,20 +161,12 @@ public final class OutboxWorker: Sendable {
     deinit { origins.shutDown() }
 
     public func start() {
-        running.withLock { task in
-            guard task == nil else { return }
-            task = Task { [self] in await loop() }
-        }
+        running.start { [self] in await loop() }
     }
 
     /// Stops claiming, and returns once what was claimed is sent and written back.
     public func stop() async {
-        let task = running.withLock { task -> Task<Void, Never>? in
-            defer { task = nil }
-            return task
-        }
-        task?.cancel()
-        await task?.value
+        await running.stop()
     }
 
     /// Claims while there is room for more in flight; each claim is sent and written back by a

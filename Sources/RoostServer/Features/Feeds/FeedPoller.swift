@@ -34,7 +34,7 @@ final class FeedPoller: Sendable {
     private let log: Log
     private let failures: FailureLog
     private let now: @Sendable () -> Date
-    private let running = Mutex<Task<Void, Never>?>(nil)
+    private let running = BackgroundTask()
 
     init(pool: ConnectionPool, network: OutboundNetwork, tls: TLSClientContext?, options: Options = Options(), log: Log,
          now: @escaping @Sendable () -> Date = Date.init) {
@@ -49,29 +49,21 @@ final class FeedPoller: Sendable {
     }
 
     func start() {
-        running.withLock { task in
-            guard task == nil else { return }
-            task = Task { [self] in
-                while !Task.isCancelled {
-                    do {
-                        _ = try await runOnce()
-                        failures.succeeded("feeds: a poll round failed; retrying")
-                    } catch {
-                        failures.failed("feeds: a poll round failed; retrying", ["error": "\(error)"])
-                    }
-                    try? await Task.sleep(for: .milliseconds(options.intervalMilliseconds))
+        running.start { [self] in
+            while !Task.isCancelled {
+                do {
+                    _ = try await runOnce()
+                    failures.succeeded("feeds: a poll round failed; retrying")
+                } catch {
+                    failures.failed("feeds: a poll round failed; retrying", ["error": "\(error)"])
                 }
+                try? await Task.sleep(for: .milliseconds(options.intervalMilliseconds))
             }
         }
     }
 
     func stop() async {
-        let task = running.withLock { task -> Task<Void, Never>? in
-            defer { task = nil }
-            return task
-        }
-        task?.cancel()
-        await task?.value
+        await running.stop()
     }
 
     /// Polls every feed due now, one after another: how many.
