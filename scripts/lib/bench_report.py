@@ -199,6 +199,18 @@ def main():
             row("CPU per post at that concurrency: server + PostgreSQL",
                 {k: f"{per_post(p, 'open_cpu_s'):.2f} + {per_post(p, 'open_database_cpu_s'):.2f} ms" for k, p in costs.items()},
                 {k: per_post(p, "open_cpu_s") + per_post(p, "open_database_cpu_s") for k, p in costs.items()})
+            # PostgreSQL's part alone, beside the floor: PostgreSQL doing the least a post needs (pgbench).
+            floor = find("post-floor", "postgres")
+            database = {k: 1000 / per_post(p, "open_database_cpu_s") for k, p in costs.items() if p["open_database_cpu_s"] > 0}
+            if database:
+                floor_rate = 1000 / floor["database_cpu_ms_per_post"] if floor and floor["database_cpu_ms_per_post"] > 0 else None
+                title = "posts per PostgreSQL CPU-second at that concurrency"
+                if floor_rate:
+                    title += (f" (the floor, PostgreSQL alone under pgbench, one statement a post: {number(floor_rate)}, "
+                              f"{floor['database_cpu_ms_per_post']:.3f} ms a post, {number(floor['rate'])} posts/s)")
+                row(title, {k: number(v) for k, v in database.items()}, database,
+                    "≥ ejabberd's; within 2× of the floor",
+                    verdict(database["roost"] >= max(database.get("ejabberd", 0), (floor_rate or 0) / 2)) if "roost" in database else "")
         paced = next(iter(posts.values()))["paced_rate"]
         row(f"message posts paced at {number(paced)}/s",
             {k: f"{number(p['paced_achieved'])}/s, p99 {p['paced_p99_ms']} ms" for k, p in posts.items()}, {k: p["paced_p99_ms"] for k, p in posts.items()},

@@ -350,8 +350,8 @@ def official_warning(ann, server, group, slug, token, shots, audited):
     audited.append(("warnings", ann.axe("warnings")))
     ann.screenshot(shots, "organiser-warnings")
     folder = tempfile.mkdtemp(prefix="roost-web-feed-")
-    sent = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S-00:00")
-    expires = (datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(hours=6)).strftime("%Y-%m-%dT%H:%M:%S-00:00")
+    sent = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S-00:00")
+    expires = (datetime.datetime.now(datetime.UTC) + datetime.timedelta(hours=6)).strftime("%Y-%m-%dT%H:%M:%S-00:00")
     alert = (f'<alert xmlns="urn:oasis:names:tc:emergency:cap:1.2"><identifier>web-flood</identifier><sender>warnings@met.example</sender>'
              f"<sent>{sent}</sent><status>Actual</status><msgType>Alert</msgType><scope>Public</scope><info><category>Met</category>"
              "<event>Flood</event><urgency>Expected</urgency><severity>Severe</severity><certainty>Likely</certainty>"
