@@ -216,6 +216,28 @@ struct FeedPollTests {
         await stage.api.stop()
     }
 
+    /// A document the publisher's server could not give this time (a 404 while it is being
+    /// written) is asked for again at the next poll, which reads the feed whole: a conditional
+    /// GET's 304 would never list the entry again.
+    @Test func aDocumentNotReachedIsFetchedAtTheNextPollWhichReadsTheFeedWhole() async throws {
+        let database = try TestDatabase.makeScratch()
+        defer { TestDatabase.dropScratch(database) }
+        let stage = try await Self.stage(database)
+        try stage.list([("urn:late-1", "1", "late.xml")])
+        #expect(try await stage.poller().runOnce() == 1)
+        #expect(try await stage.lastStatus() == "ok: 1 entries, 0 read, 0 refused, 1 left for the next poll; 0 raised, 0 updated, 0 closed")
+        try stage.write("late.xml", Self.cap(identifier: "late-1", sent: CAPTime.text(Date()), severity: "Severe", headline: "Late flood",
+                                            polygon: Self.overTown, expires: CAPTime.text(Date().addingTimeInterval(3600))))
+        try await stage.pollNow()
+        #expect(try await stage.poller().runOnce() == 1)
+        let again = try #require(stage.requests("/feed.atom").last)
+        #expect(again["if_none_match"] is NSNull && again["status"] as? Int == 200, "\(again)")
+        #expect(try await stage.lastStatus() == "ok: 1 entries, 1 read, 0 refused; 2 raised, 0 updated, 0 closed")
+        #expect(stage.requests("/late.xml").map { $0["status"] as? Int } == [404, 200])
+        await stage.server.stop()
+        await stage.api.stop()
+    }
+
     @Test func whatNoPublisherShouldSendIsRefusedWithNothingWritten() async throws {
         let database = try TestDatabase.makeScratch()
         defer { TestDatabase.dropScratch(database) }

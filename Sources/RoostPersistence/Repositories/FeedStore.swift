@@ -94,13 +94,25 @@ public struct FeedStore: Sendable {
         try connection.query("UPDATE cap_feeds SET next_poll_at = now() WHERE id = \(id)").affectedRows == 1
     }
 
-    /// Records a poll's end: what it came to, the validators for the next conditional GET (kept
-    /// when the answer had none, as after a 304), and the next poll after `wait` seconds.
-    public func finish(_ feed: UUID, status: String, etag: String?, lastModified: String?, wait: Int, on connection: PostgresConnection) throws {
+    /// What the next poll's conditional GET sends.
+    public enum Validators: Sendable {
+        /// The ones it has (the answer was a 304, or the poll failed before an answer).
+        case keep
+        /// The answer's (nil: none): the feed was read whole.
+        case set(etag: String?, lastModified: String?)
+    }
+
+    /// Records a poll's end: what it came to, the validators for the next conditional GET, and
+    /// the next poll after `wait` seconds.
+    public func finish(_ feed: UUID, status: String, validators: Validators, wait: Int, on connection: PostgresConnection) throws {
+        let (keep, etag, lastModified): (Bool, String?, String?) = switch validators {
+        case .keep: (true, nil, nil)
+        case .set(let etag, let lastModified): (false, etag.map { String($0.prefix(500)) }, lastModified.map { String($0.prefix(100)) })
+        }
         try connection.query("""
             UPDATE cap_feeds SET last_status = \(String(status.prefix(500))), polled_at = now(),
-                etag = coalesce(\(etag.map { String($0.prefix(500)) }), etag),
-                last_modified = coalesce(\(lastModified.map { String($0.prefix(100)) }), last_modified),
+                etag = CASE WHEN \(keep) THEN etag ELSE \(etag)::text END,
+                last_modified = CASE WHEN \(keep) THEN last_modified ELSE \(lastModified)::text END,
                 next_poll_at = now() + \(wait) * interval '1 second'
             WHERE id = \(feed)
             """)

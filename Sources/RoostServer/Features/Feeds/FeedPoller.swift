@@ -73,8 +73,7 @@ final class FeedPoller: Sendable {
         while !Task.isCancelled, let feed = try await pool.withConnection({ [options] in try FeedStore().claimDue(lease: options.leaseSeconds, on: $0) }) {
             let outcome = await poll(feed)
             try await pool.withConnection { connection in
-                try FeedStore().finish(feed.id, status: outcome.status, etag: outcome.etag, lastModified: outcome.lastModified,
-                                       wait: feed.pollSeconds, on: connection)
+                try FeedStore().finish(feed.id, status: outcome.status, validators: outcome.validators, wait: feed.pollSeconds, on: connection)
             }
             polled += 1
         }
@@ -83,8 +82,7 @@ final class FeedPoller: Sendable {
 
     struct Outcome {
         var status: String
-        var etag: String?
-        var lastModified: String?
+        var validators = FeedStore.Validators.keep
     }
 
     /// One poll of one feed: what it came to (for `last_status` and the log).
@@ -108,7 +106,7 @@ final class FeedPoller: Sendable {
             log.warning("feeds: the feed answered an error", fields.merging(["status": String(answer.status)]) { $1 })
             return Outcome(status: "failed: HTTP \(answer.status)")
         }
-        let validators = (answer.headers["etag"], answer.headers["last-modified"])
+        let validators = FeedStore.Validators.set(etag: answer.headers["etag"], lastModified: answer.headers["last-modified"])
         let listed: CAPFeed
         do {
             var limits = XMLReader.Limits()
@@ -116,12 +114,14 @@ final class FeedPoller: Sendable {
             listed = try CAPFeed.read(answer.body, limits: limits)
         } catch {
             log.warning("feeds: the feed was refused", fields.merging(["error": error.reason]) { $1 })
-            return Outcome(status: "refused: \(error.reason)", etag: validators.0, lastModified: validators.1)
+            return Outcome(status: "refused: \(error.reason)", validators: validators)
         }
         do {
             let summary = try await take(listed, of: feed, fields: fields)
             log.info("feeds: polled", fields.merging(summary.fields) { $1 })
-            return Outcome(status: summary.status, etag: validators.0, lastModified: validators.1)
+            // Entries left for later (a document not reached, or past this poll's share) need the
+            // feed read whole next time: a conditional GET's 304 would never list them again.
+            return Outcome(status: summary.status, validators: summary.left > 0 ? .set(etag: nil, lastModified: nil) : validators)
         } catch {
             // The database was away: the entries not yet taken are taken next time.
             log.warning("feeds: the feed's warnings could not be applied", fields.merging(["error": "\(error)"]) { $1 })
@@ -133,11 +133,16 @@ final class FeedPoller: Sendable {
         var entries = 0
         var read = 0
         var refused = 0
+        /// Entries to read at the next poll.
+        var left = 0
         var tally = FeedWarnings.Tally()
 
-        var status: String { "ok: \(entries) entries, \(read) read, \(refused) refused; \(tally.raised) raised, \(tally.updated) updated, \(tally.closed) closed" }
+        var status: String {
+            "ok: \(entries) entries, \(read) read, \(refused) refused\(left > 0 ? ", \(left) left for the next poll" : ""); "
+                + "\(tally.raised) raised, \(tally.updated) updated, \(tally.closed) closed"
+        }
         var fields: [String: String] {
-            ["entries": String(entries), "read": String(read), "refused": String(refused), "raised": String(tally.raised),
+            ["entries": String(entries), "read": String(read), "refused": String(refused), "left": String(left), "raised": String(tally.raised),
              "updated": String(tally.updated), "closed": String(tally.closed)]
         }
     }
@@ -158,7 +163,10 @@ final class FeedPoller: Sendable {
                 log.warning("feeds: an entry was refused", fields.merging(["entry": entry.key, "error": reason]) { $1 })
                 try await markTaken(entry, of: feed)
             case .link(let url):
-                guard fetched < options.documentsPerPoll else { continue }
+                guard fetched < options.documentsPerPoll else {
+                    summary.left += 1
+                    continue
+                }
                 fetched += 1
                 switch await document(url) {
                 case .success(let alert): documents.append((entry, alert))
@@ -168,6 +176,7 @@ final class FeedPoller: Sendable {
                     try await markTaken(entry, of: feed)
                 case .failure(.unreachable(let reason)):
                     // Tried again at the next poll.
+                    summary.left += 1
                     log.warning("feeds: an entry's document could not be fetched", fields.merging(["entry": entry.key, "document": url, "error": reason]) { $1 })
                 }
             }

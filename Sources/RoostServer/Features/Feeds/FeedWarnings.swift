@@ -155,10 +155,17 @@ struct FeedWarnings {
         let keys = [(alert.sender, alert.identifier)] + alert.references.map { ($0.sender, $0.identifier) }
         for group in groups {
             guard let area = try? JSONDecoder().decode(GeoArea.self, from: Data(group.areaJSON.utf8)) else { continue }
+            func decide() throws -> (WarningDecision, found: (seq: Int64, open: Bool)?) {
+                let own = try store.warning(group: group.id, keys: [keys[0]], on: connection)
+                let found = try own ?? store.warning(group: group.id, keys: Array(keys.dropFirst()), on: connection)
+                return (WarningDecision.decide(alert, for: group, area: area, found: found.map { ($0.open, own != nil) }, now: now), found)
+            }
+            // Most groups a warning passes by: those are left unlocked. A group it reaches is
+            // locked and decided again, so two feeds carrying one warning make one alert.
+            guard try decide().0 != .nothing else { continue }
             try GroupStore().lock(group.id, on: connection)
-            let own = try store.warning(group: group.id, keys: [keys[0]], on: connection)
-            let found = try own ?? store.warning(group: group.id, keys: Array(keys.dropFirst()), on: connection)
-            switch WarningDecision.decide(alert, for: group, area: area, found: found.map { ($0.open, own != nil) }, now: now) {
+            let (decision, found) = try decide()
+            switch decision {
             case .nothing:
                 continue
             case .raise(let content):
