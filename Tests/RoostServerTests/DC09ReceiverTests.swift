@@ -353,7 +353,7 @@ struct DC09ReceiverTests {
 
     @Test func anAddressThatKeepsBeingRefusedGetsNoAnswerUntilItsBucketRefills() async throws {
         let clock = ManualClock()
-        let rate = AddressRate(perMinute: 60, burst: 3, clock: { clock.now() })
+        let rate = TokenBuckets<String>(perMinute: 60, burst: 3, now: { Double(clock.now()) / 1e9 })
         for _ in 0..<3 {
             #expect(rate.allows("203.0.113.9"))
             rate.charge("203.0.113.9")

@@ -55,7 +55,8 @@ final class DC09Receiver: Sendable {
     let log: Log
     /// The receiver's clock for timestamps (a test's fixed time).
     let now: @Sendable () -> Date
-    private let addresses: AddressRate
+    /// Refused frames a minute per address (`TokenBuckets.charge`), in memory on this node.
+    private let addresses: TokenBuckets<String>
     private let counts = Mutex<[String: Int]>([:])
     private let servers = Mutex<(tcp: TCPServer?, udp: UDPServer?)>((nil, nil))
 
@@ -63,7 +64,8 @@ final class DC09Receiver: Sendable {
     init(pool: ConnectionPool, bridges: BridgeAuthentication, limits: Limits = Limits(), log: Log,
          now: @escaping @Sendable () -> Date = { Date() }, addressClock: @escaping @Sendable () -> UInt64 = { DispatchTime.now().uptimeNanoseconds }) {
         (self.pool, self.bridges, self.limits, self.log, self.now) = (pool, bridges, limits, log, now)
-        addresses = AddressRate(perMinute: limits.refusalsPerAddressPerMinute, burst: limits.addressBurst, clock: addressClock)
+        addresses = TokenBuckets(perMinute: limits.refusalsPerAddressPerMinute, burst: limits.addressBurst, capacity: 10_000,
+                                 now: { Double(addressClock()) / 1e9 })
     }
 
     /// Listens on `address` for TCP and UDP on `http`'s first loop; the port bound (with port
@@ -347,45 +349,5 @@ struct DC09Extras {
         if !links.isEmpty { dc09["links"] = links.map { ["href": $0, "text": "Verification"] } }
         guard let data = try? JSONSerialization.data(withJSONObject: ["dc09": dc09], options: [.sortedKeys]) else { return nil }
         return String(decoding: data, as: UTF8.self)
-    }
-}
-
-/// A token bucket per address, in memory on this node: `perMinute` refill up to `burst`; what
-/// costs a token is the caller's choice (`charge`).
-/// Forgets the addresses it holds when they pass 10,000 (a full bucket is no loss).
-final class AddressRate: Sendable {
-    private struct Bucket { var tokens: Double; var at: UInt64 }
-    private let perMinute: Double
-    private let burst: Double
-    private let clock: @Sendable () -> UInt64
-    private let buckets = Mutex<[String: Bucket]>([:])
-
-    init(perMinute: Int, burst: Int, clock: @escaping @Sendable () -> UInt64 = { DispatchTime.now().uptimeNanoseconds }) {
-        (self.perMinute, self.burst, self.clock) = (Double(perMinute), Double(burst), clock)
-    }
-
-    /// Whether `address` has a token left.
-    func allows(_ address: String) -> Bool {
-        let now = clock()
-        return buckets.withLock { buckets in
-            guard let bucket = buckets[address] else { return true }
-            return refilled(bucket, now).tokens >= 1
-        }
-    }
-
-    /// Takes a token from `address` (its bucket may go below empty: a burst of refusals at
-    /// once is paid for in full).
-    func charge(_ address: String) {
-        let now = clock()
-        buckets.withLock { buckets in
-            if buckets.count >= 10_000 && buckets[address] == nil { buckets.removeAll(keepingCapacity: true) }
-            var bucket = refilled(buckets[address] ?? Bucket(tokens: burst, at: now), now)
-            bucket.tokens -= 1
-            buckets[address] = bucket
-        }
-    }
-
-    private func refilled(_ bucket: Bucket, _ now: UInt64) -> Bucket {
-        Bucket(tokens: min(burst, bucket.tokens + Double(now &- bucket.at) / 60e9 * perMinute), at: now)
     }
 }
