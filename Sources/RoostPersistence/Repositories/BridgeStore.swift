@@ -192,11 +192,13 @@ public struct BridgeStore: Sendable {
             """).first?.decode(Int64.self, "seq")
     }
 
-    /// Counts a repeat of an open alert; the new count.
-    public func repeatAlert(group: UUID, seq: Int64, on connection: PostgresConnection) throws -> Int {
-        try connection.query("""
-            UPDATE alerts SET repeat_count = repeat_count + 1 WHERE group_id = \(group) AND seq = \(seq) RETURNING repeat_count
-            """).rows[0].decode(Int.self, "repeat_count")
+    /// Counts a repeat of an open alert: the new count, and whom the alert is hidden from (its
+    /// `alert.repeated` event is hidden alike).
+    public func repeatAlert(group: UUID, seq: Int64, on connection: PostgresConnection) throws -> (count: Int, hiddenFrom: UUID?) {
+        let row = try connection.query("""
+            UPDATE alerts SET repeat_count = repeat_count + 1 WHERE group_id = \(group) AND seq = \(seq) RETURNING repeat_count, hidden_from
+            """).rows[0]
+        return (try row.decode(Int.self, "repeat_count"), try row.decode(UUID?.self, "hidden_from"))
     }
 
     // MARK: - Heartbeats

@@ -97,10 +97,10 @@ struct BridgeAlert: Sendable {
 
     /// Counts a repeat of the alert at `seq` (one `alert.repeated` event); its JSON.
     private func repeated(_ seq: Int64, by bridge: Bridge, tenant: UUID, on connection: PostgresConnection) throws -> String {
-        let count = try BridgeStore().repeatAlert(group: bridge.groupID, seq: seq, on: connection)
+        let (count, hiddenFrom) = try BridgeStore().repeatAlert(group: bridge.groupID, seq: seq, on: connection)
         try GroupEventLog().append(tenant: tenant, group: bridge.groupID, event: .alertRepeated, actorType: .bridge,
                                    actorID: bridge.id, data: RawJSON("{\"seq\":\(seq),\"repeat_count\":\(count)}"),
-                                   hiddenFrom: try MessageStore().hiddenFrom(group: bridge.groupID, seq: seq, on: connection), on: connection)
+                                   hiddenFrom: hiddenFrom, on: connection)
         return try MessageStore().message(group: bridge.groupID, seq: seq, on: connection)!
     }
 
