@@ -71,6 +71,7 @@ struct DockerFilesTests {
                 "subnet": compose["networks"]["roost"]["ipam"]["config"][0]["subnet"],
                 "mqtt_listen": roost["environment"].get("ROOST_MQTT_LISTEN", ""),
                 "mqtt_published": any("1883" in p for p in roost.get("ports", [])),
+                "dc09_listen": roost["environment"].get("ROOST_DC09_LISTEN", ""),
                 "mqtt_tls": services["mqtt-tls"]["profiles"] + services["mqtt-tls"]["ports"],
                 "nginx_passes_to": [line.split()[1].rstrip(";") for line in open(os.path.join(base, "nginx-mqtt.conf")) if line.strip().startswith("proxy_pass")],
                 "bridges_dockerfile_exists": os.path.exists(os.path.join(base, services["bridges"]["build"]["context"], services["bridges"]["build"]["dockerfile"])),
@@ -83,6 +84,8 @@ struct DockerFilesTests {
         #expect(parsed["services"] as? [String] == ["bridges", "caddy", "mqtt-tls", "postgres", "prometheus", "roost"])
         // MQTT inside the network only, TLS in front on 8883 (the mqtt profile); the adapters keep their queue on a volume.
         #expect(parsed["mqtt_listen"] as? String == "0.0.0.0:1883" && parsed["mqtt_published"] as? Bool == false)
+        // Alarm panels only when the operator says where (and publishes that port).
+        #expect(parsed["dc09_listen"] as? String == "${ROOST_DC09_LISTEN:-off}")
         #expect(parsed["mqtt_tls"] as? [String] == ["mqtt", "8883:8883"] && parsed["nginx_passes_to"] as? [String] == ["roost:1883"])
         #expect(parsed["bridges_dockerfile_exists"] as? Bool == true && parsed["bridges_queue"] as? [String] == ["bridge_queue:/var/lib/roost-bridge"])
         // Metrics stay inside the network, where the monitoring profile scrapes them; health is readiness.
