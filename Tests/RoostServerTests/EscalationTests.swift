@@ -192,7 +192,7 @@ struct EscalationTests {
         try await street.api.inTenant { _, connection in
             var tally = FeedWarnings.Tally()
             let area = #"{"circle":{"lat":55.676,"lon":12.568,"radius_m":500}}"#
-            try FeedWarnings(feed: feed, now: Date()).apply(warning, tenant: tenant, groups: [FeedGroup(id: group, areaJSON: area, minSeverity: "amber", drill: false)],
+            try FeedWarnings(feed: feed, now: Date()).apply(warning, tenant: tenant, groups: FeedWarnings.placed([FeedGroup(id: group, areaJSON: area, minSeverity: "amber", drill: false)]),
                                                            tally: &tally, on: connection)
             #expect(tally.raised == 1)
         }

@@ -191,7 +191,7 @@ final class FeedPoller: Sendable {
                 summary.tally = try await pool.withConnection { [summary] connection in
                     try connection.withTenantTransaction(tenant) { connection in
                         var tally = summary.tally
-                        let groups = try FeedStore().groups(on: connection)
+                        let groups = FeedWarnings.placed(try FeedStore().groups(on: connection))
                         guard !groups.isEmpty else { return tally }
                         for alert in alerts { try warnings.apply(alert, tenant: tenant, groups: groups, tally: &tally, on: connection) }
                         return tally

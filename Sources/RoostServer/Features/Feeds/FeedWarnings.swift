@@ -150,11 +150,24 @@ struct FeedWarnings {
         var closed = 0
     }
 
-    func apply(_ alert: CAPAlert, tenant: UUID, groups: [FeedGroup], tally: inout Tally, on connection: PostgresConnection) throws {
+    /// A group that takes warnings, with its area read once for all the messages of a poll.
+    struct PlacedGroup {
+        let group: FeedGroup
+        let area: GeoArea
+    }
+
+    /// The groups with their areas read (a stored area that does not read is left out).
+    static func placed(_ groups: [FeedGroup]) -> [PlacedGroup] {
+        groups.compactMap { group in
+            (try? JSONDecoder().decode(GeoArea.self, from: Data(group.areaJSON.utf8))).map { PlacedGroup(group: group, area: $0) }
+        }
+    }
+
+    func apply(_ alert: CAPAlert, tenant: UUID, groups: [PlacedGroup], tally: inout Tally, on connection: PostgresConnection) throws {
         let store = FeedStore()
         let keys = [(alert.sender, alert.identifier)] + alert.references.map { ($0.sender, $0.identifier) }
-        for group in groups {
-            guard let area = try? JSONDecoder().decode(GeoArea.self, from: Data(group.areaJSON.utf8)) else { continue }
+        for placed in groups {
+            let (group, area) = (placed.group, placed.area)
             func decide() throws -> (WarningDecision, found: (seq: Int64, open: Bool)?) {
                 let own = try store.warning(group: group.id, keys: [keys[0]], on: connection)
                 let found = try own ?? store.warning(group: group.id, keys: Array(keys.dropFirst()), on: connection)
