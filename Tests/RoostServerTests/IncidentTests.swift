@@ -20,8 +20,9 @@ struct IncidentTests {
         let cy: Person
         let group: String
 
-        init(stream: Bool = false) async throws {
-            api = try APIFixture(stream: stream)
+        /// With `database`, on that scratch database (no other test's node shares it).
+        init(stream: Bool = false, database: String? = nil) async throws {
+            api = try APIFixture(stream: stream, database: database)
             owner = try await api.person(email: "ann@example.org")
             ben = try await api.person(email: "ben@example.org")
             cy = try await api.person(email: "cy@example.org")

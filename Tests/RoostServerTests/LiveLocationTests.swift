@@ -83,8 +83,13 @@ struct LiveLocationTests {
         await api.stop()
     }
 
+    /// On a database of its own: an end-to-end test's node sharing the suite's database ran its
+    /// own live-location round on this street's job, and on a busy machine committed the newest
+    /// point's notice only after the test's marker (a fresh-clone CI run failed so).
     @Test func aFloodOfPointsIsOneNoticeThenTheNewestAfterTwoSecondsThenTheEndAfterAnIdleHour() async throws {
-        let street = try await Street(stream: true)
+        let database = try TestDatabase.makeScratch()
+        defer { TestDatabase.dropScratch(database) }
+        let street = try await Street(stream: true, database: database)
         let api = street.api
         let seq = try await street.post("Walking home, someone behind me", kind: "alert", severity: "red", as: street.cy)
         let (watcher, _) = try await StreamTests().stream(api, street.owner)
@@ -105,10 +110,9 @@ struct LiveLocationTests {
         #expect(first["seq"] as? Int == seq && first["user_id"] as? String == street.cy.id && first["lat"] as? Double == 55.0)
         #expect(first["battery"] as? Int == 80 && first["group_id"] as? String == street.group && first["at"] is String)
 
-        // Two seconds on, the newest point (the 300th) is told, once: by this round, or by the
-        // round of an end-to-end test's node, which shares the database, if it comes first. Unless
-        // the burst was slow enough here that the 300th came after an interval's end: then it
-        // went at once, before marker 1.
+        // Two seconds on, the newest point (the 300th) is told, once, by this round. Unless the
+        // burst was slow enough here that the 300th came after an interval's end: then it went
+        // at once, before marker 1.
         let newest = 55.0 + 299 * 0.0001
         func isNewest(_ notice: [String: Any]) -> Bool { abs(((notice["data"] as? [String: Any])?["lat"] as? Double ?? 0) - newest) < 1e-9 }
         let wentAtOnce = seen.contains(where: isNewest)
