@@ -19,6 +19,8 @@ public struct EventDataText: Sendable {
         case seq
         /// The event's time as the API writes it, without quotes.
         case at
+        /// JSON text the statement computes (a gated append's `gate.<column>`, encoded).
+        case expression(SQLQuery)
     }
 
     private var pieces: [Piece] = []
@@ -40,6 +42,8 @@ public struct EventDataText: Sendable {
 
     public mutating func appendSeq() { pieces.append(.seq) }
     public mutating func appendAt() { pieces.append(.at) }
+    /// JSON text computed by the appending statement, e.g. `to_json(gate.display_name)::text`.
+    public mutating func appendExpression(_ sql: SQLQuery) { pieces.append(.expression(sql)) }
 
     /// The SQL expression that fills the holes from columns `seq` and `at`.
     var assembled: SQLQuery {
@@ -51,6 +55,7 @@ public struct EventDataText: Sendable {
             case .text(let text): sql.appendInterpolation(text)
             case .seq: sql.appendLiteral("seq::text")
             case .at: sql.appendLiteral("at")
+            case .expression(let expression): sql.appendInterpolation(fragment: expression)
             }
         }
         return SQLQuery(stringInterpolation: sql)
@@ -119,6 +124,26 @@ public struct GroupEventLog: Sendable {
         notice timing: NoticeTiming = .withCommit, on connection: PostgresConnection
     ) throws -> (event: AppendedEvent, data: String) {
         let afterCommit = timing == .afterCommit
+        let statement = Self.appending(tenant: tenant, group: group, event: event, actorType: actorType, actorID: actorID, subject: subject,
+                                       hiddenFrom: hiddenFrom, data: data, projections: projections, notifying: !afterCommit)
+        let result = afterCommit && committing
+            ? try connection.queryAndCommit(statement, then: Self.keptNotice).result : try connection.query(statement, committing: committing)
+        guard let row = result.first else {
+            throw DatabaseError(.client, "group \(group) does not exist in this tenant")
+        }
+        return (AppendedEvent(tenant: tenant, group: group, seq: try row.decode(Int64.self, "seq"), at: try row.decode(Date.self, "created_at")),
+                try row.decode(String.self, "data"))
+    }
+
+    /// The statement that appends an event (`append`): it takes the seq, fills `data`'s holes,
+    /// inserts the event, runs `projections` and notifies (`notifying`) or keeps the notice. With
+    /// `gate`, a query whose one row admits the event (its columns readable in `data`'s
+    /// expressions as `gate.<column>`), the statement appends nothing and returns no row when
+    /// the gate finds none.
+    static func appending(
+        tenant: UUID, group: UUID, event: GroupEventKind, actorType: ActorType?, actorID: UUID?, subject: UUID?, hiddenFrom: UUID?,
+        data: EventDataText, projections: SQLQuery, notifying: Bool, gate: SQLQuery? = nil
+    ) -> SQLQuery {
         // The notice (with the event's frame, when it fits) is assembled by the same statement,
         // the only place the seq is known before the round trip ends, from the parts its
         // owners give: `NodeNotice` the header, `StreamEvent` the frame.
@@ -127,11 +152,14 @@ public struct GroupEventLog: Sendable {
         let notice: SQLQuery = """
             CASE WHEN octet_length(header) + 1 + octet_length(frame) < \(NodeNotice.maxBytes) THEN header || E'\\n' || frame ELSE header END
             """
-        let statement: SQLQuery = """
-            WITH next AS (
-                UPDATE group_seqs SET last_seq = last_seq + 1 WHERE group_id = \(group)
+        let admitted: SQLQuery = gate.map { "gate AS (\(fragment: $0)),\n" } ?? ""
+        let admits: SQLQuery = gate == nil ? "" : " AND EXISTS (SELECT 1 FROM gate)"
+        let readsGate: SQLQuery = gate == nil ? "" : " CROSS JOIN gate"
+        return """
+            WITH \(fragment: admitted)next AS (
+                UPDATE group_seqs SET last_seq = last_seq + 1 WHERE group_id = \(group)\(fragment: admits)
                 RETURNING last_seq AS seq, now() AS created_at, to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS at),
-            filled AS (SELECT seq, created_at, at, \(fragment: data.assembled) AS data FROM next),
+            filled AS (SELECT seq, created_at, at, \(fragment: data.assembled) AS data FROM next\(fragment: readsGate)),
             appended AS (
                 INSERT INTO group_events (tenant_id, group_id, seq, event, actor_type, actor_id, data, subject, hidden_from, created_at)
                 SELECT \(tenant), \(group), seq, \(event.name), \(actorType), \(actorID), data::jsonb, \(subject), \(hiddenFrom), created_at FROM filled
@@ -141,16 +169,9 @@ public struct GroupEventLog: Sendable {
                 SELECT seq, created_at, data, \(header.beforeSeq) || seq || \(header.afterSeq)\(fragment: Self.audienceSuffix(group: group, hiddenFrom: hiddenFrom)) AS header,
                        \(frame.beforeSeq) || seq || \(frame.beforeAt) || at || \(frame.beforeData) || data || '}' AS frame
                 FROM filled)
-            SELECT seq, created_at, data, \(fragment: afterCommit ? Self.keep(notice) : Self.send(notice)) AS notified
+            SELECT seq, created_at, data, \(fragment: notifying ? Self.send(notice) : Self.keep(notice)) AS notified
             FROM framed
             """
-        let result = afterCommit && committing
-            ? try connection.queryAndCommit(statement, then: Self.keptNotice).result : try connection.query(statement, committing: committing)
-        guard let row = result.first else {
-            throw DatabaseError(.client, "group \(group) does not exist in this tenant")
-        }
-        return (AppendedEvent(tenant: tenant, group: group, seq: try row.decode(Int64.self, "seq"), at: try row.decode(Date.self, "created_at")),
-                try row.decode(String.self, "data"))
     }
 
     /// For an event for the managers only, the notice header's last part: `/` and the group's

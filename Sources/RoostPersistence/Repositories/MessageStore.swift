@@ -166,14 +166,18 @@ public struct MessageStore: Sendable {
 
     /// A new message as the API shows it (the same shape `messageJSON` builds from the tables),
     /// with holes for its seq and time.
-    static func json(id: UUID, group: UUID, authorType: ActorType, authorID: UUID?, authorName: String,
+    /// `authorName`: the name as text, or nil when the statement reads it (`gate.display_name`,
+    /// a chat line's `chatLineGate`).
+    static func json(id: UUID, group: UUID, authorType: ActorType, authorID: UUID?, authorName: String?,
                      message: NewMessage, dedupKey: String?, details: String? = nil) -> EventDataText {
         func quote(_ text: String?) -> String { text.map(JSONString.quote) ?? "null" }
         var json = EventDataText()
         json.append("{\"id\":\(quote(id.lowercasedText)),\"group_id\":\(quote(group.lowercasedText)),\"seq\":")
         json.appendSeq()
         json.append(",\"kind\":\(quote(message.kind.name)),\"author\":{\"type\":\(quote(authorType.name)),\"id\":\(quote(authorID?.lowercasedText)),"
-            + "\"display_name\":\(quote(authorName))},\"text\":\(quote(message.text)),\"template\":\(quote(message.template)),"
+            + "\"display_name\":")
+        if let authorName { json.append(quote(authorName)) } else { json.appendExpression("to_json(gate.display_name)::text") }
+        json.append("},\"text\":\(quote(message.text)),\"template\":\(quote(message.template)),"
             + "\"location\":\(message.location ?? "null"),\"reply_to\":\(message.replyTo.map(String.init) ?? "null"),\"created_at\":\"")
         json.appendAt()
         json.append("\",\"client_msg_id\":\(quote(message.clientMessageID)),\"redacted\":false,\"attachments\":\(message.attachments.json),\"alert\":")

@@ -223,9 +223,40 @@ public struct UserStore: Sendable {
             FROM sessions s
             JOIN users u ON u.tenant_id = s.tenant_id AND u.id = s.user_id
             \(fragment: membership)
-            WHERE s.token_hash = \(Data(tokenHash)) AND s.expires_at > now() AND u.deleted_at IS NULL AND u.suspended_at IS NULL
+            WHERE \(fragment: Self.liveSession(tokenHash: tokenHash))
             \(unsafeRaw: group == nil ? "" : "FOR UPDATE OF m")
             """
+    }
+
+    /// What makes a session live, of `sessions s` joined to its `users u`.
+    private static func liveSession(tokenHash: [UInt8]) -> SQLQuery {
+        "s.token_hash = \(Data(tokenHash)) AND s.expires_at > now() AND u.deleted_at IS NULL AND u.suspended_at IS NULL"
+    }
+
+    /// A gate for a gated append (`GroupEventLog.appending(..., gate:)`): one row, the caller's
+    /// `display_name`, when the session is live and is `user`'s, the user is a member of `group`
+    /// whom no manager has muted, and `also` (a boolean SQL expression in which `Self.caller`
+    /// is the user) holds; the membership row locked FOR UPDATE, as `sessionMemberQuery` locks
+    /// it. No row otherwise, for whatever reason: the caller asks again the usual way to learn it.
+    public func liveMemberGate(tokenHash: [UInt8], user: UUID, group: UUID, also: SQLQuery) -> SQLQuery {
+        """
+        SELECT u.display_name FROM sessions s
+        JOIN users u ON u.tenant_id = s.tenant_id AND u.id = s.user_id
+        JOIN memberships m ON m.tenant_id = u.tenant_id AND m.user_id = u.id AND m.group_id = \(group)
+        WHERE \(fragment: Self.liveSession(tokenHash: tokenHash)) AND u.id = \(user) AND (m.muted_until IS NULL OR m.muted_until <= now())
+          AND \(fragment: also)
+        FOR UPDATE OF m
+        """
+    }
+
+    /// The statement (or `WITH` item's body) that moves a session's expiry on when it was last
+    /// used over a minute ago and `when` (a boolean SQL expression) holds.
+    public func slideStatement(tokenHash: [UInt8], lifetime: Int, maxAge: Int, when condition: SQLQuery = "true") -> SQLQuery {
+        """
+        UPDATE sessions SET last_used_at = now(),
+                            expires_at = least(now() + \(lifetime) * interval '1 second', created_at + \(maxAge) * interval '1 second')
+        WHERE token_hash = \(Data(tokenHash)) AND last_used_at < now() - interval '1 minute' AND \(fragment: condition)
+        """
     }
 
     /// The member `sessionMemberQuery` found, if any, with their role, until when they are muted
@@ -255,11 +286,7 @@ public struct UserStore: Sendable {
     /// Moves a session's expiry on when its row says it was last used over a minute ago.
     private func slideExpiry(_ row: PostgresRow, tokenHash: [UInt8], lifetime: Int, maxAge: Int, on connection: PostgresConnection) throws {
         guard try row.decode(Bool.self, "stale") else { return }
-        try connection.query("""
-            UPDATE sessions SET last_used_at = now(),
-                                expires_at = least(now() + \(lifetime) * interval '1 second', created_at + \(maxAge) * interval '1 second')
-            WHERE token_hash = \(Data(tokenHash))
-            """)
+        try connection.query(slideStatement(tokenHash: tokenHash, lifetime: lifetime, maxAge: maxAge))
     }
 
     /// Whether the session whose token hash is `hex` exists and has not expired: a lookup by the

@@ -11,11 +11,14 @@ struct MessageRoutes: Sendable {
     let auth: Authentication
     let limits: AbuseLimits
     let pace: PostPace
+    /// Plain chat lines posted at the same time share one commit.
+    let chatLines: ChatLineCommits
 
     init(auth: Authentication, limits: AbuseLimits) {
         self.auth = auth
         self.limits = limits
         pace = PostPace(perMinute: limits.postsPerAccountPerMinute, now: limits.postPaceClock)
+        chatLines = ChatLineCommits(pool: auth.pool, sessionLifetime: auth.sessionLifetime, sessionMaxAge: auth.sessionMaxAge)
     }
 
     struct PostBody: Decodable, KnownFields {
@@ -77,14 +80,24 @@ struct MessageRoutes: Sendable {
                                        text: body.text, severity: body.severity, template: body.template, location: body.location,
                                        replyTo: body.replyTo, attachments: body.attachments ?? [], alertsPerHour: limits.alertsPerUserPerHour,
                                        pace: pace)
+            var usual = post
+            // A plain chat line from a session this node knows shares a commit with the lines
+            // posted at the same time; one the shared statement declines goes the usual way.
+            if post.isPlainChat, let user = chatLines.owner(of: caller.token.hash), pace.take(user) == nil {
+                if case .posted(_, let json) = try await chatLines.post(post.chatLine(by: caller.token, user: user)) {
+                    return .json(.created, Array(json.utf8))
+                }
+                usual = post.paced
+            }
             do {
-                let (created, json) = try await caller.run(post)
+                let ((created, json), user) = try await caller.runTelling(usual)
+                if post.isPlainChat { chatLines.learn(caller.token.hash, is: user) }
                 // Its pushes are in: the delivery engine need not wait for its next look.
                 if created, post.severity.map({ AlertSeverity($0).raisesAlert }) == true { DeliveryBell.shared.ring() }
                 return .json(created ? .created : .ok, Array(json.utf8))
             } catch let error as DatabaseError where error.code == .uniqueViolation {
                 // A concurrent repeat of the same client_msg_id won the race: answer with its message.
-                guard let json = try await caller.run(post.repeated) else { throw error }
+                guard let json = try await caller.run(usual.repeated) else { throw error }
                 return .json(.ok, Array(json.utf8))
             }
         }

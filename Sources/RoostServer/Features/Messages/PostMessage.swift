@@ -19,8 +19,9 @@ struct PostMessage: GroupUseCase {
     let attachments: [UUID]
     /// Amber and red alerts one member may raise in an hour (`ROOST_LIMIT_ALERTS_PER_HOUR`).
     let alertsPerHour: Int
-    /// The account's posts a minute on this node; nil: not limited (server-side posts, tests).
-    let pace: PostPace?
+    /// The account's posts a minute on this node; nil: not limited (server-side posts, tests,
+    /// or a line whose token was already taken for a shared commit that declined it).
+    private(set) var pace: PostPace?
     /// Chat messages of one author in one group that push to members who asked for chat, an hour.
     static let chatPushesPerAuthorPerHour = 20
 
@@ -57,6 +58,22 @@ struct PostMessage: GroupUseCase {
     }
 
     static let badReply = APIError.invalid("reply_to must be a seq of this group", "reply_to")
+
+    /// A chat line of text (and a place) only: what a shared commit posts (`ChatLineCommits`).
+    var isPlainChat: Bool { kind == .chat && template == nil && replyTo == nil && attachments.isEmpty }
+
+    /// This post as a line for a shared commit, by `user` (as the node last saw the token's owner).
+    func chatLine(by token: TenantToken, user: UUID) -> ChatLine {
+        ChatLine(tenant: token.tenant, group: group, user: user, tokenHash: token.hash, clientMessageID: clientMessageID, text: text,
+                 location: location)
+    }
+
+    /// The same post with its pace already taken.
+    var paced: PostMessage {
+        var post = self
+        post.pace = nil
+        return post
+    }
 
     /// Asked with the membership check, so that neither costs a round trip of its own: a chat
     /// line asks whether anyone wants it pushed (then the post knows before it is sent whether

@@ -120,8 +120,13 @@ struct SignedIn: Sendable {
     /// Runs a group use case as the caller, in the transaction that checks their membership.
     @discardableResult
     func run<UseCase: GroupUseCase>(_ useCase: UseCase) async throws -> UseCase.Output {
+        try await runTelling(useCase).output
+    }
+
+    /// `run`, telling also who the caller turned out to be.
+    func runTelling<UseCase: GroupUseCase>(_ useCase: UseCase) async throws -> (output: UseCase.Output, user: UUID) {
         try await auth.inGroup(token, useCase.group, asking: useCase.openingQuestion(caller: UserStore.caller)) { caller, connection in
-            try useCase.run(by: caller, on: connection)
+            (try useCase.run(by: caller, on: connection), caller.user.id)
         }
     }
 }

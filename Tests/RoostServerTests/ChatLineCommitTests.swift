@@ -1,0 +1,181 @@
+import Foundation
+import RoostPersistence
+import RoostProtocol
+@testable import RoostServer
+import RoostTestSupport
+import Testing
+
+/// Group commit for chat lines (`ChatLineCommits`, `MessageStore.postChatLines`): lines that
+/// arrive while a commit is on its way share the next, each answered after it; a line the shared
+/// statement cannot post is declined to the usual path; a statement that fails writes nothing.
+@Suite(.enabled(if: TestDatabase.isConfigured, "needs TEST_DATABASE_URL (scripts/test sets it)"))
+struct ChatLineCommitTests {
+    /// Two groups, three people: ann and ben in Elm Street, ben alone in Oak Road, cy in neither.
+    struct Streets {
+        let api: APIFixture
+        let ann: APIFixture.Person, ben: APIFixture.Person, cy: APIFixture.Person
+        let elm: String, oak: String
+
+        init() async throws {
+            api = try APIFixture()
+            ann = try await api.person(email: "ann@example.org")
+            ben = try await api.person(email: "ben@example.org")
+            cy = try await api.person(email: "cy@example.org")
+            elm = try #require(try await api.call("POST", "/v1/groups", ["name": "Elm Street"], token: ann.token).1["id"] as? String)
+            oak = try #require(try await api.call("POST", "/v1/groups", ["name": "Oak Road"], token: ben.token).1["id"] as? String)
+            try await api.addMember(ben.id, to: elm, role: "member")
+        }
+
+        func line(_ person: APIFixture.Person, _ group: String, _ clientID: String, _ text: String, location: String? = nil) throws -> ChatLine {
+            let token = try #require(TenantToken(person.token))
+            return ChatLine(tenant: token.tenant, group: UUID(uuidString: group)!, user: UUID(uuidString: person.id)!, tokenHash: token.hash,
+                            clientMessageID: clientID, text: text, location: location)
+        }
+
+        /// The group's messages as `(seq, author id, text, transaction id)`, oldest first.
+        func messages(_ group: String) async throws -> [(seq: Int64, author: String, text: String, xmin: String)] {
+            try await api.inTenant { _, connection in
+                try connection.query("""
+                    SELECT m.seq, m.author_id::text AS author, m.text, e.xmin::text AS xmin
+                    FROM messages m JOIN group_events e ON e.group_id = m.group_id AND e.seq = m.seq
+                    WHERE m.group_id = \(UUID(uuidString: group)!) ORDER BY m.seq
+                    """).rows.map {
+                    (try $0.decode(Int64.self, "seq"), try $0.decode(String.self, "author"), try $0.decode(String.self, "text"),
+                     try $0.decode(String.self, "xmin"))
+                }
+            }
+        }
+    }
+
+    /// A pool of one connection whose time stands still: a test holds it to line posts up.
+    func onePool() -> ConnectionPool {
+        ConnectionPool(configuration: TestDatabase.configuration(applicationName: "roost-chat-lines"),
+                       options: .init(maxConnections: 1, acquireTimeout: .seconds(1), clock: ManualPoolClock()))
+    }
+
+    @Test func linesThatArriveWhileACommitIsOnItsWayShareTheNextAndEachIsAnsweredAfterIt() async throws {
+        let streets = try await Streets()
+        let pool = onePool()
+        defer { pool.close() }
+        let commits = ChatLineCommits(pool: pool, sessionLifetime: 3600, sessionMaxAge: 86_400)
+        // The pool's one connection is held, so every line waits for the same commit.
+        let release = DispatchSemaphore(value: 0)
+        let holder = Task { try await pool.withConnection { _ in release.wait() } }
+        while pool.statistics.inUse < 1 { await Task.yield() }
+
+        let lines = [
+            try streets.line(streets.ann, streets.elm, "a1", "Bins are out"),
+            try streets.line(streets.ben, streets.oak, "b1", "Oak Road's lamp is out"),
+            try streets.line(streets.ann, streets.elm, "a2", "and the recycling"),
+            try streets.line(streets.cy, streets.elm, "c1", "not a member"),  // declined: no member of Elm Street
+            try streets.line(streets.ann, streets.elm, "a1", "a repeat"),  // declined: a repeat of a1
+            try streets.line(streets.ben, streets.elm, "b2", "Thanks, \"Ann\" \\ \u{1F600}"),
+            try streets.line(streets.ben, streets.oak, "b3", "fixed", location: "{\"lat\":51.5,\"lon\":-0.12,\"accuracy_m\":10}"),
+            // The token names ben, the line claims ann: declined (the usual path checks the session).
+            ChatLine(tenant: try #require(TenantToken(streets.ben.token)).tenant, group: UUID(uuidString: streets.elm)!,
+                     user: UUID(uuidString: streets.ann.id)!, tokenHash: try #require(TenantToken(streets.ben.token)).hash,
+                     clientMessageID: "x1", text: "not ann", location: nil),
+        ]
+        var posts: [Task<ChatLineOutcome, any Error>] = []
+        for (index, line) in lines.enumerated() {
+            posts.append(Task { try await commits.post(line) })
+            while commits.waitingCount < index + 1 { await Task.yield() }
+        }
+        release.signal()
+        _ = try await holder.value
+        var outcomes: [ChatLineOutcome] = []
+        for post in posts { outcomes.append(try await post.value) }
+
+        let declined = outcomes.enumerated().filter { $0.element == .declined }.map(\.offset)
+        #expect(declined == [3, 4, 7])
+        func seq(_ index: Int) -> Int64? {
+            if case .posted(let seq, _) = outcomes[index] { return seq }
+            return nil
+        }
+        // Each group's seqs follow arrival, gapless (after the events of making the group).
+        let (elmFirst, oakFirst) = (try #require(seq(0)), try #require(seq(1)))
+        #expect([seq(2), seq(5)] == [elmFirst + 1, elmFirst + 2])
+        #expect(seq(6) == oakFirst + 1)
+        // The answer is the message as the API shows it, with the author's name from the database.
+        if case .posted(_, let json) = outcomes[5] {
+            let message = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])
+            #expect(message["text"] as? String == "Thanks, \"Ann\" \\ \u{1F600}")
+            #expect((message["author"] as? [String: Any])?["display_name"] as? String == "ben")
+            #expect((message["author"] as? [String: Any])?["id"] as? String == streets.ben.id)
+            #expect(message["client_msg_id"] as? String == "b2" && message["kind"] as? String == "chat")
+        }
+
+        let elm = try await streets.messages(streets.elm)
+        let oak = try await streets.messages(streets.oak)
+        #expect(elm.map(\.text) == ["Bins are out", "and the recycling", "Thanks, \"Ann\" \\ \u{1F600}"])
+        #expect(elm.map(\.author) == [streets.ann.id, streets.ann.id, streets.ben.id])
+        #expect(oak.map(\.text) == ["Oak Road's lamp is out", "fixed"])
+        // One transaction wrote all five: one commit, one WAL flush.
+        #expect(Set((elm + oak).map(\.xmin)).count == 1)
+
+        // Read back through the API, the lines are ordinary messages.
+        let (status, page) = try await streets.api.call("GET", "/v1/groups/\(streets.oak)/messages", token: streets.ben.token)
+        let items = try #require(page["items"] as? [[String: Any]])
+        #expect(status == 200 && items.count == 2 && (items[0]["location"] as? [String: Any])?["lat"] as? Double == 51.5)
+        await streets.api.stop()
+    }
+
+    @Test func aStatementThatFailsFailsItsCommitWritesNothingAndTheConnectionGoesOn() async throws {
+        let streets = try await Streets()
+        let good = try streets.line(streets.ann, streets.elm, "g1", "Good")
+        // What no client can send (the route validates places): text the jsonb cast refuses.
+        let bad = try streets.line(streets.ben, streets.oak, "x1", "Bad", location: "{not json")
+        let commit = try await streets.api.pool.withConnection { connection in
+            try MessageStore().postChatLines([good, bad], lifetime: 3600, maxAge: 86_400, on: connection)
+        }
+        #expect(commit.outcomes == [.declined, .declined])
+        #expect(commit.failure != nil)
+        #expect(try await streets.messages(streets.elm).isEmpty)
+        #expect(try await streets.messages(streets.oak).isEmpty)
+        let elm = UUID(uuidString: streets.elm)!
+        let lastSeq = try await streets.api.inTenant { _, connection in
+            try connection.query("SELECT last_seq FROM group_seqs WHERE group_id = \(elm)").rows[0].decode(Int64.self, "last_seq")
+        }
+
+        let again = try await streets.api.pool.withConnection { connection in
+            try MessageStore().postChatLines([good], lifetime: 3600, maxAge: 86_400, on: connection)
+        }
+        #expect(again.failure == nil)
+        if case .posted(let seq, _) = again.outcomes.first, seq == lastSeq + 1 {} else { Issue.record("the good line alone was not posted: \(again.outcomes)") }
+        await streets.api.stop()
+    }
+
+    @Test func theRouteSharesCommitsOnlyForWhatItMayAndAnswersTheRestTheUsualWay() async throws {
+        let streets = try await Streets()
+        let path = "/v1/groups/\(streets.elm)/messages"
+        // The first post of a session goes the usual way and teaches the node whose token it is;
+        // the next ones share commits.
+        var seqs: [Int] = []
+        for index in 1...3 {
+            let (status, body) = try await streets.api.call("POST", path, ["client_msg_id": "b\(index)", "text": "line \(index)", "kind": "chat"],
+                                                            token: streets.ben.token)
+            #expect(status == 201 && body["text"] as? String == "line \(index)")
+            seqs.append(try #require(body["seq"] as? Int))
+        }
+        #expect(seqs == [seqs[0], seqs[0] + 1, seqs[0] + 2])
+        // A repeat is answered with the first message (200), by the usual path.
+        let (repeatStatus, repeated) = try await streets.api.call("POST", path, ["client_msg_id": "b2", "text": "again", "kind": "chat"],
+                                                                  token: streets.ben.token)
+        #expect(repeatStatus == 200 && repeated["seq"] as? Int == seqs[1] && repeated["text"] as? String == "line 2")
+        // Muted: 403 muted; removed: 404; signed out: 401. The node still knows the token.
+        #expect(try await streets.api.call("POST", "/v1/groups/\(streets.elm)/members/\(streets.ben.id)/mute", ["minutes": 10],
+                                           token: streets.ann.token).0 == 200)
+        let muted = try await streets.api.call("POST", path, ["client_msg_id": "b5", "text": "shh", "kind": "chat"], token: streets.ben.token)
+        #expect(muted.0 == 403 && muted.1.errorCode == "muted")
+        #expect(try await streets.api.call("DELETE", "/v1/groups/\(streets.elm)/members/\(streets.ben.id)", token: streets.ann.token).0 == 204)
+        let removed = try await streets.api.call("POST", path, ["client_msg_id": "b6", "text": "hello?", "kind": "chat"], token: streets.ben.token)
+        #expect(removed.0 == 404)
+        #expect(try await streets.api.call("POST", "/v1/auth/logout", token: streets.ben.token).0 == 204)
+        let ended = try await streets.api.call("POST", "/v1/groups/\(streets.oak)/messages", ["client_msg_id": "b7", "text": "hi", "kind": "chat"],
+                                               token: streets.ben.token)
+        #expect(ended.0 == 401)
+        #expect(try await streets.messages(streets.elm).map(\.text) == ["line 1", "line 2", "line 3"])
+        #expect(try await streets.messages(streets.oak).isEmpty)
+        await streets.api.stop()
+    }
+}
