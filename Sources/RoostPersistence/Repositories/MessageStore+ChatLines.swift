@@ -46,7 +46,9 @@ extension MessageStore {
     /// concurrent repeat's unique key, a deadlock) fails the commit: nothing is written, every
     /// line is declined and posted again on its own. Lines are written in the order of their
     /// groups (arrival order within one), so two commits never wait for each other's groups in
-    /// opposite orders. `lifetime`, `maxAge`: a session's, as the usual path slides it.
+    /// opposite orders. `lifetime`, `maxAge`: a session's, as the usual path slides it. Throws
+    /// when a statement could not be sent or the link failed (then whether it committed is not
+    /// known: the caller posts each line the usual way, which answers a committed one as a repeat).
     public func postChatLines(_ lines: [ChatLine], lifetime: Int, maxAge: Int, on connection: PostgresConnection) throws -> ChatLineCommit {
         let order = lines.indices.sorted { (lines[$0].group.uuidString, $0) < (lines[$1].group.uuidString, $1) }
         var statements: [SQLQuery] = ["BEGIN ISOLATION LEVEL READ COMMITTED"]
@@ -69,7 +71,7 @@ extension MessageStore {
             // PostgreSQL skipped the rest, COMMIT too: the transaction is open and failed, unless
             // the COMMIT itself is what failed (then it ended), where this only warns.
             if !connection.isBroken { try connection.run(script: "ROLLBACK") }
-            guard !connection.isBroken, failure.code != .connectionLost else { throw failure }
+            guard !connection.isBroken else { throw failure }
             return ChatLineCommit(outcomes: Array(repeating: .declined, count: lines.count), failure: failure)
         }
         return ChatLineCommit(outcomes: try statementOf.map { index in

@@ -59,8 +59,8 @@ final class ChatLineCommits: Sendable {
     var waitingCount: Int { state.withLock { $0.waiting.count } }
 
     /// Posts `line` in the next shared commit: `.posted` once it has committed, `.declined` when
-    /// the caller must post it the usual way. Throws when the database cannot be reached or was
-    /// lost mid-commit (as the usual post would).
+    /// the caller must post it the usual way (the commit failed or was lost too). Throws only
+    /// when no connection came in time, as the usual post would.
     func post(_ line: ChatLine) async throws -> ChatLineOutcome {
         try await withCheckedThrowingContinuation { reply in
             let starts = state.withLock { state -> Bool in
@@ -86,7 +86,10 @@ final class ChatLineCommits: Sendable {
                             let commit = try MessageStore().postChatLines(batch.map(\.line), lifetime: lifetime, maxAge: maxAge, on: connection)
                             for (waiting, outcome) in zip(batch, commit.outcomes) { waiting.reply.resume(returning: outcome) }
                         } catch {
-                            for waiting in batch { waiting.reply.resume(throwing: error) }
+                            // Whatever failed (a statement refused before it was sent, the link lost
+                            // before or after the commit), each line is posted the usual way, which
+                            // fails alone if it must and answers a line that did commit as a repeat.
+                            for waiting in batch { waiting.reply.resume(returning: .declined) }
                             // A broken connection goes back to the pool to be replaced; the lane takes another.
                             if connection.isBroken { return }
                         }
