@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import RoostPersistence
 import RoostProtocol
 @testable import RoostServer
@@ -145,6 +146,46 @@ struct ChatLineCommitTests {
         await streets.api.stop()
     }
 
+    @Test func aRepeatCommittedWhileALineWaitedFailsItsCommitAndEveryLineInItIsDeclined() async throws {
+        let streets = try await Streets()
+        let name = "roost-chat-race-\(UUID().uuidString.prefix(8))"
+        let pool = ConnectionPool(configuration: TestDatabase.configuration(applicationName: name),
+                                  options: .init(maxConnections: 3, acquireTimeout: .seconds(1), clock: ManualPoolClock()))
+        defer { pool.close() }
+        let (tenant, elm, ann) = (try #require(TenantToken(streets.ann.token)).tenant, UUID(uuidString: streets.elm)!, UUID(uuidString: streets.ann.id)!)
+        // The same line posted the usual way, its transaction holding ann's membership until told.
+        let (holding, release) = (Flag(), DispatchSemaphore(value: 0))
+        let usual = Task {
+            try await pool.withConnection { connection in
+                try connection.withTenantTransaction(tenant) { connection in
+                    try connection.query("SELECT 1 FROM memberships WHERE group_id = \(elm) AND user_id = \(ann) FOR UPDATE")
+                    let message = NewMessage(clientMessageID: "a1", text: "first", kind: .chat, severity: nil, template: nil, location: nil, replyTo: nil)
+                    _ = try MessageStore().post(tenant: tenant, group: elm, authorType: .user, authorID: ann, authorName: "Anna", message: message, on: connection)
+                    holding.raise()
+                    release.wait()
+                }
+            }
+        }
+        while !holding.isRaised { await Task.yield() }
+        let lines = [try streets.line(streets.ann, streets.elm, "a1", "again"), try streets.line(streets.ben, streets.oak, "b1", "Oak Road")]
+        let shared = Task { try await pool.withConnection { try MessageStore().postChatLines(lines, lifetime: 3600, maxAge: 86_400, on: $0) } }
+        // The shared commit's gate waits for ann's membership; then the repeat commits.
+        while try await pool.withConnection({ connection in
+            try connection.query("""
+                SELECT count(*) AS waiting FROM pg_stat_activity WHERE application_name = \(name) AND wait_event_type = 'Lock'
+                """).rows[0].decode(Int64.self, "waiting")
+        }) == 0 { await Task.yield() }
+        release.signal()
+        try await usual.value
+        let commit = try await shared.value
+        // Its snapshot did not see the repeat; the unique key did, and nothing of the commit stayed.
+        #expect(commit.failure?.code == .uniqueViolation)
+        #expect(commit.outcomes == [.declined, .declined])
+        #expect(try await streets.messages(streets.elm).map(\.text) == ["first"])
+        #expect(try await streets.messages(streets.oak).isEmpty)
+        await streets.api.stop()
+    }
+
     @Test func theRouteSharesCommitsOnlyForWhatItMayAndAnswersTheRestTheUsualWay() async throws {
         let streets = try await Streets()
         let path = "/v1/groups/\(streets.elm)/messages"
@@ -178,4 +219,11 @@ struct ChatLineCommitTests {
         #expect(try await streets.messages(streets.oak).isEmpty)
         await streets.api.stop()
     }
+}
+
+/// A flag one task raises and another reads.
+private final class Flag: Sendable {
+    private let raised = Mutex(false)
+    func raise() { raised.withLock { $0 = true } }
+    var isRaised: Bool { raised.withLock { $0 } }
 }
