@@ -168,9 +168,14 @@ struct ChatLineCommitTests {
         }
         while !holding.isRaised { await Task.yield() }
         let lines = [try streets.line(streets.ann, streets.elm, "a1", "again"), try streets.line(streets.ben, streets.oak, "b1", "Oak Road")]
-        let shared = Task { try await pool.withConnection { try MessageStore().postChatLines(lines, lifetime: 3600, maxAge: 86_400, on: $0) } }
-        // The shared commit's gate waits for ann's membership; then the repeat commits.
-        while try await pool.withConnection({ connection in
+        let done = Flag()
+        let shared = Task {
+            defer { done.raise() }
+            return try await pool.withConnection { try MessageStore().postChatLines(lines, lifetime: 3600, maxAge: 86_400, on: $0) }
+        }
+        // The shared commit's gate waits for ann's membership; then the repeat commits. (Should it
+        // not wait, the loop ends with it, and the expectations below say what it did instead.)
+        while !done.isRaised, try await pool.withConnection({ connection in
             try connection.query("""
                 SELECT count(*) AS waiting FROM pg_stat_activity WHERE application_name = \(name) AND wait_event_type = 'Lock'
                 """).rows[0].decode(Int64.self, "waiting")
