@@ -48,6 +48,11 @@ struct ChatLineCommitTests {
         }
     }
 
+    /// Between two looks at something another task or PostgreSQL is doing: a spin of
+    /// `Task.yield()` would hold one of the two cores of this machine's cooperative pool, and
+    /// slow every other test running beside it, for as long as it waits.
+    static func pause() async throws { try await Task.sleep(for: .milliseconds(2)) }
+
     /// A pool of one connection whose time stands still: a test holds it to line posts up.
     func onePool() -> ConnectionPool {
         ConnectionPool(configuration: TestDatabase.configuration(applicationName: "roost-chat-lines"),
@@ -62,7 +67,7 @@ struct ChatLineCommitTests {
         // The pool's one connection is held, so every line waits for the same commit.
         let release = DispatchSemaphore(value: 0)
         let holder = Task { try await pool.withConnection { _ in release.wait() } }
-        while pool.statistics.inUse < 1 { await Task.yield() }
+        while pool.statistics.inUse < 1 { try await Self.pause() }
 
         let lines = [
             try streets.line(streets.ann, streets.elm, "a1", "Bins are out"),
@@ -80,7 +85,7 @@ struct ChatLineCommitTests {
         var posts: [Task<ChatLineOutcome, any Error>] = []
         for (index, line) in lines.enumerated() {
             posts.append(Task { try await commits.post(line) })
-            while commits.waitingCount < index + 1 { await Task.yield() }
+            while commits.waitingCount < index + 1 { try await Self.pause() }
         }
         release.signal()
         _ = try await holder.value
@@ -154,7 +159,7 @@ struct ChatLineCommitTests {
         defer { pool.close() }
         let (tenant, elm, ann) = (try #require(TenantToken(streets.ann.token)).tenant, UUID(uuidString: streets.elm)!, UUID(uuidString: streets.ann.id)!)
         // The same line posted the usual way, its transaction holding ann's membership until told.
-        let (holding, release) = (Flag(), DispatchSemaphore(value: 0))
+        let (holding, release) = (Latch(), DispatchSemaphore(value: 0))
         let usual = Task {
             try await pool.withConnection { connection in
                 try connection.withTenantTransaction(tenant) { connection in
@@ -166,9 +171,9 @@ struct ChatLineCommitTests {
                 }
             }
         }
-        while !holding.isRaised { await Task.yield() }
+        await holding.wait()
         let lines = [try streets.line(streets.ann, streets.elm, "a1", "again"), try streets.line(streets.ben, streets.oak, "b1", "Oak Road")]
-        let done = Flag()
+        let done = Latch()
         let shared = Task {
             defer { done.raise() }
             return try await pool.withConnection { try MessageStore().postChatLines(lines, lifetime: 3600, maxAge: 86_400, on: $0) }
@@ -179,7 +184,7 @@ struct ChatLineCommitTests {
             try connection.query("""
                 SELECT count(*) AS waiting FROM pg_stat_activity WHERE application_name = \(name) AND wait_event_type = 'Lock'
                 """).rows[0].decode(Int64.self, "waiting")
-        }) == 0 { await Task.yield() }
+        }) == 0 { try await Self.pause() }
         release.signal()
         try await usual.value
         let commit = try await shared.value
@@ -226,9 +231,28 @@ struct ChatLineCommitTests {
     }
 }
 
-/// A flag one task raises and another reads.
-private final class Flag: Sendable {
-    private let raised = Mutex(false)
-    func raise() { raised.withLock { $0 = true } }
-    var isRaised: Bool { raised.withLock { $0 } }
+/// A latch one task (or a body on a connection's queue) raises, and another awaits or reads.
+private final class Latch: Sendable {
+    private let state = Mutex<(raised: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+
+    func raise() {
+        let waiters = state.withLock { state in
+            state.raised = true
+            defer { state.waiters = [] }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    var isRaised: Bool { state.withLock { $0.raised } }
+
+    func wait() async {
+        await withCheckedContinuation { waiter in
+            let raised = state.withLock { state in
+                if !state.raised { state.waiters.append(waiter) }
+                return state.raised
+            }
+            if raised { waiter.resume() }
+        }
+    }
 }
