@@ -48,9 +48,9 @@ struct ChatLineCommitTests {
         }
     }
 
-    /// Between two looks at something another task or PostgreSQL is doing: a spin of
-    /// `Task.yield()` would hold one of the two cores of this machine's cooperative pool, and
-    /// slow every other test running beside it, for as long as it waits.
+    /// Between two looks at `pg_stat_activity`, which says when a backend starts waiting on a
+    /// lock and offers nothing to await: a spin would hold one of the two threads of this
+    /// machine's cooperative pool, and slow every test running beside it, while it waits.
     static func pause() async throws { try await Task.sleep(for: .milliseconds(2)) }
 
     /// A pool of one connection whose time stands still: a test holds it to line posts up.
@@ -63,11 +63,17 @@ struct ChatLineCommitTests {
         let streets = try await Streets()
         let pool = onePool()
         defer { pool.close() }
-        let commits = ChatLineCommits(pool: pool, sessionLifetime: 3600, sessionMaxAge: 86_400)
+        let (counts, queued) = AsyncStream.makeStream(of: Int.self)
+        let commits = ChatLineCommits(pool: pool, sessionLifetime: 3600, sessionMaxAge: 86_400, queued: { queued.yield($0) })
         // The pool's one connection is held, so every line waits for the same commit.
-        let release = DispatchSemaphore(value: 0)
-        let holder = Task { try await pool.withConnection { _ in release.wait() } }
-        while pool.statistics.inUse < 1 { try await Self.pause() }
+        let (held, release) = (Latch(), DispatchSemaphore(value: 0))
+        let holder = Task {
+            try await pool.withConnection { _ in
+                held.raise()
+                release.wait()
+            }
+        }
+        await held.wait()
 
         let lines = [
             try streets.line(streets.ann, streets.elm, "a1", "Bins are out"),
@@ -83,9 +89,11 @@ struct ChatLineCommitTests {
                      clientMessageID: "x1", text: "not ann", location: nil),
         ]
         var posts: [Task<ChatLineOutcome, any Error>] = []
+        var queue = counts.makeAsyncIterator()
         for (index, line) in lines.enumerated() {
             posts.append(Task { try await commits.post(line) })
-            while commits.waitingCount < index + 1 { try await Self.pause() }
+            // Queued before the next is sent, so the commit takes them in this order.
+            #expect(await queue.next() == index + 1)
         }
         release.signal()
         _ = try await holder.value

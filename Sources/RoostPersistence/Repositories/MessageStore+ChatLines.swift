@@ -99,12 +99,7 @@ extension MessageStore {
             tenant: tenant, group: group, event: .messageCreated, actorType: .user, actorID: line.user, subject: nil, hiddenFrom: nil,
             data: Self.json(id: id, group: group, authorType: .user, authorID: line.user, authorName: nil, message: message, dedupKey: nil),
             projections: """
-                , posted AS (
-                    INSERT INTO messages (tenant_id, group_id, seq, id, author_type, author_id, kind, text, template, location, reply_to,
-                                          client_msg_id, created_at)
-                    SELECT \(tenant), \(group), seq, \(id), 'user', \(line.user), 'chat', \(message.text), NULL,
-                           \(message.location.map(RawJSON.init)), NULL, \(message.clientMessageID), created_at
-                    FROM appended),
+                \(fragment: Self.messageRow(tenant: tenant, group: group, id: id, authorType: .user, authorID: line.user, message: message)),
                 slid AS (\(fragment: users.slideStatement(tokenHash: line.tokenHash, lifetime: lifetime, maxAge: maxAge,
                                                          when: "EXISTS (SELECT 1 FROM appended)")))
                 """,

@@ -139,14 +139,7 @@ public struct MessageStore: Sendable {
             data: Self.json(id: id, group: group, authorType: authorType, authorID: authorID, authorName: authorName, message: message,
                             dedupKey: dedupKey, details: details),
             projections: """
-                , posted AS (
-                    INSERT INTO messages (tenant_id, group_id, seq, id, author_type, author_id, kind, text, template, location, reply_to,
-                                          client_msg_id, system_key, created_at, hidden_from)
-                    SELECT \(tenant), \(group), seq, \(id), \(authorType), \(authorID), \(message.kind), \(message.text),
-                           \(message.template), \(message.location.map(RawJSON.init)), \(message.replyTo), \(message.clientMessageID),
-                           \(message.systemKey), created_at, \(message.hiddenFrom)
-                    FROM appended
-                    RETURNING seq, created_at),
+                \(fragment: Self.messageRow(tenant: tenant, group: group, id: id, authorType: authorType, authorID: authorID, message: message)),
                 alerted AS (
                     INSERT INTO alerts (tenant_id, group_id, seq, severity, opened_at, dedup_key, bridge_id, details, hidden_from)
                     SELECT \(tenant), \(group), seq, \(message.severity ?? "amber"), created_at, \(dedupKey), \(bridge),
@@ -162,6 +155,21 @@ public struct MessageStore: Sendable {
             try EscalationStore().schedule(tenant: tenant, group: group, seq: event.seq, on: connection)
         }
         return (event.seq, json)
+    }
+
+    /// The projection that writes a posted message's `messages` row: the `WITH` item `posted`
+    /// (with its leading comma), reading the event's seq and time from `appended`.
+    static func messageRow(tenant: UUID, group: UUID, id: UUID, authorType: ActorType, authorID: UUID?, message: NewMessage) -> SQLQuery {
+        """
+        , posted AS (
+            INSERT INTO messages (tenant_id, group_id, seq, id, author_type, author_id, kind, text, template, location, reply_to,
+                                  client_msg_id, system_key, created_at, hidden_from)
+            SELECT \(tenant), \(group), seq, \(id), \(authorType), \(authorID), \(message.kind), \(message.text),
+                   \(message.template), \(message.location.map(RawJSON.init)), \(message.replyTo), \(message.clientMessageID),
+                   \(message.systemKey), created_at, \(message.hiddenFrom)
+            FROM appended
+            RETURNING seq, created_at)
+        """
     }
 
     /// A new message as the API shows it (the same shape `messageJSON` builds from the tables),

@@ -38,8 +38,13 @@ final class ChatLineCommits: Sendable {
     private let owners = Mutex<[Data: UUID]>([:])
     private static let ownersKept = 100_000
 
-    init(pool: ConnectionPool, sessionLifetime: Int, sessionMaxAge: Int, lanes: Int = 2, largest: Int = 64) {
+    /// Told how many lines wait each time one is queued (a test lining lines up in order).
+    private let queued: (@Sendable (Int) -> Void)?
+
+    init(pool: ConnectionPool, sessionLifetime: Int, sessionMaxAge: Int, lanes: Int = 2, largest: Int = 64,
+         queued: (@Sendable (Int) -> Void)? = nil) {
         (self.pool, self.sessionLifetime, self.sessionMaxAge, self.lanes, self.largest) = (pool, sessionLifetime, sessionMaxAge, lanes, largest)
+        self.queued = queued
     }
 
     /// The user a session token was last seen to be, if this node has seen it.
@@ -55,20 +60,18 @@ final class ChatLineCommits: Sendable {
         }
     }
 
-    /// Lines waiting for a commit (for tests that line them up).
-    var waitingCount: Int { state.withLock { $0.waiting.count } }
-
     /// Posts `line` in the next shared commit: `.posted` once it has committed, `.declined` when
     /// the caller must post it the usual way (the commit failed or was lost too). Throws only
     /// when no connection came in time, as the usual post would.
     func post(_ line: ChatLine) async throws -> ChatLineOutcome {
         try await withCheckedThrowingContinuation { reply in
-            let starts = state.withLock { state -> Bool in
+            let (starts, waiting) = state.withLock { state -> (Bool, Int) in
                 state.waiting.append(Waiting(line: line, reply: reply))
-                guard state.running < lanes else { return false }
+                guard state.running < lanes else { return (false, state.waiting.count) }
                 state.running += 1
-                return true
+                return (true, state.waiting.count)
             }
+            queued?(waiting)
             if starts { Task { await self.commitWhileWaiting() } }
         }
     }

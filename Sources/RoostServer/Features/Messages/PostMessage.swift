@@ -20,7 +20,7 @@ struct PostMessage: GroupUseCase {
     /// Amber and red alerts one member may raise in an hour (`ROOST_LIMIT_ALERTS_PER_HOUR`).
     let alertsPerHour: Int
     /// The account's posts a minute on this node; nil: not limited (server-side posts, tests,
-    /// or a line whose token was already taken for a shared commit that declined it).
+    /// or a line whose pace was already taken for a shared commit that declined it).
     private(set) var pace: PostPace?
     /// Chat messages of one author in one group that push to members who asked for chat, an hour.
     static let chatPushesPerAuthorPerHour = 20
