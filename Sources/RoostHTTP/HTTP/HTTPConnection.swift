@@ -15,6 +15,8 @@ import Glibc
 /// finished request (metrics, the access log) is the server's `RequestObserver`s' business.
 final class HTTPConnection: EventHandler {
     let fd: Int32
+    /// The loop's registration of `fd` (`EventLoop.register`), which names it in a tick.
+    private(set) var generation: UInt32 = 0
     let peer: String
     unowned let loop: EventLoop
     let context: ServerContext
@@ -98,7 +100,7 @@ final class HTTPConnection: EventHandler {
     }
 
     func start() throws {
-        try loop.register(fd, self)
+        generation = try loop.register(fd, self)
         rearmDeadline()
     }
 

@@ -54,7 +54,9 @@ struct OutboundBuffer {
             guard case .done(let sent) = written else { return false }
             consume(sent)
         }
-        chunks.removeAll(keepingCapacity: chunks.capacity <= 16)
+        // Drained: the list goes too. An idle stream keeps nothing here (its frames usually go
+        // straight out, `write(_:to:)`), and an HTTP response's list costs one allocation.
+        chunks = []
         head = 0
         offset = 0
         return true

@@ -10,12 +10,19 @@ package protocol EventHandler: AnyObject {
     /// `readable` and `writable` as epoll reported them; errors and hang-ups count as both,
     /// and the handler finds the error itself when it reads or writes.
     func handleEvent(readable: Bool, writable: Bool)
+    /// A tick the handler asked for with `EventLoop.scheduleTick` (a WebSocket's keep-alive).
+    func tick()
+}
+
+extension EventHandler {
+    package func tick() {}
 }
 
 /// One epoll loop on its own thread, in the manner of redis's `ae`: flat per-fd slots with
 /// generation numbers (an event for a closed and reused descriptor is recognised and dropped),
-/// one eventfd for work handed over from other threads, and deadlines from a timer heap that
-/// decide how long `epoll_wait` may sleep. Nothing on this thread ever waits for the database.
+/// one eventfd for work handed over from other threads, and deadlines from a timer heap (and the
+/// handlers' ticks) that decide how long `epoll_wait` may sleep. Nothing on this thread ever
+/// waits for the database.
 ///
 /// `@unchecked Sendable`: everything but `inbox` is touched only on the loop's own thread
 /// (`execute` is the one door in from outside); `inbox` is a Mutex.
@@ -24,6 +31,12 @@ package final class EventLoop: @unchecked Sendable {
         var generation: UInt32
         var handler: EventHandler
         var events: UInt32
+    }
+
+    private struct Tick {
+        let due: UInt64
+        let fd: Int32
+        let generation: UInt32
     }
 
     let index: Int
@@ -36,6 +49,13 @@ package final class EventLoop: @unchecked Sendable {
     private var slots: [Slot?] = []
     private var nextGeneration: UInt32 = 1
     private var timers = TimerHeap()
+    /// Handlers' ticks (`scheduleTick`), due first at `ticksHead`: a queue, not a heap, because
+    /// every tick of a loop waits the same interval (its server's ping interval), so ticks come
+    /// due in the order they were asked for. 16 bytes a tick, and no closure: an idle stream's
+    /// keep-alive costs that much, where a timer cost about 180 bytes (its action, the closure's
+    /// context and the heap's entry).
+    private var ticks: [Tick] = []
+    private var ticksHead = 0
     private let inbox = Mutex<(tasks: [@Sendable () -> Void], woken: Bool)>(([], false))
     /// Ordered work (`executeInOrder`): the steps not yet done, from `orderedHead` on.
     private var ordered: [OrderedStep?] = []
@@ -180,13 +200,46 @@ package final class EventLoop: @unchecked Sendable {
         timers.cancel(token)
     }
 
+    /// Calls `tick()` on the handler registered for `fd` as `generation` (`register`'s answer)
+    /// `delay` nanoseconds from now, unless the descriptor was deregistered by then; there is
+    /// nothing to cancel. Meant for one interval a loop: a tick asked for with a shorter delay
+    /// than one before it comes due no earlier than that one.
+    func scheduleTick(_ fd: Int32, generation: UInt32, afterNanoseconds delay: UInt64) {
+        ticks.append(Tick(due: clock.now() + delay, fd: fd, generation: generation))
+    }
+
+    /// The earliest deadline of a timer or a tick.
+    private func nextDeadline() -> UInt64? {
+        let tick = ticksHead < ticks.count ? ticks[ticksHead].due : nil
+        guard let timer = timers.nextDeadline() else { return tick }
+        return min(timer, tick ?? timer)
+    }
+
+    /// Ticks due at `current`, in order; those they ask for wait for a later turn.
+    private func runTicks(at current: UInt64) {
+        let end = ticks.count
+        while ticksHead < end, ticks[ticksHead].due <= current {
+            let tick = ticks[ticksHead]
+            ticksHead += 1
+            guard Int(tick.fd) < slots.count, let slot = slots[Int(tick.fd)], slot.generation == tick.generation else { continue }
+            slot.handler.tick()
+        }
+        if ticksHead == ticks.count {
+            ticks.removeAll(keepingCapacity: true)
+            ticksHead = 0
+        } else if ticksHead >= 1024 && ticksHead * 2 >= ticks.count {
+            ticks.removeFirst(ticksHead)
+            ticksHead = 0
+        }
+    }
+
     /// The loop itself: returns after `stop()`. `iteration` hears how long each wake-up's work
     /// took (the reactor lag every other connection on this loop waited through).
     func run(iteration: (UInt64) -> Void = { _ in }) {
         var events = [epoll_event](repeating: epoll_event(), count: 512)
         while !stopped {
             var timeout: Int32 = -1
-            if let deadline = timers.nextDeadline() {
+            if let deadline = nextDeadline() {
                 let current = clock.now()
                 if deadline <= current {
                     timeout = 0
@@ -214,6 +267,7 @@ package final class EventLoop: @unchecked Sendable {
                     writable: failed || event.events & EPOLLOUT.rawValue != 0)
             }
             for action in timers.takeDue(now: clock.now()) { action() }
+            runTicks(at: clock.now())
             iteration(clock.now() - now)
         }
     }

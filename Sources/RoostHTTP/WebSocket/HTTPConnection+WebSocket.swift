@@ -8,7 +8,8 @@ final class WebSocketState {
     let channel: WebSocketChannel
     /// The closing handshake and the keep-alive, decided apart from the socket.
     var liveness: WebSocketLiveness
-    var pingTimer: UInt64?
+    /// The bounded wait for the peer's close, once ours is out (the keep-alive is the loop's
+    /// tick, which needs no timer: `EventLoop.scheduleTick`).
     var closeTimer: UInt64?
 
     init(reader: WebSocketReader, session: WebSocketSession, channel: WebSocketChannel, pongTimeout: UInt64) {
@@ -19,7 +20,6 @@ final class WebSocketState {
     }
 
     func cancelTimers(on loop: EventLoop) {
-        if let pingTimer { loop.cancelTimer(pingTimer) }
         if let closeTimer { loop.cancelTimer(closeTimer) }
     }
 }
@@ -218,12 +218,11 @@ extension HTTPConnection {
     // MARK: - Keep-alive
 
     private func schedulePing() {
-        let interval = UInt64(context.limits.pingIntervalMilliseconds) * 1_000_000
-        let bound = LoopBound(value: self)
-        webSocket?.pingTimer = loop.schedule(afterNanoseconds: interval) { bound.value.pingTick() }
+        loop.scheduleTick(fd, generation: generation, afterNanoseconds: UInt64(context.limits.pingIntervalMilliseconds) * 1_000_000)
     }
 
-    private func pingTick() {
+    /// The loop's tick (`schedulePing`): a closed connection has deregistered and gets none.
+    func tick() {
         guard !isClosed, let state = webSocket else { return }
         carryOut(state.liveness.pingTick(at: loop.clock.now()), on: state)
     }
