@@ -107,7 +107,7 @@ public struct FanoutState<Sink> {
         let user: UUID
         let sessionHash: String
         /// The groups whose events this node offers the subscriber (its cursor has the last word).
-        var groups: Set<UUID> = []
+        var groups: SmallSet<UUID> = []
         /// nil until `ready` went out.
         var cursor: StreamCursor<[UInt8]>?
         var early: [Early] = []
@@ -136,8 +136,9 @@ public struct FanoutState<Sink> {
 
     private(set) var groups: [UUID: Group] = [:]
     private(set) var subscribers: [SubscriberID: Subscriber] = [:]
-    private var byUser: [UUID: Set<SubscriberID>] = [:]
-    private var bySession: [String: Set<SubscriberID>] = [:]
+    /// Each user's and each session's streams here: one, mostly, which `SmallSet` keeps inline.
+    private var byUser: [UUID: SmallSet<SubscriberID>] = [:]
+    private var bySession: [String: SmallSet<SubscriberID>] = [:]
 
     /// The user's open streams on this node.
     public func streamCount(of user: UUID) -> Int { byUser[user]?.count ?? 0 }
@@ -355,7 +356,7 @@ public struct FanoutState<Sink> {
         }
     }
 
-    private func closing(_ ids: Set<SubscriberID>, tenant: UUID) -> [FanoutAction<Sink>] {
+    private func closing(_ ids: SmallSet<SubscriberID>, tenant: UUID) -> [FanoutAction<Sink>] {
         ids.sorted { $0.value < $1.value }.compactMap { id in
             subscribers[id].flatMap { $0.tenant == tenant ? .close($0.sink, .policyViolation, reason: "session ended") : nil }
         }
