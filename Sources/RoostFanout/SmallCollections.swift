@@ -92,3 +92,79 @@ struct SmallSet<Element: Hashable>: Sequence, ExpressibleByArrayLiteral {
         }
     }
 }
+
+/// A dictionary that keeps a single entry inline and only more than one in a `Dictionary`: the
+/// standing of a stream's groups (`StreamCursor`), where one group is common and a one-entry
+/// `Dictionary` would cost an allocation of about 170 bytes.
+struct SmallMap<Key: Hashable, Value> {
+    private enum Storage {
+        case none
+        case one(Key, Value)
+        case many([Key: Value])
+    }
+
+    private var storage = Storage.none
+
+    init() {}
+
+    /// The first of each key's entries wins, as `Dictionary(_:uniquingKeysWith: { first, _ in first })`.
+    init(_ entries: some Sequence<(Key, Value)>) {
+        for (key, value) in entries where self[key] == nil { self[key] = value }
+    }
+
+    var isEmpty: Bool {
+        if case .none = storage { true } else { false }
+    }
+
+    subscript(key: Key) -> Value? {
+        get {
+            switch storage {
+            case .none: nil
+            case .one(let only, let value): only == key ? value : nil
+            case .many(let entries): entries[key]
+            }
+        }
+        set {
+            switch storage {
+            case .none:
+                if let newValue { storage = .one(key, newValue) }
+            case .one(let only, let value):
+                if only == key {
+                    storage = newValue.map { .one(key, $0) } ?? .none
+                } else if let newValue {
+                    storage = .many([only: value, key: newValue])
+                }
+            case .many(var entries):
+                storage = .none  // `entries` is then the only reference, and changes in place
+                entries[key] = newValue
+                storage = entries.count == 1 ? .one(entries.first!.key, entries.first!.value) : .many(entries)
+            }
+        }
+    }
+
+    @discardableResult
+    mutating func removeValue(forKey key: Key) -> Value? {
+        let value = self[key]
+        if value != nil { self[key] = nil }
+        return value
+    }
+
+    /// Changes `key`'s value in place (a value holding an array keeps it uniquely referenced);
+    /// nil, without calling `body`, when there is none.
+    mutating func update<Result>(_ key: Key, _ body: (inout Value) -> Result) -> Result? {
+        switch storage {
+        case .none:
+            return nil
+        case .one(let only, var value):
+            guard only == key else { return nil }
+            storage = .none
+            defer { storage = .one(only, value) }
+            return body(&value)
+        case .many(var entries):
+            guard entries[key] != nil else { return nil }
+            storage = .none
+            defer { storage = .many(entries) }
+            return body(&entries[key]!)
+        }
+    }
+}

@@ -33,7 +33,8 @@ public struct StreamCursor<Frame> {
         }
     }
 
-    private(set) var groups: [UUID: Standing]
+    /// One group's standing inline, more in a dictionary (`SmallMap`).
+    private var groups: SmallMap<UUID, Standing>
     /// Groups the connection stopped following, with how far it had accounted for them: a join
     /// at or below that mark is one it has already seen or had covered, not a new one.
     private var left: [UUID: Int64] = [:]
@@ -44,7 +45,7 @@ public struct StreamCursor<Frame> {
 
     /// A connection whose `ready` covered each group through its `last_seq`.
     public init(standing: [(group: UUID, lastSeq: Int64)]) {
-        groups = Dictionary(standing.map { ($0.group, Standing.live(last: $0.lastSeq)) }, uniquingKeysWith: { first, _ in first })
+        groups = SmallMap(standing.lazy.map { ($0.group, Standing.live(last: $0.lastSeq)) })
     }
 
     /// Whether the connection may receive `group`'s events now.
@@ -67,22 +68,25 @@ public struct StreamCursor<Frame> {
     /// `live` as the fanout's hot loop asks it, once per subscriber of every event: whether the
     /// frame is to be sent now. One lookup of the group, and the frame is not handed back.
     public mutating func sendsLive(_ group: UUID, seq: Int64, frame: Frame) -> Bool {
-        guard let index = groups.index(forKey: group), seq > groups.values[index].last else { return false }
         if waiting != nil {
+            guard let standing = groups[group], seq > standing.last else { return false }
             waiting!.append((group, seq, frame))
             return false
         }
-        switch groups.values[index] {
-        case .live:
-            groups.values[index] = .live(last: seq)
-            return true
-        case .replaying(let last, let seen, let token, var held):
-            // Taken out first, so `held` is the list's only owner and grows in place.
-            groups.values[index] = .live(last: last)
-            held.append((seq, frame))
-            groups.values[index] = .replaying(last: last, seen: seen, token: token, held: held)
-            return false
-        }
+        return groups.update(group) { standing in
+            guard seq > standing.last else { return false }
+            switch standing {
+            case .live:
+                standing = .live(last: seq)
+                return true
+            case .replaying(let last, let seen, let token, var held):
+                // Taken out first, so `held` is the list's only owner and grows in place.
+                standing = .live(last: last)
+                held.append((seq, frame))
+                standing = .replaying(last: last, seen: seen, token: token, held: held)
+                return false
+            }
+        } ?? false
     }
 
     /// Live delivery starts: the waiting events go out, but those of groups being replayed,

@@ -1,0 +1,59 @@
+import Testing
+@testable import RoostFanout
+
+/// `SmallSet` behaves as a `Set` through its changes of storage: none, one inline, many.
+struct SmallSetTests {
+    @Test func itAnswersAsASetWouldThroughEveryChangeOfStorage() {
+        var small: SmallSet<Int> = []
+        var reference = Set<Int>()
+        // Up to three, down to none, with repeats and removals of what is not there.
+        let steps: [(insert: Bool, element: Int)] = [(true, 1), (true, 1), (false, 2), (true, 2), (true, 3), (false, 1),
+                                                     (false, 1), (false, 3), (true, 4), (false, 2), (false, 4), (false, 4)]
+        for (index, step) in steps.enumerated() {
+            if step.insert {
+                small.insert(step.element)
+                reference.insert(step.element)
+            } else {
+                small.remove(step.element)
+                reference.remove(step.element)
+            }
+            #expect(Set(small) == reference, "after step \(index)")
+            #expect(small.count == reference.count && small.isEmpty == reference.isEmpty, "after step \(index)")
+            for element in 0...5 { #expect(small.contains(element) == reference.contains(element), "\(element) after step \(index)") }
+        }
+        #expect(Array(SmallSet<Int>()).isEmpty)
+        #expect(Array([7] as SmallSet<Int>) == [7])
+    }
+}
+
+/// `SmallMap` behaves as a `Dictionary` through its changes of storage.
+struct SmallMapTests {
+    @Test func itAnswersAsADictionaryWouldThroughEveryChangeOfStorage() {
+        var small = SmallMap<Int, [Int]>()
+        var reference: [Int: [Int]] = [:]
+        // Sets, replacements, in-place updates (of a key that is there and one that is not) and
+        // removals, through none, one and many entries.
+        let steps: [(key: Int, value: [Int]?, append: Int?)] = [
+            (1, [1], nil), (1, nil, 5), (2, nil, 6), (2, [2], nil), (3, [3], nil), (2, nil, 7), (1, nil, nil),
+            (3, nil, nil), (2, nil, 8), (4, nil, nil), (2, nil, nil), (2, nil, 9),
+        ]
+        for (index, step) in steps.enumerated() {
+            if let append = step.append {
+                let changed = small.update(step.key) { value -> Int in
+                    value.append(append)
+                    return value.count
+                }
+                reference[step.key]?.append(append)
+                #expect(changed == reference[step.key]?.count, "step \(index)")
+            } else {
+                small[step.key] = step.value
+                reference[step.key] = step.value
+            }
+            for key in 0...5 { #expect(small[key] == reference[key], "key \(key) after step \(index)") }
+            #expect(small.isEmpty == reference.isEmpty, "after step \(index)")
+        }
+        #expect(SmallMap([(1, [1]), (2, [2]), (1, [3])])[1] == [1], "the first of a key's entries wins")
+        var removing = SmallMap([(1, [1]), (2, [2])])
+        #expect(removing.removeValue(forKey: 2) == [2] && removing.removeValue(forKey: 2) == nil && removing[1] == [1])
+    }
+}
