@@ -135,7 +135,7 @@ public struct FanoutState<Sink> {
     public let resumeWindowNanoseconds: UInt64
 
     private(set) var groups: [UUID: Group] = [:]
-    private(set) var subscribers: [SubscriberID: Subscriber] = [:]
+    private(set) var subscribers = SlotTable<Subscriber>()
     /// Each user's and each session's streams here: one, mostly, which `SmallSet` keeps inline.
     private var byUser: [UUID: SmallSet<SubscriberID>] = [:]
     private var bySession: [String: SmallSet<SubscriberID>] = [:]
@@ -567,9 +567,9 @@ public struct FanoutState<Sink> {
             // An event hidden from one user (a duress alert and what follows it) passes that
             // user's streams by; their cursors skip the seq like one that was never theirs.
             for id in receivers {
-                guard let index = subscribers.index(forKey: id),
-                      hiddenFrom == nil || Self.sees(subscribers.values[index].user, hiddenFrom: hiddenFrom, audience: audience) else { continue }
-                if let sink = subscribers.values[index].live(group, seq, frame) { sinks.append(sink) }
+                guard hiddenFrom == nil || (subscribers[id]?.user).map({ Self.sees($0, hiddenFrom: hiddenFrom, audience: audience) }) == true
+                else { continue }
+                if let sink = subscribers[id]?.live(group, seq, frame) { sinks.append(sink) }
             }
         }
         var actions: [FanoutAction<Sink>] = sinks.isEmpty ? [] : [.send(frame, to: sinks)]

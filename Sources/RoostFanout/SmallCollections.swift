@@ -168,3 +168,62 @@ struct SmallMap<Key: Hashable, Value> {
         }
     }
 }
+
+/// Values by `SubscriberID`, kept in the slots of an array that grows by a quarter at a time (a
+/// closed stream's slot is taken by the next), found through a dictionary of slot numbers. A
+/// `Dictionary` of the values themselves doubles its table, and at 19,000 streams held 1.7 of
+/// its 200-byte entries a stream; the slot numbers' table costs 12 bytes an entry.
+struct SlotTable<Value> {
+    private var slots: [Value?] = []
+    private var vacant: [Int32] = []
+    private var slotOf: [SubscriberID: Int32] = [:]
+
+    init() {}
+
+    var count: Int { slotOf.count }
+
+    /// Changed in place (`subscribers[id]!.cursor!.…`); nil removes.
+    subscript(id: SubscriberID) -> Value? {
+        _read {
+            if let slot = slotOf[id] {
+                yield slots[Int(slot)]
+            } else {
+                yield nil
+            }
+        }
+        _modify {
+            if let slot = slotOf[id] {
+                yield &slots[Int(slot)]
+                if slots[Int(slot)] == nil {
+                    slotOf[id] = nil
+                    vacant.append(slot)
+                }
+            } else {
+                var added: Value?
+                yield &added
+                if let added { insert(added, as: id) }
+            }
+        }
+    }
+
+    @discardableResult
+    mutating func removeValue(forKey id: SubscriberID) -> Value? {
+        guard let slot = slotOf.removeValue(forKey: id) else { return nil }
+        defer {
+            slots[Int(slot)] = nil
+            vacant.append(slot)
+        }
+        return slots[Int(slot)]
+    }
+
+    private mutating func insert(_ value: Value, as id: SubscriberID) {
+        if let slot = vacant.popLast() {
+            slots[Int(slot)] = value
+            slotOf[id] = slot
+            return
+        }
+        if slots.count == slots.capacity { slots.reserveCapacity(slots.count + max(64, slots.count / 4)) }
+        slotOf[id] = Int32(slots.count)
+        slots.append(value)
+    }
+}

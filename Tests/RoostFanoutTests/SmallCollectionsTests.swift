@@ -57,3 +57,34 @@ struct SmallMapTests {
         #expect(removing.removeValue(forKey: 2) == [2] && removing.removeValue(forKey: 2) == nil && removing[1] == [1])
     }
 }
+
+/// `SlotTable` behaves as a `Dictionary` keyed by subscriber, slots reused or not.
+struct SlotTableTests {
+    @Test func itAnswersAsADictionaryWouldWhileItsSlotsAreReused() {
+        var table = SlotTable<[Int]>()
+        var reference: [SubscriberID: [Int]] = [:]
+        var next = 0
+        // Adds, in-place changes and removals (through the subscript and removeValue) in a
+        // pattern that vacates slots and fills them again, past the first growth (64 slots).
+        for round in 0..<300 {
+            next += 1
+            let id = SubscriberID(next)
+            table[id] = [round]
+            reference[id] = [round]
+            if round % 3 == 0 {
+                let victim = SubscriberID(next - 2)
+                #expect(table.removeValue(forKey: victim) == reference.removeValue(forKey: victim), "round \(round)")
+            }
+            if round % 5 == 0 {
+                let victim = SubscriberID(next - 1)
+                table[victim] = nil
+                reference[victim] = nil
+            }
+            let changed = SubscriberID(max(1, next - 4))
+            table[changed]?.append(round)
+            reference[changed]?.append(round)
+        }
+        #expect(table.count == reference.count)
+        for id in (0...next + 1).map(SubscriberID.init) { #expect(table[id] == reference[id], "\(id)") }
+    }
+}
