@@ -233,4 +233,28 @@ struct WebSocketReaderTests {
         reader.feed(clientFrame(.text, Array("later".utf8)))
         guard case .failure = reader.next() else { Issue.record("recovered after a failure"); return }
     }
+
+    // MARK: Idleness (a connection drops an idle reader and makes a new one)
+
+    @Test func aReaderIsIdleOnlyBetweenWholeMessages() {
+        var reader = WebSocketReader()
+        #expect(reader.isIdle)
+        let first = clientFrame(.text, Array("he".utf8), fin: false), second = clientFrame(.continuation, Array("llo".utf8))
+        let ping = clientFrame(.ping, [1])
+        // A header's first byte, a whole fragment, a ping between fragments: each leaves something pending.
+        reader.feed(first.prefix(1))
+        #expect(reader.next() == .needMore && !reader.isIdle, "part of a header")
+        reader.feed(first.dropFirst())
+        #expect(reader.next() == .needMore && !reader.isIdle, "a fragment of a message")
+        reader.feed(ping + second.prefix(3))
+        #expect(reader.next() == .message(.ping([1])))
+        #expect(reader.next() == .needMore && !reader.isIdle, "part of the last fragment")
+        reader.feed(second.dropFirst(3))
+        #expect(reader.next() == .message(.text("hello")))
+        #expect(reader.next() == .needMore && reader.isIdle, "the message is whole")
+        // A new reader then reads what follows as the old one would have.
+        var fresh = WebSocketReader()
+        fresh.feed(clientFrame(.text, Array("é".utf8)))
+        #expect(fresh.next() == .message(.text("é")))
+    }
 }

@@ -3,7 +3,11 @@ import RoostProtocol
 /// A connection's state after `101 Switching Protocols` (RFC 6455): the payload of its
 /// `.webSocket` mode, confined to the connection's loop.
 final class WebSocketState {
-    var reader: WebSocketReader
+    /// The frame reader, kept only while part of a frame or message is pending: an idle one is
+    /// dropped and a new one made for the next read (`WebSocketReader.isIdle`), so an idle
+    /// stream keeps none of its hundred-odd bytes.
+    private var pending: PendingReader?
+    private let maxMessageBytes: Int
     let session: WebSocketSession
     let channel: WebSocketChannel
     /// The closing handshake and the keep-alive, decided apart from the socket.
@@ -12,11 +16,35 @@ final class WebSocketState {
     /// tick, which needs no timer: `EventLoop.scheduleTick`).
     var closeTimer: UInt64?
 
-    init(reader: WebSocketReader, session: WebSocketSession, channel: WebSocketChannel, pongTimeout: UInt64) {
-        self.reader = reader
+    private final class PendingReader {
+        var reader: WebSocketReader
+        init(_ reader: WebSocketReader) { self.reader = reader }
+    }
+
+    init(maxMessageBytes: Int, session: WebSocketSession, channel: WebSocketChannel, pongTimeout: UInt64) {
+        self.maxMessageBytes = maxMessageBytes
         self.session = session
         self.channel = channel
         self.liveness = WebSocketLiveness(pongTimeout: pongTimeout)
+    }
+
+    /// Bytes read from the socket.
+    func feed<Bytes: Collection<UInt8>>(_ bytes: Bytes) {
+        guard !bytes.isEmpty else { return }
+        let pending = self.pending ?? PendingReader(WebSocketReader(role: .server, maxMessageBytes: maxMessageBytes))
+        pending.reader.feed(bytes)
+        self.pending = pending
+    }
+
+    /// The next message read, or `.needMore`, when the reader is let go of if it holds nothing.
+    func nextMessage() -> WebSocketReader.Next {
+        guard let pending else { return .needMore }
+        let next = pending.reader.next()
+        if case .needMore = next {
+            pending.reader.releaseIdleBuffers()
+            if pending.reader.isIdle { self.pending = nil }
+        }
+        return next
     }
 
     func cancelTimers(on loop: EventLoop) {
@@ -71,12 +99,13 @@ extension HTTPConnection {
     }
 
     func enterWebSocketMode(_ session: WebSocketSession) {
-        var reader = WebSocketReader(role: .server, maxMessageBytes: context.limits.maxWebSocketMessageBytes)
-        reader.feed(http?.parser.takeRemainingBytes() ?? [])
+        let remaining = http?.parser.takeRemainingBytes() ?? []
         // The HTTP parser and its buffers are done with.
         let channel = WebSocketChannel(loop: loop, connection: self)
-        switchMode(to: WebSocketState(reader: reader, session: session, channel: channel,
-                                      pongTimeout: UInt64(context.limits.pongTimeoutMilliseconds) * 1_000_000))
+        let state = WebSocketState(maxMessageBytes: context.limits.maxWebSocketMessageBytes, session: session, channel: channel,
+                                   pongTimeout: UInt64(context.limits.pongTimeoutMilliseconds) * 1_000_000)
+        state.feed(remaining)
+        switchMode(to: state)
         advance(.switchedProtocols)
         schedulePing()
         loop.setInterest(fd, readable: true, writable: false)
@@ -93,7 +122,7 @@ extension HTTPConnection {
             budget -= 1
             let result: IOResult<Int>
             do {
-                result = try loop.readBuffer.read(fd) { state.reader.feed($0) }
+                result = try loop.readBuffer.read(fd) { state.feed($0) }
             } catch {
                 close()
                 return
@@ -110,9 +139,8 @@ extension HTTPConnection {
 
     private func processFrames() {
         while !isClosed, let state = webSocket {
-            switch state.reader.next() {
+            switch state.nextMessage() {
             case .needMore:
-                state.reader.releaseIdleBuffers()
                 return
             case .failure(let error):
                 carryOut(state.liveness.failed(error.closeCode, reason: error.reason), on: state)

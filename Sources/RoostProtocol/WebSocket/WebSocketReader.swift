@@ -69,6 +69,14 @@ public struct WebSocketReader: Sendable {
         if messageOpcode == nil { message = [] }
     }
 
+    /// Nothing received is pending: no bytes past the last frame, and no frame or fragmented
+    /// message begun. Such a reader, its buffers released (`releaseIdleBuffers`), is the same as
+    /// a new one, so a connection may drop it and make a new one for its next read.
+    public var isIdle: Bool {
+        guard case .header = state else { return false }
+        return readIndex == input.count && messageOpcode == nil
+    }
+
     public mutating func next() -> Next {
         while true {
             switch state {
