@@ -110,12 +110,47 @@ public struct FanoutState<Sink> {
         var groups: SmallSet<UUID> = []
         /// nil until `ready` went out.
         var cursor: StreamCursor<[UInt8]>?
-        var early: [Early] = []
-        var replay: Replay?
-        /// The newest resume waiting for the running replay (or for `ready`).
-        var queued: [(UUID, Int64)]?
         var resumeWindowStart: UInt64 = 0
-        var resumesInWindow = 0
+        var resumesInWindow: Int32 = 0
+        /// What a stream has only before its `ready` and while it resumes, out of line: an array
+        /// of none or one, so an idle stream's slot keeps 8 bytes for it, not 40.
+        private var passing: [Passing] = []
+
+        struct Passing {
+            var early: [Early] = []
+            var replay: Replay?
+            /// The newest resume waiting for the running replay (or for `ready`).
+            var queued: [(UUID, Int64)]?
+            var isEmpty: Bool { early.isEmpty && replay == nil && queued == nil }
+        }
+
+        init(sink: Sink, tenant: UUID, user: UUID, sessionHash: String) {
+            self.sink = sink
+            self.tenant = tenant
+            self.user = user
+            self.sessionHash = sessionHash
+        }
+
+        var early: [Early] {
+            get { passing.first?.early ?? [] }
+            set { changePassing { $0.early = newValue } }
+        }
+
+        var replay: Replay? {
+            get { passing.first?.replay }
+            set { changePassing { $0.replay = newValue } }
+        }
+
+        var queued: [(UUID, Int64)]? {
+            get { passing.first?.queued }
+            set { changePassing { $0.queued = newValue } }
+        }
+
+        private mutating func changePassing(_ change: (inout Passing) -> Void) {
+            if passing.isEmpty { passing = [Passing()] }
+            change(&passing[0])
+            if passing[0].isEmpty { passing = [] }
+        }
 
         /// A live event of a group the subscriber follows: held until `ready` went out, else
         /// given to the cursor; the sink when the frame is to be sent now.

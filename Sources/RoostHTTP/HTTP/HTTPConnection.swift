@@ -17,6 +17,15 @@ final class HTTPConnection: EventHandler {
     let fd: Int32
     /// The loop's registration of `fd` (`EventLoop.register`), which names it in a tick.
     private(set) var generation: UInt32 = 0
+    // The one-byte fields together here, in what would be padding (a class's fields keep their
+    // order): an idle stream is every byte of this object.
+    /// What is still read and when the connection ends (`ConnectionLifecycle`).
+    private(set) var lifecycle = ConnectionLifecycle.open
+    private var waitingForWritable = false
+    /// True while `readAvailable`/`processRequests` run, so a response finished inside them
+    /// (an inline route) does not start another round: pipelined requests are taken in a
+    /// loop, never by nesting calls.
+    private var processing = false
     let peer: String
     unowned let loop: EventLoop
     let context: ServerContext
@@ -55,15 +64,8 @@ final class HTTPConnection: EventHandler {
     private(set) var mode: Mode
 
     var outbound = OutboundBuffer()
-    /// What is still read and when the connection ends (`ConnectionLifecycle`).
-    private(set) var lifecycle = ConnectionLifecycle.open
-    private var waitingForWritable = false
     /// The queue size last added to the server-wide gauge.
     private var reportedQueueBytes = 0
-    /// True while `readAvailable`/`processRequests` run, so a response finished inside them
-    /// (an inline route) does not start another round: pipelined requests are taken in a
-    /// loop, never by nesting calls.
-    private var processing = false
     private var deadline: (token: UInt64, kind: ConnectionDeadline)?
     /// Called once when the connection closes (the server's bookkeeping).
     var onClose: ((HTTPConnection) -> Void)?
