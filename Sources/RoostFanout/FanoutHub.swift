@@ -52,9 +52,9 @@ public final class FanoutHub<Sink: FrameSink>: Sendable {
     /// subscribed and told where it stands. Closes it with 1008 when the session has ended, 1013
     /// when the database cannot be read.
     @discardableResult
-    public func open(_ sink: Sink, tenant: UUID, user: UUID, sessionHash: String) -> SubscriberID {
-        let id = state.withLock { $0.register(sink, tenant: tenant, user: user, sessionHash: sessionHash) }
-        Task { await start(id, sink: sink, tenant: tenant, user: user, sessionHash: sessionHash) }
+    public func open(_ sink: Sink, tenant: UUID, user: UUID, session: SessionKey) -> SubscriberID {
+        let id = state.withLock { $0.register(sink, tenant: tenant, user: user, session: session) }
+        Task { await start(id, sink: sink, tenant: tenant, user: user, sessionHash: session.hex) }
         return id
     }
 

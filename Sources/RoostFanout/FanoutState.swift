@@ -40,7 +40,7 @@ public struct ReplayRead: Sendable, Equatable {
     public let subscriber: SubscriberID
     public let tenant: UUID
     public let user: UUID
-    public let sessionHash: String
+    public let session: SessionKey
     public let group: UUID
     public let after: Int64
     public let token: Int
@@ -105,7 +105,7 @@ public struct FanoutState<Sink> {
         let sink: Sink
         let tenant: UUID
         let user: UUID
-        let sessionHash: String
+        let session: SessionKey
         /// The groups whose events this node offers the subscriber (its cursor has the last word).
         var groups: SmallSet<UUID> = []
         /// nil until `ready` went out.
@@ -124,11 +124,11 @@ public struct FanoutState<Sink> {
             var isEmpty: Bool { early.isEmpty && replay == nil && queued == nil }
         }
 
-        init(sink: Sink, tenant: UUID, user: UUID, sessionHash: String) {
+        init(sink: Sink, tenant: UUID, user: UUID, session: SessionKey) {
             self.sink = sink
             self.tenant = tenant
             self.user = user
-            self.sessionHash = sessionHash
+            self.session = session
         }
 
         var early: [Early] {
@@ -173,7 +173,7 @@ public struct FanoutState<Sink> {
     private(set) var subscribers = SlotTable<Subscriber>()
     /// Each user's and each session's streams here: one, mostly, which `SmallSet` keeps inline.
     private var byUser: [UUID: SmallSet<SubscriberID>] = [:]
-    private var bySession: [String: SmallSet<SubscriberID>] = [:]
+    private var bySession: [SessionKey: SmallSet<SubscriberID>] = [:]
 
     /// The user's open streams on this node.
     public func streamCount(of user: UUID) -> Int { byUser[user]?.count ?? 0 }
@@ -193,12 +193,12 @@ public struct FanoutState<Sink> {
     // MARK: - A connection's life
 
     /// A new stream connection: it hears its session's and its user's notices from now on.
-    public mutating func register(_ sink: Sink, tenant: UUID, user: UUID, sessionHash: String) -> SubscriberID {
+    public mutating func register(_ sink: Sink, tenant: UUID, user: UUID, session: SessionKey) -> SubscriberID {
         nextID += 1
         let id = SubscriberID(nextID)
-        subscribers[id] = Subscriber(sink: sink, tenant: tenant, user: user, sessionHash: sessionHash)
+        subscribers[id] = Subscriber(sink: sink, tenant: tenant, user: user, session: session)
         byUser[user, default: []].insert(id)
-        bySession[sessionHash, default: []].insert(id)
+        bySession[session, default: []].insert(id)
         return id
     }
 
@@ -262,8 +262,8 @@ public struct FanoutState<Sink> {
         for group in subscriber.groups { detach(id, from: group) }
         byUser[subscriber.user]?.remove(id)
         if byUser[subscriber.user]?.isEmpty == true { byUser.removeValue(forKey: subscriber.user) }
-        bySession[subscriber.sessionHash]?.remove(id)
-        if bySession[subscriber.sessionHash]?.isEmpty == true { bySession.removeValue(forKey: subscriber.sessionHash) }
+        bySession[subscriber.session]?.remove(id)
+        if bySession[subscriber.session]?.isEmpty == true { bySession.removeValue(forKey: subscriber.session) }
     }
 
     // MARK: - Resume and replay
@@ -348,7 +348,7 @@ public struct FanoutState<Sink> {
             let group = replay.groups[replay.next]
             if let after = subscriber.cursor!.replayPosition(group, token: replay.token) {
                 subscribers[id]!.replay = replay
-                actions.append(.readReplay(ReplayRead(subscriber: id, tenant: subscriber.tenant, user: subscriber.user, sessionHash: subscriber.sessionHash,
+                actions.append(.readReplay(ReplayRead(subscriber: id, tenant: subscriber.tenant, user: subscriber.user, session: subscriber.session,
                                                       group: group, after: after, token: replay.token), sink: subscriber.sink))
                 return
             }
@@ -372,7 +372,8 @@ public struct FanoutState<Sink> {
             guard let found = groups[group], found.tenant == tenant else { return [] }
             return endMembership(of: found.subscribers, in: group, at: nil, reason: "deleted", forget: true)
         case .sessionEnded(let tenant, let hash):
-            return closing(bySession[hash] ?? [], tenant: tenant)
+            // Not a hash (no node sends one) is no session of any stream.
+            return closing(SessionKey(hex: hash).flatMap { bySession[$0] } ?? [], tenant: tenant)
         case .accountEnded(let tenant, let user):
             return closing(byUser[user] ?? [], tenant: tenant)
         case .userNotice(let tenant, let user, let frame):

@@ -67,7 +67,7 @@ struct FanoutStateTests {
 
     /// A live connection of `user` on `groups`, standing at `seq` in each.
     func connect(_ node: inout Node, sink: Int, user: UUID, groups: [(UUID, Int64)]) -> SubscriberID {
-        let id = node.state.register(sink, tenant: tenant, user: user, sessionHash: "aa\(sink)")
+        let id = node.state.register(sink, tenant: tenant, user: user, session: .numbered(sink))
         node.state.subscribe(id, to: groups.map(\.0))
         node.apply(node.state.ready(id, userID: user, standing: groups.map { (group: $0.0, lastSeq: $0.1) }, now: 0))
         node.apply(node.state.goLive(id))
@@ -171,9 +171,9 @@ struct FanoutStateTests {
         var node = Node()
         _ = connect(&node, sink: 1, user: ann, groups: [(oak, 1)])
         _ = connect(&node, sink: 2, user: bob, groups: [(oak, 1)])
-        node.apply(node.state.received(.sessionEnded(tenant: tenant, tokenHash: "aa1")))
+        node.apply(node.state.received(.sessionEnded(tenant: tenant, tokenHash: SessionKey.numbered(1).hex)))
         #expect(node.closed == [1: .policyViolation])
-        node.apply(node.state.received(.sessionEnded(tenant: UUID(), tokenHash: "aa2")))  // another tenant's
+        node.apply(node.state.received(.sessionEnded(tenant: UUID(), tokenHash: SessionKey.numbered(2).hex)))  // another tenant's
         #expect(node.closed[2] == nil)
         node.apply(node.state.received(.userNotice(tenant: tenant, user: bob, frame: #"{"type":"notice","event":"bridge.offline","data":{}}"#)))
         #expect(node.frames[2]?.last?["event"] as? String == "bridge.offline" && node.frames[1]?.last?["type"] as? String == "ready")
@@ -315,7 +315,7 @@ struct FanoutStateTests {
 
     @Test func eventsBeforeReadyWaitAndThoseItCoversAreDropped() {
         var node = Node()
-        let id = node.state.register(1, tenant: tenant, user: ann, sessionHash: "aa")
+        let id = node.state.register(1, tenant: tenant, user: ann, session: .numbered(0))
         node.state.subscribe(id, to: [oak])
         for seq in Int64(4)...6 { node.apply(node.state.received(notice(event(oak, seq)))) }
         node.apply(node.state.ready(id, userID: ann, standing: [(group: oak, lastSeq: 5)], now: 0))
@@ -441,7 +441,7 @@ struct FanoutStateTests {
 
         func open(_ user: UUID) {
             nextSink += 1
-            let id = node.state.register(nextSink, tenant: tenant, user: user, sessionHash: "aa\(nextSink)")
+            let id = node.state.register(nextSink, tenant: tenant, user: user, session: .numbered(nextSink))
             trace.append("open sink \(nextSink) for \(who(user)) on \(groups.filter { members[$0]!.contains(user) }.map(name))")
             node.state.subscribe(id, to: groups.filter { members[$0]!.contains(user) })
             clients[nextSink] = Client(user: user, id: id)
@@ -637,3 +637,9 @@ struct FanoutStateTests {
     }
 }
 
+extension SessionKey {
+    /// A session for tests: `number` in the hash's last bytes.
+    static func numbered(_ number: Int) -> SessionKey {
+        SessionKey(bytes: [UInt8](repeating: 0xAA, count: 24) + withUnsafeBytes(of: UInt64(number).bigEndian) { Array($0) })!
+    }
+}

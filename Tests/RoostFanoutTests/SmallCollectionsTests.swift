@@ -88,3 +88,17 @@ struct SlotTableTests {
         for id in (0...next + 1).map(SubscriberID.init) { #expect(table[id] == reference[id], "\(id)") }
     }
 }
+
+/// `SessionKey` holds a token hash's bytes and gives back the hex the database and notices use.
+struct SessionKeyTests {
+    @Test func itRoundTripsTheHexOfAHashAndRefusesAnythingElse() {
+        let bytes = (0..<32).map { UInt8($0 * 7 + 3) }
+        let key = SessionKey(bytes: bytes)!
+        let hex = bytes.map { String(format: "%02x", $0) }.joined()
+        #expect(key.hex == hex)
+        #expect(SessionKey(hex: hex) == key && SessionKey(hex: hex.uppercased()) == key)
+        #expect(SessionKey(bytes: bytes.reversed()) != key)
+        for bad in ["", String(hex.dropLast()), hex + "0", String(hex.dropLast()) + "g", "aa1"] { #expect(SessionKey(hex: bad) == nil, "\(bad)") }
+        #expect(SessionKey(bytes: Array(bytes.dropLast())) == nil)
+    }
+}

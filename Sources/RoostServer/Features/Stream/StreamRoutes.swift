@@ -1,4 +1,5 @@
 import Foundation
+import RoostFanout
 import RoostPersistence
 import RoostHTTP
 import RoostProtocol
@@ -18,7 +19,9 @@ enum StreamRoutes {
                 throw APIError(.tooManyRequests, code: .rateLimited, message: "\(maxPerAccount) streams are open for this account already; close one",
                                headers: ["Retry-After": "5"])
             }
-            return StreamSession(tenantID: user.tenantID, userID: user.id, sessionHash: Digest.hex(token.hash), hub: hub)
+            // A token's hash is always SHA-256's 32 bytes.
+            guard let session = SessionKey(bytes: token.hash) else { throw Authentication.sessionEnded }
+            return StreamSession(tenantID: user.tenantID, userID: user.id, session: session, hub: hub)
         }
     }
 }

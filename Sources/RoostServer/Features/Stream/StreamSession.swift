@@ -22,17 +22,17 @@ final class StreamSession: WebSocketSession {
     private final class Opening {
         let tenantID: UUID
         let userID: UUID
-        let sessionHash: String
-        init(tenantID: UUID, userID: UUID, sessionHash: String) {
+        let session: SessionKey
+        init(tenantID: UUID, userID: UUID, session: SessionKey) {
             self.tenantID = tenantID
             self.userID = userID
-            self.sessionHash = sessionHash
+            self.session = session
         }
     }
 
-    init(tenantID: UUID, userID: UUID, sessionHash: String, hub: StreamHub) {
+    init(tenantID: UUID, userID: UUID, session: SessionKey, hub: StreamHub) {
         self.hub = hub
-        state = Mutex(.opening(Opening(tenantID: tenantID, userID: userID, sessionHash: sessionHash)))
+        state = Mutex(.opening(Opening(tenantID: tenantID, userID: userID, session: session)))
     }
 
     /// The subscriber, once the connection has opened.
@@ -46,7 +46,7 @@ final class StreamSession: WebSocketSession {
 
     func opened(_ channel: WebSocketChannel) {
         guard case .opening(let opening) = state.withLock({ $0 }) else { return }
-        let id = hub.open(channel, tenant: opening.tenantID, user: opening.userID, sessionHash: opening.sessionHash)
+        let id = hub.open(channel, tenant: opening.tenantID, user: opening.userID, session: opening.session)
         state.withLock { $0 = .open(id) }
     }
 

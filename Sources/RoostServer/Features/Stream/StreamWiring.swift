@@ -47,7 +47,7 @@ struct PostgresEventLog: EventLogReader {
     func replayPage(_ read: ReplayRead, limit: Int) async throws -> ReplayPage {
         try await pool.withConnection { connection in
             try connection.withTenantTransaction(read.tenant, isolation: .repeatableRead) { connection in
-                guard try UserStore().sessionIsActive(tokenHashHex: read.sessionHash, on: connection) else { return .sessionEnded }
+                guard try UserStore().sessionIsActive(tokenHashHex: read.session.hex, on: connection) else { return .sessionEnded }
                 guard try GroupStore().mayFollow(read.group, user: read.user, on: connection) else { return .notMember }
                 // Read for the stream's user: what is hidden from them is not in the page (nor
                 // counted in its length, which ends a replay when short).
