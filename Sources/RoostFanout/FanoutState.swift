@@ -173,7 +173,10 @@ public struct FanoutState<Sink> {
     private(set) var subscribers = SlotTable<Subscriber>()
     /// Each user's and each session's streams here: one, mostly, which `SmallSet` keeps inline.
     private var byUser: [UUID: SmallSet<SubscriberID>] = [:]
-    private var bySession: [SessionKey: SmallSet<SubscriberID>] = [:]
+    /// By the session's first 8 bytes (`SessionKey.prefix`), which are as good as unique, and
+    /// take 8 bytes an entry to the key's 32: the streams of a session are those here whose
+    /// subscriber has its key.
+    private var bySession: [UInt64: SmallSet<SubscriberID>] = [:]
 
     /// The user's open streams on this node.
     public func streamCount(of user: UUID) -> Int { byUser[user]?.count ?? 0 }
@@ -198,7 +201,7 @@ public struct FanoutState<Sink> {
         let id = SubscriberID(nextID)
         subscribers[id] = Subscriber(sink: sink, tenant: tenant, user: user, session: session)
         byUser[user, default: []].insert(id)
-        bySession[session, default: []].insert(id)
+        bySession[session.prefix, default: []].insert(id)
         return id
     }
 
@@ -262,8 +265,8 @@ public struct FanoutState<Sink> {
         for group in subscriber.groups { detach(id, from: group) }
         byUser[subscriber.user]?.remove(id)
         if byUser[subscriber.user]?.isEmpty == true { byUser.removeValue(forKey: subscriber.user) }
-        bySession[subscriber.session]?.remove(id)
-        if bySession[subscriber.session]?.isEmpty == true { bySession.removeValue(forKey: subscriber.session) }
+        bySession[subscriber.session.prefix]?.remove(id)
+        if bySession[subscriber.session.prefix]?.isEmpty == true { bySession.removeValue(forKey: subscriber.session.prefix) }
     }
 
     // MARK: - Resume and replay
@@ -373,7 +376,8 @@ public struct FanoutState<Sink> {
             return endMembership(of: found.subscribers, in: group, at: nil, reason: "deleted", forget: true)
         case .sessionEnded(let tenant, let hash):
             // Not a hash (no node sends one) is no session of any stream.
-            return closing(SessionKey(hex: hash).flatMap { bySession[$0] } ?? [], tenant: tenant)
+            guard let session = SessionKey(hex: hash) else { return [] }
+            return closing((bySession[session.prefix] ?? []).filter { subscribers[$0]?.session == session }, tenant: tenant)
         case .accountEnded(let tenant, let user):
             return closing(byUser[user] ?? [], tenant: tenant)
         case .userNotice(let tenant, let user, let frame):
@@ -392,7 +396,7 @@ public struct FanoutState<Sink> {
         }
     }
 
-    private func closing(_ ids: SmallSet<SubscriberID>, tenant: UUID) -> [FanoutAction<Sink>] {
+    private func closing(_ ids: some Sequence<SubscriberID>, tenant: UUID) -> [FanoutAction<Sink>] {
         ids.sorted { $0.value < $1.value }.compactMap { id in
             subscribers[id].flatMap { $0.tenant == tenant ? .close($0.sink, .policyViolation, reason: "session ended") : nil }
         }

@@ -638,7 +638,8 @@ struct FanoutStateTests {
 }
 
 extension SessionKey {
-    /// A session for tests: `number` in the hash's last bytes.
+    /// A session for tests: `number` in the hash's last bytes. All of them share the first 24, so
+    /// the fanout's index of sessions by their first 8 bytes sees nothing but collisions here.
     static func numbered(_ number: Int) -> SessionKey {
         SessionKey(bytes: [UInt8](repeating: 0xAA, count: 24) + withUnsafeBytes(of: UInt64(number).bigEndian) { Array($0) })!
     }
