@@ -26,6 +26,7 @@ final class HTTPConnection: EventHandler {
     /// (an inline route) does not start another round: pipelined requests are taken in a
     /// loop, never by nesting calls.
     private var processing = false
+    private var deadlineKind: ConnectionDeadline?
     let peer: String
     unowned let loop: EventLoop
     let context: ServerContext
@@ -58,7 +59,7 @@ final class HTTPConnection: EventHandler {
         /// the parser for the WebSocket, once the acceptor has answered and the 101 is written.
         case upgrading(HTTPState)
         /// Switched protocols (see HTTPConnection+WebSocket.swift).
-        case webSocket(WebSocketState)
+        case webSocket(WebSocketChannel)
         case closed(wasWebSocket: Bool)
     }
     private(set) var mode: Mode
@@ -66,7 +67,15 @@ final class HTTPConnection: EventHandler {
     var outbound = OutboundBuffer()
     /// The queue size last added to the server-wide gauge.
     private var reportedQueueBytes = 0
-    private var deadline: (token: UInt64, kind: ConnectionDeadline)?
+    /// The running deadline's timer (`deadlineKind` says which it is; its token is 0 when none runs).
+    private var deadlineToken: UInt64 = 0
+    private var deadline: (token: UInt64, kind: ConnectionDeadline)? {
+        get { deadlineKind.map { (deadlineToken, $0) } }
+        set {
+            deadlineKind = newValue?.kind
+            deadlineToken = newValue?.token ?? 0
+        }
+    }
     /// Called once when the connection closes (the server's bookkeeping).
     var onClose: ((HTTPConnection) -> Void)?
 
@@ -77,7 +86,7 @@ final class HTTPConnection: EventHandler {
         }
     }
 
-    var webSocket: WebSocketState? {
+    var webSocket: WebSocketChannel? {
         if case .webSocket(let state) = mode { state } else { nil }
     }
 
@@ -274,7 +283,7 @@ final class HTTPConnection: EventHandler {
     }
 
     /// The mode after an accepted upgrade's 101: the parser's leftover bytes go to the WebSocket.
-    func switchMode(to state: WebSocketState) {
+    func switchMode(to state: WebSocketChannel) {
         mode = .webSocket(state)
         context.metrics.httpConnections.subtract(1, ordering: .relaxed)
         context.metrics.webSocketConnections.add(1, ordering: .relaxed)

@@ -1,57 +1,5 @@
 import RoostProtocol
 
-/// A connection's state after `101 Switching Protocols` (RFC 6455): the payload of its
-/// `.webSocket` mode, confined to the connection's loop.
-final class WebSocketState {
-    /// The frame reader, kept only while part of a frame or message is pending: an idle one is
-    /// dropped and a new one made for the next read (`WebSocketReader.isIdle`), so an idle
-    /// stream keeps none of its hundred-odd bytes.
-    private var pending: PendingReader?
-    private let maxMessageBytes: Int
-    let session: WebSocketSession
-    let channel: WebSocketChannel
-    /// The closing handshake and the keep-alive, decided apart from the socket.
-    var liveness: WebSocketLiveness
-    /// The bounded wait for the peer's close, once ours is out (the keep-alive is the loop's
-    /// tick, which needs no timer: `EventLoop.scheduleTick`).
-    var closeTimer: UInt64?
-
-    private final class PendingReader {
-        var reader: WebSocketReader
-        init(_ reader: WebSocketReader) { self.reader = reader }
-    }
-
-    init(maxMessageBytes: Int, session: WebSocketSession, channel: WebSocketChannel, pongTimeout: UInt64) {
-        self.maxMessageBytes = maxMessageBytes
-        self.session = session
-        self.channel = channel
-        self.liveness = WebSocketLiveness(pongTimeout: pongTimeout)
-    }
-
-    /// Bytes read from the socket.
-    func feed<Bytes: Collection<UInt8>>(_ bytes: Bytes) {
-        guard !bytes.isEmpty else { return }
-        let pending = self.pending ?? PendingReader(WebSocketReader(role: .server, maxMessageBytes: maxMessageBytes))
-        pending.reader.feed(bytes)
-        self.pending = pending
-    }
-
-    /// The next message read, or `.needMore`, when the reader is let go of if it holds nothing.
-    func nextMessage() -> WebSocketReader.Next {
-        guard let pending else { return .needMore }
-        let next = pending.reader.next()
-        if case .needMore = next {
-            pending.reader.releaseIdleBuffers()
-            if pending.reader.isIdle { self.pending = nil }
-        }
-        return next
-    }
-
-    func cancelTimers(on loop: EventLoop) {
-        if let closeTimer { loop.cancelTimer(closeTimer) }
-    }
-}
-
 extension HTTPConnection {
     // MARK: - Upgrade
 
@@ -101,11 +49,10 @@ extension HTTPConnection {
     func enterWebSocketMode(_ session: WebSocketSession) {
         let remaining = http?.parser.takeRemainingBytes() ?? []
         // The HTTP parser and its buffers are done with.
-        let channel = WebSocketChannel(loop: loop, connection: self)
-        let state = WebSocketState(maxMessageBytes: context.limits.maxWebSocketMessageBytes, session: session, channel: channel,
-                                   pongTimeout: UInt64(context.limits.pongTimeoutMilliseconds) * 1_000_000)
-        state.feed(remaining)
-        switchMode(to: state)
+        let channel = WebSocketChannel(loop: loop, connection: self, session: session, maxMessageBytes: context.limits.maxWebSocketMessageBytes,
+                                       pongTimeout: UInt64(context.limits.pongTimeoutMilliseconds) * 1_000_000)
+        channel.feed(remaining)
+        switchMode(to: channel)
         advance(.switchedProtocols)
         schedulePing()
         loop.setInterest(fd, readable: true, writable: false)
@@ -160,7 +107,7 @@ extension HTTPConnection {
                     return
                 case .text, .binary:
                     guard state.liveness.sendsData else { continue }
-                    state.session.received(message, on: state.channel)
+                    state.session.received(message, on: state)
                 }
             }
         }
@@ -213,7 +160,7 @@ extension HTTPConnection {
     }
 
     /// Does what the liveness machine decided.
-    private func carryOut(_ actions: [WebSocketLiveness.Action], on state: WebSocketState) {
+    private func carryOut(_ actions: [WebSocketLiveness.Action], on state: WebSocketChannel) {
         for action in actions {
             guard !isClosed else { return }
             switch action {

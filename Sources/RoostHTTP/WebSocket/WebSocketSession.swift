@@ -18,14 +18,70 @@ public typealias WebSocketAcceptor = @Sendable (RequestContext) async throws -> 
 /// in order with every other channel's sends there (`EventLoop.executeInOrder`): a frame sent to
 /// thousands of connections is written a turn's budget at a time (`NetworkLimits.framesPerLoopTurn`),
 /// and what is sent after it, to any of them, waits its turn.
-public final class WebSocketChannel: Sendable {
+///
+/// The channel is also its connection's state after `101 Switching Protocols` (RFC 6455), the
+/// payload of its `.webSocket` mode: one object a stream, not two. `@unchecked Sendable`: that
+/// state is touched only on the connection's loop (HTTPConnection+WebSocket.swift), and the
+/// rest is constant.
+public final class WebSocketChannel: @unchecked Sendable {
     private let loop: EventLoop
     private let connection: LoopBound<HTTPConnection>
+    let session: WebSocketSession
+    /// The frame reader, kept only while part of a frame or message is pending: an idle one is
+    /// dropped and a new one made for the next read (`WebSocketReader.isIdle`), so an idle
+    /// stream keeps none of its hundred-odd bytes.
+    private var pending: PendingReader?
+    private let maxMessageBytes: Int
+    /// The closing handshake and the keep-alive, decided apart from the socket.
+    var liveness: WebSocketLiveness
+    /// The bounded wait for the peer's close, once ours is out (the keep-alive is the loop's
+    /// tick, which needs no timer: `EventLoop.scheduleTick`); 0, which no timer is, when none
+    /// runs. Not an optional, whose extra byte would take the object into malloc's next size.
+    private var closeTimerToken: UInt64 = 0
+    var closeTimer: UInt64? {
+        get { closeTimerToken == 0 ? nil : closeTimerToken }
+        set { closeTimerToken = newValue ?? 0 }
+    }
 
-    init(loop: EventLoop, connection: HTTPConnection) {
+    private final class PendingReader {
+        var reader: WebSocketReader
+        init(_ reader: WebSocketReader) { self.reader = reader }
+    }
+
+    init(loop: EventLoop, connection: HTTPConnection, session: WebSocketSession, maxMessageBytes: Int, pongTimeout: UInt64) {
         self.loop = loop
         self.connection = LoopBound(value: connection)
+        self.session = session
+        self.maxMessageBytes = maxMessageBytes
+        liveness = WebSocketLiveness(pongTimeout: pongTimeout)
     }
+
+    // MARK: - The connection's state (on its loop only)
+
+    /// Bytes read from the socket.
+    func feed<Bytes: Collection<UInt8>>(_ bytes: Bytes) {
+        guard !bytes.isEmpty else { return }
+        let pending = self.pending ?? PendingReader(WebSocketReader(role: .server, maxMessageBytes: maxMessageBytes))
+        pending.reader.feed(bytes)
+        self.pending = pending
+    }
+
+    /// The next message read, or `.needMore`, when the reader is let go of if it holds nothing.
+    func nextMessage() -> WebSocketReader.Next {
+        guard let pending else { return .needMore }
+        let next = pending.reader.next()
+        if case .needMore = next {
+            pending.reader.releaseIdleBuffers()
+            if pending.reader.isIdle { self.pending = nil }
+        }
+        return next
+    }
+
+    func cancelTimers(on loop: EventLoop) {
+        if let closeTimer { loop.cancelTimer(closeTimer) }
+    }
+
+    // MARK: - Sending, from any thread
 
     /// Queues an already encoded server frame; the same bytes may be queued on many channels.
     public func send(frame: [UInt8]) {
