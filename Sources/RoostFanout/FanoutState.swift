@@ -108,10 +108,11 @@ public struct FanoutState<Sink> {
         let session: SessionKey
         /// The groups whose events this node offers the subscriber (its cursor has the last word).
         var groups: SmallSet<UUID> = []
+        /// Here, in what would be the padding after `groups` (fields keep their order).
+        var resumesInWindow: Int32 = 0
         /// nil until `ready` went out.
         var cursor: StreamCursor<[UInt8]>?
         var resumeWindowStart: UInt64 = 0
-        var resumesInWindow: Int32 = 0
         /// What a stream has only before its `ready` and while it resumes, out of line: an array
         /// of none or one, so an idle stream's slot keeps 8 bytes for it, not 40.
         private var passing: [Passing] = []

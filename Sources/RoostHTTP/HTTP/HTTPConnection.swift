@@ -76,8 +76,6 @@ final class HTTPConnection: EventHandler {
             deadlineToken = newValue?.token ?? 0
         }
     }
-    /// Called once when the connection closes (the server's bookkeeping).
-    var onClose: ((HTTPConnection) -> Void)?
 
     var http: HTTPState? {
         switch mode {
@@ -439,7 +437,7 @@ final class HTTPConnection: EventHandler {
             webSocket.cancelTimers(on: loop)
             webSocket.session.closed(code: webSocket.liveness.closeReceived)
         }
-        onClose?(self)
+        context.closed(self)  // the server's bookkeeping; no closure a connection
         // Last: once the peer can see the close, the server's counts already say so.
         Glibc.close(fd)
     }

@@ -204,18 +204,9 @@ final class Listener: EventHandler {
                 continue
             }
             context.metrics.httpConnections.add(1, ordering: .relaxed)
-            // The loop's registration keeps the connection alive until it closes.
+            // The loop's registration keeps the connection alive until it closes, when it tells
+            // the context (`ServerContext.closed`).
             let connection = HTTPConnection(fd: client, peer: peer, loop: loop, context: context)
-            let context = self.context
-            connection.onClose = { closed in
-                context.openConnections.subtract(1, ordering: .relaxed)
-                context.release(closed.peer)
-                if closed.wasWebSocket {
-                    context.metrics.webSocketConnections.subtract(1, ordering: .relaxed)
-                } else {
-                    context.metrics.httpConnections.subtract(1, ordering: .relaxed)
-                }
-            }
             do {
                 try connection.start()
             } catch {

@@ -109,6 +109,17 @@ final class ServerContext: Sendable {
         }
     }
 
+    /// A connection this server accepted closed: its counts and its address's share go.
+    func closed(_ connection: HTTPConnection) {
+        openConnections.subtract(1, ordering: .relaxed)
+        release(connection.peer)
+        if connection.wasWebSocket {
+            metrics.webSocketConnections.subtract(1, ordering: .relaxed)
+        } else {
+            metrics.httpConnections.subtract(1, ordering: .relaxed)
+        }
+    }
+
     func release(_ address: String) {
         guard limits.maxConnectionsPerAddress > 0, address != "unix" else { return }
         connectionsByAddress.withLock { counts in

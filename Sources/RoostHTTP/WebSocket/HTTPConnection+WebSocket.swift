@@ -49,7 +49,7 @@ extension HTTPConnection {
     func enterWebSocketMode(_ session: WebSocketSession) {
         let remaining = http?.parser.takeRemainingBytes() ?? []
         // The HTTP parser and its buffers are done with.
-        let channel = WebSocketChannel(loop: loop, connection: self, session: session, maxMessageBytes: context.limits.maxWebSocketMessageBytes,
+        let channel = WebSocketChannel(loop: loop, connection: self, session: session,
                                        pongTimeout: UInt64(context.limits.pongTimeoutMilliseconds) * 1_000_000)
         channel.feed(remaining)
         switchMode(to: channel)

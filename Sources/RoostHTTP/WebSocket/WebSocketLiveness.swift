@@ -36,16 +36,20 @@ struct WebSocketLiveness: Equatable, Sendable {
         case scheduleNextPing
     }
 
-    /// How long a ping may wait for its pong.
-    let pongTimeout: UInt64
-    /// Our close frame is queued: no data frame follows it.
-    private(set) var closeSent = false
+    // The small fields first, in this order, so that they share one word: every idle stream
+    // holds one of these.
     /// The code of the peer's close frame, when one came.
     private(set) var closeReceived: WebSocketCloseCode?
+    /// Our close frame is queued: no data frame follows it.
+    private(set) var closeSent = false
+    private let pongTimeoutMilliseconds: UInt32
     private(set) var lastPingAt: UInt64 = 0
     private(set) var lastPongAt: UInt64 = 0
 
-    init(pongTimeout: UInt64) { self.pongTimeout = pongTimeout }
+    /// `pongTimeout`: how long a ping may wait for its pong, in nanoseconds (kept to the millisecond).
+    init(pongTimeout: UInt64) { pongTimeoutMilliseconds = UInt32(clamping: pongTimeout / 1_000_000) }
+
+    var pongTimeout: UInt64 { UInt64(pongTimeoutMilliseconds) * 1_000_000 }
 
     /// Whether a data frame may still be sent.
     var sendsData: Bool { !closeSent }

@@ -31,7 +31,6 @@ public final class WebSocketChannel: @unchecked Sendable {
     /// dropped and a new one made for the next read (`WebSocketReader.isIdle`), so an idle
     /// stream keeps none of its hundred-odd bytes.
     private var pending: PendingReader?
-    private let maxMessageBytes: Int
     /// The closing handshake and the keep-alive, decided apart from the socket.
     var liveness: WebSocketLiveness
     /// The bounded wait for the peer's close, once ours is out (the keep-alive is the loop's
@@ -48,11 +47,10 @@ public final class WebSocketChannel: @unchecked Sendable {
         init(_ reader: WebSocketReader) { self.reader = reader }
     }
 
-    init(loop: EventLoop, connection: HTTPConnection, session: WebSocketSession, maxMessageBytes: Int, pongTimeout: UInt64) {
+    init(loop: EventLoop, connection: HTTPConnection, session: WebSocketSession, pongTimeout: UInt64) {
         self.loop = loop
         self.connection = LoopBound(value: connection)
         self.session = session
-        self.maxMessageBytes = maxMessageBytes
         liveness = WebSocketLiveness(pongTimeout: pongTimeout)
     }
 
@@ -61,7 +59,8 @@ public final class WebSocketChannel: @unchecked Sendable {
     /// Bytes read from the socket.
     func feed<Bytes: Collection<UInt8>>(_ bytes: Bytes) {
         guard !bytes.isEmpty else { return }
-        let pending = self.pending ?? PendingReader(WebSocketReader(role: .server, maxMessageBytes: maxMessageBytes))
+        let pending = self.pending
+            ?? PendingReader(WebSocketReader(role: .server, maxMessageBytes: connection.value.context.limits.maxWebSocketMessageBytes))
         pending.reader.feed(bytes)
         self.pending = pending
     }
