@@ -36,13 +36,16 @@ public struct StreamCursor<Frame> {
 
     /// One group's standing inline, more in a dictionary (`SmallMap`).
     private var groups: SmallMap<UUID, Standing>
+    /// The last replay's token; here, in what would be the padding after `groups` (fields keep
+    /// their order), and 32 bits (20 resumes in 10 s, the most a connection may make, would
+    /// take 34 years to use them up).
+    private var nextToken: Int32 = 0
     /// Groups the connection stopped following, with how far it had accounted for them: a join
     /// at or below that mark is one it has already seen or had covered, not a new one.
     private var left: [UUID: Int64] = [:]
     /// Until live delivery starts (the client's first frame, or a grace period after `ready`),
     /// live events wait here; nil once live.
     private var waiting: [(group: UUID, seq: Int64, frame: Frame)]? = []
-    private var nextToken = 0
 
     /// A connection whose `ready` covered each group through its `last_seq`.
     public init(standing: [(group: UUID, lastSeq: Int64)]) {
@@ -108,8 +111,8 @@ public struct StreamCursor<Frame> {
     /// may repeat, in order), unknown groups are named back, and live delivery starts for the
     /// rest. The token identifies this replay's pages.
     public mutating func beginReplay(_ cursors: [(group: UUID, after: Int64)]) -> (accepted: [(UUID, Int64)], unknown: [UUID], token: Int, frames: [Frame]) {
-        nextToken += 1
-        let token = nextToken
+        nextToken &+= 1
+        let token = Int(nextToken)
         var accepted: [(UUID, Int64)] = []
         var unknown: [UUID] = []
         for (group, cursor) in cursors {
