@@ -181,7 +181,6 @@ public struct FanoutState<Sink> {
 
     /// The user's open streams on this node.
     public func streamCount(of user: UUID) -> Int { byUser[user]?.count ?? 0 }
-    private var nextID = 0
 
     public init(replayPageSize: Int = 200, resumeLimit: Int = 20, resumeWindowNanoseconds: UInt64 = 10_000_000_000) {
         self.replayPageSize = replayPageSize
@@ -198,9 +197,7 @@ public struct FanoutState<Sink> {
 
     /// A new stream connection: it hears its session's and its user's notices from now on.
     public mutating func register(_ sink: Sink, tenant: UUID, user: UUID, session: SessionKey) -> SubscriberID {
-        nextID += 1
-        let id = SubscriberID(nextID)
-        subscribers[id] = Subscriber(sink: sink, tenant: tenant, user: user, session: session)
+        let id = subscribers.insert(Subscriber(sink: sink, tenant: tenant, user: user, session: session))
         byUser[user, default: []].insert(id)
         bySession[session.prefix, default: []].insert(id)
         return id

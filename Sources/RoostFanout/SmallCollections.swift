@@ -170,60 +170,85 @@ struct SmallMap<Key: Hashable, Value> {
 }
 
 /// Values by `SubscriberID`, kept in the slots of an array that grows by a quarter at a time (a
-/// closed stream's slot is taken by the next), found through a dictionary of slot numbers. A
-/// `Dictionary` of the values themselves doubles its table, and at 19,000 streams held 1.7 of
-/// its 200-byte entries a stream; the slot numbers' table costs 12 bytes an entry.
+/// `Dictionary` doubles its table, and at 19,000 streams held 1.7 of its 200-byte entries a
+/// stream). The table gives the IDs: an ID's low 24 bits name its slot and the bits above count
+/// the inserts before it, so IDs sort in the order they were given, a closed stream's slot is
+/// taken by the next without the old ID finding the new value, and a lookup is an index and a
+/// comparison, no hashing.
 struct SlotTable<Value> {
-    private var slots: [Value?] = []
+    private struct Slot {
+        var id: SubscriberID
+        var value: Value?
+    }
+
+    private var slots: [Slot] = []
     private var vacant: [Int32] = []
-    private var slotOf: [SubscriberID: Int32] = [:]
+    private var inserted = 0
+    private(set) var count = 0
+
+    /// 16 million slots: more streams than a process has descriptors.
+    private static var slotBits: Int { 24 }
 
     init() {}
 
-    var count: Int { slotOf.count }
+    /// Keeps `value` under a new ID.
+    mutating func insert(_ value: Value) -> SubscriberID {
+        inserted += 1
+        count += 1
+        let slot: Int
+        if let reused = vacant.popLast() {
+            slot = Int(reused)
+        } else {
+            precondition(slots.count < 1 << Self.slotBits, "more subscribers than a SlotTable holds")
+            if slots.count == slots.capacity { slots.reserveCapacity(slots.count + max(64, slots.count / 4)) }
+            slot = slots.count
+            slots.append(Slot(id: SubscriberID(0), value: nil))
+        }
+        let id = SubscriberID(inserted << Self.slotBits | slot)
+        slots[slot] = Slot(id: id, value: value)
+        return id
+    }
 
-    /// Changed in place (`subscribers[id]!.cursor!.…`); nil removes.
+    /// The slot `id` names while its value is there.
+    private func slot(of id: SubscriberID) -> Int? {
+        let slot = id.value & (1 << Self.slotBits - 1)
+        guard id.value > 0, slot < slots.count, slots[slot].id == id, slots[slot].value != nil else { return nil }
+        return slot
+    }
+
+    /// Changed in place (`subscribers[id]!.cursor!.…`); nil removes. A new value goes in by `insert`.
     subscript(id: SubscriberID) -> Value? {
         _read {
-            if let slot = slotOf[id] {
-                yield slots[Int(slot)]
+            if let slot = slot(of: id) {
+                yield slots[slot].value
             } else {
                 yield nil
             }
         }
         _modify {
-            if let slot = slotOf[id] {
-                yield &slots[Int(slot)]
-                if slots[Int(slot)] == nil {
-                    slotOf[id] = nil
-                    vacant.append(slot)
-                }
+            if let slot = slot(of: id) {
+                yield &slots[slot].value
+                if slots[slot].value == nil { vacate(slot) }
             } else {
-                var added: Value?
-                yield &added
-                if let added { insert(added, as: id) }
+                var absent: Value?
+                yield &absent
+                precondition(absent == nil, "a SlotTable takes a new value by insert")
             }
         }
     }
 
     @discardableResult
     mutating func removeValue(forKey id: SubscriberID) -> Value? {
-        guard let slot = slotOf.removeValue(forKey: id) else { return nil }
+        guard let slot = slot(of: id) else { return nil }
         defer {
-            slots[Int(slot)] = nil
-            vacant.append(slot)
+            slots[slot].value = nil
+            vacate(slot)
         }
-        return slots[Int(slot)]
+        return slots[slot].value
     }
 
-    private mutating func insert(_ value: Value, as id: SubscriberID) {
-        if let slot = vacant.popLast() {
-            slots[Int(slot)] = value
-            slotOf[id] = slot
-            return
-        }
-        if slots.count == slots.capacity { slots.reserveCapacity(slots.count + max(64, slots.count / 4)) }
-        slotOf[id] = Int32(slots.count)
-        slots.append(value)
+    private mutating func vacate(_ slot: Int) {
+        count -= 1
+        vacant.append(Int32(slot))
     }
 }

@@ -79,13 +79,13 @@ struct FanoutStateTests {
     @Test func framesInOrderGoStraightThroughOnceToEverySubscriber() {
         var node = Node()
         let one = connect(&node, sink: 1, user: ann, groups: [(oak, 1)])
-        _ = connect(&node, sink: 2, user: bob, groups: [(oak, 1)])
+        let two = connect(&node, sink: 2, user: bob, groups: [(oak, 1)])
         for seq in Int64(2)...4 { node.apply(node.state.received(notice(event(oak, seq)))) }
         node.apply(node.state.received(notice(event(oak, 3))))  // a repeat is dropped
         #expect(node.events(1) == [2, 3, 4] && node.events(2) == [2, 3, 4])
         #expect(node.logReads.isEmpty)
         node.state.unsubscribe(one)
-        node.state.unsubscribe(SubscriberID(2))
+        node.state.unsubscribe(two)
         #expect(node.state.counts == (0, 0))
     }
 

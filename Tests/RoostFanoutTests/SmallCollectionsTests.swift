@@ -58,34 +58,37 @@ struct SmallMapTests {
     }
 }
 
-/// `SlotTable` behaves as a `Dictionary` keyed by subscriber, slots reused or not.
+/// `SlotTable` behaves as a `Dictionary` keyed by the IDs it gives, slots reused or not.
 struct SlotTableTests {
     @Test func itAnswersAsADictionaryWouldWhileItsSlotsAreReused() {
         var table = SlotTable<[Int]>()
         var reference: [SubscriberID: [Int]] = [:]
-        var next = 0
-        // Adds, in-place changes and removals (through the subscript and removeValue) in a
+        var given: [SubscriberID] = []
+        // Inserts, in-place changes and removals (through the subscript and removeValue) in a
         // pattern that vacates slots and fills them again, past the first growth (64 slots).
         for round in 0..<300 {
-            next += 1
-            let id = SubscriberID(next)
-            table[id] = [round]
+            let id = table.insert([round])
+            given.append(id)
             reference[id] = [round]
-            if round % 3 == 0 {
-                let victim = SubscriberID(next - 2)
+            if round % 3 == 0, given.count > 2 {
+                let victim = given[given.count - 3]
                 #expect(table.removeValue(forKey: victim) == reference.removeValue(forKey: victim), "round \(round)")
             }
-            if round % 5 == 0 {
-                let victim = SubscriberID(next - 1)
+            if round % 5 == 0, given.count > 1 {
+                let victim = given[given.count - 2]
                 table[victim] = nil
                 reference[victim] = nil
             }
-            let changed = SubscriberID(max(1, next - 4))
+            let changed = given[max(0, given.count - 5)]
             table[changed]?.append(round)
             reference[changed]?.append(round)
         }
         #expect(table.count == reference.count)
-        for id in (0...next + 1).map(SubscriberID.init) { #expect(table[id] == reference[id], "\(id)") }
+        // Every ID given, kept or removed (a removed one must not find its slot's new value).
+        for id in given { #expect(table[id] == reference[id], "\(id)") }
+        #expect(table[SubscriberID(0)] == nil && table[SubscriberID(-1)] == nil && table[SubscriberID(Int.max)] == nil)
+        #expect(given == given.sorted { $0.value < $1.value }, "IDs sort in the order they were given")
+        #expect(Set(given).count == given.count)
     }
 }
 

@@ -27,10 +27,12 @@ extension EventHandler {
 /// `@unchecked Sendable`: everything but `inbox` is touched only on the loop's own thread
 /// (`execute` is the one door in from outside); `inbox` is a Mutex.
 package final class EventLoop: @unchecked Sendable {
+    /// 24 bytes, and so is an empty one (nil is one of the handler's spare bit patterns): the
+    /// two 32-bit fields first, together.
     private struct Slot {
         var generation: UInt32
-        var handler: EventHandler
         var events: UInt32
+        var handler: EventHandler
     }
 
     private struct Tick {
@@ -160,7 +162,7 @@ package final class EventLoop: @unchecked Sendable {
             if Int(fd) >= slots.capacity { slots.reserveCapacity(max(Int(fd) + 1, slots.count + max(64, slots.count / 4))) }
             slots.append(contentsOf: repeatElement(nil, count: Int(fd) + 1 - slots.count))
         }
-        slots[Int(fd)] = Slot(generation: generation, handler: handler, events: events)
+        slots[Int(fd)] = Slot(generation: generation, events: events, handler: handler)
         return generation
     }
 
