@@ -373,7 +373,7 @@ public struct FanoutState<Sink> {
             guard let found = groups[group], found.tenant == tenant else { return [] }
             return endMembership(of: found.subscribers, in: group, at: nil, reason: "deleted", forget: true)
         case .sessionEnded(let tenant, let hash):
-            // Not a hash (no node sends one) is no session of any stream.
+            // A hash that is not 64 hex digits (no node sends one) names no stream's session.
             guard let session = SessionKey(hex: hash) else { return [] }
             return closing((bySession[session.prefix] ?? []).filter { subscribers[$0]?.session == session }, tenant: tenant)
         case .accountEnded(let tenant, let user):
