@@ -1,6 +1,6 @@
 /// A set that keeps a single element inline and only more than one in a `Set`: a user usually
-/// has one stream on a node, a session one, and a stream often follows one group, and an empty
-/// or one-element `Set` would cost an allocation of about 100 bytes for each of them.
+/// has one stream on a node, a session one, and a stream often follows one group, and a
+/// one-element `Set` costs an allocation of about 100 bytes for each of them.
 struct SmallSet<Element: Hashable>: Sequence, ExpressibleByArrayLiteral {
     private enum Storage {
         case none

@@ -157,7 +157,7 @@ package final class EventLoop: @unchecked Sendable {
         event.data.u64 = UInt64(UInt32(fd)) | UInt64(generation) << 32
         try mustSucceed("epoll_ctl(ADD)", { epoll_ctl(epollFD, EPOLL_CTL_ADD, fd, &event) })
         if Int(fd) >= slots.count {
-            // Grown by a quarter, not doubled: a slot a descriptor, 32 bytes each, and at 19,000
+            // Grown by a quarter, not doubled: a slot a descriptor, 24 bytes each, and at 19,000
             // streams a doubled table held 1.7 slots a stream.
             if Int(fd) >= slots.capacity { slots.reserveCapacity(max(Int(fd) + 1, slots.count + max(64, slots.count / 4))) }
             slots.append(contentsOf: repeatElement(nil, count: Int(fd) + 1 - slots.count))
