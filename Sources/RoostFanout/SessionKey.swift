@@ -18,14 +18,7 @@ public struct SessionKey: Hashable, Sendable, CustomStringConvertible {
 
     /// The hash as 64 hex digits (either case); nil for anything else.
     public init?(hex: String) {
-        let digits = Array(hex.utf8)
-        guard digits.count == 64 else { return nil }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(32)
-        for index in stride(from: 0, to: 64, by: 2) {
-            guard let high = Self.value(of: digits[index]), let low = Self.value(of: digits[index + 1]) else { return nil }
-            bytes.append(high << 4 | low)
-        }
+        guard let bytes = Digest.bytes(hex: hex) else { return nil }
         self.init(bytes: bytes)
     }
 
@@ -35,13 +28,4 @@ public struct SessionKey: Hashable, Sendable, CustomStringConvertible {
     }
 
     public var description: String { "session \(hex.prefix(8))…" }
-
-    private static func value(of digit: UInt8) -> UInt8? {
-        switch digit {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): digit - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): digit - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): digit - UInt8(ascii: "A") + 10
-        default: nil
-        }
-    }
 }

@@ -24,6 +24,20 @@ public enum Digest {
         return String(decoding: out, as: UTF8.self)
     }
 
+    /// The bytes `hex` spells, two digits a byte in either case; nil for an odd count of digits
+    /// or anything that is not one.
+    public static func bytes(hex: String) -> [UInt8]? {
+        let digits = Array(hex.utf8)
+        guard digits.count % 2 == 0 else { return nil }
+        var out: [UInt8] = []
+        out.reserveCapacity(digits.count / 2)
+        for index in stride(from: 0, to: digits.count, by: 2) {
+            guard let high = ASCII.hexValue(digits[index]), let low = ASCII.hexValue(digits[index + 1]) else { return nil }
+            out.append(high << 4 | low)
+        }
+        return out
+    }
+
     private static func digest<Bytes: Sequence<UInt8>>(
         _ bytes: Bytes, _ algorithm: OpaquePointer?, length: Int
     ) -> [UInt8] {
