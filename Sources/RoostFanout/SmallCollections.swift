@@ -1,3 +1,5 @@
+import RoostProtocol
+
 /// A set that keeps a single element inline and only more than one in a `Set`: a user usually
 /// has one stream on a node, a session one, and a stream often follows one group, and a
 /// one-element `Set` costs an allocation of about 100 bytes for each of them.
@@ -200,7 +202,7 @@ struct SlotTable<Value> {
             slot = Int(reused)
         } else {
             precondition(slots.count < 1 << Self.slotBits, "more subscribers than a SlotTable holds")
-            if slots.count == slots.capacity { slots.reserveCapacity(slots.count + max(64, slots.count / 4)) }
+            slots.reserveGrowingByAQuarter(toHold: slots.count + 1)
             slot = slots.count
             slots.append(Slot(id: SubscriberID(0), value: nil))
         }
