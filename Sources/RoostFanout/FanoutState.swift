@@ -172,15 +172,23 @@ public struct FanoutState<Sink> {
 
     private(set) var groups: [UUID: Group] = [:]
     private(set) var subscribers = SlotTable<Subscriber>()
-    /// Each user's and each session's streams here: one, mostly, which `SmallSet` keeps inline.
-    private var byUser: [UUID: SmallSet<SubscriberID>] = [:]
-    /// By the session's first 8 bytes (`SessionKey.prefix`), which are as good as unique, and
-    /// take 8 bytes an entry to the key's 32: the streams of a session are those here whose
-    /// subscriber has its key.
-    private var bySession: [UInt64: SmallSet<SubscriberID>] = [:]
+    /// Each user's streams here (one, mostly, which `SmallSet` keeps inline), by the last 8
+    /// bytes of the user's id (`userKey`), random in every id Roost makes: 8 bytes an entry to
+    /// the id's 16, where a collision only costs a comparison (`streams(of:)`). A session's
+    /// streams are found among its user's, which its notice names.
+    private var byUser: [UInt64: SmallSet<SubscriberID>] = [:]
+
+    private static func userKey(_ user: UUID) -> UInt64 {
+        withUnsafeBytes(of: user.uuid) { $0.loadUnaligned(fromByteOffset: 8, as: UInt64.self) }
+    }
+
+    /// The user's streams here, in the order they opened.
+    private func streams(of user: UUID) -> [SubscriberID] {
+        (byUser[Self.userKey(user)] ?? []).filter { subscribers[$0]?.user == user }.sorted { $0.value < $1.value }
+    }
 
     /// The user's open streams on this node.
-    public func streamCount(of user: UUID) -> Int { byUser[user]?.count ?? 0 }
+    public func streamCount(of user: UUID) -> Int { streams(of: user).count }
 
     public init(replayPageSize: Int = 200, resumeLimit: Int = 20, resumeWindowNanoseconds: UInt64 = 10_000_000_000) {
         self.replayPageSize = replayPageSize
@@ -198,8 +206,7 @@ public struct FanoutState<Sink> {
     /// A new stream connection: it hears its session's and its user's notices from now on.
     public mutating func register(_ sink: Sink, tenant: UUID, user: UUID, session: SessionKey) -> SubscriberID {
         let id = subscribers.insert(Subscriber(sink: sink, tenant: tenant, user: user, session: session))
-        byUser[user, default: []].insert(id)
-        bySession[session.prefix, default: []].insert(id)
+        byUser[Self.userKey(user), default: []].insert(id)
         return id
     }
 
@@ -261,10 +268,9 @@ public struct FanoutState<Sink> {
     public mutating func unsubscribe(_ id: SubscriberID) {
         guard let subscriber = subscribers.removeValue(forKey: id) else { return }
         for group in subscriber.groups { detach(id, from: group) }
-        byUser[subscriber.user]?.remove(id)
-        if byUser[subscriber.user]?.isEmpty == true { byUser.removeValue(forKey: subscriber.user) }
-        bySession[subscriber.session.prefix]?.remove(id)
-        if bySession[subscriber.session.prefix]?.isEmpty == true { bySession.removeValue(forKey: subscriber.session.prefix) }
+        let key = Self.userKey(subscriber.user)
+        byUser[key]?.remove(id)
+        if byUser[key]?.isEmpty == true { byUser.removeValue(forKey: key) }
     }
 
     // MARK: - Resume and replay
@@ -372,14 +378,16 @@ public struct FanoutState<Sink> {
         case .groupDeleted(let tenant, let group):
             guard let found = groups[group], found.tenant == tenant else { return [] }
             return endMembership(of: found.subscribers, in: group, at: nil, reason: "deleted", forget: true)
-        case .sessionEnded(let tenant, let hash):
-            // A hash that is not 64 hex digits (no node sends one) names no stream's session.
+        case .sessionEnded(let tenant, let user, let hash):
+            // A hash that is not 64 hex digits (no node sends one) names no stream's session. An
+            // older node's notice names no user: the session is looked for in every stream here.
             guard let session = SessionKey(hex: hash) else { return [] }
-            return closing((bySession[session.prefix] ?? []).filter { subscribers[$0]?.session == session }, tenant: tenant)
+            let candidates = user.map(streams(of:)) ?? subscribers.ids { $0.session == session }
+            return closing(candidates.filter { subscribers[$0]?.session == session }, tenant: tenant)
         case .accountEnded(let tenant, let user):
-            return closing(byUser[user] ?? [], tenant: tenant)
+            return closing(streams(of: user), tenant: tenant)
         case .userNotice(let tenant, let user, let frame):
-            let sinks = (byUser[user] ?? []).sorted { $0.value < $1.value }.compactMap { id in
+            let sinks = streams(of: user).compactMap { id in
                 subscribers[id].flatMap { $0.tenant == tenant ? $0.sink : nil }
             }
             return sinks.isEmpty ? [] : [.send(WebSocketFrameEncoder.text(frame), to: sinks)]
@@ -405,7 +413,7 @@ public struct FanoutState<Sink> {
         // the group is read on their behalf until it is delivered, even if nobody here follows it
         // (now, or once a removal before the join has been delivered).
         if let subject = event.subject, event.kind == .memberJoined || event.frame == nil,
-           byUser[subject]?.contains(where: { subscribers[$0]?.tenant == event.tenant }) == true {
+           streams(of: subject).contains(where: { subscribers[$0]?.tenant == event.tenant }) {
             if groups[event.group] == nil { groups[event.group] = Group(tenant: event.tenant, delivered: event.seq - 1) }
             if groups[event.group]!.tenant == event.tenant && event.seq > (groups[event.group]!.delivered ?? 0) {
                 groups[event.group]!.joiners[subject] = event.seq
@@ -419,7 +427,7 @@ public struct FanoutState<Sink> {
             // the group is read again from the join (once a read in flight is back), and every
             // cursor drops what it already has.
             guard let subject = event.subject, event.kind == .memberJoined || event.frame == nil,
-                  (byUser[subject] ?? []).contains(where: { subscribers[$0]?.tenant == event.tenant && subscribers[$0]?.groups.contains(event.group) == false })
+                  streams(of: subject).contains(where: { subscribers[$0]?.tenant == event.tenant && subscribers[$0]?.groups.contains(event.group) == false })
             else { return [] }
             groups[event.group]!.rewind = min(found.rewind ?? event.seq - 1, event.seq - 1)
             groups[event.group]!.joiners[subject] = event.seq
@@ -579,7 +587,7 @@ public struct FanoutState<Sink> {
         groups[group]!.wanted = max(groups[group]!.wanted, seq)
         let tenant = groups[group]!.tenant
         if let subject, kind == .memberJoined {
-            for id in byUser[subject] ?? [] where subscribers[id]?.tenant == tenant {
+            for id in streams(of: subject) where subscribers[id]?.tenant == tenant {
                 attach(id, to: group, tenant: tenant)
                 if subscribers[id]!.cursor == nil {
                     subscribers[id]!.early.append(.joined(group, seq))

@@ -6,9 +6,6 @@ import RoostProtocol
 public struct SessionKey: Hashable, Sendable, CustomStringConvertible {
     private let first: UInt64, second: UInt64, third: UInt64, fourth: UInt64
 
-    /// The hash's first 8 bytes: an index's key, where a collision only costs a comparison.
-    var prefix: UInt64 { first }
-
     /// The token hash's 32 bytes; nil for any other length.
     public init?(bytes: [UInt8]) {
         guard bytes.count == 32 else { return nil }

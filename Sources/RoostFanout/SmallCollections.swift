@@ -249,6 +249,12 @@ struct SlotTable<Value> {
         return slots[slot].value
     }
 
+    /// The IDs of the values that pass `isIncluded`, in the order they were given: a walk of
+    /// every slot, for what no index serves.
+    func ids(where isIncluded: (Value) -> Bool) -> [SubscriberID] {
+        slots.compactMap { slot in slot.value.map(isIncluded) == true ? slot.id : nil }.sorted { $0.value < $1.value }
+    }
+
     private mutating func vacate(_ slot: Int) {
         count -= 1
         vacant.append(Int32(slot))

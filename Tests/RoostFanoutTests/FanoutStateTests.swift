@@ -10,8 +10,10 @@ struct FanoutStateTests {
     let tenant = UUID()
     let oak = UUID()
     let elm = UUID()
-    let ann = UUID()
-    let bob = UUID()
+    /// Ann and Bob share their ids' last 8 bytes, by which the fanout indexes users' streams:
+    /// every test here runs on that index's collisions.
+    let ann = UUID(uuidString: "A11A0000-0000-4000-8000-0000000000AB")!
+    let bob = UUID(uuidString: "B0B00000-0000-4000-8000-0000000000AB")!
 
     // MARK: - The harness
 
@@ -171,10 +173,16 @@ struct FanoutStateTests {
         var node = Node()
         _ = connect(&node, sink: 1, user: ann, groups: [(oak, 1)])
         _ = connect(&node, sink: 2, user: bob, groups: [(oak, 1)])
-        node.apply(node.state.received(.sessionEnded(tenant: tenant, tokenHash: SessionKey.numbered(1).hex)))
+        _ = connect(&node, sink: 3, user: UUID(), groups: [(oak, 1)])
+        node.apply(node.state.received(.sessionEnded(tenant: tenant, user: bob, tokenHash: SessionKey.numbered(1).hex)))  // Ann's session
+        #expect(node.closed.isEmpty)
+        node.apply(node.state.received(.sessionEnded(tenant: tenant, user: ann, tokenHash: SessionKey.numbered(1).hex)))
         #expect(node.closed == [1: .policyViolation])
-        node.apply(node.state.received(.sessionEnded(tenant: UUID(), tokenHash: SessionKey.numbered(2).hex)))  // another tenant's
+        node.apply(node.state.received(.sessionEnded(tenant: UUID(), user: bob, tokenHash: SessionKey.numbered(2).hex)))  // another tenant's
         #expect(node.closed[2] == nil)
+        // From an older node, without the user: found all the same.
+        node.apply(node.state.received(.sessionEnded(tenant: tenant, user: nil, tokenHash: SessionKey.numbered(3).hex)))
+        #expect(node.closed == [1: .policyViolation, 3: .policyViolation])
         node.apply(node.state.received(.userNotice(tenant: tenant, user: bob, frame: #"{"type":"notice","event":"bridge.offline","data":{}}"#)))
         #expect(node.frames[2]?.last?["event"] as? String == "bridge.offline" && node.frames[1]?.last?["type"] as? String == "ready")
         node.apply(node.state.received(.accountEnded(tenant: tenant, user: bob)))
@@ -638,8 +646,7 @@ struct FanoutStateTests {
 }
 
 extension SessionKey {
-    /// A session for tests: `number` in the hash's last bytes. All of them share the first 24, so
-    /// the fanout's index of sessions by their first 8 bytes sees nothing but collisions here.
+    /// A session for tests: `number` in the hash's last 8 bytes.
     static func numbered(_ number: Int) -> SessionKey {
         SessionKey(bytes: [UInt8](repeating: 0xAA, count: 24) + withUnsafeBytes(of: UInt64(number).bigEndian) { Array($0) })!
     }

@@ -15,7 +15,9 @@ struct NodeNoticeTests {
         #expect(NodeNotice.event(.init(tenant: tenant, group: group, seq: 7)).payload == "\(t)/\(g)/7")
         #expect(NodeNotice.event(.init(tenant: tenant, group: group, seq: 7, subject: user, frame: "{}")).payload == "\(t)/\(g)/7/\(u)\n{}")
         #expect(NodeNotice.groupDeleted(tenant: tenant, group: group).payload == "g/\(t)/\(g)")
-        #expect(NodeNotice.sessionEnded(tenant: tenant, tokenHash: "ab12").payload == "s/\(t)/ab12")
+        #expect(NodeNotice.sessionEnded(tenant: tenant, user: user, tokenHash: "ab12").payload == "s/\(t)/\(u)/ab12")
+        // An older node's, without the user.
+        #expect(NodeNotice.sessionEnded(tenant: tenant, user: nil, tokenHash: "ab12").payload == "s/\(t)/ab12")
         #expect(NodeNotice.accountEnded(tenant: tenant, user: user).payload == "u/\(t)/\(u)")
         #expect(NodeNotice.userNotice(tenant: tenant, user: user, frame: "{\"a\":1}").payload == "n/\(t)/\(u)\n{\"a\":1}")
         #expect(NodeNotice.groupNotice(tenant: tenant, group: group, frame: "{\"a\":1}").payload == "m/\(t)/\(g)\n{\"a\":1}")
@@ -39,7 +41,8 @@ struct NodeNoticeTests {
             .event(.init(tenant: tenant, group: group, seq: Int64.max, subject: user)),
             .event(.init(tenant: tenant, group: group, seq: 12, subject: user, frame: event.frameJSON)),
             .groupDeleted(tenant: tenant, group: group),
-            .sessionEnded(tenant: tenant, tokenHash: String(repeating: "0f", count: 32)),
+            .sessionEnded(tenant: tenant, user: user, tokenHash: String(repeating: "0f", count: 32)),
+            .sessionEnded(tenant: tenant, user: nil, tokenHash: String(repeating: "0f", count: 32)),
             .accountEnded(tenant: tenant, user: user),
             .userNotice(tenant: tenant, user: user, frame: "{\"type\":\"notice\",\"data\":\"a/b\\nc\"}"),
             .groupNotice(tenant: tenant, group: group, frame: "{\"type\":\"notice\",\"event\":\"location.updated\",\"data\":{}}"),
@@ -62,7 +65,8 @@ struct NodeNoticeTests {
         #expect(NodeNotice(payload: notice.payload) == .event(.init(tenant: tenant, group: group, seq: 3)))
     }
 
-    @Test(arguments: ["", "\n{}", "x/y", "g/\(UUID())", "g/not-a-uuid/\(UUID())", "s/\(UUID())/", "s/\(UUID())/XYZ",
+    @Test(arguments: ["", "\n{}", "x/y", "g/\(UUID())", "g/not-a-uuid/\(UUID())", "s/\(UUID())/", "s/\(UUID())/XYZ", "s/\(UUID())/\(UUID())/", "s/\(UUID())/not-a-user/ab12",
+                      "s/\(UUID())/\(UUID())/ab12/more",
                       "u/\(UUID())/\(UUID())/extra", "n/\(UUID())/\(UUID())", "\(UUID())/\(UUID())/0", "\(UUID())/\(UUID())/-1",
                       "\(UUID())/\(UUID())/+5", "\(UUID())/\(UUID())/99999999999999999999", "\(UUID())/\(UUID())/1/not-a-user",
                       "\(UUID())/\(UUID())/1/\(UUID())/more", "g/\(UUID())/\(UUID())\n{}", "\(UUID())/\(UUID())/1//",

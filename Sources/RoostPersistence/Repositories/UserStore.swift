@@ -315,10 +315,10 @@ public struct UserStore: Sendable {
             DELETE FROM sessions WHERE token_hash IN (
                 SELECT token_hash FROM sessions WHERE tenant_id = \(tenant) AND expires_at <= now()
                 LIMIT \(limit) FOR UPDATE SKIP LOCKED)
-            RETURNING token_hash
-            """).rows.map { try $0.decode(Data.self, "token_hash") }
-        for hash in ended {
-            try GroupEventLog.notify(.sessionEnded(tenant: tenant, tokenHash: Digest.hex(Array(hash))), on: connection)
+            RETURNING token_hash, user_id
+            """).rows.map { (hash: try $0.decode(Data.self, "token_hash"), user: try $0.decode(UUID.self, "user_id")) }
+        for (hash, user) in ended {
+            try GroupEventLog.notify(.sessionEnded(tenant: tenant, user: user, tokenHash: Digest.hex(Array(hash))), on: connection)
         }
         try connection.query("""
             WITH earliest AS (SELECT min(expires_at) AS at FROM sessions WHERE tenant_id = \(tenant)),
@@ -347,7 +347,7 @@ public struct UserStore: Sendable {
     public func deleteSession(id: UUID, user: UUID, tenant: UUID, on connection: PostgresConnection) throws -> Bool {
         guard let hash = try connection.query("DELETE FROM sessions WHERE id = \(id) AND user_id = \(user) RETURNING token_hash").first?
             .decode(Data.self, "token_hash") else { return false }
-        try GroupEventLog.notify(.sessionEnded(tenant: tenant, tokenHash: Digest.hex(Array(hash))), on: connection)
+        try GroupEventLog.notify(.sessionEnded(tenant: tenant, user: user, tokenHash: Digest.hex(Array(hash))), on: connection)
         return true
     }
 
@@ -359,7 +359,7 @@ public struct UserStore: Sendable {
             DELETE FROM sessions WHERE user_id = \(user) AND (\(kept.map { Data($0) })::bytea IS NULL OR token_hash <> \(kept.map { Data($0) }))
             RETURNING token_hash
             """).rows.map { try $0.decode(Data.self, "token_hash") }
-        for hash in ended { try GroupEventLog.notify(.sessionEnded(tenant: tenant, tokenHash: Digest.hex(Array(hash))), on: connection) }
+        for hash in ended { try GroupEventLog.notify(.sessionEnded(tenant: tenant, user: user, tokenHash: Digest.hex(Array(hash))), on: connection) }
         return ended.count
     }
 
@@ -374,9 +374,10 @@ public struct UserStore: Sendable {
     /// Ends one session, and tells every node (its streams close with 1008); true if it existed.
     @discardableResult
     public func deleteSession(tokenHash: [UInt8], on connection: PostgresConnection) throws -> Bool {
-        guard let tenant = try connection.query("DELETE FROM sessions WHERE token_hash = \(Data(tokenHash)) RETURNING tenant_id").first?
-            .decode(UUID.self, "tenant_id") else { return false }
-        try GroupEventLog.notify(.sessionEnded(tenant: tenant, tokenHash: Digest.hex(tokenHash)), on: connection)
+        guard let row = try connection.query("DELETE FROM sessions WHERE token_hash = \(Data(tokenHash)) RETURNING tenant_id, user_id").first
+        else { return false }
+        try GroupEventLog.notify(.sessionEnded(tenant: try row.decode(UUID.self, "tenant_id"), user: try row.decode(UUID.self, "user_id"),
+                                               tokenHash: Digest.hex(tokenHash)), on: connection)
         return true
     }
 

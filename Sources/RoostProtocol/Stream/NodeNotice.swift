@@ -19,7 +19,9 @@ import Foundation
 ///                                                 the frame follows when the payload stays under
 ///                                                 `maxBytes`
 ///     g/<tenant>/<group>                          a group was deleted
-///     s/<tenant>/<token hash hex>                 a session ended (sign-out)
+///     s/<tenant>/<user>/<token hash hex>          a session of <user> ended (sign-out); an
+///                                                 older node's notice, without <user>, is
+///                                                 still read
 ///     u/<tenant>/<user>                           an account ended: every session of it
 ///     n/<tenant>/<user>\n<frame>                  a notice frame for one user's streams
 ///     m/<tenant>/<group>[/<hidden>[/<audience>]]\n<frame>
@@ -30,7 +32,8 @@ import Foundation
 public enum NodeNotice: Equatable, Sendable {
     case event(Event)
     case groupDeleted(tenant: UUID, group: UUID)
-    case sessionEnded(tenant: UUID, tokenHash: String)
+    /// `user` is nil only in a notice from a node that did not name it.
+    case sessionEnded(tenant: UUID, user: UUID?, tokenHash: String)
     case accountEnded(tenant: UUID, user: UUID)
     case userNotice(tenant: UUID, user: UUID, frame: String)
     case groupNotice(tenant: UUID, group: UUID, hiddenFrom: UUID? = nil, audience: [UUID]? = nil, frame: String)
@@ -79,7 +82,7 @@ public enum NodeNotice: Equatable, Sendable {
             guard let frame = event.frame, header.utf8.count + 1 + frame.utf8.count < Self.maxBytes else { return header }
             return header + "\n" + frame
         case .groupDeleted(let tenant, let group): return "g/\(Self.id(tenant))/\(Self.id(group))"
-        case .sessionEnded(let tenant, let tokenHash): return "s/\(Self.id(tenant))/\(tokenHash)"
+        case .sessionEnded(let tenant, let user, let tokenHash): return "s/\(Self.id(tenant))/" + (user.map { Self.id($0) + "/" } ?? "") + tokenHash
         case .accountEnded(let tenant, let user): return "u/\(Self.id(tenant))/\(Self.id(user))"
         case .userNotice(let tenant, let user, let frame): return "n/\(Self.id(tenant))/\(Self.id(user))\n" + frame
         case .groupNotice(let tenant, let group, let hidden, let audience, let frame):
@@ -125,9 +128,11 @@ public enum NodeNotice: Equatable, Sendable {
                   let group = UUID(text: parts[2]) else { return nil }
             self = .groupDeleted(tenant: tenant, group: group)
         case "s":
-            guard parts.count == 3, body == nil, let tenant = UUID(text: parts[1]),
-                  !parts[2].isEmpty, parts[2].utf8.allSatisfy(Self.isHexDigit) else { return nil }
-            self = .sessionEnded(tenant: tenant, tokenHash: String(parts[2]))
+            guard (3...4).contains(parts.count), body == nil, let tenant = UUID(text: parts[1]) else { return nil }
+            let user = parts.count == 4 ? UUID(text: parts[2]) : nil
+            let hash = parts[parts.count - 1]
+            guard parts.count == 3 || user != nil, !hash.isEmpty, hash.utf8.allSatisfy(Self.isHexDigit) else { return nil }
+            self = .sessionEnded(tenant: tenant, user: user, tokenHash: String(hash))
         case "u":
             guard parts.count == 3, body == nil, let tenant = UUID(text: parts[1]),
                   let user = UUID(text: parts[2]) else { return nil }
