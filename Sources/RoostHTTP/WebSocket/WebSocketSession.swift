@@ -1,7 +1,8 @@
 import RoostProtocol
 
 /// The application side of one WebSocket connection. Methods are called on the connection's
-/// event loop and must not block: hand slow work to a task and reply through the channel.
+/// event loop, one at a time (`opened` first, `closed` last), and must not block: hand slow work
+/// to a task and reply through the channel.
 public protocol WebSocketSession: AnyObject, Sendable {
     /// Whether binary messages are welcome; if not, one closes the connection with 1003.
     var acceptsBinary: Bool { get }
