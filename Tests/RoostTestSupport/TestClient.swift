@@ -26,7 +26,7 @@ public final class TestClient: @unchecked Sendable {
     /// (a closed connection still ends a read at once, so tests expecting one pay nothing).
     public init(port: UInt16, receiveBuffer: Int32? = nil, receiveTimeoutSeconds: Int = 30) throws {
         guard let fd = connectToLoopback(port: port, receiveTimeoutSeconds: receiveTimeoutSeconds, receiveBuffer: receiveBuffer) else {
-            throw TestClientError("connect failed: errno \(errno)")
+            throw TestClientError("connect to 127.0.0.1:\(port) failed: errno \(errno)")
         }
         self.fd = fd
     }
