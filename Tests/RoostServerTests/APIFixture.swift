@@ -35,10 +35,11 @@ struct APIFixture {
         closedTenant = "closed-\(suffix)"
         _ = try TenantStore().create(slug: tenant, name: "Oak Lane", registration: .open, on: setup)
         _ = try TenantStore().create(slug: closedTenant, name: "Gated Close", registration: .inviteOnly, on: setup)
-        // A wait for a connection of up to 30 s (not the 5 s a server gets): with every suite
-        // running at once on two cores, twenty queued transactions have been seen to need more.
+        // A wait for a connection as long as an API answer may take (not the 5 s a server gets):
+        // with every suite running at once on two cores, twenty transactions queued behind one
+        // group's lock have been seen to need more than 5 s, and then more than 30 s.
         let pool = ConnectionPool(configuration: TestDatabase.configuration(database: database),
-                                  options: .init(maxConnections: 4, acquireTimeout: .seconds(30)))
+                                  options: .init(maxConnections: 4, acquireTimeout: .seconds(APIClient.defaultReceiveTimeoutSeconds)))
         self.pool = pool
         let routes = AccountRoutes(pool: pool, hasher: hasher,
                                    sessionLifetime: 3600, hashingThreads: 2, invitationLifetime: invitationLifetime, limits: limits,
