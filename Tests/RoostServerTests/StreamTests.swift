@@ -220,6 +220,9 @@ struct StreamTests {
                         if frame["type"] as? String == "resumed" {
                             resumed = true
                             if round == 4 { break }
+                            // Live events come only while the writers post: once they stop, the
+                            // stream falls quiet, and a second of quiet ends this connection.
+                            client.client.setTimeout(seconds: 1)
                             continue
                         }
                         guard let group = frame["group_id"] as? String, let seq = frame["seq"] as? Int else { continue }

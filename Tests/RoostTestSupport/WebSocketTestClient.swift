@@ -22,9 +22,10 @@ public final class WebSocketTestClient: @unchecked Sendable {
               response.headers["sec-websocket-accept"] == "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=" else {
             throw TestClientError("no 101 from \(path)")
         }
-        // A frame is waited for as long as an API answer: the wait only guards against a hang
-        // (no test reads until a stream falls quiet). With every suite running at once on two
-        // cores, a stream's `ready` has been seen to take more than 10 s.
+        // A frame is waited for as long as an API answer: the wait only guards against a hang.
+        // With every suite running at once on two cores, a stream's `ready` has been seen to
+        // take more than 10 s. A test that reads until the stream falls quiet sets a shorter
+        // wait for that (`client.setTimeout`).
         return WebSocketTestClient(client: client)
     }
 
