@@ -187,8 +187,11 @@ public struct FanoutState<Sink> {
         (byUser[Self.userKey(user)] ?? []).filter { subscribers[$0]?.user == user }.sorted { $0.value < $1.value }
     }
 
-    /// The user's open streams on this node.
-    public func streamCount(of user: UUID) -> Int { streams(of: user).count }
+    /// The user's open streams on this node (asked at every stream's handshake: counted in
+    /// place, with no list made).
+    public func streamCount(of user: UUID) -> Int {
+        byUser[Self.userKey(user)]?.reduce(0) { $0 + (subscribers[$1]?.user == user ? 1 : 0) } ?? 0
+    }
 
     public init(replayPageSize: Int = 200, resumeLimit: Int = 20, resumeWindowNanoseconds: UInt64 = 10_000_000_000) {
         self.replayPageSize = replayPageSize
@@ -382,8 +385,8 @@ public struct FanoutState<Sink> {
             // A hash that is not 64 hex digits (no node sends one) names no stream's session. An
             // older node's notice names no user: the session is looked for in every stream here.
             guard let session = SessionKey(hex: hash) else { return [] }
-            let candidates = user.map(streams(of:)) ?? subscribers.ids { $0.session == session }
-            return closing(candidates.filter { subscribers[$0]?.session == session }, tenant: tenant)
+            guard let user else { return closing(subscribers.ids { $0.session == session }, tenant: tenant) }
+            return closing(streams(of: user).filter { subscribers[$0]?.session == session }, tenant: tenant)
         case .accountEnded(let tenant, let user):
             return closing(streams(of: user), tenant: tenant)
         case .userNotice(let tenant, let user, let frame):
@@ -402,8 +405,9 @@ public struct FanoutState<Sink> {
         }
     }
 
-    private func closing(_ ids: some Sequence<SubscriberID>, tenant: UUID) -> [FanoutAction<Sink>] {
-        ids.sorted { $0.value < $1.value }.compactMap { id in
+    /// Closes the streams `ids` names (in the order they opened) that are of `tenant`.
+    private func closing(_ ids: [SubscriberID], tenant: UUID) -> [FanoutAction<Sink>] {
+        ids.compactMap { id in
             subscribers[id].flatMap { $0.tenant == tenant ? .close($0.sink, .policyViolation, reason: "session ended") : nil }
         }
     }
