@@ -177,13 +177,15 @@ struct SmallMap<Key: Hashable, Value> {
 /// the inserts before it, so IDs sort in the order they were given, a closed stream's slot is
 /// taken by the next without the old ID finding the new value, and a lookup is an index and a
 /// comparison, no hashing.
+///
+/// The IDs are kept apart from the values, and a vacant slot's ID is 0, so a slot is found by
+/// its ID alone; a value leaves only by `removeValue(forKey:)`. The fanout's state is generic
+/// over its sink, and where RoostServer runs it unspecialised, every read of a whole value (a
+/// slot read to compare its ID, a value compared with nil) copies it through the type's
+/// witnesses: a stream's sink and cursor retained and released, once a delivery per stream.
 struct SlotTable<Value> {
-    private struct Slot {
-        var id: SubscriberID
-        var value: Value?
-    }
-
-    private var slots: [Slot] = []
+    private var ids: [SubscriberID] = []
+    private var values: [Value?] = []
     private var vacant: [Int32] = []
     private var inserted = 0
     private(set) var count = 0
@@ -201,36 +203,40 @@ struct SlotTable<Value> {
         if let reused = vacant.popLast() {
             slot = Int(reused)
         } else {
-            precondition(slots.count < 1 << Self.slotBits, "more subscribers than a SlotTable holds")
-            slots.reserveGrowingByAQuarter(toHold: slots.count + 1)
-            slot = slots.count
-            slots.append(Slot(id: SubscriberID(0), value: nil))
+            precondition(ids.count < 1 << Self.slotBits, "more subscribers than a SlotTable holds")
+            ids.reserveGrowingByAQuarter(toHold: ids.count + 1)
+            values.reserveGrowingByAQuarter(toHold: values.count + 1)
+            slot = ids.count
+            ids.append(SubscriberID(0))
+            values.append(nil)
         }
         let id = SubscriberID(inserted << Self.slotBits | slot)
-        slots[slot] = Slot(id: id, value: value)
+        ids[slot] = id
+        values[slot] = value
         return id
     }
 
-    /// The slot `id` names while its value is there.
+    /// The slot `id` names while its value is there (a vacant slot's ID is 0, which no ID is).
     private func slot(of id: SubscriberID) -> Int? {
         let slot = id.value & (1 << Self.slotBits - 1)
-        guard id.value > 0, slot < slots.count, slots[slot].id == id, slots[slot].value != nil else { return nil }
+        guard id.value > 0, slot < ids.count, ids[slot] == id else { return nil }
         return slot
     }
 
-    /// Changed in place (`subscribers[id]!.cursor!.…`); nil removes. A new value goes in by `insert`.
+    /// Changed in place (`subscribers[id]!.cursor!.…`). A value goes in by `insert` and leaves
+    /// by `removeValue(forKey:)`: setting nil here is a mistake, caught in debug builds.
     subscript(id: SubscriberID) -> Value? {
         _read {
             if let slot = slot(of: id) {
-                yield slots[slot].value
+                yield values[slot]
             } else {
                 yield nil
             }
         }
         _modify {
             if let slot = slot(of: id) {
-                yield &slots[slot].value
-                if slots[slot].value == nil { vacate(slot) }
+                yield &values[slot]
+                assert(values[slot] != nil, "a SlotTable's value leaves by removeValue(forKey:), not by nil")
             } else {
                 var absent: Value?
                 yield &absent
@@ -243,16 +249,17 @@ struct SlotTable<Value> {
     mutating func removeValue(forKey id: SubscriberID) -> Value? {
         guard let slot = slot(of: id) else { return nil }
         defer {
-            slots[slot].value = nil
+            values[slot] = nil
+            ids[slot] = SubscriberID(0)
             vacate(slot)
         }
-        return slots[slot].value
+        return values[slot]
     }
 
     /// The IDs of the values that pass `isIncluded`, in the order they were given: a walk of
     /// every slot, for what no index serves.
     func ids(where isIncluded: (Value) -> Bool) -> [SubscriberID] {
-        slots.compactMap { slot in slot.value.map(isIncluded) == true ? slot.id : nil }.sorted { $0.value < $1.value }
+        values.indices.compactMap { slot in values[slot].map(isIncluded) == true ? ids[slot] : nil }.sorted { $0.value < $1.value }
     }
 
     private mutating func vacate(_ slot: Int) {
