@@ -190,7 +190,7 @@ public struct FanoutState<Sink> {
     /// The user's open streams on this node (asked at every stream's handshake: counted in
     /// place, with no list made).
     public func streamCount(of user: UUID) -> Int {
-        byUser[Self.userKey(user)]?.reduce(0) { $0 + (subscribers[$1]?.user == user ? 1 : 0) } ?? 0
+        (byUser[Self.userKey(user)] ?? []).count { subscribers[$0]?.user == user }
     }
 
     public init(replayPageSize: Int = 200, resumeLimit: Int = 20, resumeWindowNanoseconds: UInt64 = 10_000_000_000) {
