@@ -193,18 +193,17 @@ public final class PostgresConnection: @unchecked Sendable {
         return body(Int32(binds.count), types, values, lengths, formats)
     }
 
+    /// The name of `query` prepared on this connection, preparing it the first time; nil once
+    /// the cache is full (then the statement runs unprepared). Keyed by its text as built, with
+    /// its parameters' places unnumbered (`SQLQuery.template`: the numbers follow from the
+    /// order), and parameter types.
     private func statementName(_ query: SQLQuery) throws -> String? {
-        try statementName(query.sql, types: query.binds.map { $0.type.oid })
-    }
-
-    /// The name of `sql` prepared on this connection, preparing it the first time; nil once the
-    /// cache is full (then the statement runs unprepared). Keyed by text and parameter types.
-    private func statementName(_ sql: String, types: [UInt32]) throws -> String? {
-        let key = PreparedKey(sql: sql, types: types)
+        let types = query.binds.map { $0.type.oid }
+        let key = PreparedKey(template: query.template, types: types)
         if let name = prepared[key] { return name }
         guard prepared.count < Self.maxPrepared else { return nil }
         let name = "roost_\(prepared.count)"
-        _ = try consume(PQprepare(handle, name, sql, Int32(types.count), types))
+        _ = try consume(PQprepare(handle, name, query.sql, Int32(types.count), types))
         prepared[key] = name
         return name
     }
@@ -212,7 +211,7 @@ public final class PostgresConnection: @unchecked Sendable {
     /// A prepared statement's text and parameter types, as they are (no key text is built
     /// for each statement run).
     private struct PreparedKey: Hashable {
-        let sql: String
+        let template: String
         let types: [UInt32]
     }
 

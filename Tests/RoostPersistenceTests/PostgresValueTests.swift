@@ -152,6 +152,27 @@ struct PostgresValueTests {
         #expect(try connection.query(twice).rows[0].decode(String.self, "v") == "ab12")
     }
 
+    @Test func theTextPostgreSQLReceivesNumbersEachParameterInOrder() {
+        let inner: SQLQuery = "f(\(2), '$9')"
+        let query: SQLQuery = "SELECT \(1), \(fragment: inner), \("three") WHERE x = \(4)"
+        #expect(query.sql == "SELECT $1, f($2, '$9'), $3 WHERE x = $4")
+        #expect(query.binds.map(\.text) == ["1", "2", "three", "4"])
+        #expect(SQLQuery("SELECT $1::int", binds: [PostgresBind(type: .int8, text: "1")]).sql == "SELECT $1::int")
+    }
+
+    @Test func aNULInSplicedSQLTextIsRefusedBeforeAnythingIsSent() throws {
+        // A parameter's place is a NUL while the query is built: spliced text holding one would
+        // read as a parameter, so it is refused (PostgreSQL's text cannot hold one either).
+        for query: SQLQuery in ["SELECT 1 AS \(unsafeRaw: "a\0b")", "SELECT 1 AS \(identifier: "a\0b")",
+                                SQLQuery("SELECT \0 1", binds: [])] {
+            #expect {
+                try connection.query(query)
+            } throws: { error in
+                (error as? DatabaseError)?.message.contains("NUL") == true
+            }
+        }
+    }
+
     @Test func aFragmentOfExplicitSQLIsRefusedWhenSpliced() throws {
         let explicit = SQLQuery("$1::int", binds: [PostgresBind(type: .int8, text: "1")])
         #expect {
