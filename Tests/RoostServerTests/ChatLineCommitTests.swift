@@ -134,6 +134,58 @@ struct ChatLineCommitTests {
         await streets.api.stop()
     }
 
+    @Test func linesOfTwoTenantsShareACommitAndNoLineReachesTheOtherTenant() async throws {
+        let (north, south) = (try await Streets(), try await Streets())
+        let listener = try PostgresListener(TestDatabase.configuration(applicationName: "roost-chat-lines-listen"), channel: GroupEventLog.channel)
+        let southTenant = try #require(TenantToken(south.ann.token)).tenant
+        let lines = [
+            try north.line(north.ann, north.elm, "n1", "North one"),
+            try south.line(south.ann, south.elm, "s1", "South one"),
+            try north.line(north.ben, north.elm, "n2", "North two"),
+            // North's ann, in south's tenant and group: her session is not south's. Declined.
+            ChatLine(tenant: southTenant, group: UUID(uuidString: south.elm)!, user: UUID(uuidString: north.ann.id)!,
+                     tokenHash: try #require(TenantToken(north.ann.token)).hash, clientMessageID: "x1", text: "across", location: nil),
+            // North's ann in her own tenant, naming south's group: no such group there. Declined.
+            try north.line(north.ann, south.elm, "x2", "across"),
+            try south.line(south.ben, south.oak, "s2", "South two"),
+        ]
+        let commit = try await north.api.pool.withConnection { connection in
+            try MessageStore().postChatLines(lines, lifetime: 3600, maxAge: 86_400, on: connection)
+        }
+        #expect(commit.failure == nil)
+        let posted = commit.outcomes.enumerated().compactMap { index, outcome -> (Int, Int64)? in
+            if case .posted(let seq, _) = outcome { (index, seq) } else { nil }
+        }
+        #expect(posted.map(\.0) == [0, 1, 2, 5])
+        #expect(try await north.messages(north.elm).map(\.text) == ["North one", "North two"])
+        #expect(try await south.messages(south.elm).map(\.text) == ["South one"])
+        #expect(try await south.messages(south.oak).map(\.text) == ["South two"])
+        // One transaction for both tenants.
+        let transactions = try await north.messages(north.elm).map(\.xmin) + south.messages(south.elm).map(\.xmin)
+        #expect(Set(transactions).count == 1)
+
+        // Each posted line's notice, with its frame, in the order of its group's seqs.
+        let groups = Set([north.elm, south.elm, south.oak].compactMap(UUID.init(uuidString:)))
+        var events: [NodeNotice.Event] = []
+        var descriptor = pollfd(fd: listener.socket, events: Int16(POLLIN), revents: 0)
+        while events.count < 4 {
+            for payload in try listener.drain() {
+                if case .event(let event)? = NodeNotice(payload: payload), groups.contains(event.group) { events.append(event) }
+            }
+            // Waits for the socket (the notices come as the commit ends), never for a time.
+            if events.count < 4 { #expect(poll(&descriptor, 1, 120_000) == 1) }
+        }
+        let seqOf = Dictionary(posted.map { (lines[$0.0].group, $0.1) }, uniquingKeysWith: min)
+        #expect(Set(events.map { "\($0.group)/\($0.seq)" }) == Set(posted.map { "\(lines[$0.0].group)/\($0.1)" }))
+        for group in groups {
+            let seqs = events.filter { $0.group == group }.map(\.seq)
+            #expect(seqs == seqs.sorted() && seqs.first == seqOf[group])
+        }
+        #expect(events.allSatisfy { $0.frame?.contains("\"event\":\"message.created\"") == true })
+        await north.api.stop()
+        await south.api.stop()
+    }
+
     @Test func aStatementThatFailsFailsItsCommitWritesNothingAndTheConnectionGoesOn() async throws {
         let streets = try await Streets()
         let good = try streets.line(streets.ann, streets.elm, "g1", "Good")

@@ -47,12 +47,24 @@ public struct EventDataText: Sendable {
 
     /// The SQL expression that fills the holes from columns `seq` and `at`.
     var assembled: SQLQuery {
+        assembled(texts: texts.map { "\($0)" })
+    }
+
+    /// The pieces of text between the holes, in order.
+    var texts: [String] {
+        pieces.compactMap { if case .text(let text) = $0 { text } else { nil } }
+    }
+
+    /// The same expression with its pieces of text read from `texts`, SQL for each piece in
+    /// order (columns, for a statement that fills many events' data at once).
+    func assembled(texts: [SQLQuery]) -> SQLQuery {
         guard !pieces.isEmpty else { return "''" }
         var sql = SQLQuery.StringInterpolation(literalCapacity: 16 * pieces.count, interpolationCount: pieces.count)
+        var nextText = texts.makeIterator()
         for (index, piece) in pieces.enumerated() {
             if index > 0 { sql.appendLiteral(" || ") }
             switch piece {
-            case .text(let text): sql.appendInterpolation(text)
+            case .text: sql.appendInterpolation(fragment: nextText.next() ?? "''")
             case .seq: sql.appendLiteral("seq::text")
             case .at: sql.appendLiteral("at")
             case .expression(let expression): sql.appendInterpolation(fragment: expression)
@@ -149,9 +161,6 @@ public struct GroupEventLog: Sendable {
         // owners give: `NodeNotice` the header, `StreamEvent` the frame.
         let header = NodeNotice.eventHeaderParts(tenant: tenant, group: group, subject: subject, hiddenFrom: hiddenFrom)
         let frame = StreamEvent.frameParts(group: group, event: event)
-        let notice: SQLQuery = """
-            CASE WHEN octet_length(header) + 1 + octet_length(frame) < \(NodeNotice.maxBytes) THEN header || E'\\n' || frame ELSE header END
-            """
         let admitted: SQLQuery = gate.map { "gate AS (\(fragment: $0)),\n" } ?? ""
         let admits: SQLQuery = gate == nil ? "" : " AND EXISTS (SELECT 1 FROM gate)"
         let readsGate: SQLQuery = gate == nil ? "" : " CROSS JOIN gate"
@@ -166,13 +175,33 @@ public struct GroupEventLog: Sendable {
                 RETURNING seq, created_at)
             \(fragment: projections),
             framed AS (
-                SELECT seq, created_at, data, \(header.beforeSeq) || seq || \(header.afterSeq)\(fragment: Self.audienceSuffix(group: group, hiddenFrom: hiddenFrom)) AS header,
-                       \(frame.beforeSeq) || seq || \(frame.beforeAt) || at || \(frame.beforeData) || data || '}' AS frame
+                SELECT seq, created_at, data, \(fragment: Self.framing(
+                    header: ("\(header.beforeSeq)", "\(header.afterSeq)\(fragment: Self.audienceSuffix(group: group, hiddenFrom: hiddenFrom))"),
+                    frame: ("\(frame.beforeSeq)", "\(frame.beforeAt)", "\(frame.beforeData)")))
                 FROM filled)
             SELECT seq, created_at, data, \(fragment: notifying ? Self.send(notice) : Self.keep(notice)) AS notified
             FROM framed
             """
     }
+
+    /// The columns `header` and `frame` of an event's notice, from SQL for the parts `NodeNotice`
+    /// and `StreamEvent` give (`eventHeaderParts`, `frameParts`), reading columns `seq`, `at` and `data`.
+    static func framing(header: (beforeSeq: SQLQuery, afterSeq: SQLQuery),
+                        frame: (beforeSeq: SQLQuery, beforeAt: SQLQuery, beforeData: SQLQuery)) -> SQLQuery {
+        """
+        \(fragment: header.beforeSeq) || seq || \(fragment: header.afterSeq) AS header,
+        \(fragment: frame.beforeSeq) || seq || \(fragment: frame.beforeAt) || at || \(fragment: frame.beforeData) || data || '}' AS frame
+        """
+    }
+
+    /// The notice from columns `header` and `frame` (`framing`): the event's frame goes with its
+    /// header when both fit in one notification, else the header alone (the node reads the event).
+    private static let notice: SQLQuery = """
+        CASE WHEN octet_length(header) + 1 + octet_length(frame) < \(NodeNotice.maxBytes) THEN header || E'\\n' || frame ELSE header END
+        """
+
+    /// `notice` sent on the channel, as the transaction commits.
+    static let notified: SQLQuery = send(notice)
 
     /// For an event for the managers only, the notice header's last part: `/` and the group's
     /// owner and admins now, comma-separated (`NodeNotice`); nothing for any other event.

@@ -584,9 +584,14 @@ extension OutboxStore {
     /// one indexed read (most groups have none), so a chat message costs no more unless
     /// someone wants them.
     public func chatPushesWanted(group: UUID, excluding author: SQLQuery) -> SQLQuery {
+        chatPushesWanted(group: "\(group)", excluding: author)
+    }
+
+    /// The same, the group an SQL expression too.
+    public func chatPushesWanted(group: SQLQuery, excluding author: SQLQuery) -> SQLQuery {
         """
         EXISTS (SELECT 1 FROM user_preferences p
-                JOIN memberships pm ON pm.tenant_id = p.tenant_id AND pm.user_id = p.user_id AND pm.group_id = \(group)
+                JOIN memberships pm ON pm.tenant_id = p.tenant_id AND pm.user_id = p.user_id AND pm.group_id = \(fragment: group)
                 WHERE p.push_chat AND p.user_id <> \(fragment: author))
         """
     }

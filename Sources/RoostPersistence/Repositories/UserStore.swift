@@ -230,7 +230,12 @@ public struct UserStore: Sendable {
 
     /// What makes a session live, of `sessions s` joined to its `users u`.
     private static func liveSession(tokenHash: [UInt8]) -> SQLQuery {
-        "s.token_hash = \(Data(tokenHash)) AND s.expires_at > now() AND u.deleted_at IS NULL AND u.suspended_at IS NULL"
+        liveSession(tokenHash: "\(Data(tokenHash))")
+    }
+
+    /// The same, the token's hash an SQL expression.
+    private static func liveSession(tokenHash: SQLQuery) -> SQLQuery {
+        "s.token_hash = \(fragment: tokenHash) AND s.expires_at > now() AND u.deleted_at IS NULL AND u.suspended_at IS NULL"
     }
 
     /// A gate for a gated append (`GroupEventLog.appending(..., gate:)`): one row, the caller's
@@ -249,13 +254,36 @@ public struct UserStore: Sendable {
         """
     }
 
+    /// `liveMemberGate` for many lines at once: each row of `lines` (a `WITH` item with columns
+    /// `n`, `token_hash`, `user_id` and `group_id`) that the gate would admit, with the user's
+    /// `display_name`, where `also` (read with the line as `l`) holds; the memberships locked
+    /// FOR UPDATE in the order of `n`, so that commits that lock the same ones lock them in the
+    /// same order.
+    public func liveMembersGate(lines: String, also: SQLQuery) -> SQLQuery {
+        """
+        SELECT l.*, u.display_name FROM \(unsafeRaw: lines) l
+        CROSS JOIN sessions s
+        JOIN users u ON u.tenant_id = s.tenant_id AND u.id = s.user_id
+        JOIN memberships m ON m.tenant_id = u.tenant_id AND m.user_id = u.id AND m.group_id = l.group_id
+        WHERE \(fragment: Self.liveSession(tokenHash: "l.token_hash")) AND u.id = l.user_id AND (m.muted_until IS NULL OR m.muted_until <= now())
+          AND \(fragment: also)
+        ORDER BY l.n
+        FOR UPDATE OF m
+        """
+    }
+
     /// The statement (or `WITH` item's body) that moves a session's expiry on when it was last
     /// used over a minute ago and `when` (a boolean SQL expression) holds.
     public func slideStatement(tokenHash: [UInt8], lifetime: Int, maxAge: Int, when condition: SQLQuery = "true") -> SQLQuery {
+        slideStatement(sessions: "token_hash = \(Data(tokenHash))", lifetime: lifetime, maxAge: maxAge, when: condition)
+    }
+
+    /// The same for the sessions `which` (a boolean SQL expression over `sessions`) names.
+    public func slideStatement(sessions which: SQLQuery, lifetime: Int, maxAge: Int, when condition: SQLQuery = "true") -> SQLQuery {
         """
         UPDATE sessions SET last_used_at = now(),
                             expires_at = least(now() + \(lifetime) * interval '1 second', created_at + \(maxAge) * interval '1 second')
-        WHERE token_hash = \(Data(tokenHash)) AND last_used_at < now() - interval '1 minute' AND \(fragment: condition)
+        WHERE \(fragment: which) AND last_used_at < now() - interval '1 minute' AND \(fragment: condition)
         """
     }
 
