@@ -125,8 +125,8 @@ extension MessageStore {
         // The usual path asks these in its first round trip and takes another road when either
         // holds: a repeat is answered with the first message, and chat pushes are queued.
         let plain: SQLQuery = """
-            NOT EXISTS (SELECT 1 FROM messages r WHERE r.tenant_id = \(tenant) AND r.group_id = l.group_id AND r.author_id = l.user_id
-                                                   AND r.client_msg_id = l.client_msg_id)
+            NOT EXISTS (SELECT 1 FROM messages r
+                        WHERE \(fragment: Self.repeatCondition("r", group: "l.group_id", author: "l.user_id", clientMessageID: "l.client_msg_id")))
             AND NOT \(fragment: OutboxStore().chatPushesWanted(group: "l.group_id", excluding: "l.user_id"))
             """
         return """

@@ -103,15 +103,28 @@ public struct MessageStore: Sendable {
     public func idempotent(group: UUID, author: UUID, clientMessageID: String, on connection: PostgresConnection) throws -> String? {
         try connection.query("""
             SELECT \(unsafeRaw: Self.messageJSON) AS json FROM messages m \(unsafeRaw: Self.messageJoins)
-            WHERE m.group_id = \(group) AND m.author_id = \(author) AND m.client_msg_id = \(clientMessageID)
+            WHERE \(fragment: Self.repeatCondition("m", group: "\(group)", author: "\(author)", clientMessageID: "\(clientMessageID)"))
             """).first?.decode(String.self, "json")
+    }
+
+    /// That `alias`, a row of `messages`, is the message `author` posted in `group` under
+    /// `clientMessageID` (each an SQL expression): a lookup of the repeat key only
+    /// (sql/0041_repeat_key_order.sql). The group is compared by IS NOT DISTINCT FROM (the same
+    /// as `=` for a group, never NULL), which no index can use: were it `=`, the primary key's
+    /// (tenant, group) prefix would be an equal road to the planner while `messages` has no
+    /// statistics, and a generic plan that took it would read the group's every message.
+    static func repeatCondition(_ alias: String, group: SQLQuery, author: SQLQuery, clientMessageID: SQLQuery) -> SQLQuery {
+        """
+        \(unsafeRaw: alias).author_id = \(fragment: author) AND \(unsafeRaw: alias).client_msg_id = \(fragment: clientMessageID)
+        AND \(unsafeRaw: alias).group_id IS NOT DISTINCT FROM \(fragment: group)
+        """
     }
 
     /// Whether the author already posted a message under this client id: a boolean SQL
     /// expression in which `author` is the author's id, for the round trip that opens the
     /// transaction to answer (a retry is rare; `idempotent` then reads the message).
     public func repeatQuestion(group: UUID, author: SQLQuery, clientMessageID: String) -> SQLQuery {
-        "EXISTS (SELECT 1 FROM messages r WHERE r.group_id = \(group) AND r.author_id = \(fragment: author) AND r.client_msg_id = \(clientMessageID))"
+        "EXISTS (SELECT 1 FROM messages r WHERE \(fragment: Self.repeatCondition("r", group: "\(group)", author: author, clientMessageID: "\(clientMessageID)")))"
     }
 
     /// Whether `seq` is a message of the group (for `reply_to`).
