@@ -40,7 +40,7 @@ extension MessageStore {
     /// Posts chat lines in one transaction, sent in one round trip with its BEGIN and COMMIT
     /// (group commit): one commit, one WAL flush and one notifying commit for all of them, each
     /// line's event notified as that commit ends. The lines of one tenant are one statement
-    /// (`chatLinesStatement`), which checks for each what the usual post checks in its first
+    /// (`chatLinesStatement`; a tenant's lone line, `chatLineStatement`), which checks for each what the usual post checks in its first
     /// round trip (a live session of the line's user, a member not muted, its membership locked)
     /// and appends nothing for a line where it finds otherwise; its projection is the `messages`
     /// row, as `post` writes it. A line that repeats the `client_msg_id` of an earlier line of
@@ -73,7 +73,12 @@ extension MessageStore {
                 SELECT set_config('roost.tenant_id', \(tenant.lowercasedText), true), set_config('roost.viewer_id', '', true)
                 """)
             tenants.append((statements.count, indices))
-            statements.append(chatLinesStatement(tenant: tenant, indices.map { lines[$0] }, lifetime: lifetime, maxAge: maxAge))
+            // A lone line is cheaper for PostgreSQL as a statement of its own (measured: 0.71 ms
+            // of its CPU a post paced at 1,000 a second as one statement for the lines, 0.50 as
+            // a statement for each; commits then hold a line or two).
+            statements.append(indices.count == 1
+                ? chatLineStatement(lines[indices[0]], lifetime: lifetime, maxAge: maxAge)
+                : chatLinesStatement(tenant: tenant, indices.map { lines[$0] }, lifetime: lifetime, maxAge: maxAge))
             start = end
         }
         statements.append("COMMIT")
@@ -88,7 +93,7 @@ extension MessageStore {
         var outcomes = [ChatLineOutcome](repeating: .declined, count: lines.count)
         for (statement, indices) in tenants {
             for row in outcome.results[statement].rows {
-                let line = indices[try row.decode(Int.self, "n") - 1]
+                let line = indices.count == 1 ? indices[0] : indices[try row.decode(Int.self, "n") - 1]
                 outcomes[line] = .posted(seq: try row.decode(Int64.self, "seq"), json: try row.decode(String.self, "data"))
             }
         }
@@ -101,6 +106,29 @@ extension MessageStore {
         init(_ line: ChatLine) {
             (tenant, group, user, clientMessageID) = (line.tenant, line.group, line.user, line.message.clientMessageID)
         }
+    }
+
+    /// One chat line's gated append: the event, its `messages` row and the session's slide. A
+    /// row with its `seq` and `data` when it was appended.
+    private func chatLineStatement(_ line: ChatLine, lifetime: Int, maxAge: Int) -> SQLQuery {
+        let (tenant, group, message, id) = (line.tenant, line.group, line.message, UUID())
+        let users = UserStore()
+        // As in `chatLinesStatement`; the user is the line's parameter, not the gate's column.
+        let plain: SQLQuery = """
+            NOT EXISTS (SELECT 1 FROM messages r
+                        WHERE \(fragment: Self.repeatCondition("r", group: "\(group)", author: "\(line.user)", clientMessageID: "\(message.clientMessageID)")))
+            AND NOT \(fragment: OutboxStore().chatPushesWanted(group: group, excluding: "\(line.user)"))
+            """
+        return GroupEventLog.appending(
+            tenant: tenant, group: group, event: .messageCreated, actorType: .user, actorID: line.user, subject: nil, hiddenFrom: nil,
+            data: Self.json(id: id, group: group, authorType: .user, authorID: line.user, authorName: nil, message: message, dedupKey: nil),
+            projections: """
+                \(fragment: Self.messageRow(tenant: tenant, group: group, id: id, authorType: .user, authorID: line.user, message: message)),
+                slid AS (\(fragment: users.slideStatement(tokenHash: line.tokenHash, lifetime: lifetime, maxAge: maxAge,
+                                                         when: "EXISTS (SELECT 1 FROM appended)")))
+                """,
+            notifying: true,
+            gate: users.liveMemberGate(tokenHash: line.tokenHash, user: line.user, group: group, also: plain))
     }
 
     /// One tenant's chat lines, in the order given, as one statement: each line's gated append
