@@ -40,10 +40,10 @@ extension MessageStore {
     /// Posts chat lines in one transaction, sent in one round trip with its BEGIN and COMMIT
     /// (group commit): one commit, one WAL flush and one notifying commit for all of them, each
     /// line's event notified as that commit ends. The lines of one tenant are one statement
-    /// (`chatLinesStatement`; a tenant's lone line, `chatLineStatement`), which checks for each what the usual post checks in its first
-    /// round trip (a live session of the line's user, a member not muted, its membership locked)
-    /// and appends nothing for a line where it finds otherwise; its projection is the `messages`
-    /// row, as `post` writes it. A line that repeats the `client_msg_id` of an earlier line of
+    /// (`chatLinesStatement`; a tenant's lone line, `chatLineStatement`), which checks for each
+    /// what the usual post checks in its first round trip (a live session of the line's user, a
+    /// member not muted, its membership locked) and appends nothing for a line where it finds
+    /// otherwise; its projection is the `messages` row, as `post` writes it. A line that repeats the `client_msg_id` of an earlier line of
     /// the same author in the same group is declined before anything is sent (its statement
     /// would fail the commit on the unique key). A statement that fails (a concurrent repeat's
     /// unique key, a deadlock) fails the commit: nothing is written, every line is declined and
