@@ -1,22 +1,29 @@
 /// One-dimensional array literals in PostgreSQL's text format: `{a,"b c",NULL}`.
 enum PostgresArrayLiteral {
     /// Every element is double-quoted, with `"` and `\` escaped, so no content can be misread.
+    /// Written as UTF-8 bytes: both are ASCII, which no byte of a longer character can be (a
+    /// shared commit's lines go as arrays, and scalar by scalar this was a fifth of the server's
+    /// CPU a post at concurrency 32).
     static func format(_ elements: [String?]) -> String {
-        var out = "{"
+        let (quote, backslash) = (UInt8(ascii: "\""), UInt8(ascii: "\\"))
+        var out: [UInt8] = []
+        out.reserveCapacity(elements.reduce(2) { $0 + ($1?.utf8.count ?? 4) + 3 })
+        out.append(UInt8(ascii: "{"))
         for (index, element) in elements.enumerated() {
-            if index > 0 { out += "," }
+            if index > 0 { out.append(UInt8(ascii: ",")) }
             guard let element else {
-                out += "NULL"
+                out.append(contentsOf: "NULL".utf8)
                 continue
             }
-            out += "\""
-            for character in element.unicodeScalars {
-                if character == "\"" || character == "\\" { out += "\\" }
-                out.unicodeScalars.append(character)
+            out.append(quote)
+            for byte in element.utf8 {
+                if byte == quote || byte == backslash { out.append(backslash) }
+                out.append(byte)
             }
-            out += "\""
+            out.append(quote)
         }
-        return out + "}"
+        out.append(UInt8(ascii: "}"))
+        return String(decoding: out, as: UTF8.self)
     }
 
     static func parse(_ text: String) throws(PostgresDecodingFailure) -> [String?] {

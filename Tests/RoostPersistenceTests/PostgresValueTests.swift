@@ -88,7 +88,8 @@ struct PostgresValueTests {
     }
 
     @Test func arraysRoundTripWithAwkwardElements() throws {
-        let texts = ["", "NULL", "a,b", "{braces}", "quote\"d", #"back\slash"#, "space d", "日本"]
+        let texts = ["", "NULL", "a,b", "{braces}", "quote\"d", #"back\slash"#, "space d", "日本", #"ends in \"#, #"\""#,
+                     "🚨 \"siren\" \\ é", "e\u{301}"]
         #expect(try echo(texts, on: connection) == texts)
         #expect(try echo([String](), on: connection) == [])
         let ids = [UUID(), UUID()]
