@@ -47,7 +47,7 @@ public struct EventDataText: Sendable {
 
     /// The SQL expression that fills the holes from columns `seq` and `at`.
     var assembled: SQLQuery {
-        assembled(texts: texts.map { "\($0)" })
+        assembled { sql, text, _ in sql.appendInterpolation(text) }
     }
 
     /// The pieces of text between the holes, in order.
@@ -58,13 +58,21 @@ public struct EventDataText: Sendable {
     /// The same expression with its pieces of text read from `texts`, SQL for each piece in
     /// order (columns, for a statement that fills many events' data at once).
     func assembled(texts: [SQLQuery]) -> SQLQuery {
+        precondition(texts.count == self.texts.count, "one SQL expression for each piece of text")
+        return assembled { sql, _, index in sql.appendInterpolation(fragment: texts[index]) }
+    }
+
+    /// The expression, each piece of text (with its place among them) written by `text`.
+    private func assembled(text: (inout SQLQuery.StringInterpolation, String, Int) -> Void) -> SQLQuery {
         guard !pieces.isEmpty else { return "''" }
         var sql = SQLQuery.StringInterpolation(literalCapacity: 16 * pieces.count, interpolationCount: pieces.count)
-        var nextText = texts.makeIterator()
+        var textIndex = 0
         for (index, piece) in pieces.enumerated() {
             if index > 0 { sql.appendLiteral(" || ") }
             switch piece {
-            case .text: sql.appendInterpolation(fragment: nextText.next() ?? "''")
+            case .text(let piece):
+                text(&sql, piece, textIndex)
+                textIndex += 1
             case .seq: sql.appendLiteral("seq::text")
             case .at: sql.appendLiteral("at")
             case .expression(let expression): sql.appendInterpolation(fragment: expression)
