@@ -108,17 +108,24 @@ extension MessageStore {
         }
     }
 
+    /// That a line (its group, author and client id, each an SQL expression) is plain: no repeat
+    /// of an earlier message, and nobody in the group wants chat pushed. The usual path asks these
+    /// in its first round trip and takes another road when either fails: a repeat is answered
+    /// with the first message, and chat pushes are queued.
+    private static func plainLine(group: SQLQuery, author: SQLQuery, clientMessageID: SQLQuery) -> SQLQuery {
+        """
+        NOT \(fragment: repeatQuestion(group: group, author: author, clientMessageID: clientMessageID))
+        AND NOT \(fragment: OutboxStore().chatPushesWanted(group: group, excluding: author))
+        """
+    }
+
     /// One chat line's gated append: the event, its `messages` row and the session's slide. A
     /// row with its `seq` and `data` when it was appended.
     private func chatLineStatement(_ line: ChatLine, lifetime: Int, maxAge: Int) -> SQLQuery {
         let (tenant, group, message, id) = (line.tenant, line.group, line.message, UUID())
         let users = UserStore()
-        // As in `chatLinesStatement`; the user is the line's parameter, not the gate's column.
-        let plain: SQLQuery = """
-            NOT EXISTS (SELECT 1 FROM messages r
-                        WHERE \(fragment: Self.repeatCondition("r", group: "\(group)", author: "\(line.user)", clientMessageID: "\(message.clientMessageID)")))
-            AND NOT \(fragment: OutboxStore().chatPushesWanted(group: group, excluding: "\(line.user)"))
-            """
+        // The user is the line's parameter, not the gate's column.
+        let plain = Self.plainLine(group: "\(group)", author: "\(line.user)", clientMessageID: "\(message.clientMessageID)")
         return GroupEventLog.appending(
             tenant: tenant, group: group, event: .messageCreated, actorType: .user, actorID: line.user, subject: nil, hiddenFrom: nil,
             data: Self.json(id: id, group: group, authorType: .user, authorID: line.user, authorName: nil, message: message, dedupKey: nil),
@@ -150,13 +157,7 @@ extension MessageStore {
         let pieceColumns = (0..<shape).map { "t\($0)" }
         let pieceArrays = (0..<shape).reduce(into: "" as SQLQuery) { sql, index in sql = "\(fragment: sql), \(pieces.map { $0[index] })::text[]" }
         let users = UserStore()
-        // The usual path asks these in its first round trip and takes another road when either
-        // holds: a repeat is answered with the first message, and chat pushes are queued.
-        let plain: SQLQuery = """
-            NOT EXISTS (SELECT 1 FROM messages r
-                        WHERE \(fragment: Self.repeatCondition("r", group: "l.group_id", author: "l.user_id", clientMessageID: "l.client_msg_id")))
-            AND NOT \(fragment: OutboxStore().chatPushesWanted(group: "l.group_id", excluding: "l.user_id"))
-            """
+        let plain = Self.plainLine(group: "l.group_id", author: "l.user_id", clientMessageID: "l.client_msg_id")
         return """
             WITH line AS (
                 SELECT * FROM unnest(\(lines.map(\.group))::uuid[], \(lines.map(\.user))::uuid[], \(lines.map { Digest.hex($0.tokenHash) })::text[],

@@ -124,7 +124,12 @@ public struct MessageStore: Sendable {
     /// expression in which `author` is the author's id, for the round trip that opens the
     /// transaction to answer (a retry is rare; `idempotent` then reads the message).
     public func repeatQuestion(group: UUID, author: SQLQuery, clientMessageID: String) -> SQLQuery {
-        "EXISTS (SELECT 1 FROM messages r WHERE \(fragment: Self.repeatCondition("r", group: "\(group)", author: author, clientMessageID: "\(clientMessageID)")))"
+        Self.repeatQuestion(group: "\(group)", author: author, clientMessageID: "\(clientMessageID)")
+    }
+
+    /// The same, each an SQL expression.
+    static func repeatQuestion(group: SQLQuery, author: SQLQuery, clientMessageID: SQLQuery) -> SQLQuery {
+        "EXISTS (SELECT 1 FROM messages r WHERE \(fragment: repeatCondition("r", group: group, author: author, clientMessageID: clientMessageID)))"
     }
 
     /// Whether `seq` is a message of the group (for `reply_to`).
